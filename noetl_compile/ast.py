@@ -1,0 +1,131 @@
+"""The dialect-free playbook AST that every stage after `read` consumes.
+
+The three DSL generations (v1 "whitepaper", v2 "case", canonical) are normalised into these
+models by the readers in ``read/``. Values that stay templated or are passed verbatim to the
+runtime (tool config, inputs, set/vars blocks) keep the ``Y*`` types of ``load`` so positions
+survive; ``span`` fields hold ``load.Span`` objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Dialect = Literal["v1", "case-v2", "canonical"]
+DIALECTS: tuple[str, ...] = ("v1", "case-v2", "canonical")
+
+
+class Node(BaseModel):
+    # Readers build these from already-checked data; validation stays on to catch reader bugs.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    span: Any = None
+
+
+class PolicyRule(Node):
+    """One rule of a canonical `spec.policy.rules` list (or a v2 retry policy)."""
+
+    when: Any = None  # template string, YAML bool, or None for an `else` rule
+    is_else: bool = False
+    action: str | None = None  # continue | retry | break | jump | fail
+    attempts: Any = None
+    backoff: Any = None
+    delay: Any = None
+    to: str | None = None
+    set: Any = None  # {"ctx.x": template, "iter.y": template}
+
+
+class Task(Node):
+    """A tool invocation: a step's tool, one item of a pipeline, or a workbook task."""
+
+    name: str | None = None
+    kind: str | None = None
+    kind_span: Any = None
+    config: Any = None  # the tool mapping as written (v1 inline tools: the step mapping)
+    rules: list[PolicyRule] = Field(default_factory=list)
+
+
+class Arc(Node):
+    """A routing edge. Arcs of one `group` fire together (v1 `then:` lists, v2 case rules)."""
+
+    target: str
+    when: Any = None  # None: unconditional
+    set: Any = None
+    args: Any = None
+    group: int = 0
+    origin: Literal["next", "arc", "case", "else", "end_loop"] = "next"
+    event: str | None = None  # the event a guard waits for, e.g. "loop.done", "call.error"
+
+
+class Router(Node):
+    mode: Literal["exclusive", "inclusive"] = "inclusive"
+    arcs: list[Arc] = Field(default_factory=list)
+
+
+class CaseRule(Node):
+    """A v2 `case` rule: `when` plus the `then` actions (next targets become router arcs)."""
+
+    when: Any = None
+    then: Any = None  # merged action mapping: next/sink/set/retry/collect/result/...
+
+
+class Loop(Node):
+    iterator: str | None = None
+    iterator_span: Any = None
+    collection: Any = None  # `in` (template, list, ...)
+    cursor: Any = None  # `cursor` mapping (canonical cursor loops)
+    mode: str = "sequential"  # sequential | parallel | async | cursor
+    max_in_flight: Any = None
+    filter: Any = None
+    body_via_next: bool = False  # v1: the loop step routes into body steps closed by `end_loop`
+
+
+class Step(Node):
+    name: str
+    desc: str | None = None
+    tool: Task | None = None
+    pipeline: list[Task] | None = None
+    input: Any = None  # canonical `input`, v2 `args`, v1 `with`/`args`/`data`
+    loop: Loop | None = None
+    router: Router = Field(default_factory=Router)
+    case: list[CaseRule] = Field(default_factory=list)
+    set: Any = None  # {"ctx.x": template} written after success
+    vars: Any = None  # v2 vars extraction
+    sink: Any = None
+    retry: Any = None
+    end_loop: str | None = None
+    end_loop_span: Any = None
+    loop_result: Any = None  # v1 `result` of an end_loop step
+    admit: Any = None
+    raw: Any = None  # the step mapping as written
+
+    @property
+    def tasks(self) -> list[Task]:
+        if self.pipeline is not None:
+            return self.pipeline
+        return [self.tool] if self.tool is not None else []
+
+
+class Playbook(Node):
+    file: str
+    dialect: Dialect
+    api_version: str | None = None
+    name: str | None = None
+    catalog_path: str | None = None
+    workload: Any = None
+    keychain: Any = None
+    executor: Any = None
+    workbook: dict[str, Task] = Field(default_factory=dict)
+    steps: list[Step] = Field(default_factory=list)
+    entry: str | None = None  # name of the entry step, when it exists
+    raw: Any = None
+
+    def step(self, name: str) -> Step | None:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        return None
+
+    @property
+    def step_names(self) -> list[str]:
+        return [step.name for step in self.steps]

@@ -1,0 +1,93 @@
+"""What every check module receives: the playbook, its document, where to report, shared facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ..ast import Playbook
+from ..diagnostics import DiagnosticSink, Position
+from ..load import Document, Span, YList, YMap, span_of
+
+
+@dataclass
+class Project:
+    """Facts about the whole run: other playbooks (for nested calls) and known connections."""
+
+    catalog_paths: set[str] = field(default_factory=set)  # metadata.path / path of every playbook
+    connections: set[str] | None = None  # from --connections; None = not checked
+
+
+@dataclass
+class CheckContext:
+    playbook: Playbook
+    document: Document
+    sink: DiagnosticSink
+    project: Project
+
+    def report(self, code: str, position: Position, message: str, **kwargs: Any) -> None:
+        self.sink.add(code, position, message, **kwargs)
+
+    @staticmethod
+    def pos(container: Any, key: Any = None) -> Position:
+        """Position of ``container[key]`` (or the container): values, then the container."""
+        if key is not None:
+            if isinstance(container, YMap) and key in container:
+                span = span_of(container[key]) or container.value_span(key)
+                return span.position
+            if isinstance(container, YList) and isinstance(key, int):
+                return container.item_span(key).position
+        span = span_of(container)
+        return span.position if span else Position(1, 1)
+
+    @staticmethod
+    def key_pos(mapping: Any, key: Any) -> Position:
+        if isinstance(mapping, YMap) and key in mapping:
+            return mapping.key_span(key).position
+        span = span_of(mapping)
+        return span.position if span else Position(1, 1)
+
+    def position_in_string(self, value: Any, offset: int) -> Position:
+        """File position of character ``offset`` inside a YAML string value.
+
+        Block scalars and escape-free flow scalars map exactly; otherwise we search the raw
+        source slice for the text around the offset and fall back to the scalar's start.
+        """
+        span: Span | None = span_of(value)
+        if span is None:
+            return Position(1, 1)
+        text = self.document.text
+        raw = text[span.start:span.end]
+        if span.style in ("|", ">"):
+            return self._in_block(span, raw, value, offset)
+        quote = 1 if span.style in ("'", '"') else 0
+        if raw[quote:quote + len(value)] == value:  # no escapes, no folding
+            return self.document.position_at(span.start + quote + offset)
+        return self._search(span, raw, value, offset)
+
+    def _in_block(self, span: Span, raw: str, value: str, offset: int) -> Position:
+        line_index = value.count("\n", 0, offset)
+        column = offset - (value.rfind("\n", 0, offset) + 1)
+        body = raw.split("\n")[1:]  # the header line holds `|` / `>` and indicators
+        indent = next((len(line) - len(line.lstrip(" ")) for line in body if line.strip()), 0)
+        if span.style == "|" and line_index < len(body):
+            header_line = span.line
+            return Position(header_line + 1 + self._skip_blank_prefix(body, line_index), indent + column + 1)
+        return self._search(span, raw, value, offset)
+
+    @staticmethod
+    def _skip_blank_prefix(body: list[str], line_index: int) -> int:
+        # Leading blank lines of a literal block are kept in the value, so indices line up 1:1.
+        return line_index
+
+    def _search(self, span: Span, raw: str, value: str, offset: int) -> Position:
+        needle = value[offset:offset + 24].split("\n", 1)[0]
+        found = raw.find(needle) if needle else -1
+        if found >= 0:
+            return self.document.position_at(span.start + found)
+        return span.position
+
+    @cached_property
+    def step_names(self) -> set[str]:
+        return set(self.playbook.step_names)

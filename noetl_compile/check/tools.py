@@ -1,0 +1,7 @@
+"""Rule family: tools (being written)."""
+
+from .context import CheckContext
+
+
+def check(ctx: CheckContext) -> None:
+    return None

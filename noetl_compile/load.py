@@ -1,0 +1,282 @@
+"""Stage 1 — load: YAML text -> plain Python data that remembers where every node came from.
+
+We compose with libyaml (``CSafeLoader``) and build the values ourselves instead of calling
+``yaml.load``: that is where duplicate keys, recursive aliases and merge keys are decided, and
+it lets every mapping and list carry the source span of its keys and items. Later stages see
+ordinary ``dict``/``list``/``str`` values (subclasses), so they never depend on PyYAML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+
+from .diagnostics import Diagnostic, Position, Severity
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Scalar construction (int/float/bool/null/timestamp...) is stateless, so one instance serves all.
+_scalar_constructor = SafeConstructor()
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class Span:
+    """Where a node sits in the source: 1-based line/col plus 0-based character offsets.
+
+    Built lazily from a composed node: a playbook has tens of thousands of nodes and most
+    spans are never asked for, so we keep the node and compute on access.
+    """
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: yaml.Node) -> None:
+        self._node = node
+
+    @property
+    def line(self) -> int:
+        return self._node.start_mark.line + 1
+
+    @property
+    def col(self) -> int:
+        return self._node.start_mark.column + 1
+
+    @property
+    def start(self) -> int:
+        return self._node.start_mark.index
+
+    @property
+    def end(self) -> int:
+        return self._node.end_mark.index
+
+    @property
+    def style(self) -> str | None:
+        """Scalar style: None (plain), "'", '"', "|", ">"; None for collections."""
+        return getattr(self._node, "style", None) if isinstance(self._node, yaml.ScalarNode) else None
+
+    @property
+    def position(self) -> Position:
+        return Position(self.line, self.col)
+
+    def __repr__(self) -> str:
+        return f"Span({self.line}:{self.col})"
+
+
+_span = Span
+
+
+class YMap(dict):
+    """A mapping that knows the span of itself, of each key and of each value."""
+
+    __slots__ = ("span", "key_spans", "value_spans")
+
+    def key_span(self, key: Any) -> Span:
+        node = self.key_spans.get(key)
+        return Span(node) if node is not None else self.span
+
+    def value_span(self, key: Any) -> Span:
+        node = self.value_spans.get(key)
+        return Span(node) if node is not None else self.span
+
+
+class YList(list):
+    """A sequence that knows the span of itself and of each item."""
+
+    __slots__ = ("span", "item_spans")
+
+    def item_span(self, index: int) -> Span:
+        if 0 <= index < len(self.item_spans):
+            return Span(self.item_spans[index])
+        return self.span
+
+
+class YStr(str):
+    """A string scalar with its span (so templates inside it can be located exactly)."""
+
+    __slots__ = ("_node",)
+
+    @property
+    def span(self) -> Span:
+        return Span(self._node)
+
+
+def span_of(value: Any) -> Span | None:
+    return getattr(value, "span", None)
+
+
+@dataclass(slots=True)
+class Document:
+    """One loaded YAML file."""
+
+    path: str
+    text: str
+    data: Any  # YMap for a playbook; None when the file could not be loaded
+    diagnostics: list[Diagnostic]
+
+    def position_at(self, index: int) -> Position:
+        """1-based line/column of a character offset in the source."""
+        index = max(0, min(index, len(self.text)))
+        line = self.text.count("\n", 0, index) + 1
+        col = index - (self.text.rfind("\n", 0, index) + 1) + 1
+        return Position(line, col)
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+class _Builder:
+    """Turns a composed node graph into Y* values, reporting what yaml.safe_load hides."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.diagnostics: list[Diagnostic] = []
+        self._active: set[int] = set()  # node ids on the current path, to catch alias cycles
+
+    def report(self, code: str, node: yaml.Node, message: str, severity=Severity.ERROR) -> None:
+        self.diagnostics.append(Diagnostic(code, severity, self.path, _span(node).position, message))
+
+    def build(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if id(node) in self._active:
+            self.report("Y004", node, "recursive alias: a node contains itself")
+            return None
+        self._active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node)
+            return self._sequence(node)
+        finally:
+            self._active.discard(id(node))
+
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag == _STR_TAG:
+            value = YStr(node.value)
+            value._node = node
+            return value
+        constructor = _scalar_constructor.yaml_constructors.get(node.tag)
+        if constructor is None:
+            self.report("Y005", node, f"unsupported YAML tag {node.tag!r}; the value is read as a string")
+            value = YStr(node.value)
+            value._node = node
+            return value
+        try:
+            return constructor(_scalar_constructor, node)
+        except (ConstructorError, ValueError) as exc:
+            self.report("Y005", node, f"invalid {node.tag.rsplit(':', 1)[-1]} value: {exc}")
+            return node.value
+
+    def _sequence(self, node: yaml.SequenceNode) -> YList:
+        items = YList(self.build(item) for item in node.value)
+        items.span = _span(node)
+        items.item_spans = node.value  # nodes; item_span() wraps lazily
+        return items
+
+    def _mapping(self, node: yaml.MappingNode) -> YMap:
+        mapping = YMap()
+        mapping.span = _span(node)
+        mapping.key_spans = {}
+        mapping.value_spans = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                self._merge(mapping, value_node)
+                continue
+            key = self.build(key_node)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                self.report("Y003", key_node, "mapping keys must be scalars")
+                continue
+            if key in mapping.key_spans:
+                first = Span(mapping.key_spans[key])
+                self.report(
+                    "Y002",
+                    key_node,
+                    f"duplicate key {key!r} (first defined on line {first.line}); YAML keeps only the last value",
+                )
+            mapping[key] = self.build(value_node)
+            mapping.key_spans[key] = key_node  # nodes; key_span()/value_span() wrap lazily
+            mapping.value_spans[key] = value_node
+        return mapping
+
+    def _merge(self, mapping: YMap, value_node: yaml.Node) -> None:
+        """`<<: *anchor` merge keys: explicit keys win over merged ones, as in YAML 1.1."""
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for source in sources:
+            merged = self.build(source)
+            if not isinstance(merged, YMap):
+                self.report("Y003", source, "a merge key (<<) needs a mapping or a list of mappings")
+                continue
+            for key, value in merged.items():
+                if key not in mapping:
+                    mapping[key] = value
+                    mapping.key_spans[key] = merged.key_spans.get(key)
+                    mapping.value_spans[key] = merged.value_spans.get(key)
+
+
+def _yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    message = f"{context}, {problem}" if context else str(problem)
+    line = text.splitlines()[position.line - 1] if mark and position.line <= len(text.splitlines()) else ""
+    if "\t" in line[: position.col] or "'\\t'" in message:
+        message += " (YAML does not allow tab characters for indentation; use spaces)"
+    return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {message}")
+
+
+def load_text(text: str, path: str) -> Document:
+    """Parse one YAML document; never raises on bad input, reports diagnostics instead."""
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        return Document(path, text, None, [_yaml_error(path, exc, text)])
+    except (ValueError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
+        return Document(path, text, None, [
+            Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"invalid YAML: {exc}")
+        ])
+    builder = _Builder(path)
+    nodes = [n for n in nodes if n is not None]
+    if not nodes:
+        return Document(path, text, None, [
+            Diagnostic("Y006", Severity.ERROR, path, Position(1, 1), "empty document: no playbook here")
+        ])
+    if len(nodes) > 1:
+        builder.report("Y007", nodes[1], "more than one YAML document in a file; only the first is read")
+    try:
+        data = builder.build(nodes[0])
+    except RecursionError:
+        builder.report("Y001", nodes[0], "invalid YAML: nesting is too deep")
+        data = None
+    return Document(path, text, data, builder.diagnostics)
+
+
+def load_file(path: str) -> Document:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except UnicodeDecodeError as exc:
+        return Document(path, "", None, [
+            Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        ])
+    except OSError as exc:
+        return Document(path, "", None, [
+            Diagnostic("E001", Severity.ERROR, path, Position(1, 1), f"cannot read file: {exc.strerror}")
+        ])
+    return load_text(text, path)
+
+
+def list_of_one(value: Any, span: Span) -> YList:
+    """Readers normalise `next: a` / `then: {...}` into a one-item list that keeps positions."""
+    items = YList([value])
+    items.span = span
+    items.item_spans = [span._node]
+    return items
+
+
+def empty_map(span: Span) -> YMap:
+    mapping = YMap()
+    mapping.span, mapping.key_spans, mapping.value_spans = span, {}, {}
+    return mapping

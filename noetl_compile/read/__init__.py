@@ -1,0 +1,80 @@
+"""Stage 2 — read: one loaded document -> one dialect-free ``Playbook`` AST.
+
+The dialect is detected per file from its markers (or forced by the caller); the three
+readers share the machinery in ``base.py`` and the root handling in ``playbook.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ast import Playbook
+from ..diagnostics import DiagnosticSink, Position
+from ..load import Document, YMap
+from .canonical import CanonicalReader
+from .case_v2 import CaseV2Reader
+from .v1 import V1Reader
+
+READERS = {"v1": V1Reader, "case-v2": CaseV2Reader, "canonical": CanonicalReader}
+SUPPORTED_API_VERSIONS = ("noetl.io/v1", "noetl.io/v2", "noetl.io/v10")
+
+# Step keys that only one generation uses, and how strongly they point at it.
+_CASE_V2_MARKS = {"case": 3, "vars": 2, "sink": 2, "args": 1, "retry": 1}
+_CANONICAL_MARKS = {"set": 2, "input": 1, "spec": 1}
+_V1_MARKS = {"type": 3, "end_loop": 3, "with": 2, "data": 1, "save": 2, "task": 1}
+
+
+def detect_dialect(root: Any) -> str:
+    """Best guess of a file's generation; ties between the two v2 generations go to canonical."""
+    if not isinstance(root, dict):
+        return "canonical"
+    api = root.get("apiVersion")
+    steps = root.get("workflow") if isinstance(root.get("workflow"), list) else []
+    scores = {"v1": 0, "case-v2": 0, "canonical": 0}
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        for key in step:
+            scores["case-v2"] += _CASE_V2_MARKS.get(key, 0)
+            scores["canonical"] += _CANONICAL_MARKS.get(key, 0)
+            scores["v1"] += _V1_MARKS.get(key, 0)
+        tool, nxt = step.get("tool"), step.get("next")
+        if isinstance(tool, list) or (isinstance(tool, dict) and "spec" in tool):
+            scores["canonical"] += 3
+        if isinstance(tool, str):
+            scores["v1"] += 3
+        if isinstance(tool, dict) and isinstance(tool.get("retry"), list):
+            scores["case-v2"] += 2
+        if isinstance(nxt, dict) and ("arcs" in nxt or "spec" in nxt):
+            scores["canonical"] += 3
+        if isinstance(nxt, list):
+            for entry in nxt:
+                if isinstance(entry, dict) and ("then" in entry or "else" in entry):
+                    scores["v1"] += 2
+                elif isinstance(entry, dict) and "args" in entry:
+                    scores["case-v2"] += 1
+    if api == "noetl.io/v1":
+        # A v1 apiVersion with v2 structure is a v2 playbook with a stale header.
+        return "v1" if scores["v1"] or not (scores["case-v2"] or scores["canonical"]) else (
+            "case-v2" if scores["case-v2"] > scores["canonical"] else "canonical")
+    if scores["v1"] > max(scores["case-v2"], scores["canonical"]) and api not in ("noetl.io/v10",):
+        return "v1"
+    return "case-v2" if scores["case-v2"] > scores["canonical"] else "canonical"
+
+
+def read_document(document: Document, sink: DiagnosticSink, dialect: str | None = None) -> Playbook | None:
+    root = document.data
+    if root is None:
+        return None
+    if not isinstance(root, YMap):
+        sink.add("S102", getattr(getattr(root, "span", None), "position", Position(1, 1)),
+                 "a playbook must be a YAML mapping at the top level")
+        return None
+    api = root.get("apiVersion")
+    if "apiVersion" not in root:
+        sink.add("S101", root.span.position, "the playbook needs `apiVersion` (e.g. noetl.io/v2)")
+    elif api not in SUPPORTED_API_VERSIONS:
+        sink.add("S113", root.value_span("apiVersion").position,
+                 f"unsupported apiVersion {api!r}; expected one of {', '.join(SUPPORTED_API_VERSIONS)}")
+    reader = READERS[dialect or detect_dialect(root)](document, sink)
+    return reader.read(root)

@@ -1,0 +1,250 @@
+"""Reader for the canonical generation: `next: {spec, arcs}`, tool pipelines, policy rules, `set`.
+
+What this reader accepts follows the engine of that generation (reference/noetl_dsl.md §1c and
+§3): its pydantic models are the gate for "runs or not", so keys the models reject are errors
+and keys they silently drop are warnings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ast import Arc, Loop, Playbook, Router, Step, Task
+from ..diagnostics import Severity
+from ..load import YList, YMap, span_of
+from .base import did_you_mean, event_of, is_template
+from .playbook import PlaybookReader
+
+STEP_KEYS = {"step", "desc", "spec", "input", "loop", "tool", "next", "set"}
+W, E = Severity.WARNING, Severity.ERROR
+STEP_FOREIGN = {
+    "args": ("the engine rejects it; use `input`", E),
+    "set_ctx": ("the engine rejects it; use `set: {ctx.name: ...}`", E),
+    "set_iter": ("the engine rejects it; use `set: {iter.name: ...}`", E),
+    "result": ("the engine rejects it; derive values with `set`", E),
+    "outcome": ("the engine rejects it; use `tool.spec.policy.rules`", E),
+    "when": ("ignored by the engine; use `spec.policy.admit.rules`", W),
+    "case": ("ignored by the engine; use `next.arcs` guards and `tool.spec.policy.rules`", W),
+    "type": ("ignored by the engine; use `tool: {kind: ...}`", W),
+    "vars": ("ignored by the engine; use `set: {ctx.name: ...}`", W),
+    "sink": ("ignored by the engine; add a pipeline task that writes the result", W),
+    "retry": ("ignored by the engine; use `tool.spec.policy.rules` with `do: retry`", W),
+}
+TOOL_KEYS_COMMON = {"kind", "name", "spec", "output", "input"}
+ARC_KEYS = {"step", "when", "set", "spec"}
+LOOP_KEYS = {"in", "cursor", "iterator", "spec"}
+LOOP_SPEC_KEYS = {"mode", "max_in_flight", "policy", "frame"}
+EXECUTOR_KEYS = {"profile", "version", "requires", "spec"}
+
+
+class CanonicalReader(PlaybookReader):
+    dialect = "canonical"
+    root_keys = PlaybookReader.root_keys | {"tracing"}
+    root_foreign = {"vars": ("the engine rejects a root `vars`; use `set: {ctx...}` on steps", E)}
+
+    def read(self, root: YMap) -> Playbook:
+        playbook = super().read(root)
+        self.require_entry(playbook, root, "name a step `start`, or set `executor.spec.entry_step`")
+        return playbook
+
+    def entry_step(self, playbook: Playbook) -> str | None:
+        executor = playbook.executor if isinstance(playbook.executor, YMap) else {}
+        spec = executor.get("spec") if isinstance(executor.get("spec"), YMap) else {}
+        entry = spec.get("entry_step")
+        if isinstance(entry, str) and playbook.step(entry):
+            return entry
+        # The engine starts at workflow[0] when no entry is named (reference §3.1).
+        if playbook.step("start"):
+            return "start"
+        return playbook.steps[0].name if playbook.steps else None
+
+    def read_executor(self, root: YMap) -> Any:
+        executor = self.mapping(root, "executor", "`executor`")
+        if executor is None:
+            return None
+        self.check_keys(executor, EXECUTOR_KEYS, "`executor`")
+        self.choice(executor, "profile", ("local", "distributed", "auto"), "`executor.profile`")
+        spec = self.mapping(executor, "spec", "`executor.spec`")
+        if spec is not None:
+            self.check_keys(spec, ("entry_step", "final_step", "no_next_is_error", "policy"),
+                            "`executor.spec`")
+            if "no_next_is_error" in spec:
+                self.expect(spec, "no_next_is_error", (bool,), "`executor.spec.no_next_is_error`")
+        return executor
+
+    def read_workbook_task(self, item: YMap, name: str) -> Task | None:
+        self.check_keys(item, ("name", "tool", "desc"), f"workbook task {name!r}")
+        tool = self.mapping(item, "tool", f"`tool` of workbook task {name!r}")
+        if tool is None:
+            self.report("S101", self.pos(item), f"workbook task {name!r} needs a `tool`")
+            return None
+        return self.read_task(tool, f"workbook task {name!r}", name=name)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def read_step(self, item: YMap, name: str) -> Step:
+        label = f"step {name!r}"
+        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN)
+        step = Step(span=self.step_span(item), name=name, raw=item,
+                    desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
+        if "tool" in item:
+            self.read_step_tool(item, step, label)
+        if "input" in item:
+            step.input = self.mapping(item, "input", f"`input` of {label}")
+        if "set" in item:
+            step.set = self.mapping(item, "set", f"`set` of {label}")
+        if "loop" in item:
+            step.loop = self.read_loop(item, label)
+        if "spec" in item:
+            step.admit = self.read_step_spec(item, label)
+        step.router = self.read_next(item, label) if "next" in item else Router(mode="exclusive")
+        if step.tool is None and step.pipeline is None and "next" not in item:
+            self.report("S107", self.pos(item, "step"),
+                        f"{label} has no `tool` and no `next` (use `tool: {{kind: noop}}` for a pure router)")
+        return step
+
+    def read_step_tool(self, item: YMap, step: Step, label: str) -> None:
+        tool = item["tool"]
+        if isinstance(tool, YList):
+            if not tool:
+                self.report("S102", self.pos(item, "tool"), f"the pipeline of {label} is empty")
+                return
+            tasks, names = [], set()
+            for index, entry in enumerate(tool):
+                if not isinstance(entry, YMap) or "kind" not in entry:
+                    found = ", ".join(map(str, entry)) if isinstance(entry, YMap) else type(entry).__name__
+                    self.report("S102", self.pos(tool, index),
+                                f"pipeline task {index + 1} of {label} must be a mapping with `kind` "
+                                f"(found: {found})")
+                    continue
+                task = self.read_task(entry, f"task {index + 1} of {label}")
+                task.name = task.name or f"task_{index}"
+                if task.name in names:
+                    self.report("S106", self.pos(entry, "name"),
+                                f"duplicate task name {task.name!r} in the pipeline of {label}")
+                names.add(task.name)
+                tasks.append(task)
+            step.pipeline = tasks
+        elif self.expect(item, "tool", (dict, list), f"`tool` of {label}"):
+            if "kind" not in tool:
+                self.report("S101", self.pos(item, "tool"), f"the tool of {label} needs `kind`")
+                return
+            step.tool = self.read_task(tool, f"the tool of {label}")
+
+    def read_task(self, tool: YMap, label: str, *, name: str | None = None) -> Task:
+        if "eval" in tool:
+            self.report("S114", self.key_pos(tool, "eval"),
+                        f"`eval` in {label} is not part of the canonical dialect: use `spec.policy.rules`")
+        kind = self.tool_kind(tool, "kind", label)
+        task_name = self.string(tool, "name", f"`name` of {label}") or name
+        return Task(span=span_of(tool), name=task_name, kind=kind, kind_span=self.span(tool, "kind"),
+                    config=tool, rules=self.policy_rules(tool, label))
+
+    def read_step_spec(self, item: YMap, label: str) -> Any:
+        spec = self.mapping(item, "spec", f"`spec` of {label}")
+        if spec is None:
+            return None
+        self.check_keys(spec, ("policy", "timeout"), f"the spec of {label}",
+                        foreign={"next_mode": ("use `next.spec.mode`", E)})
+        policy = self.mapping(spec, "policy", f"`spec.policy` of {label}")
+        if policy is None:
+            return None
+        self.check_keys(policy, ("admit", "lifecycle", "failure", "emit"), f"the policy of {label}")
+        admit = self.mapping(policy, "admit", f"`spec.policy.admit` of {label}")
+        if admit is not None:
+            self.check_keys(admit, ("mode", "rules"), f"the admit policy of {label}")
+            self.choice(admit, "mode", ("exclusive", "inclusive"), f"admit `mode` of {label}")
+        return admit
+
+    # -- loops ---------------------------------------------------------------------------------
+    def read_loop(self, item: YMap, label: str) -> Loop | None:
+        loop = self.mapping(item, "loop", f"`loop` of {label}")
+        if loop is None:
+            return None
+        self.check_keys(loop, LOOP_KEYS, f"the loop of {label}")
+        spec = self.mapping(loop, "spec", f"`loop.spec` of {label}") or {}
+        if spec:
+            self.check_keys(spec, LOOP_SPEC_KEYS, f"the loop spec of {label}")
+        mode = self.choice(spec, "mode", ("sequential", "parallel", "cursor"), f"loop mode of {label}")
+        has_in, has_cursor = "in" in loop, "cursor" in loop
+        if has_in and has_cursor:
+            self.report("S109", self.pos(item, "loop"), f"the loop of {label} has both `in` and `cursor`")
+        elif not has_in and not has_cursor:
+            self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs `in` (or `cursor`)")
+        if has_cursor and mode != "cursor":
+            self.report("S109", self.pos(loop, "cursor"),
+                        f"a cursor loop needs `spec.mode: cursor` ({label})")
+        if mode == "cursor" and not has_cursor:
+            self.report("S109", self.pos(spec, "mode"), f"`spec.mode: cursor` needs `loop.cursor` ({label})")
+        if "iterator" not in loop:
+            self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name")
+        iterator = self.string(loop, "iterator", f"loop `iterator` of {label}")
+        max_in_flight = spec.get("max_in_flight")
+        if max_in_flight is not None and not is_template(max_in_flight):
+            if self.expect(spec, "max_in_flight", (int,), f"`max_in_flight` of {label}") and max_in_flight < 1:
+                self.report("S112", self.pos(spec, "max_in_flight"),
+                            f"`max_in_flight` of {label} must be at least 1")
+        policy = self.mapping(spec, "policy", f"loop policy of {label}") if spec else None
+        if policy:
+            self.choice(policy, "exec", ("distributed", "local"), f"loop `policy.exec` of {label}")
+        cursor = self.mapping(loop, "cursor", f"`loop.cursor` of {label}") if has_cursor else None
+        return Loop(span=span_of(loop), iterator=iterator, iterator_span=self.span(loop, "iterator"),
+                    collection=loop.get("in"), cursor=cursor, mode=mode or "sequential",
+                    max_in_flight=max_in_flight)
+
+    # -- routing -------------------------------------------------------------------------------
+    def read_next(self, item: YMap, label: str) -> Router:
+        value = item["next"]
+        where = f"`next` of {label}"
+        if value is None:
+            return Router(mode="exclusive")
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            arc = self.arc_from_name(item, "next", where)
+            return Router(mode="exclusive", arcs=[arc] if arc else [])
+        if isinstance(value, YList):
+            return Router(mode="exclusive", arcs=self.read_arcs(value, where))
+        if isinstance(value, YMap):
+            if "arcs" not in value and "step" in value:  # a single `{step, when}`
+                arc = self.read_arc(value, where, 0)
+                return Router(mode="exclusive", arcs=[arc] if arc else [])
+            self.check_keys(value, ("spec", "arcs"), where)
+            spec = self.mapping(value, "spec", f"`next.spec` of {label}") or {}
+            if spec:
+                self.check_keys(spec, ("mode", "policy"), f"`next.spec` of {label}")
+            mode = self.choice(spec, "mode", ("exclusive", "inclusive"), f"`next.spec.mode` of {label}")
+            if "arcs" not in value:
+                self.report("S101", self.pos(item, "next"), f"{where} needs an `arcs` list")
+                return Router(mode=mode or "exclusive")
+            arcs = self.sequence(value, "arcs", f"`next.arcs` of {label}")
+            return Router(span=span_of(value), mode=mode or "exclusive",
+                          arcs=self.read_arcs(arcs or [], where))
+        self.expect(item, "next", (str, list, dict), where)
+        return Router(mode="exclusive")
+
+    def read_arcs(self, items: YList, where: str) -> list[Arc]:
+        arcs = []
+        for index, entry in enumerate(items):
+            if isinstance(entry, YMap):
+                arc = self.read_arc(entry, f"arc {index + 1} of {where}", index)
+            else:
+                arc = self.arc_from_name(items, index, f"arc {index + 1} of {where}", group=index, origin="arc")
+            if arc:
+                arcs.append(arc)
+        return arcs
+
+    def read_arc(self, entry: YMap, where: str, index: int) -> Arc | None:
+        self.check_keys(entry, ARC_KEYS, where, foreign={
+            "expr": ("use `when`", E),
+            "args": ("the engine reads only step, when and set; pass values with `set`", W),
+            "then": ("arcs are not conditional blocks; put the target in `step` and the condition in `when`", E),
+        })
+        when = entry.get("when")
+        if when is not None and not isinstance(when, (str, bool)):
+            self.report("S102", self.pos(entry, "when"), f"`when` of {where} must be a template string")
+        if "set" in entry:
+            self.mapping(entry, "set", f"`set` of {where}")
+        return self.arc(entry, where, when=when, set=entry.get("set"), group=index, origin="arc",
+                        event=event_of(when))
+
+
+def suggest_step(name: str, names: list[str]) -> str:
+    return did_you_mean(name, names)

@@ -1,0 +1,160 @@
+"""Reader for the v2 "case" generation of the formal specification (../seeds/001).
+
+`tool: {kind}`, `case: [{when, then}]` whose `then` holds next/sink/set/retry/collect/result,
+`next` as a name, a list or `{step, args}` entries (never `when`/`then`), `vars`, `sink`, `args`.
+Tools are read as in the canonical generation, which kept the tool block.
+"""
+
+from __future__ import annotations
+
+from ..ast import Arc, CaseRule, Loop, Playbook, Router, Step
+from ..diagnostics import Severity
+from ..load import YList, YMap, empty_map, list_of_one, span_of
+from .base import event_of
+from .canonical import CanonicalReader
+
+STEP_KEYS = {"step", "desc", "args", "vars", "loop", "tool", "case", "next", "sink", "retry", "spec"}
+W = Severity.WARNING
+STEP_FOREIGN = {
+    "set": ("put `set` inside a `case` rule's `then`", W),
+    "input": ("use `args`", W),
+    "type": ("use `tool: {kind: ...}`", W),
+    "with": ("use `args`", W),
+}
+THEN_ACTIONS = {"next", "sink", "set", "retry", "collect", "result", "call", "log", "vars", "fail"}
+LOOP_KEYS = {"in", "iterator", "mode", "spec"}
+
+
+class CaseV2Reader(CanonicalReader):
+    dialect = "case-v2"
+    root_foreign = {}
+
+    def read(self, root: YMap) -> Playbook:
+        playbook = super(CanonicalReader, self).read(root)
+        self.require_entry(playbook, root, "the v2 specification starts at a step named `start`")
+        return playbook
+
+    def entry_step(self, playbook: Playbook) -> str | None:
+        return "start" if playbook.step("start") else None
+
+    def read_step(self, item: YMap, name: str) -> Step:
+        label = f"step {name!r}"
+        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN)
+        step = Step(span=self.step_span(item), name=name, raw=item,
+                    desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
+        if "tool" in item:
+            self.read_step_tool(item, step, label)
+        if "args" in item:
+            step.input = self.mapping(item, "args", f"`args` of {label}")
+        if "vars" in item:
+            step.vars = self.mapping(item, "vars", f"`vars` of {label}")
+        if "sink" in item:
+            step.sink = item["sink"]
+        if "retry" in item:
+            step.retry = item["retry"]
+        if "loop" in item:
+            step.loop = self.read_loop(item, label)
+        arcs: list[Arc] = []
+        if "case" in item:
+            step.case, arcs = self.read_case(item, label)
+        if "next" in item:
+            arcs += self.read_v2_next(item, label, group=len(step.case))
+        # First matching rule wins; `next` is the fallback group after the case rules.
+        step.router = Router(mode="exclusive", arcs=arcs)
+        if step.tool is None and "next" not in item and "case" not in item:
+            self.report("S107", self.pos(item, "step"), f"{label} has none of `tool`, `next` or `case`")
+        return step
+
+    def read_loop(self, item: YMap, label: str) -> Loop | None:
+        loop = self.mapping(item, "loop", f"`loop` of {label}")
+        if loop is None:
+            return None
+        self.check_keys(loop, LOOP_KEYS, f"the loop of {label}")
+        if "in" not in loop or "iterator" not in loop:
+            missing = " and ".join(k for k in ("in", "iterator") if k not in loop)
+            self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs {missing}")
+        mode = self.choice(loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}")
+        return Loop(span=span_of(loop), iterator=self.string(loop, "iterator", f"loop iterator of {label}"),
+                    iterator_span=self.span(loop, "iterator"), collection=loop.get("in"),
+                    mode=mode or "sequential")
+
+    # -- case and next -------------------------------------------------------------------------
+    def read_case(self, item: YMap, label: str) -> tuple[list[CaseRule], list[Arc]]:
+        rules_value = self.sequence(item, "case", f"`case` of {label}") or []
+        rules, arcs = [], []
+        for index, rule in enumerate(rules_value):
+            where = f"case rule {index + 1} of {label}"
+            if not isinstance(rule, YMap):
+                self.expect(rules_value, index, (dict,), where)
+                continue
+            self.check_keys(rule, ("when", "then", "else"), where)
+            if "when" not in rule and "else" not in rule:
+                self.report("S101", self.pos(rules_value, index), f"{where} needs `when`")
+            when = rule.get("when")
+            if when is not None and not isinstance(when, (str, bool)):
+                self.report("S102", self.pos(rule, "when"), f"`when` of {where} must be a template string")
+            then = self.merge_then(rule, where)
+            rules.append(CaseRule(span=span_of(rule), when=when, then=then))
+            if then is not None and "next" in then:
+                for arc in self.read_v2_next(then, where, group=index, origin="case"):
+                    arc.when, arc.event = when, event_of(when)
+                    arcs.append(arc)
+        return rules, arcs
+
+    def merge_then(self, rule: YMap, where: str) -> YMap | None:
+        """`then` is a mapping of actions or a list of such mappings; merge into one view."""
+        then = rule.get("then", rule.get("else"))
+        if isinstance(then, YList):
+            merged = empty_map(then.span)
+            for index, part in enumerate(then):
+                if not isinstance(part, YMap):
+                    self.expect(then, index, (dict,), f"action {index + 1} of {where}")
+                    continue
+                self.check_keys(part, THEN_ACTIONS, f"`then` of {where}")
+                for key, value in part.items():
+                    merged[key] = value
+                    merged.key_spans[key] = part.key_spans.get(key)
+                    merged.value_spans[key] = part.value_spans.get(key)
+            return merged
+        if isinstance(then, YMap):
+            self.check_keys(then, THEN_ACTIONS, f"`then` of {where}")
+            return then
+        if "then" in rule or "else" in rule:
+            self.expect(rule, "then" if "then" in rule else "else", (dict, list), f"`then` of {where}")
+        else:
+            self.report("S101", self.pos(rule), f"{where} needs `then`")
+        return None
+
+    def read_v2_next(self, holder: YMap, label: str, *, group: int, origin: str = "next") -> list[Arc]:
+        value = holder["next"]
+        where = f"`next` of {label}"
+        if value is None:
+            return []
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            arc = self.arc_from_name(holder, "next", where, group=group, origin=origin)
+            return [arc] if arc else []
+        if isinstance(value, YMap):
+            value = self.single_entry_list(holder)
+        if not isinstance(value, YList):
+            self.expect(holder, "next", (str, list), where)
+            return []
+        arcs = []
+        for index, entry in enumerate(value):
+            entry_where = f"entry {index + 1} of {where}"
+            if isinstance(entry, YMap):
+                if "when" in entry or "then" in entry or "else" in entry:
+                    key = next(k for k in ("when", "then", "else") if k in entry)
+                    self.report("S111", self.key_pos(entry, key),
+                                f"`{key}` inside {where}: the v2 dialect routes conditionally with `case`")
+                    continue
+                self.check_keys(entry, ("step", "args", "with"), entry_where)
+                arc = self.arc(entry, entry_where, args=entry.get("args"), group=group, origin=origin)
+            else:
+                arc = self.arc_from_name(value, index, entry_where, group=group, origin=origin)
+            if arc:
+                arcs.append(arc)
+        return arcs
+
+    @staticmethod
+    def single_entry_list(holder: YMap) -> YList:
+        return list_of_one(holder["next"], holder.value_span("next"))

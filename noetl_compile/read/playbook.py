@@ -1,0 +1,134 @@
+"""Reading the parts every generation shares: the root, metadata, workload, workbook, workflow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ast import Playbook, Step, Task
+from ..load import YList, YMap, span_of
+from .base import Reader
+
+ROOT_KEYS = {"apiVersion", "kind", "metadata", "name", "path", "description", "workload",
+             "workbook", "workflow", "keychain", "executor"}
+METADATA_KEYS = {"name", "path", "description", "labels", "version", "tags", "owner", "author"}
+
+
+class PlaybookReader(Reader):
+    """Template for a dialect reader: subclasses implement ``read_step`` and ``read_workbook_task``."""
+
+    root_keys = ROOT_KEYS
+    root_foreign: dict = {}
+
+    def read(self, root: YMap) -> Playbook:
+        self.check_keys(root, self.root_keys, "the playbook root", foreign=self.root_foreign)
+        api_version = self.string(root, "apiVersion", "`apiVersion`")
+        kind = self.string(root, "kind", "`kind`")
+        if kind is not None and kind != "Playbook":
+            self.report("S113", self.pos(root, "kind"), f"`kind` must be 'Playbook', not {kind!r}")
+        name, catalog_path = self.read_identity(root)
+        workload = root.get("workload")
+        if workload is not None:
+            self.expect(root, "workload", (dict,), "`workload`")
+        playbook = Playbook(
+            span=span_of(root), file=self.document.path, dialect=self.dialect,
+            api_version=api_version, name=name, catalog_path=catalog_path,
+            workload=workload if isinstance(workload, dict) else None,
+            keychain=root.get("keychain"), executor=self.read_executor(root),
+            workbook=self.read_workbook(root), raw=root,
+        )
+        playbook.steps = self.read_workflow(root)
+        playbook.entry = self.entry_step(playbook)
+        return playbook
+
+    # -- identity ------------------------------------------------------------------------------
+    def read_identity(self, root: YMap) -> tuple[str | None, str | None]:
+        metadata = self.mapping(root, "metadata", "`metadata`")
+        if metadata is not None:
+            self.check_keys(metadata, METADATA_KEYS, "`metadata`")
+            name = self.string(metadata, "name", "`metadata.name`")
+            path = self.string(metadata, "path", "`metadata.path`")
+        else:
+            name = path = None
+        name = name or self.string(root, "name", "`name`")
+        path = path or self.string(root, "path", "`path`")
+        if name is None and path is None:
+            self.report("S101", self.pos(root), "the playbook needs `metadata.name` (or a root `name`)")
+        return name, path
+
+    def read_executor(self, root: YMap) -> Any:
+        return root.get("executor")
+
+    # -- workbook ------------------------------------------------------------------------------
+    def read_workbook(self, root: YMap) -> dict[str, Task]:
+        tasks: dict[str, Task] = {}
+        items = self.sequence(root, "workbook", "`workbook`")
+        for index, item in enumerate(items or []):
+            if not isinstance(item, YMap):
+                self.expect(items, index, (dict,), f"workbook entry {index + 1}")
+                continue
+            name = self.string(item, "name", f"workbook entry {index + 1} `name`", required=True)
+            task = self.read_workbook_task(item, name or f"entry {index + 1}")
+            if name is None or task is None:
+                continue
+            if name in tasks:
+                self.report("S106", self.pos(item, "name"), f"duplicate workbook task name {name!r}")
+            tasks[name] = task
+        return tasks
+
+    def read_workbook_task(self, item: YMap, name: str) -> Task | None:
+        raise NotImplementedError
+
+    # -- workflow ------------------------------------------------------------------------------
+    def read_workflow(self, root: YMap) -> list[Step]:
+        if "workflow" not in root:
+            self.report("S101", self.pos(root), "the playbook needs a `workflow` list of steps")
+            return []
+        items = self.sequence(root, "workflow", "`workflow`")
+        if items is None:
+            if root["workflow"] is None:
+                self.report("S104", self.pos(root, "workflow"), "the workflow is empty")
+            return []
+        if not items:
+            self.report("S104", self.pos(root, "workflow"), "the workflow is empty")
+        steps: list[Step] = []
+        seen: dict[str, Step] = {}
+        for index, item in enumerate(items):
+            if not isinstance(item, YMap):
+                self.expect(items, index, (dict,), f"workflow item {index + 1}")
+                continue
+            if "step" not in item:
+                self.report("S101", self.pos(items, index), f"workflow item {index + 1} needs a `step` name")
+                continue
+            name = self.string(item, "step", "`step`")
+            if name is None:
+                continue
+            step = self.read_step(item, name)
+            if name in seen:
+                first = seen[name].span
+                self.report("S106", self.pos(item, "step"),
+                            f"duplicate step name {name!r} (first defined on line {first.line})")
+                continue
+            seen[name] = step
+            steps.append(step)
+        return steps
+
+    def read_step(self, item: YMap, name: str) -> Step:
+        raise NotImplementedError
+
+    def step_span(self, item: YMap):
+        return self.span(item, "step")
+
+    def entry_step(self, playbook: Playbook) -> str | None:
+        """`start` by convention (the spec); subclasses widen it where their engine did."""
+        return "start" if playbook.step("start") else None
+
+    def require_entry(self, playbook: Playbook, root: YMap, alternatives: str) -> None:
+        if playbook.steps and playbook.entry is None:
+            available = ", ".join(playbook.step_names[:8])
+            self.report("S105", self.pos(root, "workflow"),
+                        f"no entry step: {alternatives} (steps: {available})")
+
+
+def sequence_items(value: Any) -> list[tuple[Any, int]]:
+    """(container, index) pairs of a list, so callers can report item positions."""
+    return [(value, i) for i in range(len(value))] if isinstance(value, YList) else []

@@ -1,0 +1,216 @@
+"""The catalogue of diagnostic codes: severity, meaning, why it matters, and a fix.
+
+Codes are stable (tests and users' `--select`/`--ignore` lists depend on them) and grouped by
+family: Y yaml, S structure, R references, T templates, F flow, C tool config, X security.
+`noetlc explain CODE` prints an entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .diagnostics import Severity
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    severity: Severity
+    title: str
+    why: str
+    fix: str  # a short before/after example
+
+
+def _rule(code: str, severity: Severity, title: str, why: str, fix: str) -> Rule:
+    return Rule(code, severity, title, why, fix.strip("\n"))
+
+
+RULES: dict[str, Rule] = {r.code: r for r in [
+    # -- files and YAML ------------------------------------------------------------------------
+    _rule("E001", E, "file cannot be read",
+          "The path does not exist or is not readable, so nothing in it can be checked.",
+          "noetlc check playbooks/   # pass files or folders that exist"),
+    _rule("Y001", E, "invalid YAML",
+          "The file is not valid YAML, so no engine can load it.",
+          "before:  next:\n\t- step: end   # tab\nafter:   next:\n          - step: end"),
+    _rule("Y002", E, "duplicate key",
+          "YAML silently keeps the last of two equal keys; the first value is lost without notice.",
+          "before:  tool: {kind: python}\n         tool: {kind: http}\nafter:   keep one `tool:`"),
+    _rule("Y003", E, "invalid mapping key or merge",
+          "A mapping key must be a scalar and `<<` must merge mappings.",
+          "before:  [a, b]: 1\nafter:   a: 1"),
+    _rule("Y004", E, "recursive alias",
+          "An alias that contains itself cannot be expanded into a finite playbook.",
+          "before:  a: &x {b: *x}\nafter:   a: {b: 1}"),
+    _rule("Y005", E, "invalid scalar",
+          "A tagged or typed scalar (e.g. `!!int abc`) does not hold a value of its type.",
+          "before:  shots: !!int many\nafter:   shots: 1024"),
+    _rule("Y006", E, "empty document",
+          "The file holds no YAML document, so there is no playbook.",
+          "apiVersion: noetl.io/v2\nkind: Playbook\n..."),
+    _rule("Y007", W, "several YAML documents",
+          "Engines read one playbook per file; documents after the first are ignored.",
+          "split the file at `---` into one file per playbook"),
+    # -- structure -----------------------------------------------------------------------------
+    _rule("S101", E, "required key missing",
+          "The engine cannot run a playbook or step without this key.",
+          "before:  - desc: fetch\nafter:   - step: fetch\n           desc: fetch"),
+    _rule("S102", E, "wrong type",
+          "The value has a type the engine does not accept here (e.g. a string where a list is needed).",
+          "before:  workflow: start\nafter:   workflow:\n           - step: start"),
+    _rule("S103", W, "unknown key",
+          "The engine ignores keys it does not know, so a misspelt key silently does nothing.",
+          "before:  nxt: end\nafter:   next: end"),
+    _rule("S104", E, "empty workflow",
+          "A playbook without steps has nothing to run.",
+          "workflow:\n  - step: start\n    tool: {kind: noop}"),
+    _rule("S105", E, "entry step missing",
+          "Execution starts at the step named `start` (or `executor.spec.entry_step`); without it nothing runs.",
+          "before:  - step: begin\nafter:   - step: start"),
+    _rule("S106", E, "duplicate step name",
+          "Routing and result references address steps by name; two steps with one name are ambiguous.",
+          "rename one of the steps and update the `next` entries that target it"),
+    _rule("S107", E, "step does nothing",
+          "A step needs at least one of `tool`, `next` or `case` (a pure router routes; a tool step acts).",
+          "before:  - step: noop\nafter:   - step: noop\n           tool: {kind: noop}"),
+    _rule("S108", E, "incomplete loop",
+          "A loop needs a collection (`in`) or a cursor, and an `iterator` name to bind each item to.",
+          "loop:\n  in: \"{{ workload.items }}\"\n  iterator: item"),
+    _rule("S109", E, "conflicting loop forms",
+          "`loop.in` and `loop.cursor` are exclusive; `cursor` requires `spec.mode: cursor` and vice versa.",
+          "loop:\n  cursor: {kind: postgres, auth: pg, claim: ...}\n  iterator: row\n  spec: {mode: cursor}"),
+    _rule("S110", E, "unknown tool kind",
+          "The worker has no executor for this kind, so the step fails at run time.",
+          "before:  tool: {kind: pyhton}\nafter:   tool: {kind: python}"),
+    _rule("S111", E, "conditional `next` in the v2 dialect",
+          "The v2 specification forbids `when`/`then` inside `next`; conditional routing uses `case`.",
+          "case:\n  - when: \"{{ ok }}\"\n    then: {next: [{step: a}]}\nnext: b"),
+    _rule("S112", E, "invalid value",
+          "The value is not one of those the engine accepts for this key.",
+          "before:  mode: paralel\nafter:   mode: parallel"),
+    _rule("S113", E, "unsupported document",
+          "apiVersion/kind do not name a NoETL playbook generation this tool (or the engine) knows.",
+          "apiVersion: noetl.io/v2\nkind: Playbook"),
+    _rule("S114", W, "key of another DSL generation",
+          "The key belongs to another generation of the DSL; the engine of this playbook's generation ignores or rejects it.",
+          "canonical: replace `case` with `next.arcs` guards and `tool.spec.policy.rules`"),
+    # -- references ----------------------------------------------------------------------------
+    _rule("R201", E, "unknown step",
+          "Routing to a step that does not exist fails at run time.",
+          "before:  next: [{step: sav}]\nafter:   next: [{step: save}]"),
+    _rule("R202", E, "unknown workbook task",
+          "A workbook step names a task the workbook does not define.",
+          "workbook:\n  - name: score\n    ...\nworkflow:\n  - step: s\n    tool: {kind: workbook, name: score}"),
+    _rule("R203", E, "unknown connection",
+          "`auth` names a credential that is not in the connections file, so the tool cannot connect.",
+          "add the connection to the file given with --connections, or fix the name"),
+    _rule("R204", E, "nested playbook not found",
+          "A `playbook` tool names a path that none of the checked playbooks declares.",
+          "tool: {kind: playbook, path: tests/child}   # metadata.path of the child"),
+    _rule("R205", E, "end_loop does not close a loop",
+          "`end_loop` must name a step that has a `loop`.",
+          "end_loop: city_loop   # the loop step's name"),
+    _rule("R206", E, "unknown pipeline task",
+          "A `jump` policy names a task label that is not in this step's pipeline.",
+          "then: {do: jump, to: fetch_page}   # a `name` of a task above"),
+    _rule("R207", E, "executor names an unknown step",
+          "`executor.spec.entry_step`/`final_step` must name a step of the workflow.",
+          "executor: {spec: {entry_step: start}}"),
+    # -- templates -----------------------------------------------------------------------------
+    _rule("T301", E, "template syntax error",
+          "Jinja cannot parse the template, so rendering fails at run time.",
+          "before:  \"{{ workload.x }\"\nafter:   \"{{ workload.x }}\""),
+    _rule("T302", W, "unknown name in template",
+          "The name is not a workload key, step, loop iterator, ctx/vars variable or runtime name; "
+          "lenient rendering leaves the template text unrendered, strict rendering fails.",
+          "before:  \"{{ wokload.url }}\"\nafter:   \"{{ workload.url }}\""),
+    _rule("T303", W, "step result may be missing",
+          "The template reads a step result, but that step does not run before this one on every path.",
+          "route every path through the step, or guard: \"{{ s.data if s is defined else none }}\""),
+    _rule("T304", E, "unknown filter",
+          "Jinja refuses to compile a template with an unknown filter.",
+          "before:  \"{{ x | to_json }}\"\nafter:   \"{{ x | tojson }}\""),
+    _rule("T305", W, "stale result field",
+          "The engine no longer produces this field (postgres returns only the last statement's result "
+          "since 2026-03: `rows`, `row_count`, `columns`).",
+          "before:  \"{{ load.command_0.rows }}\"\nafter:   \"{{ load.rows }}\""),
+    _rule("T306", W, "step result read before the step runs",
+          "The template reads the result of a step that can only run after this one, so it is never available here.",
+          "move the reading step after the producing step in the routing"),
+    # -- flow ----------------------------------------------------------------------------------
+    _rule("F401", W, "unreachable step",
+          "No route from the entry step reaches this step, so it never runs.",
+          "route to it from another step's `next`, or delete it"),
+    _rule("F402", I, "cycle",
+          "These steps route back into each other (pagination, queues). It compiles: the cycle becomes one "
+          "region task that interprets it; make sure a guard ends it.",
+          "arcs:\n  - step: fetch_page\n    when: \"{{ fetch_page.has_more }}\"\n  - step: done"),
+    _rule("F403", W, "ctx variable never written",
+          "A template reads `ctx.<name>` but no step, arc or policy writes it and it is not a workload key.",
+          "set: {ctx.total: \"{{ count.rows[0].n }}\"}   # on an upstream step"),
+    _rule("F404", W, "ctx variable written in parallel",
+          "Two steps that can run at the same time write the same ctx variable; the last writer wins at random.",
+          "write distinct names in each branch and combine them after the join"),
+    # -- tool config ---------------------------------------------------------------------------
+    _rule("C501", E, "python code does not compile",
+          "The python tool compiles `code` before running it; a syntax error fails the step every time.",
+          "before:  code: |\n  return 1\nafter:   code: |\n  result = 1"),
+    _rule("C502", E, "http without url",
+          "An http tool needs `url` (or `endpoint`).",
+          "tool: {kind: http, method: GET, url: \"{{ api }}/items\"}"),
+    _rule("C503", E, "postgres without auth",
+          "The engine refuses postgres commands without `auth` (a credential name).",
+          "tool: {kind: postgres, auth: \"{{ pg_auth }}\", query: SELECT 1}"),
+    _rule("C504", E, "SQL tool without SQL",
+          "A postgres/duckdb/snowflake tool needs `query`, `command`, `commands` or `script`.",
+          "tool: {kind: duckdb, query: SELECT 42}"),
+    _rule("C505", E, "gate without timeout",
+          "An approve/input gate must time out, or a forgotten execution waits forever.",
+          "tool: {kind: gate, gate: approve, subject: Pay?, timeout: 2d}"),
+    _rule("C506", E, "input gate without params",
+          "An input gate asks for typed values and needs a non-empty `params` mapping.",
+          "params:\n  rate: {type: number, default: 0.05}"),
+    _rule("C507", E, "gate default unusable",
+          "`on_timeout: default` needs `default` (approve) or a default on every param (input).",
+          "on_timeout: default\ndefault: reject"),
+    _rule("C508", E, "sleep gate needs exactly one of duration/until",
+          "A sleep gate waits for a duration or until a time, not both and not neither.",
+          "tool: {kind: gate, gate: sleep, duration: 5m}"),
+    _rule("C509", E, "gate in a loop or pipeline",
+          "A gate pauses one branch of the execution; it must be a step of its own.",
+          "move the gate into its own step before or after the loop"),
+    _rule("C510", E, "invalid gate config",
+          "A gate key holds a value the gate cannot use (unknown gate type, bad duration, bad param type).",
+          "timeout: 1h30m   # or PT1H30M"),
+    _rule("C511", E, "invalid quantum config",
+          "The quantum tool needs a circuit for run/submit, a job_id for status/results, and valid "
+          "provider/op/shots values.",
+          "tool: {kind: quantum, provider: aer, circuit: \"OPENQASM 3.0; ...\", shots: 1024}"),
+    _rule("C512", E, "invalid cursor config",
+          "A cursor loop needs a driver `kind`, `auth` and a `claim` statement.",
+          "cursor: {kind: postgres, auth: pg_local, claim: \"UPDATE ... RETURNING id\"}"),
+    _rule("C513", W, "tool key outside its tool",
+          "A tool setting (e.g. `command`) sits on the step, where the engine ignores it.",
+          "before:  - step: s\n           command: SELECT 1\nafter:   - step: s\n           tool: {kind: postgres, command: SELECT 1}"),
+    _rule("C514", E, "invalid policy rule",
+          "A policy rule needs `when` or `else` and a `then` with a known action.",
+          "rules:\n  - when: \"{{ output.status == 'error' }}\"\n    then: {do: retry, attempts: 3}"),
+    # -- security ------------------------------------------------------------------------------
+    _rule("X601", E, "literal secret",
+          "A password, token or key written into a playbook ends up in version control, the catalog and logs.",
+          "before:  password: hunter2\nafter:   auth: pg_prod   # a connection / keychain entry"),
+]}
+
+
+def severity_of(code: str) -> Severity:
+    return RULES[code].severity
+
+
+def explain(code: str) -> str | None:
+    rule = RULES.get(code.upper())
+    if rule is None:
+        return None
+    fix = "\n".join("    " + line for line in rule.fix.splitlines())
+    return f"{rule.code} ({rule.severity.label}): {rule.title}\n\nWhy: {rule.why}\n\nFix:\n{fix}\n"
