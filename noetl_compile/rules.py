@@ -106,7 +106,7 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _rule("R203", E, "unknown connection",
           "`auth` names a credential that is not in the connections file, so the tool cannot connect.",
           "add the connection to the file given with --connections, or fix the name"),
-    _rule("R204", E, "nested playbook not found",
+    _rule("R204", W, "nested playbook not found",
           "A `playbook` tool names a path that none of the checked playbooks declares.",
           "tool: {kind: playbook, path: tests/child}   # metadata.path of the child"),
     _rule("R205", E, "end_loop does not close a loop",
@@ -161,10 +161,12 @@ RULES: dict[str, Rule] = {r.code: r for r in [
           "An http tool needs `url` (or `endpoint`).",
           "tool: {kind: http, method: GET, url: \"{{ api }}/items\"}"),
     _rule("C503", E, "postgres without auth",
-          "The engine refuses postgres commands without `auth` (a credential name).",
+          "The canonical engine refuses postgres commands without `auth` (on the tool or in `input`); "
+          "older engines also took `credential(s)` or `db_*` fields.",
           "tool: {kind: postgres, auth: \"{{ pg_auth }}\", query: SELECT 1}"),
     _rule("C504", E, "SQL tool without SQL",
-          "A postgres/duckdb/snowflake tool needs `query`, `command`, `commands` or `script`.",
+          "A postgres/duckdb/ducklake/snowflake tool needs SQL: `query`/`queries`, `command`/`commands`, "
+          "`cmd`/`cmds`, `sql`, `statement` or `script` (or their `_b64` forms).",
           "tool: {kind: duckdb, query: SELECT 42}"),
     _rule("C505", E, "gate without timeout",
           "An approve/input gate must time out, or a forgotten execution waits forever.",
@@ -189,7 +191,8 @@ RULES: dict[str, Rule] = {r.code: r for r in [
           "provider/op/shots values.",
           "tool: {kind: quantum, provider: aer, circuit: \"OPENQASM 3.0; ...\", shots: 1024}"),
     _rule("C512", E, "invalid cursor config",
-          "A cursor loop needs a driver `kind`, `auth` and a `claim` statement.",
+          "A cursor loop needs a driver `kind`, `auth` and a `claim` statement. An unknown driver kind "
+          "is only a warning: drivers can be registered under `noetl.cursor_drivers`.",
           "cursor: {kind: postgres, auth: pg_local, claim: \"UPDATE ... RETURNING id\"}"),
     _rule("C513", W, "tool key outside its tool",
           "A tool setting (e.g. `command`) sits on the step, where the engine ignores it.",

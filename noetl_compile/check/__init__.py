@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..ast import Playbook
 from ..diagnostics import Diagnostic, DiagnosticSink, Position, Severity
-from ..load import Document, load_file
+from ..load import Document, load_file, load_text
 from ..read import read_document
 from . import flow, references, security, templates, tools
 from .context import CheckContext, Project
@@ -57,6 +57,16 @@ def read_file(path: str, dialect: str | None = None) -> FileResult:
     sink.items.extend(document.diagnostics)
     playbook = read_document(document, sink, dialect)
     return FileResult(path, document, playbook, sink.items)
+
+
+def check_text(text: str, path: str = "<string>", *, dialect: str | None = None) -> FileResult:
+    """Check one playbook given as text (tests, editors, fuzzing)."""
+    document = load_text(text, path)
+    sink = DiagnosticSink(path)
+    sink.items.extend(document.diagnostics)
+    result = FileResult(path, document, read_document(document, sink, dialect), sink.items)
+    check_results([result])
+    return result
 
 
 def check_results(results: list[FileResult], connections: set[str] | None = None) -> None:

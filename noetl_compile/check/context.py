@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook
 from ..diagnostics import DiagnosticSink, Position
 from ..load import Document, Span, YList, YMap, span_of
+from ..positions import source_indices
 
 
 @dataclass
@@ -51,8 +53,8 @@ class CheckContext:
     def position_in_string(self, value: Any, offset: int) -> Position:
         """File position of character ``offset`` inside a YAML string value.
 
-        Block scalars and escape-free flow scalars map exactly; otherwise we search the raw
-        source slice for the text around the offset and fall back to the scalar's start.
+        Flow scalars are re-scanned character by character (positions.py); literal blocks map
+        line by line; anything else searches the source slice and falls back to the scalar start.
         """
         span: Span | None = span_of(value)
         if span is None:
@@ -61,9 +63,10 @@ class CheckContext:
         raw = text[span.start:span.end]
         if span.style in ("|", ">"):
             return self._in_block(span, raw, value, offset)
-        quote = 1 if span.style in ("'", '"') else 0
-        if raw[quote:quote + len(value)] == value:  # no escapes, no folding
-            return self.document.position_at(span.start + quote + offset)
+        scanned = source_indices(text, span.start, span.end, span.style)
+        if scanned is not None and scanned[1] == value:
+            indices = scanned[0]
+            return self.document.position_at(indices[offset] if offset < len(indices) else span.end)
         return self._search(span, raw, value, offset)
 
     def _in_block(self, span: Span, raw: str, value: str, offset: int) -> Position:
@@ -91,3 +94,7 @@ class CheckContext:
     @cached_property
     def step_names(self) -> set[str]:
         return set(self.playbook.step_names)
+
+    @cached_property
+    def flow(self) -> StepGraph:
+        return StepGraph(self.playbook)

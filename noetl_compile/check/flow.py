@@ -1,7 +1,47 @@
-"""Rule family: flow (being written)."""
+"""Rule family F: what the routing graph implies — unreachable steps, cycles, and ctx variables
+that are read but never written or written by branches that run at the same time."""
 
+from __future__ import annotations
+
+from ..analyze.dataflow import ctx_reads, ctx_writes
 from .context import CheckContext
 
 
 def check(ctx: CheckContext) -> None:
-    return None
+    flow = ctx.flow
+    playbook = ctx.playbook
+    for step in playbook.steps:
+        if step.name not in flow.reachable and not _closes_reachable_loop(ctx, step):
+            ctx.report("F401", step.span.position,
+                       f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}")
+    for cycle in flow.cycles:
+        first = playbook.step(cycle[0])
+        path = " -> ".join(cycle + [cycle[0]])
+        ctx.report("F402", first.span.position,
+                   f"steps {', '.join(repr(n) for n in cycle)} form a cycle ({path}); "
+                   "it compiles to one region task")
+    _check_ctx(ctx)
+
+
+def _closes_reachable_loop(ctx: CheckContext, step) -> bool:
+    """A v1 `end_loop` step is reached through its loop even when no arc names it."""
+    return step.end_loop is not None and step.end_loop in ctx.flow.reachable
+
+
+def _check_ctx(ctx: CheckContext) -> None:
+    writes = ctx_writes(ctx.playbook)
+    workload = set(ctx.playbook.workload or {})
+    for read in ctx_reads(ctx.playbook):
+        if read.name not in writes and read.name not in workload and not read.guarded:
+            ctx.report("F403", ctx.position_in_string(read.value, read.offset),
+                       f"`ctx.{read.name}` is read in step {read.step!r} but no step writes it "
+                       "and it is not a workload key")
+    for name, writers in sorted(writes.items()):
+        steps = sorted({w.step for w in writers if w.step})
+        for i, first in enumerate(steps):
+            for second in steps[i + 1:]:
+                if ctx.flow.may_run_in_parallel(first, second):
+                    where = next(w for w in writers if w.step == second)
+                    ctx.report("F404", where.position,
+                               f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
+                               "which can run in parallel; the last writer wins at random")

@@ -1,7 +1,71 @@
-"""Rule family: templates (being written)."""
+"""Rule family T: templates — syntax (Jinja is the authority), names that resolve to nothing,
+unknown filters, stale result fields, and step results read where the step may not have run."""
 
+from __future__ import annotations
+
+from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
+
+from ..analyze.expressions import scan_template
+from ..analyze.names import NOETL_FILTERS, name_table
+from ..analyze.sites import template_sites
+from ..read.base import did_you_mean
 from .context import CheckContext
+
+KNOWN_FILTERS = frozenset(DEFAULT_FILTERS) | NOETL_FILTERS
+KNOWN_TESTS = frozenset(DEFAULT_TESTS)
+# Fields postgres results stopped carrying when the tool began returning only the last statement.
+STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
 
 
 def check(ctx: CheckContext) -> None:
-    return None
+    names = name_table(ctx.playbook)
+    for site in template_sites(ctx.playbook):
+        scan = scan_template(site.value)
+        if scan.error is not None:
+            ctx.report("T301", ctx.position_in_string(site.value, scan.error.offset),
+                       f"template syntax error in {site.field}: {scan.error.message}")
+            continue
+        for name, offset in scan.filters:
+            if name not in KNOWN_FILTERS:
+                ctx.report("T304", ctx.position_in_string(site.value, offset),
+                           f"unknown filter {name!r}" + did_you_mean(name, KNOWN_FILTERS))
+        for name, offset in scan.tests:
+            if name not in KNOWN_TESTS:
+                ctx.report("T304", ctx.position_in_string(site.value, offset),
+                           f"unknown test {name!r}" + did_you_mean(name, KNOWN_TESTS))
+        for ref in scan.references:
+            kind = names.classify(ref.root)
+            position = None
+            if kind is None:
+                if ref.guarded:
+                    continue
+                position = ctx.position_in_string(site.value, ref.offset)
+                ctx.report("T302", position, f"unknown name {ref.root!r} in {site.field}"
+                           + did_you_mean(ref.root, names.all_names))
+            elif kind == "step":
+                _check_step_reference(ctx, site, ref, names)
+
+
+def _check_step_reference(ctx: CheckContext, site, ref, names) -> None:
+    if ref.path and ref.path[0] in STALE_FIELDS:
+        ctx.report("T305", ctx.position_in_string(site.value, ref.offset),
+                   f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
+                   f"`{ref.root}.row_count` (the last statement's result)")
+        return
+    reader, producer = site.step, ref.root
+    if reader is None or reader == producer or ref.guarded or ref.root in names.workload:
+        return
+    flow = ctx.flow
+    if reader not in flow.reachable or flow.dominates(producer, reader):
+        return
+    step = ctx.playbook.step(reader)
+    if step is not None and step.end_loop == producer:
+        return  # v1: the loop-end step reads its own loop's results
+    position = ctx.position_in_string(site.value, ref.offset)
+    if not flow.is_ancestor(producer, reader):
+        ctx.report("T306", position,
+                   f"step {reader!r} reads the result of {producer!r}, which never runs before it")
+    else:
+        ctx.report("T303", position,
+                   f"step {reader!r} reads the result of {producer!r}, which does not run before it "
+                   "on every path")

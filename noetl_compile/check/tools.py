@@ -1,7 +1,225 @@
-"""Rule family: tools (being written)."""
+"""Rule family: tool config (C501-C513).
 
+Every tool invocation is visited once: a step's tool, each task of a pipeline, each workbook
+task and each sink whose `tool` is a mapping. Kind-specific rules live in ``pycode`` (python),
+``gates`` (gate) and ``quantum`` (quantum), cursor loops in ``cursor``; this module holds the
+dispatch, the http/SQL/postgres rules and tool settings written on the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..ast import Step, Task
+from ..diagnostics import Position
+from ..load import YList, YMap
+from ..read.base import TOOL_SETTING_KEYS
+from . import cursor, gates, pycode, quantum
 from .context import CheckContext
+
+SQL_KINDS = ("postgres", "duckdb", "ducklake", "snowflake")
+SQL_KEYS = ("query", "queries", "command", "commands", "cmd", "cmds", "sql", "statement", "script")
+SQL_KEYS_ALL = SQL_KEYS + tuple(f"{key}_b64" for key in SQL_KEYS)
+INPUT_KEYS = ("input", "args", "with", "data")
+# TOOL_SETTING_KEYS (C513) is shared with the readers, which skip S103 for those step keys.
+
+
+@dataclass
+class Site:
+    """One tool invocation and where it sits."""
+
+    task: Task
+    label: str
+    step: Step | None = None  # None for workbook tasks
+    in_pipeline: bool = False
+    sink: YMap | None = None  # the sink mapping, for sink tools
 
 
 def check(ctx: CheckContext) -> None:
-    return None
+    for site in sites(ctx):
+        check_site(ctx, site)
+    for step in ctx.playbook.steps:
+        if step.loop is not None and step.loop.cursor is not None:
+            cursor.check_cursor(ctx, step)
+        if ctx.playbook.dialect != "v1":  # v1 steps carry their tool settings inline by design
+            check_step_keys(ctx, step)
+
+
+def sites(ctx: CheckContext) -> Iterator[Site]:
+    for step in ctx.playbook.steps:
+        if step.pipeline is not None:
+            for task in step.pipeline:
+                yield Site(task, f"task {task.name!r} of step {step.name!r}", step, in_pipeline=True)
+        elif step.tool is not None:
+            yield Site(step.tool, f"step {step.name!r}", step)
+        for sink in _sinks(step):
+            tool = sink["tool"]
+            kind = tool.get("kind") if isinstance(tool.get("kind"), str) else None
+            task = Task(span=tool.span, name=step.name, kind=kind, config=tool,
+                        kind_span=tool.value_span("kind") if "kind" in tool else tool.span)
+            yield Site(task, f"the sink of step {step.name!r}", step, sink=sink)
+    for name, task in ctx.playbook.workbook.items():
+        yield Site(task, f"workbook task {name!r}")
+
+
+def _sinks(step: Step) -> Iterator[YMap]:
+    values = [step.sink] + [rule.then.get("sink") for rule in step.case if isinstance(rule.then, dict)]
+    for value in values:
+        for sink in value if isinstance(value, YList) else [value]:
+            if isinstance(sink, YMap) and isinstance(sink.get("tool"), YMap):
+                yield sink
+
+
+def check_site(ctx: CheckContext, site: Site) -> None:
+    kind, config = site.task.kind, site.task.config
+    if not isinstance(config, dict) or kind is None:
+        return
+    if kind == "python":
+        pycode.check_task_code(ctx, config, site.label)
+    elif kind == "http":
+        check_http(ctx, site)
+    elif kind == "gate":
+        check_gate_site(ctx, site)
+    elif kind == "quantum":
+        quantum.check_quantum(ctx, config, site.label, _kind_pos(site))
+    if kind == "postgres":
+        check_postgres_auth(ctx, site)
+    if kind in SQL_KINDS and site.sink is None:  # a sink may write rows to a `table` instead
+        check_sql(ctx, site)
+
+
+def _kind_pos(site: Site) -> Position:
+    span = site.task.kind_span or site.task.span
+    return span.position if span is not None else Position(1, 1)
+
+
+def _present(value: Any) -> bool:
+    """The engine treats null, "" and {} as absent (`auth_cfg in (None, "", {})`)."""
+    return value is not None and value != "" and value != {}
+
+
+def _misplaced(ctx: CheckContext, site: Site, keys: tuple[str, ...]) -> str:
+    """A note when the missing keys were written where the engine does not read them: inside
+    `spec` or an input mapping of the tool, or (canonical/case-v2) on the step itself."""
+    config = site.task.config
+    places = [(f"inside `{name}`", config.get(name)) for name in ("spec",) + INPUT_KEYS]
+    if ctx.playbook.dialect != "v1" and site.step is not None and site.sink is None:
+        places.append(("on the step, outside `tool`", site.step.raw))
+    for where, mapping in places:
+        found = [key for key in keys if isinstance(mapping, dict) and _present(mapping.get(key))]
+        if found:
+            return f" (`{found[0]}` is {where}, where the engine does not read it)"
+    return ""
+
+
+# -- http ----------------------------------------------------------------------------------------
+def check_http(ctx: CheckContext, site: Site) -> None:
+    config = site.task.config
+    if any(_present(config.get(key)) for key in ("url", "endpoint")):
+        return
+    ctx.report("C502", _kind_pos(site),
+               f"the http tool of {site.label} has no `url` (or `endpoint`)" + _misplaced(ctx, site, ("url", "endpoint")))
+
+
+# -- SQL tools -----------------------------------------------------------------------------------
+def check_sql(ctx: CheckContext, site: Site) -> None:
+    config = site.task.config
+    keys = [key for key in SQL_KEYS_ALL if key in config]
+    if any(_present(config[key]) and config[key] != [] for key in keys):
+        return
+    if keys:
+        ctx.report("C504", ctx.pos(config, keys[0]), f"`{keys[0]}` of {site.label} is empty")
+        return
+    ctx.report("C504", _kind_pos(site),
+               f"the {site.task.kind} tool of {site.label} has no SQL (`query`, `command`, `commands` "
+               f"or `script`)" + _misplaced(ctx, site, SQL_KEYS_ALL))
+
+
+# -- postgres auth -------------------------------------------------------------------------------
+def check_postgres_auth(ctx: CheckContext, site: Site) -> None:
+    """The engine needs a credential. Since 2026-03 (canonical engine) only `auth` counts, on the
+    tool or in the command input, and a command without it is refused before it runs. Earlier
+    engines (v1, case-v2) also took a `credential(s)` name or direct `db_*` fields in the inputs."""
+    config = site.task.config
+    inputs = list(_input_mappings(ctx, site))
+    if _present(config.get("auth")) or any(_present(m.get("auth")) for m in inputs):
+        return
+    canonical = ctx.playbook.dialect == "canonical"
+    legacy = [k for k in ("credential", "credentials") if _present(config.get(k))]
+    if not canonical and (legacy or any(_legacy_connection(m) for m in inputs)):
+        return
+    if canonical and legacy:
+        ctx.report("C503", ctx.key_pos(config, legacy[0]),
+                   f"the postgres tool of {site.label} has `{legacy[0]}` but no `auth`; the engine reads "
+                   f"only `auth` and refuses the command", hint=f"rename `{legacy[0]}` to `auth`")
+        return
+    if canonical:
+        problem = "has no `auth` (a credential name); the engine refuses the command"
+    else:
+        problem = ("has no `auth` (a credential name), no `credential` and no `db_*` connection fields "
+                   "in its inputs, so it cannot connect")
+    ctx.report("C503", _kind_pos(site), f"the postgres tool of {site.label} {problem}"
+               + _misplaced(ctx, site, ("auth",)))
+
+
+def _legacy_connection(mapping: dict) -> bool:
+    return any(_present(value) for key, value in mapping.items()
+               if key in ("credential", "credentials") or str(key).startswith("db_"))
+
+
+def _input_mappings(ctx: CheckContext, site: Site) -> Iterator[dict]:
+    """Mappings whose `auth` reaches the tool: its own inputs, the step's input, args passed by
+    arcs into the step (v1/case-v2), and for a workbook task the same of every calling step."""
+    yield from _inputs_of(site.task.config)
+    if site.sink is not None:
+        yield site.sink
+        yield from _inputs_of(site.sink)
+    steps = [site.step] if site.step is not None else [
+        step for step in ctx.playbook.steps for task in step.tasks
+        if task.kind == "workbook" and task.name == site.task.name]
+    for step in steps:
+        if site.step is None:
+            for task in step.tasks:
+                yield from _inputs_of(task.config)
+        if isinstance(step.input, dict):
+            yield step.input
+        for other in ctx.playbook.steps:
+            for arc in other.router.arcs:
+                if arc.target == step.name and isinstance(arc.args, dict):
+                    yield arc.args
+
+
+def _inputs_of(mapping: Any) -> Iterator[dict]:
+    if isinstance(mapping, dict):
+        yield from (mapping[key] for key in INPUT_KEYS if isinstance(mapping.get(key), dict))
+
+
+# -- gates ---------------------------------------------------------------------------------------
+def check_gate_site(ctx: CheckContext, site: Site) -> None:
+    if site.in_pipeline:
+        ctx.report("C509", _kind_pos(site),
+                   f"{site.label} is a gate inside a pipeline; a gate must be a step of its own")
+    elif site.step is not None and site.step.loop is not None and site.sink is None:
+        ctx.report("C509", _kind_pos(site),
+                   f"{site.label} is a gate inside a loop; move the gate into its own step before or after the loop")
+    gates.check_gate(ctx, site.task.config, site.label)
+
+
+# -- tool settings on the step -------------------------------------------------------------------
+def check_step_keys(ctx: CheckContext, step: Step) -> None:
+    raw = step.raw
+    if not isinstance(raw, YMap):
+        return
+    if step.pipeline is not None:
+        where = "the pipeline task that needs it"
+    elif step.tool is not None:
+        where = "`tool`"
+    else:
+        where = "a `tool` block"
+    for key in raw:
+        if key in TOOL_SETTING_KEYS:
+            ctx.report("C513", ctx.key_pos(raw, key),
+                       f"`{key}` is a tool setting, but it sits on step {step.name!r} where the engine "
+                       f"ignores it; move it into {where}")

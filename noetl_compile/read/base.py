@@ -27,6 +27,17 @@ TOOL_KINDS = {
     "case-v2": _V2_KINDS | EXTENSION_KINDS,
     "canonical": _CANONICAL_KINDS | EXTENSION_KINDS,
 }
+# Tool settings that people put on the step by mistake; check/tools.py reports them (C513)
+# instead of the generic unknown-key warning.
+TOOL_SETTING_KEYS = frozenset({
+    "code", "code_b64", "command", "commands", "command_b64", "commands_b64", "query", "queries",
+    "sql", "statement", "script", "url", "endpoint", "method", "headers", "params", "payload",
+    "body", "auth", "credential", "credentials", "catalog_connection", "catalog_name",
+    "data_path", "database", "libs", "cmd", "cmds", "output", "query_b64", "queries_b64",
+    "cmd_b64", "cmds_b64", "sql_b64", "statement_b64", "script_b64", "verify_ssl",
+    "follow_redirects", "pool", "path", "return_step", "operation", "bucket", "runtime", "gate",
+    "subject", "circuit", "shots", "job_id",
+})
 POLICY_ACTIONS = ("continue", "retry", "break", "jump", "fail")
 # The engine computes a delay for any backoff value; these are the ones it names.
 BACKOFFS = ("none", "fixed", "linear", "exponential")
@@ -43,7 +54,7 @@ def type_name(value: Any) -> str:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.75)
+    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
 
 
@@ -130,11 +141,12 @@ class Reader:
         return value
 
     def check_keys(self, mapping: YMap, known: Iterable[str], where: str, *,
-                   foreign: dict[str, tuple[str, Severity]] | None = None) -> None:
+                   foreign: dict[str, tuple[str, Severity]] | None = None,
+                   reported_elsewhere: frozenset[str] = frozenset()) -> None:
         """Unknown keys get S103 with a suggestion; keys of another generation get S114."""
         known = set(known)
         for key in mapping:
-            if key in known:
+            if key in known or key in reported_elsewhere:
                 continue
             if foreign and key in foreign:
                 advice, severity = foreign[key]

@@ -12,7 +12,7 @@ from typing import Any
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
 from ..load import YList, YMap, span_of
-from .base import did_you_mean, event_of, is_template
+from .base import TOOL_SETTING_KEYS, did_you_mean, event_of, is_template
 from .playbook import PlaybookReader
 
 STEP_KEYS = {"step", "desc", "spec", "input", "loop", "tool", "next", "set"}
@@ -83,7 +83,7 @@ class CanonicalReader(PlaybookReader):
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
         label = f"step {name!r}"
-        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN)
+        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS)
         step = Step(span=self.step_span(item), name=name, raw=item,
                     desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
         if "tool" in item:

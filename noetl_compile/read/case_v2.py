@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ast import Arc, CaseRule, Loop, Playbook, Router, Step
 from ..diagnostics import Severity
 from ..load import YList, YMap, empty_map, list_of_one, span_of
-from .base import event_of
+from .base import TOOL_SETTING_KEYS, event_of
 from .canonical import CanonicalReader
 
 STEP_KEYS = {"step", "desc", "args", "vars", "loop", "tool", "case", "next", "sink", "retry", "spec"}
@@ -39,7 +39,7 @@ class CaseV2Reader(CanonicalReader):
 
     def read_step(self, item: YMap, name: str) -> Step:
         label = f"step {name!r}"
-        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN)
+        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS)
         step = Step(span=self.step_span(item), name=name, raw=item,
                     desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
         if "tool" in item:

@@ -27,7 +27,8 @@ INLINE_TOOL_KEYS = {"code", "code_b64", "command", "commands", "command_b64", "c
                     "credentials", "provider", "project_id", "secret_name", "path", "database",
                     "source", "target", "chunk_size", "direction", "transfer_direction",
                     "verify_ssl", "libs", "version", "return_step", "mapping", "table", "key",
-                    "storage", "connection"}
+                    "storage", "connection", "catalog_connection", "catalog_name", "data_path",
+                    "cmd", "cmds", "query_b64"}
 TASK_KEYS = {"name", "type", "desc", "tool", "with", "data", "input", "args", "assert", "save",
              "sink", "retry", "loop"} | INLINE_TOOL_KEYS
 LOOP_KEYS = {"in", "iterator", "mode", "filter", "limit", "collection", "element"}

@@ -1,0 +1,59 @@
+"""``NoetlRegionOperator``: one task for a cyclic region of the step graph (design brief §3).
+
+Routing cycles (pagination, queues, retry arcs) cannot be static Airflow edges, so every
+strongly connected component of the step graph becomes one task that interprets the region's
+steps with the same step runtime: it starts at the entry steps the upstream tasks routed to,
+follows the arcs inside the region until no step is pending, and then skips the exits (tasks
+outside the region) no step routed to. The acyclic rest of the playbook stays native Airflow.
+
+Payload: ``{"region", "dialect", "entry": [step], "steps": {step: step payload}, "exits": [task_id]}``.
+XCom: ``{"result", "results": {step: last result}, "ctx", "vars", "next"}``; downstream tasks
+read a member's result through ``reads["region_results"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .loop import _CompiledStepOperator, not_built, validate_reads, validate_step_payload
+
+__all__ = ["NoetlRegionOperator", "validate_region"]
+
+
+def validate_region(payload: Any) -> None:
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"NoETL region payload must be a dict, got {type(payload).__name__}")
+    name = payload.get("region")
+    problems = []
+    if not isinstance(name, str) or not name:
+        problems.append("`region` must be a non-empty string")
+    steps = payload.get("steps")
+    if not isinstance(steps, Mapping) or not steps:
+        problems.append("`steps` must map member step names to step payloads")
+        steps = {}
+    for member, step_payload in steps.items():
+        validate_step_payload(step_payload)
+        if step_payload.get("step") != member:
+            problems.append(f"`steps[{member!r}]` holds the payload of step {step_payload.get('step')!r}")
+    entry = payload.get("entry")
+    if not isinstance(entry, list) or not entry or any(e not in steps for e in entry):
+        problems.append("`entry` must list member steps the region starts at")
+    exits = payload.get("exits", [])
+    if not isinstance(exits, list) or not all(isinstance(t, str) for t in exits):
+        problems.append("`exits` must list task ids")
+    unknown = sorted(set(payload) - {"region", "dialect", "entry", "steps", "exits"})
+    if unknown:
+        problems.append(f"unknown key(s) {', '.join(map(str, unknown))}")
+    if problems:
+        raise ValueError(f"invalid NoETL region payload {name!r}: " + "; ".join(problems))
+
+
+class NoetlRegionOperator(_CompiledStepOperator):
+    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
+        validate_region(payload)
+        validate_reads(reads, f"region {payload.get('region')!r}")
+        super().__init__(payload=payload, reads=reads, **kwargs)
+
+    def execute(self, context: Any) -> Any:
+        raise not_built(self, "interpreting a cyclic region")

@@ -1,0 +1,23 @@
+"""Execution ids.
+
+NoETL identifies a run by one integer ``execution_id`` (playbooks embed it in SQL strings and
+keys). Airflow identifies a run by ``(dag_id, run_id)``. Every task of a run must compute the
+same number without talking to anyone, and a retried task must get the same number again, so
+the id is a pure function of those two strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# 63 bits: fits a signed Postgres BIGINT (NoETL's event table key) and stays positive.
+_MASK_63 = (1 << 63) - 1
+
+
+def execution_id_for(dag_id: str, run_id: str) -> int:
+    """Deterministic positive 63-bit execution id for an Airflow DAG run."""
+    # A separator that cannot appear in either id keeps ("a", "bc") and ("ab", "c") apart.
+    digest = hashlib.sha256(f"{dag_id}\x1f{run_id}".encode()).digest()
+    value = int.from_bytes(digest[:8], "big") & _MASK_63
+    # Zero is the one value a positive id cannot take; remapping it costs one collision in 2^63.
+    return value or 1

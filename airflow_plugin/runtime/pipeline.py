@@ -1,0 +1,337 @@
+"""Tool pipelines and task policies (canonical ``tool: [..]`` + ``spec.policy.rules``).
+
+NoETL runs these on the worker, inside one command; so do we, inside one Airflow task. Semantics
+(reference/noetl_dsl.md sections 1c and 5):
+
+* tasks run in order; each sees the step context plus the results of earlier tasks by label,
+  ``_prev`` (previous task's result), ``_task``, ``_attempt``, ``results``, the merged ``ctx`` and
+  ``iter``; rules additionally see ``output`` (the call envelope) and ``error``;
+* per task, the first rule whose ``when`` matches wins (``else`` matches always); no rule or no
+  match: ``ok`` -> continue, ``error`` -> fail;
+* ``retry`` re-runs the task until ``attempts`` tries in total (default 3), waiting per
+  ``backoff``: none 0, linear delay×attempt, exponential delay×2^(attempt-1), anything else
+  (``fixed``, absent) the plain delay; when exhausted the pipeline fails;
+* ``break`` ends the pipeline with status ``break``; ``jump`` goes to the task labelled ``to``
+  (``previous``/``prev`` = the task before); ``fail`` fails the pipeline;
+* rule ``set``: ``ctx.x``/``step.x``/bare ``x`` become ctx writes (returned, and visible to later
+  tasks), ``iter.x`` stays in the pipeline's iteration scope.
+
+The step result is the last task's dict merged on top of ``{status, _prev, results}``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..tools import ToolCall, ToolOutcome, get_tool
+from .context import apply_ctx_writes, with_values
+from .proxy import wrap_result
+from .render import evaluate_condition, render_value
+
+__all__ = [
+    "DEFAULT_RETRY_ATTEMPTS",
+    "DEFAULT_RETRY_DELAY",
+    "PipelineResult",
+    "backoff_delay",
+    "call_tool",
+    "outcome_envelope",
+    "outcome_result",
+    "run_pipeline",
+    "single_tool_pipeline",
+    "split_set",
+    "task_label",
+]
+
+DEFAULT_RETRY_ATTEMPTS = 3
+DEFAULT_RETRY_DELAY = 1.0
+# A jump cycle whose rules never stop would spin forever inside a worker slot; this bound turns it
+# into a visible pipeline failure.
+MAX_TASK_RUNS = 10_000
+
+# Keys of a tool/task block that are not tool configuration to render.
+_NOT_CONFIG = ("spec", "name")
+# Keys rendered as text (no value coercion): source code must stay a string.
+_TEXT_KEYS = frozenset({"code", "command", "commands", "query", "script"})
+
+
+@dataclass
+class PipelineResult:
+    status: Literal["ok", "break", "failed"]
+    result: dict[str, Any]
+    ctx_writes: dict[str, Any] = field(default_factory=dict)
+    iter_scope: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    # One entry per task run: {"task", "attempt", "status", "do"} — for events and tests.
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+def task_label(task: Mapping[str, Any], index: int) -> str:
+    name = task.get("name")
+    return name if isinstance(name, str) and name else f"task_{index}"
+
+
+def single_tool_pipeline(step: str, tool: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A single tool with policy rules runs as a one-task pipeline named ``<step>_task``."""
+    return [{**dict(tool), "name": f"{step}_task"}]
+
+
+def backoff_delay(backoff: Any, delay: Any, attempt: int) -> float:
+    """Seconds to wait after failed try number ``attempt`` (1-based)."""
+    try:
+        base = float(delay) if delay is not None else DEFAULT_RETRY_DELAY
+    except (TypeError, ValueError):
+        base = DEFAULT_RETRY_DELAY
+    if backoff == "none":
+        return 0.0
+    if backoff == "linear":
+        return base * attempt
+    if backoff == "exponential":
+        return base * (2 ** (attempt - 1))
+    return base  # "fixed", absent, or any other value: NoETL uses the plain delay
+
+
+def split_set(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split rendered ``set`` entries into (ctx writes, iter writes) by key prefix."""
+    ctx_writes: dict[str, Any] = {}
+    iter_writes: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "ctx" and isinstance(value, Mapping):  # nested form ``set: {ctx: {x: ..}}``
+            ctx_writes.update(value)
+        elif key == "iter" and isinstance(value, Mapping):
+            iter_writes.update(value)
+        elif key.startswith("iter."):
+            iter_writes[key[len("iter.") :]] = value
+        elif key.startswith("ctx."):
+            ctx_writes[key[len("ctx.") :]] = value
+        elif key.startswith("step."):
+            ctx_writes[key[len("step.") :]] = value
+        else:
+            ctx_writes[key] = value
+    return ctx_writes, iter_writes
+
+
+def outcome_result(outcome: ToolOutcome) -> Any:
+    """What ``{{ step }}`` / ``results.<task>`` holds for an outcome."""
+    if outcome.ok:
+        return outcome.data
+    result: dict[str, Any] = {}
+    if isinstance(outcome.data, Mapping):
+        result.update(outcome.data)
+    elif outcome.data is not None:
+        result["data"] = outcome.data
+    result["status"] = "error"
+    result["error"] = outcome.error
+    return result
+
+
+def outcome_envelope(outcome: ToolOutcome, *, attempt: int = 1) -> dict[str, Any]:
+    """The ``output`` namespace: ``{status, data, ref, error, context, http, pg, py, meta}``."""
+    error = outcome.error
+    py: dict[str, Any] = {}
+    if error and error.get("kind") == "python":
+        py = {"exception": error.get("type"), "traceback": error.get("traceback")}
+    return {
+        "status": "ok" if outcome.ok else "error",
+        "data": outcome.data,
+        "ref": None,
+        "error": error,
+        "context": None,
+        "http": dict(outcome.meta.get("http", {})),
+        "pg": dict(outcome.meta.get("pg", {})),
+        "py": py,
+        "meta": {**outcome.meta, "attempt": attempt},
+    }
+
+
+def call_tool(
+    step: str,
+    label: str,
+    tool: Mapping[str, Any],
+    context: Mapping[str, Any],
+    step_input: Mapping[str, Any],
+) -> ToolOutcome:
+    """Render a tool block leniently (worker rules) and run it.
+
+    Raises ToolNotAvailable for kinds this runtime does not have: that is a missing feature,
+    not a tool failure a policy could retry.
+    """
+    kind = tool.get("kind")
+    executor = get_tool(kind)
+    config: dict[str, Any] = {}
+    for key, value in tool.items():
+        if key in _NOT_CONFIG:
+            continue
+        config[key] = render_value(value, context, strict=False, coerce=key not in _TEXT_KEYS)
+    return executor(
+        ToolCall(step=step, task=label, config=config, step_input=step_input, context=context)
+    )
+
+
+def _rules(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = task.get("spec")
+    policy = spec.get("policy") if isinstance(spec, Mapping) else None
+    rules = policy.get("rules") if isinstance(policy, Mapping) else None
+    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
+
+
+def _select_action(
+    rules: Sequence[Mapping[str, Any]], context: Mapping[str, Any], ok: bool
+) -> dict[str, Any]:
+    for rule in rules:
+        if "else" in rule:
+            block = rule["else"] if isinstance(rule["else"], Mapping) else {}
+            then = block.get("then", block)
+            return dict(then) if isinstance(then, Mapping) else {}
+        if evaluate_condition(rule.get("when"), context, flavor="policy"):
+            then = rule.get("then")
+            return dict(then) if isinstance(then, Mapping) else {}
+    return {"do": "continue" if ok else "fail"}
+
+
+def run_pipeline(
+    tasks: Sequence[Mapping[str, Any]],
+    context: Mapping[str, Any],
+    *,
+    step: str,
+    step_input: Mapping[str, Any] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> PipelineResult:
+    """Run ``tasks`` in order with their policies; see the module docstring."""
+    step_input = dict(step_input or {})
+    labels = [task_label(task, i) for i, task in enumerate(tasks)]
+    index_of = {label: i for i, label in enumerate(labels)}
+
+    results: dict[str, Any] = {}
+    ctx_writes: dict[str, Any] = {}
+    iter_scope: dict[str, Any] = dict(context.get("iter") or {})
+    trace: list[dict[str, Any]] = []
+    prev: Any = None
+    last: Any = None
+    status: Literal["ok", "break", "failed"] = "ok"
+    error: dict[str, Any] | None = None
+
+    i = 0
+    attempt = 1
+    runs = 0
+    while i < len(tasks):
+        runs += 1
+        if runs > MAX_TASK_RUNS:
+            status, error = (
+                "failed",
+                {
+                    "kind": "policy",
+                    "type": "PolicyError",
+                    "message": f"pipeline of step {step!r} ran {MAX_TASK_RUNS} tasks; jump cycle?",
+                },
+            )
+            break
+        task, label = tasks[i], labels[i]
+        task_context = apply_ctx_writes(context, ctx_writes)
+        task_context.update({name: wrap_result(value) for name, value in results.items()})
+        task_context = with_values(
+            task_context,
+            _task=label,
+            _prev=wrap_result(prev),
+            _attempt=attempt,
+            results={name: wrap_result(value) for name, value in results.items()},
+            iter=dict(iter_scope),
+        )
+
+        outcome = call_tool(step, label, task, task_context, step_input)
+        task_result = outcome_result(outcome)
+        rule_context = with_values(task_context, output=outcome_envelope(outcome, attempt=attempt))
+        if not outcome.ok:
+            rule_context["error"] = outcome.error
+
+        action = _select_action(_rules(task), rule_context, outcome.ok)
+        do = action.get("do", "continue")
+        trace.append(
+            {"task": label, "attempt": attempt, "status": "ok" if outcome.ok else "error", "do": do}
+        )
+
+        if isinstance(action.get("set"), Mapping):
+            rendered = render_value(action["set"], rule_context, strict=False)
+            new_ctx, new_iter = split_set(rendered)
+            ctx_writes.update(new_ctx)
+            iter_scope.update(new_iter)
+
+        if do == "retry":
+            max_attempts = _int(action.get("attempts"), DEFAULT_RETRY_ATTEMPTS)
+            if attempt < max_attempts:
+                wait = backoff_delay(action.get("backoff"), action.get("delay"), attempt)
+                if wait > 0:
+                    sleep(wait)
+                attempt += 1
+                continue
+            results[label] = task_result
+            last = task_result
+            status = "failed"
+            error = (
+                dict(outcome.error)
+                if outcome.error
+                else {
+                    "kind": "policy",
+                    "type": "RetryExhausted",
+                    "message": f"task {label!r} still matched a retry rule after {attempt} attempts",
+                }
+            )
+            error["attempts"] = attempt
+            break
+
+        results[label] = task_result
+        prev = last = task_result
+        attempt = 1
+        if do == "break":
+            status = "break"
+            break
+        if do == "fail":
+            status = "failed"
+            error = outcome.error or {
+                "kind": "policy",
+                "type": "PolicyFail",
+                "message": f"policy rule of task {label!r} failed the pipeline",
+            }
+            break
+        if do == "jump":
+            target = action.get("to")
+            if target in ("previous", "prev"):
+                i = max(i - 1, 0)
+                continue
+            if target not in index_of:
+                status, error = (
+                    "failed",
+                    {
+                        "kind": "policy",
+                        "type": "PolicyError",
+                        "message": f"jump target {target!r} is not a task of this pipeline ({', '.join(labels)})",
+                    },
+                )
+                break
+            i = index_of[target]
+            continue
+        # "continue", and unknown verbs (the parser rejects them; the engine continues)
+        i += 1
+
+    result: dict[str, Any] = {"status": status, "_prev": last, "results": results}
+    if isinstance(last, Mapping):
+        result.update(last)
+    if error is not None and status == "failed":
+        result.setdefault("error", error)
+    return PipelineResult(
+        status=status,
+        result=result,
+        ctx_writes=ctx_writes,
+        iter_scope=iter_scope,
+        error=error,
+        trace=trace,
+    )
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default

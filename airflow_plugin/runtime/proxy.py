@@ -1,0 +1,90 @@
+"""Step-result proxy: how templates address a step's result.
+
+NoETL playbooks read a step's result as ``{{ s.field }}``, ``{{ s['field'] }}`` and, because the
+engine's hydrator historically put the whole result under ``data``, also as ``{{ s.data.field }}``
+for results that have no ``data`` key. Playbooks of every generation mix these forms, so the
+runtime keeps all of them working by wrapping dict results in :class:`ResultProxy`.
+
+The proxy is a read-only ``Mapping`` (not a ``dict`` subclass) so that ``json``/``tojson`` and the
+render layer can recognise it and unwrap it back to plain data before anything leaves the
+runtime (XCom values must be plain JSON).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+
+class ResultProxy(Mapping):
+    """Read-only view of a dict step result with the ``.data`` fallback."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Mapping[str, Any]):
+        self._value = value
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._value:
+            return _wrap_nested(self._value[key])
+        if key == "data":
+            # Result without a ``data`` key: ``{{ s.data.x }}`` means ``{{ s.x }}``.
+            return self
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._value or key == "data"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._value)
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ResultProxy):
+            other = other._value
+        return self._value == other
+
+    __hash__ = None  # type: ignore[assignment]  # mutable underlying value
+
+    def __bool__(self) -> bool:
+        # ``{% if s %}`` must mean "the step produced a non-empty result", like a dict.
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        # Rendering ``{{ s }}`` inside a larger string must look like the dict itself so that the
+        # value coercion of the rendered text (Python-literal parsing) gives the dict back.
+        return repr(unwrap(self._value))
+
+    __str__ = __repr__
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        return self._value
+
+
+def _wrap_nested(value: Any) -> Any:
+    # Nested values are returned as they are: only the top level of a step result has the
+    # ``data`` fallback in NoETL (``{{ s.data.data }}`` is not a thing).
+    return value
+
+
+def wrap_result(value: Any) -> Any:
+    """Wrap a step result for use in a render context (dicts only)."""
+    if isinstance(value, ResultProxy):
+        return value
+    if isinstance(value, Mapping):
+        return ResultProxy(value)
+    return value
+
+
+def unwrap(value: Any) -> Any:
+    """Plain-data copy of ``value``: proxies removed, containers rebuilt (dict/list)."""
+    if isinstance(value, ResultProxy):
+        value = value.raw
+    if isinstance(value, Mapping):
+        return {key: unwrap(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [unwrap(item) for item in value]
+    return value

@@ -1,0 +1,63 @@
+"""What a tool call produces.
+
+Every executor returns a :class:`ToolOutcome` instead of raising: policies (retry, continue on
+error, routing on ``call.error``) need the failure as data. ``status`` is only ``ok`` or
+``error``; tool-specific statuses (``noop``, ``success``...) stay inside ``data``.
+"""
+
+from __future__ import annotations
+
+import traceback as _traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["ToolCall", "ToolOutcome", "error_from_exception"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One invocation of a tool.
+
+    ``config``: the tool (or pipeline task) configuration, already rendered.
+    ``step_input``: the step's rendered ``input``; NoETL lays it over the tool's own
+    ``input``/``args``.
+    ``context``: the render context the config was rendered with (python exposes it as
+    ``context``).
+    """
+
+    step: str
+    task: str
+    config: Mapping[str, Any]
+    step_input: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolOutcome:
+    status: Literal["ok", "error"]
+    data: Any = None
+    error: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @classmethod
+    def success(cls, data: Any, **meta: Any) -> ToolOutcome:
+        return cls("ok", data=data, meta=dict(meta))
+
+    @classmethod
+    def failure(cls, error: dict[str, Any], data: Any = None, **meta: Any) -> ToolOutcome:
+        return cls("error", data=data, error=error, meta=dict(meta))
+
+
+def error_from_exception(
+    exc: BaseException, *, kind: str, with_traceback: bool = True
+) -> dict[str, Any]:
+    """Error dict of an exception: type, message, traceback (the NoETL ``output.py`` fields)."""
+    error: dict[str, Any] = {"kind": kind, "type": type(exc).__name__, "message": str(exc)}
+    if with_traceback:
+        error["traceback"] = "".join(_traceback.format_exception(exc))
+    return error

@@ -1,0 +1,103 @@
+"""What a bare name in a template can mean in a given playbook.
+
+The engines flatten workload keys and ctx writes to the top level, expose step results by step
+name, bind loop iterators, and add runtime namespaces; `classify` answers which one a name is
+(step results win over everything else, as in the engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ast import Playbook
+from ..load import YMap
+from .dataflow import ctx_writes
+
+# Namespaces some runtime location provides (engine, worker, pipeline, case, retry, v1).
+RUNTIME_NAMES = frozenset({
+    "workload", "vars", "ctx", "iter", "execution_id", "catalog_id", "job", "event", "output",
+    "response", "result", "this", "error", "_retry", "_prev", "_task", "_attempt", "results",
+    "input", "args", "keychain", "env", "loop", "loop_index", "parent_execution_id", "secrets",
+    "step", "context", "data", "status_code", "page", "token", "spec",
+})
+JINJA_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "namespace",
+                           "true", "false", "none", "True", "False", "None"})
+# Filters the NoETL worker registers on top of Jinja's built-ins.
+NOETL_FILTERS = frozenset({"b64encode", "b64decode", "tojson", "encrypt_secret", "fromjson"})
+
+
+@dataclass
+class NameTable:
+    steps: set[str] = field(default_factory=set)
+    workload: set[str] = field(default_factory=set)
+    bound: set[str] = field(default_factory=set)  # iterators, set/vars keys, inputs, task names...
+
+    def classify(self, name: str) -> str | None:
+        if name in self.steps:
+            return "step"
+        if name in RUNTIME_NAMES or name in JINJA_GLOBALS:
+            return "runtime"
+        if name in self.workload:
+            return "workload"
+        if name in self.bound:
+            return "bound"
+        return None
+
+    @property
+    def all_names(self) -> set[str]:
+        return self.steps | self.workload | self.bound | RUNTIME_NAMES
+
+
+def _keys(mapping: object) -> set[str]:
+    return {str(k) for k in mapping} if isinstance(mapping, dict) else set()
+
+
+def name_table(playbook: Playbook) -> NameTable:
+    table = NameTable(steps=set(playbook.step_names), workload=_keys(playbook.workload))
+    bound = table.bound
+    bound |= set(playbook.workbook)
+    bound |= set(ctx_writes(playbook))
+    keychain = playbook.keychain if isinstance(playbook.keychain, list) else []
+    bound |= {str(k["name"]) for k in keychain if isinstance(k, dict) and "name" in k}
+    for task in playbook.workbook.values():
+        bound |= _input_keys(task.config)
+    for step in playbook.steps:
+        bound |= _keys(step.input) | _keys(step.vars)
+        if step.loop and step.loop.iterator:
+            bound.add(step.loop.iterator)
+            bound.add(f"{step.name}_results")  # v1 loop aggregation name
+        for task in step.tasks:
+            if task.name:
+                bound.add(task.name)
+            bound |= _input_keys(task.config)
+        for arc in step.router.arcs:
+            bound |= _keys(arc.args)
+        for rule in step.case:
+            then = rule.then if isinstance(rule.then, YMap) else {}
+            collect = then.get("collect")
+            if isinstance(collect, dict) and isinstance(collect.get("into"), str):
+                bound.add(collect["into"])
+        bound |= _retry_names(step)
+    return table
+
+
+def _input_keys(config: object) -> set[str]:
+    if not isinstance(config, dict):
+        return set()
+    names: set[str] = set()
+    for key in ("input", "args", "with", "data"):
+        names |= _keys(config.get(key))
+    return names
+
+
+def _retry_names(step) -> set[str]:
+    """Unified retry `collect.into` names become visible after the step (spec §6)."""
+    names: set[str] = set()
+    for holder in (step.retry, step.tool.config.get("retry") if step.tool and isinstance(step.tool.config, dict) else None):
+        policies = holder if isinstance(holder, list) else []
+        for policy in policies:
+            then = policy.get("then") if isinstance(policy, dict) else None
+            collect = then.get("collect") if isinstance(then, dict) else None
+            if isinstance(collect, dict) and isinstance(collect.get("into"), str):
+                names.add(collect["into"])
+    return names

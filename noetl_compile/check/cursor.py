@@ -1,0 +1,49 @@
+"""C512: cursor-driven loops (`loop.cursor`, spec-extensions.md §3).
+
+Missing keys are errors: the loop cannot claim rows without them. An unknown driver kind is only
+a warning, because drivers can be registered by third parties under an entry-point group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ast import Step
+from ..diagnostics import Severity
+from ..read.base import did_you_mean, is_template
+from .context import CheckContext
+
+CURSOR_KEYS = ("kind", "auth", "claim", "options")
+BUILTIN_CURSOR_DRIVERS = ("postgres",)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value != "" and value != {}
+
+
+def check_cursor(ctx: CheckContext, step: Step) -> None:
+    cursor = step.loop.cursor
+    label = f"the cursor of step {step.name!r}"
+    if not isinstance(cursor, dict):
+        return  # the reader reported the wrong type
+    missing = [key for key in ("kind", "auth", "claim") if not _present(cursor.get(key))]
+    if missing:
+        names = ", ".join(f"`{key}`" for key in missing)
+        ctx.report("C512", ctx.pos(cursor), f"{label} needs {names} (a cursor needs a driver `kind`, "
+                                            "a credential `auth` and a `claim` statement)")
+    for key in cursor:
+        if key not in CURSOR_KEYS:
+            ctx.report("C512", ctx.key_pos(cursor, key),
+                       f"unknown key {str(key)!r} in {label}" + did_you_mean(str(key), CURSOR_KEYS))
+    kind = cursor.get("kind")
+    if _present(kind) and not is_template(kind) and kind not in BUILTIN_CURSOR_DRIVERS:
+        # A driver registered under the `noetl.cursor_drivers` entry points is legal, so only warn.
+        ctx.report("C512", ctx.pos(cursor, "kind"),
+                   f"cursor driver {kind!r} of step {step.name!r} is not built in (only `postgres` is); "
+                   "it must be registered under the `noetl.cursor_drivers` entry points",
+                   severity=Severity.WARNING)
+    claim = cursor.get("claim")
+    if _present(claim) and not isinstance(claim, str):
+        ctx.report("C512", ctx.pos(cursor, "claim"), f"`claim` of {label} must be an SQL statement (a string)")
+    if _present(cursor.get("options")) and not isinstance(cursor.get("options"), dict):
+        ctx.report("C512", ctx.pos(cursor, "options"), f"`options` of {label} must be a mapping")

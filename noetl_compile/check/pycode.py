@@ -1,0 +1,122 @@
+"""C501: python `code` that does not compile.
+
+The engine exec()s the code at module level (convention: assign `result`; v1 defines `def main`),
+so we compile it the same way: a module-level `return` is a real error there. Code may itself be
+a Jinja template that the engine renders first; each `{{ ... }}` is masked with text of the same
+length (so line/column survive) and errors that can only come from the templating are dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import warnings
+from typing import Any
+
+from .context import CheckContext
+
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+# Maskings tried in turn: a name, a number, an empty tuple. One of them fits where the rendered
+# value goes in nearly all real code (`x = {{ n }}`, `f({{ a }})`, `'{{ s }}'`, `1{{ zeros }}`).
+_MASKS = (lambda n: "_" * n, lambda n: "0" * n, lambda n: "(" + " " * (n - 2) + ")" if n >= 2 else "_" * n)
+
+
+def check_task_code(ctx: CheckContext, config: Any, label: str) -> None:
+    """Compile `code` (or the decoded `code_b64`) of one python tool mapping."""
+    if not isinstance(config, dict):
+        return
+    code = config.get("code")
+    if isinstance(code, str) and code.strip():
+        _check(ctx, code, code, label)
+        return
+    encoded = config.get("code_b64")
+    if isinstance(encoded, str) and encoded.strip() and "{{" not in encoded:
+        try:
+            decoded = base64.b64decode(encoded, validate=False).decode("utf-8")
+        except (binascii.Error, ValueError):
+            ctx.report("C501", ctx.pos(config, "code_b64"), f"`code_b64` of {label} is not valid base64 UTF-8 text")
+            return
+        _check(ctx, decoded, None, label, anchor=ctx.pos(config, "code_b64"))
+
+
+def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=None) -> None:
+    error = compile_error(code)
+    if error is None:
+        return
+    line, column, message = error
+    offset = _offset_of(code, line, column)
+    position = ctx.position_in_string(yaml_value, offset) if yaml_value is not None else anchor
+    where = "of the block" if yaml_value is not None else "of the decoded `code_b64`"
+    ctx.report("C501", position,
+               f"python code of {label} does not compile: {message} (line {line} {where})",
+               hint="the engine runs the code at module level: assign `result = ...` instead of `return`"
+               if "'return' outside function" in message else None)
+
+
+def compile_error(code: str) -> tuple[int, int, str] | None:
+    """(line, column, message) of the first syntax error, both 1-based; None when it compiles
+    or when the error is only an artefact of masking the Jinja parts."""
+    regions = [m.span() for m in _TEMPLATE.finditer(code)]
+    first_error: SyntaxError | None = None
+    for mask in _MASKS if regions else _MASKS[:1]:
+        try:
+            with warnings.catch_warnings():  # user code: SyntaxWarnings are not ours to print
+                warnings.simplefilter("ignore")
+                compile(_masked(code, regions, mask), "<code>", "exec")
+            return None
+        except SyntaxError as exc:
+            first_error = first_error or exc
+        except ValueError as exc:  # NUL bytes in the source
+            return 1, 1, str(exc)
+        except (RecursionError, MemoryError):  # absurdly nested code: no verdict
+            return None
+    assert first_error is not None
+    line = first_error.lineno or 1
+    column = max(first_error.offset or 1, 1)
+    if _caused_by_template(code, regions, line, column):
+        return None
+    text = code.split("\n")[line - 1] if line <= code.count("\n") + 1 else ""
+    indent = len(text) - len(text.lstrip())
+    if column <= indent:  # indentation errors point into the blanks; show the statement
+        column = indent + 1
+    return line, column, first_error.msg
+
+
+def _masked(code: str, regions: list[tuple[int, int]], mask) -> str:
+    parts, last = [], 0
+    for start, end in regions:
+        parts.append(code[last:start])
+        text = code[start:end]
+        if text.startswith("{{") and "\n" not in text:
+            parts.append(mask(end - start))
+        else:  # statements, comments and multi-line expressions: blank them, keep the newlines
+            parts.append(re.sub(r"[^\n]", " ", text))
+        last = end
+    parts.append(code[last:])
+    return "".join(parts)
+
+
+def _caused_by_template(code: str, regions: list[tuple[int, int]], line: int, column: int) -> bool:
+    """Does the error sit on (or right after) a template, or on a line holding a `{% %}` block?"""
+    offset = _offset_of(code, line, column)
+    line_start = _offset_of(code, line, 1)
+    line_end = code.find("\n", line_start)
+    line_end = len(code) if line_end < 0 else line_end
+    for start, end in regions:
+        if start - 1 <= offset <= end + 1:
+            return True
+        overlaps_line = start <= line_end and end >= line_start
+        if overlaps_line and not code.startswith("{{", start):
+            return True
+        if overlaps_line and "\n" in code[start:end]:
+            return True
+    return False
+
+
+def _offset_of(code: str, line: int, column: int) -> int:
+    """Character offset of a 1-based line/column inside ``code`` (clamped to the text)."""
+    lines = code.split("\n")
+    line = min(max(line, 1), len(lines))
+    start = sum(len(text) + 1 for text in lines[:line - 1])
+    return min(start + min(max(column - 1, 0), len(lines[line - 1])), len(code))

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command of the README and of CI: a fresh venv, the project with every extra,
+# then the whole suite. Tests that need Postgres start a throwaway cluster themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${NOETLC_VENV:-.venv}"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet -e '.[airflow,dev]'
+# Our own example DAGs must be exactly what the compiler makes of our playbooks.
+"$VENV/bin/noetlc" check playbooks/
+"$VENV/bin/noetlc" compile playbooks/ -o dags/ --check
+exec "$VENV/bin/python" -m pytest -q -n 2 "$@"

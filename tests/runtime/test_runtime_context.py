@@ -1,0 +1,110 @@
+"""Render context namespaces and execution ids."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airflow_plugin.runtime import build_context, execution_id_for, render_value
+from airflow_plugin.runtime.context import apply_ctx_writes, with_loop
+
+
+def r(template, context):
+    return render_value(template, context, strict=True)
+
+
+def test_workload_is_flattened_and_namespaced():
+    c = build_context(workload={"api_url": "http://x", "page": 1}, execution_id=7)
+    assert r("{{ api_url }}", c) == "http://x"
+    assert r("{{ workload.api_url }}", c) == "http://x"
+    assert r("{{ ctx.api_url }}", c) == "http://x"
+
+
+def test_ctx_writes_override_workload_everywhere():
+    c = build_context(workload={"total": 1}, ctx={"total": 2, "seen": True})
+    assert r("{{ total }}", c) == 2
+    assert r("{{ ctx.total }}", c) == 2
+    assert r("{{ workload.total }}", c) == 2  # one variables store, as in NoETL
+    assert r("{{ seen }}", c) is True
+
+
+def test_step_names_and_reserved_keys_are_not_shadowed():
+    c = build_context(
+        workload={"fetch": "workload value", "result": "w", "event": "w", "other": 1},
+        results={"fetch": {"rows": [1]}},
+        step_names=["later_step"],
+        ctx={"later_step": "ctx value"},
+    )
+    assert r("{{ fetch.rows }}", c) == [1]
+    assert r("{{ workload.fetch }}", c) == "workload value"
+    assert "result" not in c and "event" not in c  # reserved: only via workload.*
+    assert r("{{ workload.result }}", c) == "w"
+    assert "later_step" not in c
+
+
+def test_execution_id_and_job_are_digit_strings():
+    c = build_context(execution_id=987654321)
+    assert r("{{ execution_id }}", c) == "987654321"
+    assert r("id-{{ execution_id }}", c) == "id-987654321"
+    assert (
+        r("{{ job.uuid }}", c)
+        == r("{{ job.id }}", c)
+        == r("{{ job.execution_id }}", c)
+        == "987654321"
+    )
+
+
+def test_vars_namespace_only_for_case_v2_or_when_given():
+    assert "vars" not in build_context(dialect="canonical")
+    assert build_context(dialect="case-v2")["vars"] == {}
+    assert r("{{ vars.user }}", build_context(dialect="case-v2", vars={"user": 3})) == 3
+
+
+def test_loop_names():
+    c = with_loop(build_context(), iterator="city", item={"name": "Oslo"}, index=1, length=2)
+    assert r("{{ iter.city.name }}", c) == "Oslo"
+    assert r("{{ city.name }}", c) == "Oslo"
+    assert r("{{ loop_index }}", c) == 1
+    assert r("{{ iter._last }}", c) is True
+
+
+def test_apply_ctx_writes_respects_protection():
+    c = build_context(results={"fetch": {"a": 1}})
+    c2 = apply_ctx_writes(c, {"fetch": "shadow?", "x": 1})
+    assert r("{{ fetch.a }}", c2) == 1
+    assert r("{{ ctx.fetch }}", c2) == "shadow?"
+    assert r("{{ x }}", c2) == 1
+    assert "x" not in c  # the original context is untouched
+
+
+# -- execution ids ----------------------------------------------------------------------------
+
+
+def test_execution_id_is_deterministic_and_distinct():
+    a = execution_id_for("dag", "manual__2026-01-01")
+    assert a == execution_id_for("dag", "manual__2026-01-01")
+    assert a != execution_id_for("dag", "manual__2026-01-02")
+    assert execution_id_for("ab", "c") != execution_id_for("a", "bc")
+
+
+@given(st.text(), st.text())
+def test_execution_id_is_positive_63_bit(dag_id, run_id):
+    value = execution_id_for(dag_id, run_id)
+    assert isinstance(value, int)
+    assert 0 < value < 2**63
+
+
+def test_runtime_import_does_not_import_airflow():
+    code = (
+        "import sys, airflow_plugin, airflow_plugin.runtime, airflow_plugin.tools;"
+        "bad = [m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')];"
+        "assert not bad, bad"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)

@@ -1,0 +1,539 @@
+"""``execute_step``: input, tool/pipeline, set, vars, case-v2 rules, routing."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_plugin.runtime import (
+    FeatureNotAvailable,
+    StepFailed,
+    execute_step,
+    routing_targets,
+    validate_payload,
+)
+from airflow_plugin.tools import ToolNotAvailable
+
+
+def py(code, **extra):
+    return {"kind": "python", "code": code, **extra}
+
+
+def payload(step="s", **kw):
+    return {"step": step, "dialect": kw.pop("dialect", "canonical"), **kw}
+
+
+def arcs(*items, mode="exclusive"):
+    return {"mode": mode, "arcs": [dict(a) for a in items]}
+
+
+def inputs(**kw):
+    return {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 77, **kw}
+
+
+# -- canonical ----------------------------------------------------------------------------------
+
+
+def test_input_renders_workload_results_and_execution_id():
+    p = payload(
+        "b",
+        input={
+            "v": "{{ a.value }}",
+            "w": "{{ workload.n }}",
+            "bare": "{{ n }}",
+            "eid": "{{ execution_id }}",
+        },
+        tool=py("result = {'v': v, 'w': w, 'bare': bare, 'eid': eid}"),
+    )
+    out = execute_step(p, inputs(workload={"n": 2}, results={"a": {"value": 10}}))
+    assert out.result == {"v": 10, "w": 2, "bare": 2, "eid": "77"}  # execution_id is text
+    assert out.status == "ok" and out.next_steps == []
+
+
+def test_step_set_scopes_all_write_ctx():
+    p = payload(
+        tool=py("result = {'count': 3}"),
+        set={
+            "ctx.total": "{{ s.count * 2 }}",
+            "step.flag": True,
+            "iter.last": "{{ s.count }}",
+            "plain": "{{ 'x' }}",
+        },
+    )
+    out = execute_step(p, inputs())
+    assert out.ctx_writes == {"total": 6, "flag": True, "last": 3, "plain": "x"}
+
+
+def test_exclusive_routing_first_match_wins():
+    p = payload(
+        tool=py("result = {'n': 5}"),
+        routing=arcs(
+            {"step": "big", "task_id": "big_t", "when": "{{ s.n > 3 }}"},
+            {"step": "also", "when": "{{ s.n > 1 }}"},
+            {"step": "fallback"},
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert out.next_steps == ["big"] and out.next_task_ids == ["big_t"]
+
+
+def test_exclusive_routing_falls_through_to_unconditional_arc():
+    p = payload(
+        tool=py("result = {'n': 0}"),
+        routing=arcs({"step": "big", "when": "{{ s.n > 3 }}"}, {"step": "fallback"}),
+    )
+    assert execute_step(p, inputs()).next_steps == ["fallback"]
+
+
+def test_inclusive_routing_takes_every_match():
+    p = payload(
+        tool=py("result = {'n': 5}"),
+        routing=arcs(
+            {"step": "a", "when": "{{ s.n > 3 }}"},
+            {"step": "b", "when": "{{ s.n > 10 }}"},
+            {"step": "c", "when": True},
+            {"step": "d"},
+            mode="inclusive",
+        ),
+    )
+    assert execute_step(p, inputs()).next_steps == ["a", "c", "d"]
+
+
+def test_no_arc_matches():
+    p = payload(tool=py("result = 1"), routing=arcs({"step": "a", "when": "{{ false }}"}))
+    out = execute_step(p, inputs())
+    assert out.next_steps == [] and out.next_task_ids == []
+
+
+def test_arcs_see_step_set_and_apply_arc_set_and_args():
+    p = payload(
+        tool=py("result = {'page': 2}"),
+        set={"ctx.page": "{{ s.page }}"},
+        routing=arcs(
+            {
+                "step": "more",
+                "when": "{{ ctx.page < 3 }}",
+                "set": {"ctx.next_page": "{{ page + 1 }}"},
+                "args": {"p": "{{ s.page }}"},
+            },
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert out.ctx_writes == {"page": 2, "next_page": 3}
+    assert out.next_steps == ["more"] and out.next_args == {"more": {"p": 2}}
+
+
+def test_arc_condition_can_use_output_and_event():
+    p = payload(
+        tool=py("result = {'x': 1}"),
+        routing=arcs(
+            {"step": "a", "when": "{{ event.name == 'call.done' and output.status == 'ok' }}"}
+        ),
+    )
+    assert execute_step(p, inputs()).next_steps == ["a"]
+
+
+def test_single_tool_with_rules_is_a_one_task_pipeline():
+    p = payload(
+        "fetch",
+        tool=py(
+            "result = {'n': 1}",
+            spec={
+                "policy": {
+                    "rules": [{"else": {"then": {"do": "continue", "set": {"ctx.fetched": True}}}}]
+                }
+            },
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert out.result["results"] == {"fetch_task": {"n": 1}}
+    assert out.result["n"] == 1 and out.result["status"] == "ok"
+    assert out.ctx_writes == {"fetched": True}
+
+
+def test_pipeline_step_with_ctx_writes_and_routing():
+    p = payload(
+        pipeline=[
+            py(
+                "result = {'id': 1}",
+                name="shape",
+                spec={
+                    "policy": {
+                        "rules": [
+                            {
+                                "else": {
+                                    "then": {
+                                        "do": "continue",
+                                        "set": {"ctx.shaped": "{{ output.data.id }}"},
+                                    }
+                                }
+                            }
+                        ]
+                    }
+                },
+            ),
+            py("result = {'saved': i}", name="save", input={"i": "{{ _prev.id }}"}),
+        ],
+        routing=arcs({"step": "next", "when": "{{ s.results.save.saved == 1 }}"}),
+    )
+    out = execute_step(p, inputs())
+    assert out.ctx_writes == {"shaped": 1}
+    assert out.result["saved"] == 1 and out.result["results"]["shape"] == {"id": 1}
+    assert out.next_steps == ["next"]
+
+
+def test_pipeline_break_status():
+    p = payload(
+        pipeline=[
+            py(
+                "result = 1",
+                name="a",
+                spec={"policy": {"rules": [{"else": {"then": {"do": "break"}}}]}},
+            )
+        ]
+    )
+    assert execute_step(p, inputs()).status == "break"
+
+
+def test_step_without_tool_is_a_router():
+    p = payload("start", routing=arcs({"step": "go", "when": "{{ workload.ready }}"}))
+    out = execute_step(p, inputs(workload={"ready": True}))
+    assert out.result is None and out.next_steps == ["go"]
+
+
+def test_incoming_args_overlay_input_and_are_visible():
+    p = payload("b", input={"x": 1, "y": 2}, tool=py("result = [x, y, z]"))
+    out = execute_step(p, inputs(args={"y": 20, "z": 30}))
+    assert out.result == [1, 20, 30]
+
+
+def test_lenient_input_keeps_unresolvable_template():
+    p = payload(input={"q": "{{ missing_step.rows }}"}, tool=py("result = q"))
+    assert execute_step(p, inputs()).result == "{{ missing_step.rows }}"
+
+
+def test_python_code_is_templated_leniently():
+    p = payload(tool=py("test_var = {{ workload.n }}\nresult = test_var"))
+    assert execute_step(p, inputs(workload={"n": 4})).result == 4
+    # A template that cannot render leaves the whole code as written (here: a comment).
+    p = payload(tool=py("# receives data using {{ vars.* }} templates\nresult = 'ran'"))
+    assert execute_step(p, inputs()).result == "ran"
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+
+def test_tool_failure_raises_step_failed():
+    p = payload("boom", tool=py("raise RuntimeError('kaput')"), routing=arcs({"step": "next"}))
+    with pytest.raises(StepFailed, match="step 'boom' failed: RuntimeError: kaput") as info:
+        execute_step(p, inputs())
+    assert "Traceback" in info.value.error["traceback"]
+
+
+def test_failure_handled_by_an_error_arc():
+    p = payload(
+        "boom",
+        tool=py("raise RuntimeError('kaput')"),
+        routing=arcs(
+            {"step": "ok_path"},  # unconditional: does not handle failures
+            {
+                "step": "on_error",
+                "when": "{{ event.name == 'call.error' }}",
+                "set": {"ctx.why": "{{ error.message }}"},
+            },
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert out.status == "error"
+    assert out.next_steps == ["on_error"]
+    assert out.ctx_writes == {"why": "kaput"}
+    assert out.result["status"] == "error" and out.error["type"] == "RuntimeError"
+
+
+def test_policy_continue_on_error_lets_arcs_route_on_the_error_result():
+    p = payload(
+        "start",
+        tool=py(
+            "raise PermissionError('no token')",
+            spec={
+                "policy": {
+                    "rules": [
+                        {"when": "{{ output.status == 'error' }}", "then": {"do": "continue"}}
+                    ]
+                }
+            },
+        ),
+        routing=arcs(
+            {"step": "auth_error", "when": "{{ start.error is defined }}"}, {"step": "go"}
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert out.status == "ok" and out.next_steps == ["auth_error"]
+
+
+def test_unbuilt_tool_kind_raises_tool_not_available():
+    p = payload("get", tool={"kind": "http", "url": "http://x"})
+    with pytest.raises(ToolNotAvailable, match="the http tool is not built yet"):
+        execute_step(p, inputs())
+
+
+# -- case-v2 -------------------------------------------------------------------------------------
+
+
+def v2(step="s", **kw):
+    return payload(step, dialect="case-v2", **kw)
+
+
+def test_case_call_done_rule_routes_with_args_and_vars_set():
+    p = v2(
+        "start",
+        tool=py("result = {'random_value': 15}"),
+        case=[
+            {
+                "when": "{{ result.random_value > workload.threshold }}",
+                "then": [
+                    {
+                        "next": {
+                            "step": "process_high",
+                            "args": {"value": "{{ result.random_value }}"},
+                        }
+                    }
+                ],
+            },
+            {
+                "when": "{{ result.random_value <= workload.threshold }}",
+                "then": [{"next": {"step": "process_low"}}],
+            },
+        ],
+    )
+    out = execute_step(p, inputs(workload={"threshold": 10}))
+    assert out.next_steps == ["process_high"]
+    assert out.next_args == {"process_high": {"value": 15}}
+
+
+def test_case_step_exit_set_list_writes_vars_and_response_is_result():
+    p = v2(
+        "fetch_data",
+        tool=py("result = {'users': [{'user_id': 123}], 'metadata': {'count': 2}}"),
+        case=[
+            {
+                "when": "{{ event.name == 'step.exit' and response is defined }}",
+                "then": {
+                    "set": [
+                        {"name": "first_user_id", "value": "{{ response.users[0].user_id }}"},
+                        {"name": "user_count", "value": "{{ response.metadata.count }}"},
+                    ],
+                    "next": [{"step": "use_vars", "args": {"uid": "{{ vars.first_user_id }}"}}],
+                },
+            },
+        ],
+    )
+    out = execute_step(p, inputs())
+    assert out.vars_writes == {"first_user_id": 123, "user_count": 2}
+    assert out.next_steps == ["use_vars"] and out.next_args == {"use_vars": {"uid": 123}}
+
+
+def test_case_set_ctx_form_and_this_envelope():
+    p = v2(
+        tool=py("result = {'t': 21}"),
+        case=[
+            {
+                "when": "{{ event.name == 'call.done' and this.status == 'ok' }}",
+                "then": {"set": {"ctx": {"temp": "{{ result.t }}"}}},
+            }
+        ],
+    )
+    assert execute_step(p, inputs()).ctx_writes == {"temp": 21}
+
+
+def test_vars_block_renders_against_result():
+    p = v2(
+        tool=py("result = [{'user_id': 5, 'email': 'a@b'}]"),
+        vars={"user_id": "{{ result[0].user_id }}", "email": "{{ result[0].email }}"},
+    )
+    assert execute_step(p, inputs()).vars_writes == {"user_id": 5, "email": "a@b"}
+
+
+def test_vars_are_readable_by_later_steps():
+    p = v2(input={"u": "{{ vars.user_id }}"}, tool=py("result = u"))
+    assert execute_step(p, inputs(vars={"user_id": 9})).result == 9
+
+
+def test_case_first_matching_rule_wins_per_event():
+    p = v2(
+        tool=py("result = {'n': 1}"),
+        case=[
+            {"when": "{{ event.name == 'step.exit' }}", "then": {"next": ["first"]}},
+            {"when": "{{ event.name == 'step.exit' }}", "then": {"next": ["second"]}},
+        ],
+    )
+    assert execute_step(p, inputs()).next_steps == ["first"]
+
+
+def test_case_rule_fires_once_even_if_it_matches_two_events():
+    p = v2(
+        tool=py("result = {'n': 1}"),
+        case=[
+            {
+                "when": "{{ result.n == 1 }}",
+                "then": {"next": ["a"], "set": [{"name": "hits", "value": 1}]},
+            },
+            {"when": "{{ event.name == 'step.exit' }}", "then": {"next": ["b"]}},
+        ],
+    )
+    out = execute_step(p, inputs())
+    assert out.next_steps == ["a"]
+
+
+def test_case_next_overrides_step_next_but_step_next_applies_otherwise():
+    base = {
+        "tool": py("result = {'go': go}", input={"go": "{{ workload.go }}"}),
+        "case": [{"when": "{{ result.go }}", "then": {"next": [{"step": "special"}]}}],
+        "routing": arcs({"step": "default"}),
+    }
+    assert execute_step(v2(**base), inputs(workload={"go": True})).next_steps == ["special"]
+    assert execute_step(v2(**base), inputs(workload={"go": False})).next_steps == ["default"]
+
+
+def test_case_step_enter_set_happens_before_the_call():
+    p = v2(
+        input={"seed": "{{ ctx.acc }}"},
+        tool=py("result = seed"),
+        case=[{"when": "{{ event.name == 'step.enter' }}", "then": {"set": {"ctx": {"acc": []}}}}],
+    )
+    out = execute_step(p, inputs())
+    assert out.result == [] and out.ctx_writes == {"acc": []}
+
+
+def test_case_call_error_handles_failure():
+    p = v2(
+        tool=py("raise TimeoutError('slow')"),
+        case=[
+            {
+                "when": "{{ event.name == 'step.exit' }}",
+                "then": {"next": ["normal"]},
+            },  # not an error handler
+            {
+                "when": "{{ event.name == 'call.error' }}",
+                "then": {"next": [{"step": "handler", "args": {"m": "{{ error.message }}"}}]},
+            },
+        ],
+    )
+    out = execute_step(p, inputs())
+    assert out.status == "error"
+    assert out.next_steps == ["handler"] and out.next_args == {"handler": {"m": "slow"}}
+
+
+def test_case_generic_step_exit_rule_does_not_swallow_failure():
+    p = v2(
+        tool=py("raise TimeoutError('slow')"),
+        case=[{"when": "{{ event.name == 'step.exit' }}", "then": {"next": ["end"]}}],
+    )
+    with pytest.raises(StepFailed, match="TimeoutError: slow"):
+        execute_step(p, inputs())
+
+
+def test_case_next_task_id_from_arcs_or_explicit():
+    p = v2(
+        tool=py("result = 1"),
+        case=[
+            {
+                "when": "{{ true }}",
+                "then": {"next": [{"step": "a"}, {"step": "b", "task_id": "b_task"}]},
+            }
+        ],
+        routing=arcs({"step": "a", "task_id": "a_task"}),
+    )
+    out = execute_step(p, inputs())
+    assert out.next_task_ids == ["a_task", "b_task"]
+    assert routing_targets(p) == ["a_task", "b_task"]
+
+
+def test_unbuilt_case_action_fails_loudly_only_when_matched():
+    p = v2(
+        tool=py("result = {'more': more}", input={"more": "{{ workload.more }}"}),
+        case=[{"when": "{{ result.more }}", "then": {"retry": {"max_attempts": 3}}}],
+    )
+    assert execute_step(p, inputs(workload={"more": False})).status == "ok"
+    with pytest.raises(FeatureNotAvailable, match="case action `retry` is not built yet"):
+        execute_step(p, inputs(workload={"more": True}))
+
+
+# -- payload validation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"step": ""}, "`step` must be a non-empty string"),
+        ({"step": "s", "lopo": {}}, "unknown key"),
+        ({"step": "s", "dialect": "v3"}, "`dialect` must be one of"),
+        ({"step": "s", "tool": {"code": "x"}}, "needs a string `kind`"),
+        ({"step": "s", "tool": {"kind": "noop"}, "pipeline": [{"kind": "noop"}]}, "exclusive"),
+        (
+            {
+                "step": "s",
+                "pipeline": [{"kind": "noop", "name": "a"}, {"kind": "noop", "name": "a"}],
+            },
+            "duplicate",
+        ),
+        ({"step": "s", "routing": {"mode": "parallel", "arcs": []}}, "exclusive or inclusive"),
+        ({"step": "s", "routing": {"arcs": [{"when": "x"}]}}, "needs a string `step`"),
+        ({"step": "s", "case": [{"when": "x"}]}, "with `then`"),
+    ],
+)
+def test_validate_payload(bad, message):
+    with pytest.raises(ValueError, match=message):
+        validate_payload(bad)
+
+
+def test_step_enter_only_fires_rules_written_for_it():
+    p = v2(
+        tool=py("result = {'z': 1}"),
+        case=[
+            {
+                "when": "{{ workload.always }}",
+                "then": {"set": {"ctx": {"y": "{{ result.z }}"}}, "next": ["a"]},
+            }
+        ],
+    )
+    out = execute_step(p, inputs(workload={"always": True}))
+    assert out.ctx_writes == {"y": 1} and out.next_steps == ["a"]
+
+
+def test_case_v2_retry_variables_exist():
+    p = v2(
+        tool=py("result = 1"),
+        case=[{"when": "{{ _retry.index == 1 and _retry.count == 1 }}", "then": {"next": ["a"]}}],
+    )
+    assert execute_step(p, inputs()).next_steps == ["a"]
+
+
+def test_exclusive_group_arcs_fire_together():
+    # v1 `when: X then: [a, b]` lowers to two arcs of one group; `else` to the last arc.
+    p = payload(
+        tool=py("result = {'ok': True}"),
+        routing=arcs(
+            {"step": "a", "when": "{{ s.ok }}", "group": 0},
+            {"step": "b", "when": "{{ s.ok }}", "group": 0, "args": {"x": 1}},
+            {"step": "c", "group": 1},
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert out.next_steps == ["a", "b"] and out.next_args == {"b": {"x": 1}}
+
+
+def test_target_without_task_is_routed_but_not_branched():
+    p = payload(
+        tool=py("result = 1"), routing=arcs({"step": "end", "task_id": None}, mode="inclusive")
+    )
+    out = execute_step(p, inputs())
+    assert out.next_steps == ["end"] and out.next_task_ids == []
+    assert routing_targets(p) == []
+
+
+@pytest.mark.parametrize("key", ["sink", "retry", "loop"])
+def test_known_extensions_validate_but_fail_the_step_at_run_time(key):
+    p = payload(tool=py("result = 1"), **{key: {"anything": 1}})
+    validate_payload(p)  # the DAG file still imports
+    with pytest.raises(FeatureNotAvailable, match=f"`{key}` is not built yet"):
+        execute_step(p, inputs())

@@ -1,0 +1,120 @@
+"""The `noetlc` command line: exit codes, formats, selection, explain, and the import boundary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from noetl_compile.cli import main
+from noetl_compile.rules import RULES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+VALID = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: ok, path: tests/ok}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = 1"}
+    next: {arcs: [{step: end}]}
+  - step: end
+    tool: {kind: noop}
+"""
+BROKEN = VALID.replace("{step: end}", "{step: ned}").replace("result = 1", "result = 1")
+WARNING_ONLY = VALID.replace("    tool: {kind: noop}\n", "    tool: {kind: noop}\n    nxt: start\n")
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "ok.yaml").write_text(VALID)
+    (tmp_path / "broken.yaml").write_text(BROKEN)
+    (tmp_path / "warn.yaml").write_text(WARNING_ONLY)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    return code, capsys.readouterr()
+
+
+def test_clean_file_exits_zero(files, capsys):
+    code, out = run(capsys, "check", str(files / "ok.yaml"))
+    assert code == 0
+    assert out.out == "All checks passed: 1 playbook.\n"
+
+
+def test_error_exits_one_with_concise_line(files, capsys):
+    code, out = run(capsys, "check", str(files / "broken.yaml"), "--quiet")
+    assert code == 1
+    assert out.out == f"{files / 'broken.yaml'}:7:26: R201 step 'start' routes to unknown step 'ned'; did you mean 'end'?\n"
+
+
+def test_warnings_fail_only_with_strict(files, capsys):
+    assert run(capsys, "check", str(files / "warn.yaml"))[0] == 0
+    code, out = run(capsys, "check", str(files / "warn.yaml"), "--strict", "--quiet")
+    assert code == 1
+    assert "S103 unknown key 'nxt'" in out.out and "did you mean 'next'" in out.out
+
+
+def test_one_bad_file_never_hides_the_others(files, capsys):
+    (files / "yaml.yaml").write_text("workflow: [\n")
+    code, out = run(capsys, "check", str(files), "--quiet")
+    assert code == 1
+    assert "R201" in out.out and "Y001" in out.out and "S103" in out.out
+
+
+def test_select_and_ignore(files, capsys):
+    assert run(capsys, "check", str(files), "--select", "S1", "--quiet")[1].out.count("R201") == 0
+    code, out = run(capsys, "check", str(files), "--ignore", "R", "--quiet")
+    assert code == 0 and "R201" not in out.out
+
+
+def test_full_format_shows_the_line_and_a_caret(files, capsys):
+    out = run(capsys, "check", str(files / "broken.yaml"), "--format", "full", "--quiet")[1].out
+    assert "7 |     next: {arcs: [{step: ned}]}" in out
+    assert out.splitlines()[3] == "  | " + " " * 25 + "^"
+
+
+def test_json_github_and_sarif(files, capsys):
+    path = str(files / "broken.yaml")
+    items = json.loads(run(capsys, "check", path, "--format", "json")[1].out)
+    assert items[0] | {"message": None} == {"path": path, "line": 7, "column": 26, "code": "R201",
+                                             "severity": "error", "message": None, "hint": None}
+    github = run(capsys, "check", path, "--format", "github")[1].out
+    assert github.startswith(f"::error file={path},line=7,col=26,title=R201::R201 step")
+    sarif = json.loads(run(capsys, "check", path, "--format", "sarif")[1].out)
+    result = sarif["runs"][0]["results"][0]
+    assert result["ruleId"] == "R201"
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 7, "startColumn": 26}
+
+
+def test_missing_path_is_a_diagnostic_and_usage_errors_exit_two(files, capsys):
+    code, out = run(capsys, "check", str(files / "nope"), "--quiet")
+    assert code == 1 and "E001 no such file or directory" in out.out
+    with pytest.raises(SystemExit) as exc:
+        main(["check", str(files), "--format", "xml"])
+    assert exc.value.code == 2
+
+
+def test_explain_every_code(capsys):
+    for code in RULES:
+        status, out = run(capsys, "explain", code.lower())
+        assert status == 0 and out.out.startswith(f"{code} (") and "Why:" in out.out and "Fix:" in out.out
+    assert run(capsys, "explain", "Z999")[0] == 2
+
+
+def test_check_imports_no_airflow(files):
+    script = (
+        "import sys\n"
+        "from noetl_compile.cli import main\n"
+        f"main(['check', {str(files)!r}, '--quiet'])\n"
+        "loaded = sorted(m for m in sys.modules if m == 'airflow' or m.startswith(('airflow.', 'airflow_plugin')))\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,19 @@
+"""Robustness: mutated real playbooks never raise and never yield a diagnostic without a position."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+
+from noetl_compile.check import check_text
+from tests.fuzz_mutations import mutated_playbook
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(mutated_playbook())
+def test_mutated_playbooks_give_positioned_diagnostics(text):
+    result = check_text(text, "mutated.yaml")
+    lines = max(1, text.count("\n") + 1)
+    for d in result.diagnostics:
+        assert d.code and d.message
+        assert 1 <= d.position.line <= lines + 1, d
+        assert d.position.col >= 1, d
