@@ -10,7 +10,12 @@ from .context import CheckContext
 def check(ctx: CheckContext) -> None:
     flow = ctx.flow
     playbook = ctx.playbook
+    # An arc to an unknown step (R201) is probably the route that was meant to reach the
+    # orphan; reporting it unreachable as well would only repeat that mistake.
+    broken_routing = any(arc.target not in ctx.step_names for s in playbook.steps for arc in s.router.arcs)
     for step in playbook.steps:
+        if broken_routing:
+            break
         if step.name not in flow.reachable and not _closes_reachable_loop(ctx, step):
             ctx.report("F401", step.span.position,
                        f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}")
