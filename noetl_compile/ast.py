@@ -32,6 +32,7 @@ class PolicyRule(Node):
     backoff: Any = None
     delay: Any = None
     to: str | None = None
+    to_span: Any = None
     set: Any = None  # {"ctx.x": template, "iter.y": template}
 
 

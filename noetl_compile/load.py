@@ -8,6 +8,7 @@ ordinary ``dict``/``list``/``str`` values (subclasses), so they never depend on 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,20 +131,32 @@ class Document:
 class _Builder:
     """Turns a composed node graph into Y* values, reporting what yaml.safe_load hides."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, text: str) -> None:
         self.path = path
+        self.text = text
         self.diagnostics: list[Diagnostic] = []
         self._active: set[int] = set()  # node ids on the current path, to catch alias cycles
 
-    def report(self, code: str, node: yaml.Node, message: str, severity=Severity.ERROR) -> None:
-        self.diagnostics.append(Diagnostic(code, severity, self.path, _span(node).position, message))
+    def report(self, code: str, node: yaml.Node, message: str, position: Position | None = None) -> None:
+        from .rules import severity_of
+
+        self.diagnostics.append(Diagnostic(code, severity_of(code), self.path,
+                                           position or _span(node).position, message))
 
     def build(self, node: yaml.Node) -> Any:
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
         if id(node) in self._active:
-            self.report("Y004", node, "recursive alias: a node contains itself")
+            self.report("Y004", node, "recursive alias: a node contains itself", self._alias_position(node))
             return None
+        if isinstance(node, yaml.MappingNode) and node.flow_style and self.text.startswith("{{", node.start_mark.index):
+            # `when: {{ x }}` is a flow mapping to YAML; the author meant a template string.
+            end = node.end_mark.index
+            self.report("Y003", node, "unquoted template: YAML reads `{{ ... }}` as a mapping; "
+                        f"quote the whole value: \"{self.text[node.start_mark.index:end]}\"")
+            value = YStr(self.text[node.start_mark.index:end])
+            value._node = node
+            return value
         self._active.add(id(node))
         try:
             if isinstance(node, yaml.MappingNode):
@@ -151,6 +164,21 @@ class _Builder:
             return self._sequence(node)
         finally:
             self._active.discard(id(node))
+
+    def _alias_position(self, node: yaml.Node) -> Position | None:
+        """Where the recursive `*alias` is written: composed nodes forget aliases, so find the
+        anchor just before the node and the first use of it inside the node's own text."""
+        start, end = node.start_mark.index, node.end_mark.index
+        anchor = re.search(r"&([^\s,\[\]{}]+)\s*$", self.text[max(0, start - 200):start])
+        if anchor is None:
+            anchor = re.match(r"&([^\s,\[\]{}]+)", self.text[start:])
+        if anchor is None:
+            return None
+        use = self.text.find("*" + anchor.group(1), start, end)
+        if use < 0:
+            return None
+        line = self.text.count("\n", 0, use) + 1
+        return Position(line, use - (self.text.rfind("\n", 0, use) + 1) + 1)
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
         if node.tag == _STR_TAG:
@@ -215,16 +243,52 @@ class _Builder:
                     mapping.value_spans[key] = merged.value_spans.get(key)
 
 
+# Errors found only where the parser gives up; the construct that was left open is the mistake.
+_UNCLOSED = {
+    "while scanning a quoted scalar": "unclosed quoted string",
+    "while parsing a flow mapping": "unclosed `{`",
+    "while parsing a flow sequence": "unclosed `[`",
+    "while scanning a block scalar": "bad block scalar",
+}
+
+
 def _yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    context = getattr(exc, "context", None)
+    opened = _UNCLOSED.get(context or "")
+    context_mark = getattr(exc, "context_mark", None)
+    if opened and context_mark is not None:
+        position = Position(context_mark.line + 1, context_mark.column + 1)
+        problem = getattr(exc, "problem", None) or ""
+        return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {opened} ({problem})")
+    mark = getattr(exc, "problem_mark", None) or context_mark
+    if mark is not None and context_mark is not None:
+        # A quote left open swallows the following lines up to the next quote; the parser then
+        # fails far below. Point at the quote that opened on a line and never closed.
+        quote = _unbalanced_quote(text, context_mark.line, mark.line)
+        if quote is not None:
+            return Diagnostic("Y001", Severity.ERROR, path, quote,
+                              f"invalid YAML: unclosed quoted string ({getattr(exc, 'problem', '')})")
     position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
     problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
     message = f"{context}, {problem}" if context else str(problem)
     line = text.splitlines()[position.line - 1] if mark and position.line <= len(text.splitlines()) else ""
     if "\t" in line[: position.col] or "'\\t'" in message:
         message += " (YAML does not allow tab characters for indentation; use spaces)"
     return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {message}")
+
+
+def _unbalanced_quote(text: str, first: int, last: int) -> Position | None:
+    """Position of a `"` that opens a value and is not closed on its line (0-based line range)."""
+    lines = text.split("\n")
+    for number in range(first, min(last, len(lines) - 1) + 1):
+        line = lines[number]
+        match = re.search(r"(?::|-)\s+(\")", line)
+        if match is None:
+            continue
+        rest = line[match.end(1):]
+        if not re.search(r'(?<!\\)"', rest):
+            return Position(number + 1, match.start(1) + 1)
+    return None
 
 
 def load_text(text: str, path: str) -> Document:
@@ -237,7 +301,7 @@ def load_text(text: str, path: str) -> Document:
         return Document(path, text, None, [
             Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"invalid YAML: {exc}")
         ])
-    builder = _Builder(path)
+    builder = _Builder(path, text)
     nodes = [n for n in nodes if n is not None]
     if not nodes:
         return Document(path, text, None, [

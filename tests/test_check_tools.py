@@ -412,7 +412,7 @@ def test_gate_rules(tmp_path):
                          "number, boolean, object, array, not 'float'"),
         ("C508", 28, 28, "the sleep gate step 'nap' has neither `duration` nor `until`; give "
                          "exactly one"),
-        ("C508", 31, 28, "the sleep gate step 'nap2' has both `duration` and `until`; give "
+        ("C508", 31, 49, "the sleep gate step 'nap2' has both `duration` and `until`; give "
                          "exactly one"),
         ("C510", 31, 80, "`subject` does not apply to a sleep gate (step 'nap2')"),
         ("C510", 34, 28, "`gate` of step 'bad' must be one of approve, input, sleep, not 'aprove'; "

@@ -10,7 +10,7 @@ from ..ast import Playbook
 from ..diagnostics import Position
 from ..load import YMap
 from .expressions import scan_template
-from .sites import template_sites
+from .sites import TemplateSite, template_sites
 
 # `set` keys address scopes with a prefix; the engine writes the bare name for all of them.
 _SCOPES = ("ctx.", "step.", "iter.")
@@ -76,9 +76,9 @@ def ctx_writes(playbook: Playbook) -> dict[str, list[CtxWrite]]:
     return writes
 
 
-def ctx_reads(playbook: Playbook) -> list[CtxRead]:
+def ctx_reads(playbook: Playbook, sites: list[TemplateSite] | None = None) -> list[CtxRead]:
     reads = []
-    for site in template_sites(playbook):
+    for site in template_sites(playbook) if sites is None else sites:
         for ref in scan_template(site.value).references:
             if ref.root == "ctx" and ref.path and isinstance(ref.path[0], str):
                 reads.append(CtxRead(ref.path[0], site.step, site.value, ref.offset, ref.guarded))

@@ -60,7 +60,7 @@ class TemplateScan:
     filters: tuple[tuple[str, int], ...]  # (filter name, offset) of every filter application
     tests: tuple[tuple[str, int], ...]  # (test name, offset) of every test
     error: TemplateSyntaxProblem | None
-    unparsed: tuple[str, ...]  # tag bodies Jinja accepts but the grammar does not
+    unparsed: tuple[str, ...]  # tag bodies Jinja accepts but the grammar does not (or reads otherwise)
 
 
 # Names Jinja provides to every template: not references to anything a playbook defines.
@@ -620,10 +620,10 @@ def _error_offset(text: str, error: jinja2.TemplateSyntaxError, candidates: list
 
 
 # Jinja reads the word after a bare test name as the test's argument, so `x is defined if y`
-# and `x is none in y` are errors there while the grammar reads a conditional and a membership
-# test, and `x is defined is` is an error there while the grammar reads `is` as that argument.
-# Tags that look like that get Jinja's verdict.
-_BARE_TEST_THEN_KEYWORD = re.compile(r"\bis\s+(?:not\s+)?[^\W\d][\w.]*\s+(if|in|is)\b")
+# and `x is none in y` are errors there (or odd reads) while the grammar reads a conditional
+# and a membership test, and `x is defined is` is an error there while the grammar reads `is`
+# as that argument. Tags that look like that are left to Jinja.
+_BARE_TEST_THEN_KEYWORD = re.compile(r"\bis\s+(?:not\s+)?[^\W\d]\w*(?:\s*\.\s*\w+)*\s+(if|in|is)\b")
 
 
 @dataclass(slots=True)
@@ -679,6 +679,8 @@ class _Scan:
         source = self.text[tag.body_start:tag.body_end]
         keyword_offset = tag.body_start + len(source) - len(source.lstrip())
         tree, failed_at = _parse(tag.kind, source)
+        if tree is not None and (quirk := _BARE_TEST_THEN_KEYWORD.search(source)) is not None:
+            tree, failed_at = None, quirk.start(1)  # the grammar would read this unlike Jinja
         if tag.end < 0:  # the text ended inside the tag
             self.problems.append(len(self.text) if failed_at is None else tag.body_start + failed_at)
             return
@@ -691,10 +693,6 @@ class _Scan:
             via_jinja = _expression_via_jinja if tag.kind == "expression" else _statement_via_jinja
             tree = via_jinja(source)
             if tree is None:
-                return
-        elif (quirk := _BARE_TEST_THEN_KEYWORD.search(source)) is not None:
-            self.problems.append(tag.body_start + quirk.start(1))
-            if self._jinja_error() is not None:
                 return
         if tag.kind == "expression":
             self._read(tree, tag.body_start, False)

@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from ..analyze.flowgraph import StepGraph
+from ..analyze.sites import TemplateSite, template_sites
 from ..ast import Playbook
 from ..diagnostics import DiagnosticSink, Position
 from ..load import Document, Span, YList, YMap, span_of
@@ -98,3 +99,7 @@ class CheckContext:
     @cached_property
     def flow(self) -> StepGraph:
         return StepGraph(self.playbook)
+
+    @cached_property
+    def sites(self) -> list[TemplateSite]:
+        return template_sites(self.playbook)

@@ -21,10 +21,11 @@ def check(ctx: CheckContext) -> None:
                        f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}")
     for cycle in flow.cycles:
         first = playbook.step(cycle[0])
-        path = " -> ".join(cycle + [cycle[0]])
-        ctx.report("F402", first.span.position,
-                   f"steps {', '.join(repr(n) for n in cycle)} form a cycle ({path}); "
-                   "it compiles to one region task")
+        if len(cycle) == 1:
+            what = f"step {cycle[0]!r} routes back to itself"
+        else:
+            what = f"steps {', '.join(repr(n) for n in cycle)} form a cycle ({' -> '.join(cycle + [cycle[0]])})"
+        ctx.report("F402", first.span.position, f"{what}; it compiles to one region task")
     _check_ctx(ctx)
 
 
@@ -36,7 +37,7 @@ def _closes_reachable_loop(ctx: CheckContext, step) -> bool:
 def _check_ctx(ctx: CheckContext) -> None:
     writes = ctx_writes(ctx.playbook)
     workload = set(ctx.playbook.workload or {})
-    for read in ctx_reads(ctx.playbook):
+    for read in ctx_reads(ctx.playbook, ctx.sites):
         if read.name not in writes and read.name not in workload and not read.guarded:
             ctx.report("F403", ctx.position_in_string(read.value, read.offset),
                        f"`ctx.{read.name}` is read in step {read.step!r} but no step writes it "

@@ -99,7 +99,8 @@ def _check_sleep(ctx: CheckContext, tool: dict, label: str) -> None:
     has_duration, has_until = tool.get("duration") is not None, tool.get("until") is not None
     if has_duration == has_until:
         what = "both `duration` and `until`" if has_duration else "neither `duration` nor `until`"
-        ctx.report("C508", ctx.pos(tool, "gate"), f"the sleep gate {label} has {what}; give exactly one")
+        where = ctx.key_pos(tool, "until") if has_duration else ctx.pos(tool, "gate")
+        ctx.report("C508", where, f"the sleep gate {label} has {what}; give exactly one")
     if has_duration:
         _check_duration(ctx, tool, "duration", label, positive=False)
     if has_until:

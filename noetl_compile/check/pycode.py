@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import warnings
 from typing import Any
 
+from ..analyze.expressions import scan_template
 from .context import CheckContext
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
@@ -28,7 +30,8 @@ def check_task_code(ctx: CheckContext, config: Any, label: str) -> None:
         return
     code = config.get("code")
     if isinstance(code, str) and code.strip():
-        _check(ctx, code, code, label)
+        if scan_template(code).error is None:  # a broken template is reported once, as T301
+            _check(ctx, code, code, label)
         return
     encoded = config.get("code_b64")
     if isinstance(encoded, str) and encoded.strip() and "{{" not in encoded:
@@ -54,6 +57,7 @@ def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=Non
                if "'return' outside function" in message else None)
 
 
+@functools.lru_cache(maxsize=2048)  # the same code block recurs across steps and files
 def compile_error(code: str) -> tuple[int, int, str] | None:
     """(line, column, message) of the first syntax error, both 1-based; None when it compiles
     or when the error is only an artefact of masking the Jinja parts."""

@@ -38,7 +38,7 @@ def _check_end_loop(ctx: CheckContext, step: Step) -> None:
     if target is None or target.loop is None:
         what = "an unknown step" if target is None else "a step without `loop`"
         ctx.report("R205", step.end_loop_span.position,
-                   f"`end_loop` of step {step.name!r} names {what} {step.end_loop!r}"
+                   f"`end_loop` of step {step.name!r} names {step.end_loop!r}, {what}"
                    + (did_you_mean(step.end_loop, [s.name for s in ctx.playbook.steps if s.loop]) if target is None else ""))
 
 
@@ -47,7 +47,7 @@ def _check_jumps(ctx: CheckContext, step: Step) -> None:
     for task in step.tasks:
         for rule in task.rules:
             if rule.action == "jump" and rule.to and rule.to not in labels and rule.to not in ("previous", "prev"):
-                ctx.report("R206", rule.span.position if rule.span else ctx.pos(step.raw),
+                ctx.report("R206", (rule.to_span or rule.span).position,
                            f"`jump` in step {step.name!r} targets unknown task {rule.to!r}"
                            + did_you_mean(rule.to, labels))
 

@@ -9,6 +9,7 @@ secrets wherever they appear (AWS key ids, GitHub/Slack tokens, private key bloc
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -51,6 +52,8 @@ _TOKEN_SHAPES = (
     ("a Slack token", re.compile(r"\bxox[bpars]-[A-Za-z0-9-]{10,}")),
 )
 
+_ANY_TOKEN_SHAPE = re.compile("|".join(pattern.pattern for _, pattern in _TOKEN_SHAPES))
+
 
 def check(ctx: CheckContext) -> None:
     if not isinstance(ctx.playbook.raw, YMap):
@@ -79,13 +82,17 @@ def _strings(root: YMap) -> Iterator[tuple[Any, str, Any]]:
             stack.extend((None, v, node) for v in reversed(node))
 
 
+_SECRET_SUFFIX = re.compile("(?:" + "|".join(w.replace("_", "") for w in _SECRET_WORDS) + ")$")
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
+
+
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: Any) -> bool:
     """`password`, `db_password`, `dbPassword`, `X-Api-Key`, `PGPASSWORD` ... (a name ending in a
     secret word, whatever the separators); `password_file` or `token_url` are not secrets."""
     if not isinstance(key, str):
         return False
-    collapsed = re.sub(r"[^a-z0-9]", "", key.lower())
-    return any(collapsed.endswith(word.replace("_", "")) for word in _SECRET_WORDS)
+    return _SECRET_SUFFIX.search(_NOT_ALNUM.sub("", key.lower())) is not None
 
 
 def is_reference(value: str) -> bool:
@@ -105,14 +112,21 @@ def _check_value(ctx: CheckContext, key: Any, value: str, holder: Any) -> None:
             _report(ctx, value, offset, f"`{key}` holds a literal secret")
             return
     reported: set[int] = set()  # one finding per secret, however many rules see it
-    for pattern, what in ((_URL_CREDENTIALS, "a URL holds a literal password"),
-                          (_SQL_PASSWORD, "an SQL statement holds a literal password")):
+    # Cheap substring tests first: almost no string holds a URL with credentials or SQL PASSWORD.
+    patterns = []
+    if "://" in value and "@" in value:
+        patterns.append((_URL_CREDENTIALS, "a URL holds a literal password"))
+    if "assword" in value or "ASSWORD" in value:
+        patterns.append((_SQL_PASSWORD, "an SQL statement holds a literal password"))
+    for pattern, what in patterns:
         for match in pattern.finditer(value):
             secret = match.group("secret")
             if _TEMPLATE.search(secret) or is_reference(secret) or secret.startswith(("{", "$", "%")):
                 continue
             reported.add(match.start("secret"))
             _report(ctx, value, match.start("secret"), what)
+    if not _ANY_TOKEN_SHAPE.search(value):
+        return
     for what, pattern in _TOKEN_SHAPES:
         for match in pattern.finditer(value):
             if match.start() not in reported:

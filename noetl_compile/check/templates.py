@@ -7,7 +7,6 @@ from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
 
 from ..analyze.expressions import scan_template
 from ..analyze.names import NOETL_FILTERS, name_table
-from ..analyze.sites import template_sites
 from ..read.base import did_you_mean
 from .context import CheckContext
 
@@ -19,7 +18,7 @@ STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
 
 def check(ctx: CheckContext) -> None:
     names = name_table(ctx.playbook)
-    for site in template_sites(ctx.playbook):
+    for site in ctx.sites:
         scan = scan_template(site.value)
         if scan.error is not None:
             ctx.report("T301", ctx.position_in_string(site.value, scan.error.offset),

@@ -6,7 +6,7 @@ type checks, unknown-key checks ("did you mean") and position lookups live here.
 
 from __future__ import annotations
 
-import difflib
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,9 +53,39 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal string alignment distance (typos: insert, delete, replace, swap), capped at limit+1."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _closest(word: str, choices: frozenset[str]) -> str | None:
+    # A typo is a small edit relative to the word: one for short names, up to three for long ones.
+    limit = 1 if len(word) <= 4 else 2 if len(word) <= 10 else 3
+    best: tuple[int, str] | None = None
+    for choice in sorted(choices):
+        distance = edit_distance(word.lower(), choice.lower(), limit)
+        if distance <= limit and choice != word and (best is None or distance < best[0]):
+            best = (distance, choice)
+    return best[1] if best else None
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    match = _closest(str(word), frozenset(str(c) for c in choices))
+    return f"; did you mean {match!r}?" if match else ""
 
 
 def is_template(value: Any) -> bool:
@@ -227,7 +257,8 @@ class Reader:
             self.mapping(then, "set", f"`set` of {where}")
         return PolicyRule(span=span_of(item), when=None if is_else else item.get("when"),
                           is_else=is_else, action=action, attempts=then.get("attempts"),
-                          backoff=backoff, delay=then.get("delay"), to=target, set=then.get("set"))
+                          backoff=backoff, delay=then.get("delay"), to=target,
+                          to_span=self.span(then, "to"), set=then.get("set"))
 
     def arc(self, target_holder: YMap, where: str, **fields: Any) -> Arc | None:
         """An arc from a mapping with a `step` key (v2 next entries, canonical arcs)."""

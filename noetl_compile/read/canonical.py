@@ -171,7 +171,7 @@ class CanonicalReader(PlaybookReader):
         elif not has_in and not has_cursor:
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs `in` (or `cursor`)")
         if has_cursor and mode != "cursor":
-            self.report("S109", self.pos(loop, "cursor"),
+            self.report("S109", self.pos(spec, "mode") if "mode" in spec else self.pos(loop, "cursor"),
                         f"a cursor loop needs `spec.mode: cursor` ({label})")
         if mode == "cursor" and not has_cursor:
             self.report("S109", self.pos(spec, "mode"), f"`spec.mode: cursor` needs `loop.cursor` ({label})")

@@ -69,7 +69,9 @@ class CaseV2Reader(CanonicalReader):
         loop = self.mapping(item, "loop", f"`loop` of {label}")
         if loop is None:
             return None
-        self.check_keys(loop, LOOP_KEYS, f"the loop of {label}")
+        if "cursor" in loop or "spec" in loop:  # the cursor-loop surface is shared with canonical
+            return super().read_loop(item, label)
+        self.check_keys(loop, LOOP_KEYS | {"cursor"}, f"the loop of {label}")
         if "in" not in loop or "iterator" not in loop:
             missing = " and ".join(k for k in ("in", "iterator") if k not in loop)
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs {missing}")
