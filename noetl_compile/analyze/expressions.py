@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import chain
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import jinja2
 from jinja2 import nodes as jinja_nodes
@@ -60,7 +61,7 @@ class TemplateScan:
     filters: tuple[tuple[str, int], ...]  # (filter name, offset) of every filter application
     tests: tuple[tuple[str, int], ...]  # (test name, offset) of every test
     error: TemplateSyntaxProblem | None
-    unparsed: tuple[str, ...]  # tag bodies Jinja accepts but the grammar does not (or reads otherwise)
+    unparsed: tuple[str, ...]  # tag bodies Jinja accepts but the grammar does not (or reads apart)
 
 
 # Names Jinja provides to every template: not references to anything a playbook defines.
@@ -68,7 +69,8 @@ BUILTIN_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "nam
 # An author probing whether a value exists, rather than relying on it.
 _GUARD_FILTERS = frozenset({"default", "d"})
 _GUARD_TESTS = frozenset({"defined", "undefined"})
-_CONSTANTS = {"true": True, "True": True, "false": False, "False": False, "none": None, "None": None}
+_CONSTANTS = {"true": True, "True": True, "false": False, "False": False,
+              "none": None, "None": None}
 # Names a macro body (and a call block's body, which is a macro) gets implicitly.
 _MACRO_LOCALS = ("varargs", "kwargs", "caller")
 # Tags that may continue an open block, before its end tag.
@@ -144,7 +146,8 @@ class _Statement:
 
 
 class _Rejected(Exception):
-    """Something the grammar lets through but Jinja rejects; `offset` is in the tag body."""
+    """Something the grammar lets through but Jinja rejects; `offset` is in the tag body, or
+    None when unknown."""
 
     def __init__(self, offset: int | None) -> None:
         super().__init__(offset)
@@ -175,6 +178,12 @@ def _names_and_namespaces(targets: tuple) -> tuple[tuple[str, ...], tuple[Name, 
     return names, namespaces
 
 
+def _signature(params: tuple) -> tuple[tuple, tuple[str, ...]]:
+    """The default values of a macro's (name, default) parameters, and the names its body sees."""
+    defaults = tuple(default for _, default in params if default is not None)
+    return defaults, tuple(name for name, _ in params) + _MACRO_LOCALS
+
+
 @v_args(inline=True)
 class _Builder(Transformer):
     """Lark callbacks, run during the LALR parse: they build the small tree above directly."""
@@ -190,14 +199,18 @@ class _Builder(Transformer):
     def string(self, *tokens):
         parts = []
         for token in tokens:
+            escaped = token.value[1:-1].encode("ascii", "backslashreplace")
             try:  # the unescaping Jinja's lexer does
-                parts.append(token.value[1:-1].encode("ascii", "backslashreplace").decode("unicode-escape"))
+                parts.append(escaped.decode("unicode-escape"))
             except UnicodeError:
                 raise _Rejected(token.start_pos) from None
         return Const("".join(parts))
 
     def integer(self, token):
-        return Const(int(token.value.replace("_", ""), 0))
+        try:
+            return Const(int(token.value.replace("_", ""), 0))
+        except ValueError:  # more digits than Python converts
+            raise _Rejected(token.start_pos) from None
 
     def real(self, token):
         return Const(float(token.value.replace("_", "")))
@@ -264,7 +277,8 @@ class _Builder(Transformer):
     def test_call(self, *parts):
         names = [part for part in parts if type(part) is Token]
         last = parts[-1]  # call arguments, or one bare argument (`x is sameas false`)
-        return Test(".".join(names), names[0].start_pos, None, last if type(last) is tuple else (last,))
+        args = last if type(last) is tuple else (last,)
+        return Test(".".join(names), names[0].start_pos, None, args)
 
     def test_name(self, *names):
         return Test(".".join(names), names[0].start_pos, None, ())
@@ -326,22 +340,22 @@ class _Builder(Transformer):
                           binds_at_end=names)
 
     def macro_stmt(self, name, params=()):
-        return _Statement("macro", tuple(default for _, default in params if default is not None),
-                          binds=(name.value,), opens_block=True,
-                          block_locals=tuple(param for param, _ in params) + _MACRO_LOCALS)
+        defaults, names = _signature(params)
+        return _Statement("macro", defaults, binds=(name.value,), opens_block=True,
+                          block_locals=names)
 
     def call_stmt(self, *parts):
         params, callee = (parts[0] if len(parts) == 2 else ()), parts[-1]
-        defaults = tuple(default for _, default in params if default is not None)
-        return _Statement("call", (callee,) + defaults, opens_block=True,
-                          block_locals=tuple(param for param, _ in params) + _MACRO_LOCALS)
+        defaults, names = _signature(params)
+        return _Statement("call", (callee,) + defaults, opens_block=True, block_locals=names)
 
     def filter_stmt(self, *filters):
         return _Statement("filter", _chain_filters(filters), opens_block=True)
 
     def with_stmt(self, *assignments):
+        names = tuple(chain.from_iterable(names for names, _ in assignments))
         return _Statement("with", tuple(value for _, value in assignments), opens_block=True,
-                          block_locals=tuple(chain.from_iterable(names for names, _ in assignments)))
+                          block_locals=names)
 
     def end_stmt(self, token):
         return _Statement(token.value)
@@ -352,7 +366,8 @@ def _grammar_text() -> str:
     in_checkout = Path(__file__).resolve().parents[2] / "grammar" / "jinja_expr.lark"
     if in_checkout.is_file():
         return in_checkout.read_text(encoding="utf-8")
-    return resources.files("noetl_compile.grammar").joinpath("jinja_expr.lark").read_text(encoding="utf-8")
+    installed = resources.files("noetl_compile.grammar").joinpath("jinja_expr.lark")
+    return installed.read_text(encoding="utf-8")
 
 
 _PARSER = Lark(
@@ -398,7 +413,7 @@ class _Tag(NamedTuple):
     kind: str  # "expression" or "statement" (the grammar's start symbols), or "broken"
     body_start: int
     body_end: int
-    end: int  # after the closing mark; -1 when the text ends inside the tag
+    end: int  # after the closing mark; -1 when the tag is not closed
 
 
 _TAG_OPEN = re.compile(r"\{([{%#])[-+]?")
@@ -408,15 +423,17 @@ _RAW_CLOSE = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
 _CLOSE = {"expression": re.compile(r"-?\}\}"), "statement": re.compile(r"[-+]?%\}")}
 # One step through a tag: a string literal, or a run of characters that cannot start a closing
 # mark, a bracket or a string, or any single character.
-_TAG_CONTENT = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"()\[\]{}%}+\-]+|.""", re.S)
+_TAG_CONTENT = re.compile(
+    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"()\[\]{}%}+\-]+|.""", re.DOTALL)
 _CLOSING_BRACKET = {"(": ")", "[": "]", "{": "}"}
 
 
 def _split_tags(text: str) -> Iterator[_Tag]:
     """The `{{ }}` and `{% %}` tags of a template, skipping comments and raw blocks.
 
-    Stops after a tag that is broken (unbalanced brackets, unclosed comment or raw block) or
-    unclosed: like Jinja's lexer, nothing after it can be trusted.
+    Stops after a tag that is not closed (the text ends inside it, or a bracket in it does not
+    match: then its body ends at that bracket) and after an unclosed comment or raw block (a
+    "broken" tag with an empty body): like Jinja's lexer, nothing after that can be trusted.
     """
     position = 0
     while (opening := _TAG_OPEN.search(text, position)) is not None:
@@ -435,7 +452,8 @@ def _split_tags(text: str) -> Iterator[_Tag]:
                 return
             position = close.end()
             continue
-        tag = _scan_tag("expression" if opening.group(1) == "{" else "statement", text, opening.end())
+        kind = "expression" if opening.group(1) == "{" else "statement"
+        tag = _scan_tag(kind, text, opening.end())
         yield tag
         if tag.end < 0:
             return
@@ -457,7 +475,7 @@ def _scan_tag(kind: str, text: str, body_start: int) -> _Tag:
         if char in _CLOSING_BRACKET:
             expected.append(_CLOSING_BRACKET[char])
         elif char in ")]}" and (not expected or expected.pop() != char):
-            return _Tag("broken", position, position, -1)
+            return _Tag(kind, body_start, position, -1)
         position = step.end()
 
 
@@ -475,7 +493,8 @@ class _Locator:
         self.cursor: dict[str, int] = {}
 
     def __call__(self, word: str) -> int:
-        found = re.compile(rf"(?<![\w.]){re.escape(word)}(?!\w)").search(self.source, self.cursor.get(word, 0))
+        standalone = re.compile(rf"(?<![\w.]){re.escape(word)}(?!\w)")
+        found = standalone.search(self.source, self.cursor.get(word, 0))
         if found is None:
             return 0
         self.cursor[word] = found.end()
@@ -513,15 +532,20 @@ def _stored_names(target: jinja_nodes.Node) -> tuple[str, ...]:
 
 
 def _is_target(node: jinja_nodes.Node) -> bool:
-    return isinstance(node, (jinja_nodes.Name, jinja_nodes.Tuple)) and node.ctx in ("store", "param")
+    is_name_or_tuple = isinstance(node, (jinja_nodes.Name, jinja_nodes.Tuple))
+    return is_name_or_tuple and node.ctx in ("store", "param")
+
+
+def _jinja_template(source: str) -> jinja_nodes.Template | None:
+    try:
+        return _ENV.parse(source)
+    except Exception:  # noqa: BLE001 - a syntax error, or Jinja failing on absurd input
+        return None
 
 
 def _expression_via_jinja(source: str) -> object | None:
-    try:
-        output = _ENV.parse("{{ " + source + " }}").body[0]
-    except jinja2.TemplateSyntaxError:
-        return None
-    return _from_jinja(output.nodes[0], _Locator(source))
+    template = _jinja_template("{{ " + source + " }}")
+    return None if template is None else _from_jinja(template.body[0].nodes[0], _Locator(source))
 
 
 _KEYWORD = re.compile(r"\s*(\w*)")
@@ -536,11 +560,9 @@ def _statement_via_jinja(source: str) -> _Statement | None:
         return None if test is None else _Statement("elif", (test,))
     # Jinja parses whole templates only: try the statement alone, then as a block.
     for suffix, opens_block in (("", False), (f"{{% end{keyword} %}}", True)):
-        try:
-            node = _ENV.parse("{% " + source + " %}" + suffix).body[0]
-        except jinja2.TemplateSyntaxError:
-            continue
-        return _statement_from_jinja(keyword, node, opens_block, _Locator(source))
+        template = _jinja_template("{% " + source + " %}" + suffix)
+        if template is not None:
+            return _statement_from_jinja(keyword, template.body[0], opens_block, _Locator(source))
     return None
 
 
@@ -569,7 +591,8 @@ def _statement_from_jinja(keyword: str, node: jinja_nodes.Node, opens_block: boo
         return _Statement(keyword, (convert(node.template),), binds=names)
     # Everything else (set, with, filter, print, include, ...): targets bind, the rest is read.
     children = [child for child in node.iter_child_nodes() if isinstance(child, jinja_nodes.Expr)]
-    names = tuple(chain.from_iterable(_stored_names(child) for child in children if _is_target(child)))
+    targets = [child for child in children if _is_target(child)]
+    names = tuple(chain.from_iterable(_stored_names(target) for target in targets))
     expressions = tuple(convert(child) for child in children if not _is_target(child))
     if opens_block:
         return _Statement(keyword, expressions, opens_block=True, block_locals=names)
@@ -581,13 +604,16 @@ def _jinja_syntax_error(text: str) -> jinja2.TemplateSyntaxError | None:
         _ENV.parse(text)
     except jinja2.TemplateSyntaxError as error:
         return error
+    except Exception as error:  # noqa: BLE001 - Jinja failing on absurd input is an error too
+        return jinja2.TemplateSyntaxError(str(error) or type(error).__name__, None)
     return None
 
 
 # ----------------------------------------------------------------------------- error offsets
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # Jinja's line breaks
-_UNEXPECTED_CHAR = re.compile(r"unexpected char .* at (\d+)", re.S)
+_UNEXPECTED_CHAR = re.compile(r"unexpected char .* at (\d+)", re.DOTALL)
+_UNEXPECTED_BRACKET = re.compile(r"unexpected '([)\]}])'")
 
 
 def _line_number(text: str, offset: int) -> int:
@@ -604,26 +630,37 @@ def _line_start(text: str, line: int) -> int:
 def _error_offset(text: str, error: jinja2.TemplateSyntaxError, candidates: list[int]) -> int:
     """Where Jinja's error is: Jinja gives a line only, so pick the place on that line where the
     scan itself stumbled (the offending token), or else the start of the line."""
+    if error.lineno is None:  # Jinja failed without saying where: trust the scan
+        return candidates[0]
     message = error.message or ""
     # Jinja's lexer gives the position itself, counted in text with normalised line breaks.
     char = _UNEXPECTED_CHAR.fullmatch(message)
     if char is not None and "\r" not in text:
         return int(char.group(1))
+    bracket = _UNEXPECTED_BRACKET.match(message)
+    if bracket is not None:
+        at_bracket = [offset for offset in candidates if text.startswith(bracket.group(1), offset)]
+        candidates = at_bracket or candidates
     at_end = "end of template" in message
     for offset in candidates:
-        if (at_end and offset == len(text)) or _line_number(text, offset) == error.lineno:
+        if offset == len(text):
+            # Jinja reports the end of the template on the line of the last token before it.
+            if at_end or _line_number(text, len(text.rstrip())) == error.lineno:
+                return offset
+        elif _line_number(text, offset) == error.lineno:
             return offset
-    return _line_start(text, error.lineno or 1)
+    return _line_start(text, error.lineno)
 
 
 # ----------------------------------------------------------------------------- the scan
 
 
-# Jinja reads the word after a bare test name as the test's argument, so `x is defined if y`
-# and `x is none in y` are errors there (or odd reads) while the grammar reads a conditional
-# and a membership test, and `x is defined is` is an error there while the grammar reads `is`
-# as that argument. Tags that look like that are left to Jinja.
-_BARE_TEST_THEN_KEYWORD = re.compile(r"\bis\s+(?:not\s+)?[^\W\d]\w*(?:\s*\.\s*\w+)*\s+(if|in|is)\b")
+# Jinja reads the word after a bare test name as the test's argument: `x is a is b` is an error
+# there, and `x is defined if y` / `x is none in y` are errors (or odd reads) where the grammar
+# sees a conditional and a membership test. Tags like that are left to Jinja; the match ends where
+# Jinja stumbles: at that `is`, or at the token after `if` / `in`.
+_BARE_TEST_ARGUMENT = re.compile(
+    r"\bis\s+(?:not\s+)?[^\W\d]\w*(?:\s*\.\s*\w+)*\s+(?:(?=is\b)|(?:if|in)\b\s*)")
 
 
 @dataclass(slots=True)
@@ -677,15 +714,20 @@ class _Scan:
 
     def _tag(self, tag: _Tag) -> None:
         source = self.text[tag.body_start:tag.body_end]
-        keyword_offset = tag.body_start + len(source) - len(source.lstrip())
+        first_token = tag.body_start + len(source) - len(source.lstrip())
         tree, failed_at = _parse(tag.kind, source)
-        if tree is not None and (quirk := _BARE_TEST_THEN_KEYWORD.search(source)) is not None:
-            tree, failed_at = None, quirk.start(1)  # the grammar would read this unlike Jinja
-        if tag.end < 0:  # the text ended inside the tag
-            self.problems.append(len(self.text) if failed_at is None else tag.body_start + failed_at)
+        quirk = _BARE_TEST_ARGUMENT.search(source)
+        if quirk is not None and (failed_at is None or quirk.end() < failed_at):
+            tree, failed_at = None, quirk.end()
+        if tag.end < 0:
+            # Jinja fails on the body's first bad token, or on what stopped the body (the end of
+            # the text, or a bracket that does not match, which its lexer may meet first).
+            if failed_at is not None and failed_at < len(source):
+                self.problems.append(tag.body_start + failed_at)
+            self.problems.append(tag.body_end)
             return
         if tree is None:
-            self.problems.append(keyword_offset if failed_at is None else tag.body_start + failed_at)
+            self.problems.append(first_token if failed_at is None else tag.body_start + failed_at)
             if self._jinja_error() is not None:
                 return
             # A gap in the grammar: analyse the tag from Jinja's AST instead.
@@ -697,7 +739,7 @@ class _Scan:
         if tag.kind == "expression":
             self._read(tree, tag.body_start, False)
         else:
-            self._statement(tree, tag.body_start, keyword_offset)
+            self._statement(tree, tag.body_start, first_token)
 
     # -- statements: scopes and block nesting
 
@@ -706,17 +748,17 @@ class _Scan:
         if keyword.startswith("end"):
             self._close(keyword[3:], keyword_offset)
             return
-        if keyword in ("elif", "else"):
-            if not self._continue(keyword):
-                self.problems.append(keyword_offset)
-                return
+        if keyword in ("elif", "else") and not self._continue(keyword):
+            self.problems.append(keyword_offset)
+            return
         for expression in statement.expressions:
             self._read(expression, base, False)
         self.scopes[-1].update(statement.binds)
         if statement.opens_block:
             # `if` blocks share the enclosing scope: a `set` inside one is visible after it.
             scoped = keyword != "if"
-            self.blocks.append(_Block(keyword, _MIDDLE_TAGS.get(keyword, ()), scoped, statement.binds_at_end))
+            middles = _MIDDLE_TAGS.get(keyword, ())
+            self.blocks.append(_Block(keyword, middles, scoped, statement.binds_at_end))
             if scoped:
                 self.scopes.append(set(statement.block_locals))
             for expression in statement.block_expressions:
@@ -786,7 +828,8 @@ class _Scan:
         if type(node) is Name:
             name = node.name
             if name not in BUILTIN_GLOBALS and not any(name in scope for scope in self.scopes):
-                self.references.append(Reference(name, tuple(reversed(path)), base + node.offset, guarded))
+                path.reverse()
+                self.references.append(Reference(name, tuple(path), base + node.offset, guarded))
         else:  # the chain starts at a call, a literal, a parenthesised expression...
             self._read(node, base, False)
         for key in dynamic:
@@ -807,10 +850,12 @@ def scan_template(text: str) -> TemplateScan:
     try:
         return _Scan(text).run()
     except RecursionError:  # absurdly deep nesting, for the scan as for Jinja itself
-        return TemplateScan((), (), (), TemplateSyntaxProblem("template is nested too deeply", 0), ())
+        problem = TemplateSyntaxProblem("template is nested too deeply", 0)
+        return TemplateScan((), (), (), problem, ())
 
 
 def template_tags(text: str) -> tuple[str, ...]:
     """The bodies of the `{{ }}` and `{% %}` tags of a template, in order (comments and raw
-    blocks skipped; the scan stops at a tag that is broken or unclosed)."""
-    return tuple(text[tag.body_start:tag.body_end] for tag in _split_tags(text) if tag.kind != "broken")
+    blocks skipped; the scan stops at a tag that is not closed)."""
+    tags = _split_tags(text)
+    return tuple(text[tag.body_start:tag.body_end] for tag in tags if tag.kind != "broken")

@@ -32,6 +32,9 @@ def check(ctx: CheckContext) -> None:
             if name not in KNOWN_TESTS:
                 ctx.report("T304", ctx.position_in_string(site.value, offset),
                            f"unknown test {name!r}" + did_you_mean(name, KNOWN_TESTS))
+        # A step named bare (`a.x if a else b.x`) is tested for having run: the template chooses
+        # between alternatives itself, so its step reads are guarded.
+        probing = any(not ref.path and names.classify(ref.root) == "step" for ref in scan.references)
         for ref in scan.references:
             kind = names.classify(ref.root)
             position = None
@@ -42,17 +45,17 @@ def check(ctx: CheckContext) -> None:
                 ctx.report("T302", position, f"unknown name {ref.root!r} in {site.field}"
                            + did_you_mean(ref.root, names.all_names))
             elif kind == "step":
-                _check_step_reference(ctx, site, ref, names)
+                _check_step_reference(ctx, site, ref, names, probed=probing)
 
 
-def _check_step_reference(ctx: CheckContext, site, ref, names) -> None:
+def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) -> None:
     if ref.path and ref.path[0] in STALE_FIELDS:
         ctx.report("T305", ctx.position_in_string(site.value, ref.offset),
                    f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
                    f"`{ref.root}.row_count` (the last statement's result)")
         return
     reader, producer = site.step, ref.root
-    if reader is None or reader == producer or ref.guarded or ref.root in names.workload:
+    if reader is None or reader == producer or ref.guarded or probed or ref.root in names.workload:
         return
     flow = ctx.flow
     if reader not in flow.reachable or flow.dominates(producer, reader):

@@ -1,0 +1,1 @@
+"""Analyses of a loaded playbook: templates, names, data flow and control flow."""
