@@ -1,0 +1,35 @@
+"""The check's own graph algorithms (kept networkx-free for start-up time) agree with networkx
+on every playbook we have: reachability, immediate dominators, cycles and ancestors."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from noetl_compile.analyze.flowgraph import StepGraph
+from noetl_compile.check import check_paths
+from tests.corpus import CORPUS, ROOT
+
+
+def test_step_graph_matches_networkx():
+    results, _ = check_paths([str(CORPUS), str(ROOT / "tests" / "invalid"), str(ROOT / "playbooks")])
+    compared = 0
+    for result in results:
+        playbook = result.playbook
+        if playbook is None:
+            continue
+        ours = StepGraph(playbook)
+        reference = nx.DiGraph()
+        reference.add_nodes_from(playbook.step_names)
+        reference.add_edges_from((s, t) for s, targets in ours.successors.items() for t in targets)
+        if playbook.entry in reference:
+            assert ours.reachable == {playbook.entry} | nx.descendants(reference, playbook.entry)
+            expected = nx.immediate_dominators(reference, playbook.entry)
+            expected.pop(playbook.entry, None)
+            assert {k: v for k, v in ours.dominators.items() if k != playbook.entry} == expected
+        loops = [sorted(c) for c in nx.strongly_connected_components(reference)
+                 if len(c) > 1 or any(reference.has_edge(n, n) for n in c)]
+        assert sorted(loops) == sorted(sorted(c) for c in ours.cycles), result.path
+        for name in playbook.step_names:
+            assert ours.ancestors(name) == nx.ancestors(reference, name)
+        compared += 1
+    assert compared > 300
