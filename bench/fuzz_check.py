@@ -33,6 +33,10 @@ def run(check: bool) -> float:
             print(f"EXCEPTION {type(exc).__name__}: {exc}", file=sys.stderr)
             return
         stats["diagnostics"] += len(result.diagnostics)
+        internal = [d for d in result.diagnostics if d.code == "E002"]
+        if internal:
+            stats["exceptions"] += 1
+            print(f"INTERNAL {internal[0].message}", file=sys.stderr)
         stats["unpositioned"] += sum(1 for d in result.diagnostics if d.position.line < 1 or d.position.col < 1)
 
     start = time.perf_counter()

@@ -32,6 +32,10 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _rule("E001", E, "file cannot be read",
           "The path does not exist or is not readable, so nothing in it can be checked.",
           "noetlc check playbooks/   # pass files or folders that exist"),
+    _rule("E002", E, "internal error",
+          "noetlc itself failed on this file. The other files were still checked; this one may hide "
+          "findings until the bug is fixed.",
+          "report the playbook and the message to the noetlc maintainers"),
     _rule("Y001", E, "invalid YAML",
           "The file is not valid YAML, so no engine can load it.",
           "before:  next:\n\t- step: end   # tab\nafter:   next:\n          - step: end"),
@@ -200,6 +204,11 @@ RULES: dict[str, Rule] = {r.code: r for r in [
     _rule("C514", E, "invalid policy rule",
           "A policy rule needs `when` or `else` and a `then` with a known action.",
           "rules:\n  - when: \"{{ output.status == 'error' }}\"\n    then: {do: retry, attempts: 3}"),
+    # -- lowering ------------------------------------------------------------------------------
+    _rule("L701", E, "cannot compile",
+          "The playbook passed `check` but the compiler could not lower it into a DAG: a compiler "
+          "bug. The other playbooks are still compiled.",
+          "report the playbook and the message to the noetlc maintainers"),
     # -- security ------------------------------------------------------------------------------
     _rule("X601", E, "literal secret",
           "A password, token or key written into a playbook ends up in version control, the catalog and logs.",

@@ -23,7 +23,7 @@ from noetl_compile.diagnostics import Severity
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
-SEEDS = Path(os.environ.get("NOETLC_CORPUS", "/work/shared/corpus")) / "seeds"
+SEEDS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus")) / "seeds"
 REGENERATE = os.environ.get("NOETLC_REGEN_GOLDEN") == "1"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "playbook.yaml").is_file())
 

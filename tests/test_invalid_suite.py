@@ -138,7 +138,9 @@ def test_every_rule_is_covered() -> None:
         expected = _expected_path(path)
         if expected.exists():
             covered |= {m["code"] for m in _parse(expected.read_text(encoding="utf-8"))}
-    missing = sorted(set(RULES) - {"E001"} - covered)
+    # E001 is about paths (tested below); E002 (internal error) and L701 (lowering failure) are
+    # bugs of ours that no playbook may trigger.
+    missing = sorted(set(RULES) - {"E001", "E002", "L701"} - covered)
     assert not missing, f"codes without a case: {missing}"
 
 

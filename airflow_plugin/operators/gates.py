@@ -119,7 +119,7 @@ def _form(params: Any, step: Any, need_defaults: bool) -> dict[str, Any]:
     form = {}
     for name, spec in params.items():
         if not isinstance(spec, Mapping):
-            raise ValueError(f"step {step!r}: param {name!r} must be a mapping with `type`")
+            raise ValueError(f"step {step!r}: param {name!r} must be a mapping with `type`")  # noqa: TRY004
         schema = {k: spec[k] for k in ("type", "description", "enum", "minimum", "maximum") if k in spec}
         if need_defaults and "default" not in spec:
             raise ValueError(f"step {step!r}: `on_timeout: default` needs a default for param {name!r}")

@@ -50,7 +50,7 @@ def validate_reads(reads: Any, where: str) -> None:
     """``{"results": {step: task_id}, "ctx": {var: [task_id]}, "vars": {...}, "region_results"?}``."""
     problems = []
     if not isinstance(reads, Mapping):
-        raise ValueError(f"{where}: `reads` must be a dict, got {type(reads).__name__}")
+        raise ValueError(f"{where}: `reads` must be a dict, got {type(reads).__name__}")  # noqa: TRY004
     for key in ("results", "region_results"):
         table = reads.get(key, {})
         if not isinstance(table, Mapping) or not all(
@@ -74,7 +74,7 @@ def validate_step_payload(payload: Any, *, extensions: tuple[str, ...] = EXTENSI
     from ..runtime.payload import validate_payload
 
     if not isinstance(payload, Mapping):
-        raise ValueError(f"NoETL step payload must be a dict, got {type(payload).__name__}")
+        raise ValueError(f"NoETL step payload must be a dict, got {type(payload).__name__}")  # noqa: TRY004
     validate_payload({k: v for k, v in payload.items() if k not in extensions})
     unknown = sorted(k for k in payload if k in EXTENSION_KEYS and k not in extensions)
     if unknown:
@@ -86,7 +86,7 @@ def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
     step = payload.get("step")
     loop = payload.get("loop")
     if not isinstance(loop, Mapping):
-        raise ValueError(f"step {step!r}: a loop operator needs a `loop` object in its payload")
+        raise ValueError(f"step {step!r}: a loop operator needs a `loop` object in its payload")  # noqa: TRY004
     problems = []
     if not isinstance(loop.get("iterator"), str) or not loop["iterator"]:
         problems.append("`loop.iterator` must be a non-empty string")

@@ -23,7 +23,7 @@ __all__ = ["NoetlRegionOperator", "validate_region"]
 
 def validate_region(payload: Any) -> None:
     if not isinstance(payload, Mapping):
-        raise ValueError(f"NoETL region payload must be a dict, got {type(payload).__name__}")
+        raise ValueError(f"NoETL region payload must be a dict, got {type(payload).__name__}")  # noqa: TRY004
     name = payload.get("region")
     problems = []
     if not isinstance(name, str) or not name:

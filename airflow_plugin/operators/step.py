@@ -30,20 +30,16 @@ from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
 
-from ..runtime import (
-    FeatureNotAvailable,
-    StepFailed,
-    execute_step,
-    execution_id_for,
-    routing_targets,
-    validate_payload,
-)
-from ..tools import ToolNotAvailable
+from ..runtime.ids import execution_id_for
+from ..runtime.payload import validate_payload
+
+# The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
+# this module on every parse, and only a worker running the task needs the runtime.
 
 __all__ = ["NoetlStepOperator", "validate_reads"]
 
 XCOM_RETURN_KEY = "return_value"
-_READS_KEYS = ("results", "ctx", "vars", "args")
+_READS_KEYS = ("results", "ctx", "vars", "args", "region_results")
 
 
 def validate_reads(reads: Any, step: str = "?") -> dict[str, Any]:
@@ -57,11 +53,12 @@ def validate_reads(reads: Any, step: str = "?") -> dict[str, Any]:
     unknown = sorted(set(reads) - set(_READS_KEYS))
     if unknown:
         problems.append(f"unknown key(s) {', '.join(unknown)}")
-    results = reads.get("results") or {}
-    if not isinstance(results, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in results.items()
-    ):
-        problems.append("`results` must map step name -> task id (strings)")
+    for key in ("results", "region_results"):
+        value = reads.get(key) or {}
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            problems.append(f"`{key}` must map step name -> task id (strings)")
     for key in ("ctx", "vars"):
         value = reads.get(key) or {}
         if not isinstance(value, Mapping) or not all(
@@ -138,6 +135,13 @@ class NoetlStepOperator(BaseOperator, BranchMixIn):
             output = output_of(task_id)
             if output is not None:
                 results[step] = output.get("result")
+        # A step inside a cyclic region or a v1 loop body ran inside that task: its result is
+        # one entry of the task's `results`.
+        for step, task_id in (self.reads.get("region_results") or {}).items():
+            output = ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
+            inner = output.get("results") if isinstance(output, Mapping) else None
+            if isinstance(inner, Mapping) and step in inner:
+                results[step] = inner[step]
 
         def latest(namespace: str) -> dict[str, Any]:
             values: dict[str, Any] = {}
@@ -174,6 +178,9 @@ class NoetlStepOperator(BaseOperator, BranchMixIn):
     # -- execution --------------------------------------------------------------------------
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from ..runtime.step import FeatureNotAvailable, StepFailed, execute_step, routing_targets
+        from ..tools import ToolNotAvailable
+
         step = self.payload["step"]
         inputs = self._inputs(context)
         try:

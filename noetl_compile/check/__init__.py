@@ -55,7 +55,11 @@ def read_file(path: str, dialect: str | None = None) -> FileResult:
     document = load_file(path)
     sink = DiagnosticSink(path)
     sink.items.extend(document.diagnostics)
-    playbook = read_document(document, sink, dialect)
+    try:
+        playbook = read_document(document, sink, dialect)
+    except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
+        sink.add("E002", Position(1, 1), f"internal error while reading: {type(exc).__name__}: {exc}")
+        playbook = None
     return FileResult(path, document, playbook, sink.items)
 
 
@@ -81,7 +85,11 @@ def check_results(results: list[FileResult], connections: set[str] | None = None
         sink = DiagnosticSink(result.path)
         context = CheckContext(result.playbook, result.document, sink, project)
         for family in RULE_FAMILIES:
-            family(context)
+            try:
+                family(context)
+            except Exception as exc:  # noqa: BLE001 — one failing rule must not hide the others
+                sink.add("E002", Position(1, 1), f"internal error in {family.__module__}: "
+                         f"{type(exc).__name__}: {exc}")
         result.diagnostics.extend(sink.items)
         result.diagnostics.sort(key=lambda d: d.sort_key)
 

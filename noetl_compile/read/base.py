@@ -158,10 +158,12 @@ class Reader:
             return str(value)  # `step: 1` names a step "1"; YAML typed it as a number
         return value if self.expect(container, key, (str,), what) else None
 
-    def choice(self, container: Any, key: Any, choices: Iterable[str], what: str) -> str | None:
+    def choice(self, container: Any, key: Any, choices: Iterable[str], what: str, *,
+               allow_template: bool = True) -> str | None:
+        """A value from a fixed set; templated values pass only where the engine renders them."""
         value = self.string(container, key, what)
         choices = tuple(choices)
-        if value is None or is_template(value):
+        if value is None or (allow_template and is_template(value)):
             return value
         if value not in choices:
             self.report("S112", self.pos(container, key),

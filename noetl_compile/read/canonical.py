@@ -210,7 +210,8 @@ class CanonicalReader(PlaybookReader):
             spec = self.mapping(value, "spec", f"`next.spec` of {label}") or {}
             if spec:
                 self.check_keys(spec, ("mode", "policy"), f"`next.spec` of {label}")
-            mode = self.choice(spec, "mode", ("exclusive", "inclusive"), f"`next.spec.mode` of {label}")
+            mode = self.choice(spec, "mode", ("exclusive", "inclusive"), f"`next.spec.mode` of {label}",
+                               allow_template=False)
             if "arcs" not in value:
                 self.report("S101", self.pos(item, "next"), f"{where} needs an `arcs` list")
                 return Router(mode=mode or "exclusive")

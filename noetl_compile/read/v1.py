@@ -130,7 +130,7 @@ class V1Reader(PlaybookReader):
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs `in`")
         if iterator_key not in loop:
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name")
-        has_action = any(k in item for k in ("type", "tool", "task")) and not isinstance(item.get("type"), type(None))
+        has_action = any(item.get(k) is not None for k in ("type", "tool", "task"))
         mode = self.choice(loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}")
         return Loop(span=span_of(loop), iterator=self.string(loop, iterator_key, f"loop iterator of {label}"),
                     iterator_span=self.span(loop, iterator_key), collection=collection,

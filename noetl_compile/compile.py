@@ -1,0 +1,229 @@
+"""`noetlc compile`: playbooks -> one Airflow DAG file each (stages lower + emit).
+
+A file with check errors is not compiled; its diagnostics are printed in check's format and the
+run exits 1, while every other playbook still compiles. Output is deterministic: the same
+playbooks give the same bytes from any working directory. Unchanged files are not rewritten;
+files this compiler generated earlier whose playbook is gone are removed. ``--check`` writes
+nothing and exits 1 when the output folder is stale (a file missing, different, or orphaned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .check import FileResult, check_paths
+from .diagnostics import Diagnostic, Position, Severity
+
+__all__ = ["CompileReport", "CompiledFile", "compile_paths", "compile_result", "run"]
+
+EXIT_OK, EXIT_FINDINGS = 0, 1
+LOWERING_FAILED = "L701"
+_MARKER_SCAN = 4096  # bytes at the top of a .py file searched for the generated marker
+
+
+@dataclass
+class CompiledFile:
+    source: str  # the playbook path as given
+    display: str  # the path written into the header (relative to the compile root)
+    output: str  # the DAG file path
+    dag_id: str
+    text: str
+
+
+@dataclass
+class CompileReport:
+    files: list[CompiledFile] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)  # playbooks not compiled
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # --check: files that would change
+    removed: list[str] = field(default_factory=list)  # orphans (removed, or stale in --check)
+    playbooks: int = 0
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def _display_and_output(path: str, roots: Sequence[str]) -> tuple[str, str]:
+    """(header path, output path relative to the output folder) for a playbook file."""
+    absolute = os.path.abspath(path)
+    for root in roots:
+        root_abs = os.path.abspath(root)
+        if os.path.isdir(root_abs) and (absolute + os.sep).startswith(root_abs.rstrip(os.sep) + os.sep):
+            inner = os.path.relpath(absolute, root_abs)
+            display = os.path.relpath(absolute, os.path.dirname(root_abs.rstrip(os.sep)) or os.sep)
+            return display.replace(os.sep, "/"), inner
+        if absolute == root_abs:
+            return os.path.basename(absolute), os.path.basename(absolute)
+    return os.path.basename(absolute), os.path.basename(absolute)
+
+
+def _output_name(relative: str) -> str:
+    parts = relative.replace(os.sep, "/").split("/")
+    stem = re.sub(r"\.(ya?ml)$", "", parts[-1])
+    clean = [re.sub(r"[^A-Za-z0-9_.-]+", "_", p).strip(".") or "_" for p in [*parts[:-1], stem]]
+    return "/".join(clean) + ".py"
+
+
+def compile_result(result: FileResult, display: str, dag_id: str | None = None) -> tuple[str, object]:
+    """Lower and emit one checked playbook -> (DAG file text, IR)."""
+    from .emit.python import emit_python
+    from .lower import lower
+
+    assert result.playbook is not None
+    ir = lower(result.playbook, source=display, source_sha256=_sha256(result.path), dag_id=dag_id)
+    return emit_python(ir), ir
+
+
+def _unique(candidate: str, taken: set[str]) -> str:
+    value, counter = candidate, 1
+    while value.lower() in taken:
+        counter += 1
+        value = f"{candidate}_{counter}"
+    taken.add(value.lower())
+    return value
+
+
+def compile_paths(paths: Iterable[str], output: str, *, dialect: str | None = None,
+                  connections: set[str] | None = None, check_only: bool = False) -> CompileReport:
+    from .lower import dag_id_for
+
+    paths = list(paths)
+    results, problems = check_paths(paths, dialect=dialect, connections=connections)
+    report = CompileReport(playbooks=len(results))
+    report.diagnostics.extend(problems)
+    report.sources = {r.path: r.document.text for r in results}
+    dag_ids: set[str] = set()
+    outputs: set[str] = set()
+    for result in results:
+        if result.has_errors or result.playbook is None:
+            report.failed.append(result.path)
+            report.diagnostics.extend(d for d in result.diagnostics if d.severity is Severity.ERROR)
+            continue
+        display, relative = _display_and_output(result.path, paths)
+        name = _output_name(relative)
+        base = name[:-3]
+        name = _unique(base, outputs) + ".py"
+        stem = os.path.basename(display).rsplit(".", 1)[0]
+        dag_id = _unique(dag_id_for(result.playbook, stem), dag_ids)
+        try:
+            text, _ = compile_result(result, display, dag_id)
+        except Exception as exc:  # noqa: BLE001 - one playbook the lowering cannot handle never hides the others
+            report.failed.append(result.path)
+            report.diagnostics.append(Diagnostic(
+                LOWERING_FAILED, Severity.ERROR, result.path, Position(1, 1),
+                f"cannot compile this playbook: {type(exc).__name__}: {exc}",
+                "this is a compiler bug; please report it with the playbook"))
+            continue
+        report.files.append(CompiledFile(result.path, display, os.path.join(output, name), dag_id, text))
+    _sync(report, output, check_only, _owned_prefixes(paths))
+    return report
+
+
+def _generated_source(path: str) -> str | None:
+    """The `Source:` of a DAG file this compiler generated, else None (hand-written files)."""
+    from .emit.python import GENERATED_MARKER
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_MARKER_SCAN).decode("utf-8", "replace")
+    except OSError:
+        return None
+    if GENERATED_MARKER not in head:
+        return None
+    match = re.search(r"^Source: (.*)$", head, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def _owned_prefixes(roots: Sequence[str]) -> tuple[str, ...]:
+    """Header source prefixes of the folders compiled in this run: only their files can be orphans."""
+    prefixes = []
+    for root in roots:
+        if os.path.isdir(root):
+            name = os.path.basename(os.path.abspath(root).rstrip(os.sep))
+            prefixes.append(f"{name}/")
+    return tuple(prefixes)
+
+
+def _sync(report: CompileReport, output: str, check_only: bool, owned: tuple[str, ...]) -> None:
+    expected = {os.path.normpath(f.output) for f in report.files}
+    for compiled in report.files:
+        data = compiled.text.encode("utf-8")
+        try:
+            with open(compiled.output, "rb") as handle:
+                same = handle.read() == data
+        except OSError:
+            same = False
+        if same:
+            report.unchanged.append(compiled.output)
+        elif check_only:
+            report.stale.append(compiled.output)
+        else:
+            os.makedirs(os.path.dirname(compiled.output) or ".", exist_ok=True)
+            temporary = compiled.output + ".tmp"
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, compiled.output)
+            report.written.append(compiled.output)
+    if not os.path.isdir(output):
+        return
+    for folder, dirs, files in os.walk(output):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.normpath(os.path.join(folder, name))
+            if not name.endswith(".py") or path in expected:
+                continue
+            source = _generated_source(path)
+            # A generated file of a folder compiled now whose playbook is gone; files that
+            # came from other inputs (another folder, a single file) are left alone.
+            if source is not None and source.startswith(owned):
+                report.removed.append(path)
+                if not check_only:
+                    os.remove(path)
+
+
+def _format(diagnostics: Sequence[Diagnostic], sources: dict[str, str], fmt: str) -> str:
+    from .report import FORMATTERS
+
+    try:
+        return FORMATTERS[fmt](diagnostics, sources)
+    except KeyError:  # a format that looks codes up in the catalogue, for a compile-only code
+        return FORMATTERS["concise"](diagnostics, sources)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .cli import load_connections
+
+    report = compile_paths(args.paths, args.output, dialect=args.dialect,
+                           connections=load_connections(getattr(args, "connections", None)),
+                           check_only=args.check)
+    diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
+    if diagnostics:
+        sys.stdout.write(_format(diagnostics, report.sources, args.format))
+    human = args.format in ("concise", "full")
+    out = sys.stdout if human else sys.stderr
+    if args.check:
+        for path in report.stale:
+            print(f"stale: {path}", file=out)
+        for path in report.removed:
+            print(f"orphaned: {path} (its playbook is gone)", file=out)
+    stale = bool(report.stale or report.removed) if args.check else False
+    summary = (f"{len(report.files)} of {report.playbooks} playbook(s) compiled"
+               + (f", {len(report.failed)} with errors" if report.failed else ""))
+    if args.check:
+        summary += "; output is stale" if stale else "; output is up to date"
+    else:
+        summary += (f"; {len(report.written)} written, {len(report.unchanged)} unchanged"
+                    + (f", {len(report.removed)} removed" if report.removed else ""))
+    print(summary + ".", file=out)
+    return EXIT_FINDINGS if report.failed or stale else EXIT_OK

@@ -1,0 +1,366 @@
+"""AST -> IR: the step graph, its regions and loop shapes, and the task plan (design brief §3).
+
+``lower(playbook, ...)`` is the stage's one public verb. It decides, for every reachable step,
+which lowering row of the table applies, and records the result as ``Unit``s that ``emit``
+prints without further decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import networkx as nx
+
+from ..analyze.flowgraph import StepGraph
+from ..ast import Playbook, Step
+from .dataflow import data_dependencies
+from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
+from .names import IdAllocator, dag_id_for_path
+from .payload import is_gate, is_nested, loop_payload, plain, step_payload
+from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
+
+__all__ = ["dag_id_for", "lower", "step_graph"]
+
+STEP_MODULE = "airflow_plugin.operators.step"
+LOOP_MODULE = "airflow_plugin.operators.loop"
+REGION_MODULE = "airflow_plugin.operators.region"
+CURSOR_MODULE = "airflow_plugin.operators.cursor"
+NESTED_MODULE = "airflow_plugin.operators.nested"
+GATES_MODULE = "airflow_plugin.operators.gates"
+# Trigger rule of loop tails: run after an empty fan-out (body skipped), not after a skipped head.
+TAIL_TRIGGER_RULE = "none_failed_min_one_success"
+
+
+def dag_id_for(playbook: Playbook, fallback: str) -> str:
+    """`metadata.path` (the catalog key), else the name, else the file name."""
+    for candidate in (playbook.catalog_path, playbook.name, fallback):
+        if isinstance(candidate, str) and candidate.strip():
+            return dag_id_for_path(candidate)
+    return dag_id_for_path(fallback)
+
+
+def step_graph(playbook: Playbook) -> tuple[nx.DiGraph, list[str]]:
+    """The routing graph over the steps a route from the entry reaches, and the steps left out."""
+    full = StepGraph(playbook)
+    reachable = full.reachable
+    graph = nx.DiGraph()
+    for step in playbook.steps:
+        if step.name in reachable:
+            graph.add_node(step.name)
+    for step in playbook.steps:
+        if step.name not in reachable:
+            continue
+        for arc in step.router.arcs:
+            if arc.target not in graph:
+                continue
+            if not graph.has_edge(step.name, arc.target):
+                graph.add_edge(step.name, arc.target, arcs=[])
+            graph.edges[step.name, arc.target]["arcs"].append({
+                "when": plain(arc.when), "event": arc.event, "origin": arc.origin,
+                "mode": step.router.mode, "group": arc.group,
+            })
+    excluded = [name for name in playbook.step_names if name not in reachable]
+    return graph, excluded
+
+
+def _writes_ctx(step: Step, ctx_writes: Mapping[str, set[str]]) -> bool:
+    return bool(ctx_writes.get(step.name))
+
+
+def _static_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+class _Lowering:
+    def __init__(self, playbook: Playbook) -> None:
+        self.playbook = playbook
+        self.order = {name: i for i, name in enumerate(playbook.step_names)}
+        self.graph, self.excluded = step_graph(playbook)
+        self.deps = data_dependencies(playbook, self.graph)
+        self.ids = IdAllocator()
+        self.units: list[Unit] = []
+        self.unit_of: dict[str, Unit] = {}
+
+    # -- shapes -----------------------------------------------------------------------------------
+    def plan(self) -> None:
+        regions = cyclic_regions(self.graph, self.order)
+        taken = {name for members in regions for name in members}
+        bodies = {b.loop_step: b for b in v1_loop_bodies(self.playbook, self.graph, taken, self.order)}
+        in_body = {name: b for b in bodies.values() for name in [*b.body, *([b.end_step] if b.end_step else [])]}
+        region_of = {name: members for members in regions for name in members}
+        seen: set[str] = set()
+        for step in self.playbook.steps:
+            name = step.name
+            if name not in self.graph or name in seen:
+                continue
+            if name in region_of:
+                members = region_of[name]
+                seen |= set(members)
+                self._unit("region", members, f"region_{members[0]}")
+            elif name in bodies:
+                body = bodies[name]
+                members = [name, *body.body, *([body.end_step] if body.end_step else [])]
+                seen |= set(members)
+                self._unit("loop", sorted(members, key=self.order.__getitem__), name, v1=body)
+            elif name in in_body:
+                continue  # lowered with its loop step
+            else:
+                seen.add(name)
+                self._unit(self._shape(step), [name], name)
+
+    def _shape(self, step: Step) -> str:
+        if step.loop is not None:
+            if step.loop.cursor is not None or step.loop.mode == "cursor":
+                return "cursor"
+            if step.loop.mode == "sequential" and _writes_ctx(step, self.deps.ctx_writes):
+                return "loop_seq"
+            return "loop"
+        if is_nested(step):
+            return "nested"
+        if is_gate(step):
+            return "gate"
+        return "step"
+
+    def _unit(self, kind: str, members: list[str], name: str, v1: V1LoopBody | None = None) -> None:
+        unit_id = self.ids.allocate(name)
+        grouped = kind in ("loop", "cursor")
+        unit = Unit(id=unit_id, kind=kind, steps=list(members), payload={}, reads={}, tasks=[],
+                    group=grouped)
+        unit.entry_task = unit.full_id("head") if grouped else unit_id
+        unit.result_task = unit.full_id("tail") if grouped else unit_id
+        unit.v1_body = v1
+        if kind == "region":
+            unit.inner_steps = list(members)
+        elif v1 is not None:
+            unit.inner_steps = list(v1.body)
+        self.units.append(unit)
+        for member in members:
+            self.unit_of[member] = unit
+
+    # -- payloads and tasks -------------------------------------------------------------------------
+    def task_id(self, step: str) -> str | None:
+        unit = self.unit_of.get(step)
+        return unit.entry_task if unit else None
+
+    def payload(self, name: str) -> dict[str, Any]:
+        step = self.playbook.step(name)
+        assert step is not None
+        unit = self.unit_of.get(name)
+
+        def task_id(target: str) -> str | None:
+            # Arcs inside one unit (a region, a v1 loop body) are followed by that unit's task.
+            return None if unit is not None and self.unit_of.get(target) is unit else self.task_id(target)
+
+        payload = step_payload(self.playbook, step, task_id)
+        if step.loop is not None:
+            payload["loop"] = loop_payload(step)
+        return payload
+
+    def fill(self, unit: Unit) -> None:
+        kind = unit.kind
+        step = self.playbook.step(unit.steps[0])
+        assert step is not None
+        if kind == "region":
+            self._fill_region(unit)
+        elif unit.v1_body is not None:
+            self._fill_v1_loop(unit, unit.v1_body)
+        else:
+            unit.payload = self.payload(step.name)
+        if kind == "step":
+            unit.tasks = [Task(unit.id, "NoetlStepOperator", STEP_MODULE)]
+            unit.note = "step"
+        elif kind == "nested":
+            self._fill_nested(unit)
+        elif kind == "gate":
+            self._fill_gate(unit)
+        elif kind == "loop_seq":
+            unit.tasks = [Task(unit.id, "NoetlSequentialLoopOperator", LOOP_MODULE)]
+            unit.note = "sequential loop writing ctx (iterates inside one task)"
+        elif kind == "region":
+            unit.tasks = [Task(unit.id, "NoetlRegionOperator", REGION_MODULE)]
+            unit.note = f"cyclic region of {len(unit.steps)} step(s) (one task interprets it)"
+        elif kind == "loop":
+            self._fill_loop(unit, step)
+        elif kind == "cursor":
+            self._fill_cursor(unit, step)
+
+    def _fill_loop(self, unit: Unit, step: Step) -> None:
+        loop = step.loop
+        assert loop is not None
+        body_kwargs: dict[str, Any] = {}
+        limit = 1 if loop.mode == "sequential" else _static_int(loop.max_in_flight)
+        if limit is not None:
+            body_kwargs["max_active_tis_per_dagrun"] = limit
+        unit.tasks = [
+            Task("head", "NoetlLoopHeadOperator", LOOP_MODULE),
+            Task("body", "NoetlLoopBodyOperator", LOOP_MODULE, kwargs=body_kwargs,
+                 mapped={"chunk": "head"}, upstream=["head"]),
+            Task("tail", "NoetlLoopTailOperator", LOOP_MODULE, trigger_rule=TAIL_TRIGGER_RULE,
+                 upstream=["head", "body"]),
+        ]
+        unit.note = f"{loop.mode} loop (head -> mapped body -> tail)"
+
+    def _fill_cursor(self, unit: Unit, step: Step) -> None:
+        unit.tasks = [
+            Task("head", "NoetlCursorHeadOperator", CURSOR_MODULE),
+            Task("worker", "NoetlCursorWorkerOperator", CURSOR_MODULE, mapped={"slot": "head"},
+                 upstream=["head"]),
+            Task("tail", "NoetlLoopTailOperator", LOOP_MODULE, trigger_rule=TAIL_TRIGGER_RULE,
+                 upstream=["head", "worker"]),
+        ]
+        unit.note = "cursor loop (head -> mapped worker slots draining the claim -> tail)"
+
+    def _fill_nested(self, unit: Unit) -> None:
+        tool = unit.payload.get("tool") or {}
+        path = tool.get("path")
+        child = dag_id_for_path(path) if isinstance(path, str) and path and "{" not in path else None
+        unit.payload["playbook"] = {"path": path, "dag_id": child}
+        kwargs: dict[str, Any] = {}
+        if child:
+            kwargs["trigger_dag_id"] = child
+        kwargs["wait_for_completion"] = True
+        kwargs["deferrable"] = True
+        unit.tasks = [Task(unit.id, "NoetlPlaybookOperator", NESTED_MODULE, kwargs=kwargs)]
+        unit.note = "nested playbook (TriggerDagRunOperator)"
+
+    def _fill_gate(self, unit: Unit) -> None:
+        tool = unit.payload.get("tool") or {}
+        gate = tool.get("gate")
+        if gate == "approve":
+            operator = "NoetlApprovalOperator"
+        elif gate == "input":
+            operator = "NoetlInputOperator"
+        elif "until" in tool:
+            operator = "NoetlWaitUntilSensor"
+        else:
+            operator = "NoetlSleepSensor"
+        unit.tasks = [Task(unit.id, operator, GATES_MODULE)]
+        unit.note = f"{gate if gate in ('approve', 'input', 'sleep') else 'unknown'} gate"
+
+    def _fill_region(self, unit: Unit) -> None:
+        members = set(unit.steps)
+        entry = [m for m in unit.steps
+                 if m == self.playbook.entry or any(p not in members for p in self.graph.predecessors(m))]
+        steps = {m: self.payload(m) for m in unit.steps}
+        exits = []
+        for payload in steps.values():
+            targets = [a["step"] for a in payload["routing"]["arcs"]]
+            for rule in payload["case"]:
+                targets += [t["step"] for t in rule["then"].get("next", [])]
+            for target in targets:
+                if target not in members and self.task_id(target) and self.task_id(target) not in exits:
+                    exits.append(self.task_id(target))
+        unit.payload = {"region": unit.id, "dialect": self.playbook.dialect, "entry": entry,
+                        "steps": steps, "exits": exits}
+
+    def _fill_v1_loop(self, unit: Unit, body: V1LoopBody) -> None:
+        payload = self.payload(body.loop_step)
+        end = self.payload(body.end_step) if body.end_step else None
+        end_step = self.playbook.step(body.end_step) if body.end_step else None
+        payload["loop"]["body"] = {
+            "routing": payload["routing"],
+            "steps": {name: self.payload(name) for name in body.body},
+        }
+        if end is not None and end_step is not None:
+            end["result"] = plain(end_step.loop_result)
+            payload["loop"]["end"] = end
+            payload["routing"] = end["routing"]
+        else:
+            arcs = [a for name in body.body for a in payload["loop"]["body"]["steps"][name]["routing"]["arcs"]
+                    if a["step"] not in unit.steps]
+            payload["routing"] = {"mode": "inclusive", "arcs": arcs}
+        unit.payload = payload
+
+    # -- dependencies -------------------------------------------------------------------------------
+    def wire(self) -> None:
+        for source, target in self.graph.edges:
+            a, b = self.unit_of[source], self.unit_of[target]
+            if a is not b and a.id not in b.upstream:
+                b.upstream.append(a.id)
+        position = {u.id: i for i, u in enumerate(self.units)}
+        for unit in self.units:
+            unit.upstream.sort(key=position.__getitem__)
+            if len(unit.upstream) > 1:
+                unit.trigger_rule = JOIN_TRIGGER_RULE
+        graph = nx.DiGraph()
+        graph.add_nodes_from(u.id for u in self.units)
+        graph.add_edges_from((up, u.id) for u in self.units for up in u.upstream)
+        order = list(nx.lexicographical_topological_sort(graph, key=lambda uid: position[uid]))
+        by_id = {u.id: u for u in self.units}
+        self.units = [by_id[uid] for uid in order]
+
+    def reads(self, unit: Unit) -> dict[str, Any]:
+        members = set(unit.steps)
+        position = {u.id: i for i, u in enumerate(self.units)}
+        results: dict[str, str] = {}
+        region_results: dict[str, str] = {}
+        ctx: dict[str, list[str]] = {}
+        vars_: dict[str, list[str]] = {}
+        for member in unit.steps:
+            for name in self.deps.results.get(member, []):
+                if name in members:
+                    continue
+                producer = self.unit_of[name]
+                inner = name in producer.inner_steps
+                (region_results if inner else results)[name] = producer.result_task
+            for table, out in ((self.deps.ctx, ctx), (self.deps.vars, vars_)):
+                for var, writers in table.get(member, {}).items():
+                    tasks = [self.unit_of[w] for w in writers if w not in members]
+                    out.setdefault(var, [])
+                    for producer in sorted(tasks, key=lambda u: position[u.id]):
+                        if producer.result_task not in out[var]:
+                            out[var].append(producer.result_task)
+        reads: dict[str, Any] = {
+            "results": dict(sorted(results.items(), key=lambda kv: self.order[kv[0]])),
+            "ctx": {k: v for k, v in sorted(ctx.items()) if v},
+            "vars": {k: v for k, v in sorted(vars_.items()) if v},
+        }
+        if region_results:
+            reads["region_results"] = dict(sorted(region_results.items(), key=lambda kv: self.order[kv[0]]))
+        return reads
+
+    def run(self) -> list[Unit]:
+        self.plan()
+        for unit in self.units:
+            self.fill(unit)
+        self.wire()
+        for unit in self.units:
+            unit.reads = self.reads(unit)
+        return self.units
+
+
+def _workload_params(playbook: Playbook) -> dict[str, Any]:
+    workload = playbook.workload if isinstance(playbook.workload, Mapping) else {}
+    return {str(k): plain(v) for k, v in workload.items()}
+
+
+def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | None = None) -> IR:
+    """Lower one checked playbook. ``source`` is the display path written into the DAG file."""
+    lowering = _Lowering(playbook)
+    units = lowering.run()
+    graph = lowering.graph
+    for unit in units:
+        for member in unit.steps:
+            node = graph.nodes[member]
+            node["unit"] = unit.id
+            node["shape"] = unit.kind
+            node["task_id"] = lowering.task_id(member)
+            node["payload"] = unit.payload if len(unit.steps) == 1 else lowering.payload(member)
+            node["reads"] = {
+                "results": lowering.deps.results.get(member, []),
+                "ctx": lowering.deps.ctx.get(member, {}),
+                "vars": lowering.deps.vars.get(member, {}),
+            }
+    metadata = playbook.raw.get("metadata") if isinstance(playbook.raw, Mapping) else None
+    description = metadata.get("description") if isinstance(metadata, Mapping) else None
+    if not isinstance(description, str):
+        description = playbook.raw.get("description") if isinstance(playbook.raw, Mapping) else None
+    regions = [u.steps for u in units if u.kind == "region"]
+    return IR(
+        dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
+        source=source, source_sha256=source_sha256, dialect=playbook.dialect,
+        name=playbook.name, description=str(description) if isinstance(description, str) else None,
+        params=_workload_params(playbook), tags=["noetl", playbook.dialect], graph=graph,
+        units=units, regions=regions, excluded=lowering.excluded, entry=playbook.entry,
+    )

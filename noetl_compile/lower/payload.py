@@ -1,0 +1,222 @@
+"""Step payloads: the AST of one step as the plain, JSON-serialisable data the runtime receives.
+
+The payload is the compiler -> runtime contract (``airflow_plugin.runtime.payload``): templates
+stay unrendered, key order is source order, and ``Y*`` values become plain ``dict``/``list``/
+``str``. Dialect differences that the compiler resolves statically are resolved here: v1 inline
+tool keys become a tool mapping, workbook calls are replaced by the workbook task's tool, and
+case ``next`` targets carry the Airflow task id they route to.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..ast import Playbook, Step, Task
+from ..read.v1 import INLINE_TOOL_KEYS
+
+__all__ = ["is_gate", "is_nested", "plain", "step_payload", "tool_payload"]
+
+NESTED_KINDS = ("playbook", "playbooks")
+_V1_INPUT_KEYS = ("with", "args", "data", "input")
+
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return str(key)
+
+
+def plain(value: Any) -> Any:
+    """``Y*`` (and YAML's other scalar types) -> plain JSON-compatible data, order kept."""
+    if isinstance(value, Mapping):
+        return {_key(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain(v) for v in value), key=repr)
+    return str(value)
+
+
+def is_finite_json(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(is_finite_json(v) for v in value.values())
+    if isinstance(value, list):
+        return all(is_finite_json(v) for v in value)
+    return True
+
+
+def is_nested(step: Step) -> bool:
+    return step.tool is not None and step.pipeline is None and step.tool.kind in NESTED_KINDS
+
+
+def is_gate(step: Step) -> bool:
+    return step.tool is not None and step.pipeline is None and step.tool.kind == "gate"
+
+
+# -- tools --------------------------------------------------------------------------------------
+
+def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) -> dict[str, Any]:
+    """A v1 step or workbook task carries its tool settings inline; collect them.
+
+    ``own_args``: the mapping is a workbook/iterator task, whose `with`/`data` bindings are the
+    tool's default arguments (on a step they are the step input instead).
+    """
+    tool: dict[str, Any] = {"kind": kind}
+    nested = mapping.get("tool")
+    if isinstance(nested, Mapping):  # `tool: {kind: ...}` spelled as a mapping
+        tool.update(plain(nested))
+        tool["kind"] = kind or tool.get("kind")
+    for key, value in mapping.items():
+        if key in INLINE_TOOL_KEYS:
+            tool[str(key)] = plain(value)
+    for key in _V1_INPUT_KEYS if own_args else ():
+        if isinstance(mapping.get(key), Mapping) and "args" not in tool:
+            tool["args"] = plain(mapping[key])
+            break
+    return tool
+
+
+def _workbook_tool(playbook: Playbook, name: Any, overrides: Mapping[str, Any]) -> dict[str, Any] | None:
+    task = playbook.workbook.get(name) if isinstance(name, str) else None
+    if task is None:
+        return None
+    base = tool_payload(playbook, task, resolve_workbook=False)
+    if base is None:
+        return None
+    merged = dict(base)
+    for key, value in overrides.items():
+        if key not in ("kind", "name"):
+            merged[key] = value
+    merged["workbook"] = str(name)
+    return merged
+
+
+def tool_payload(playbook: Playbook, task: Task, *, step: Step | None = None,
+                 resolve_workbook: bool = True) -> dict[str, Any] | None:
+    """The tool mapping of one task, as the runtime receives it."""
+    config = task.config if isinstance(task.config, Mapping) else {}
+    if playbook.dialect == "v1":
+        if task.kind == "workbook" and resolve_workbook:
+            name = task.name if task.name is not None else config.get("name", config.get("task"))
+            resolved = _workbook_tool(playbook, name, {})
+            if resolved is not None:
+                return resolved
+        return _v1_tool(config, task.kind, own_args=step is None or config is not step.raw)
+    tool = plain(config)
+    if task.kind == "workbook" and resolve_workbook:
+        resolved = _workbook_tool(playbook, tool.get("name"), tool)
+        if resolved is not None:
+            return resolved
+    return tool
+
+
+# -- routing ------------------------------------------------------------------------------------
+
+def _arc(arc: Any, task_id: Callable[[str], str | None], *, grouped: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"step": arc.target, "task_id": task_id(arc.target), "when": plain(arc.when)}
+    if arc.set is not None:
+        entry["set"] = plain(arc.set)
+    if arc.args is not None:
+        entry["args"] = plain(arc.args)
+    if grouped:
+        entry["group"] = arc.group
+    return entry
+
+
+def routing_payload(step: Step, task_id: Callable[[str], str | None]) -> dict[str, Any]:
+    arcs = [a for a in step.router.arcs if a.origin != "case"]
+    groups = [a.group for a in arcs]
+    # v1 `when: ... then: [a, b]` fires a group of arcs together; only then is `group` needed.
+    grouped = step.router.mode == "exclusive" and len(groups) != len(set(groups))
+    return {"mode": step.router.mode, "arcs": [_arc(a, task_id, grouped=grouped) for a in arcs]}
+
+
+def _case_next(value: Any, task_id: Callable[[str], str | None]) -> list[dict[str, Any]]:
+    items = value if isinstance(value, list) else [value]
+    targets = []
+    for item in items:
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            targets.append({"step": str(item), "task_id": task_id(str(item))})
+        elif isinstance(item, Mapping) and "step" in item:
+            target = {"step": str(item["step"]), "task_id": task_id(str(item["step"]))}
+            args = item.get("args", item.get("with"))
+            if args is not None:
+                target["args"] = plain(args)
+            targets.append(target)
+    return targets
+
+
+def case_payload(step: Step, task_id: Callable[[str], str | None]) -> list[dict[str, Any]]:
+    rules = []
+    for rule in step.case:
+        then = plain(rule.then) if isinstance(rule.then, Mapping) else {}
+        if "next" in then:
+            then["next"] = _case_next(then["next"], task_id)
+        rules.append({"when": plain(rule.when), "then": then})
+    return rules
+
+
+# -- the step -----------------------------------------------------------------------------------
+
+def step_payload(playbook: Playbook, step: Step, task_id: Callable[[str], str | None]) -> dict[str, Any]:
+    """The contract payload of one step (no lowering-specific extension keys)."""
+    payload: dict[str, Any] = {"step": step.name, "dialect": playbook.dialect}
+    if step.desc:
+        payload["desc"] = str(step.desc)
+    payload["input"] = plain(step.input) if isinstance(step.input, Mapping) else {}
+    if step.pipeline is not None:
+        payload["tool"] = None
+        payload["pipeline"] = [tool_payload(playbook, task, step=step) for task in step.pipeline]
+    else:
+        payload["tool"] = tool_payload(playbook, step.tool, step=step) if step.tool is not None else None
+        payload["pipeline"] = None
+    payload["set"] = plain(step.set) if step.set is not None else {}
+    payload["vars"] = plain(step.vars) if step.vars is not None else {}
+    payload["case"] = case_payload(step, task_id)
+    payload["routing"] = routing_payload(step, task_id)
+    # Extensions (documented in docs/lowering.md): features the contract does not name yet.
+    if step.sink is not None:
+        payload["sink"] = plain(step.sink)
+    if step.retry is not None:
+        payload["retry"] = plain(step.retry)
+    return payload
+
+
+def loop_payload(step: Step) -> dict[str, Any]:
+    loop = step.loop
+    assert loop is not None
+    entry: dict[str, Any] = {
+        "iterator": loop.iterator,
+        "mode": "cursor" if loop.cursor is not None else loop.mode,
+    }
+    if loop.cursor is not None:
+        entry["cursor"] = plain(loop.cursor)
+    else:
+        entry["in"] = plain(loop.collection)
+    entry["max_in_flight"] = plain(loop.max_in_flight)
+    if loop.filter is not None:
+        entry["filter"] = plain(loop.filter)
+    return entry

@@ -1,0 +1,174 @@
+"""`noetlc compile`: output layout, change detection, --check, orphans, diagnostics, names."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from noetl_compile.cli import main
+from noetl_compile.emit.literals import python_literal, str_literal
+from noetl_compile.lower.names import (
+    AIRFLOW_CONTEXT_KEYS,
+    IdAllocator,
+    dag_id_for_path,
+    sanitize_id,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GOOD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: good, path: tests/good}
+workload: {n: 1}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'n': 1}"}
+    next: {arcs: [{step: end}]}
+  - step: end
+    tool: {kind: noop}
+"""
+BAD = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: bad, path: tests/bad}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = 1"}
+    next: {arcs: [{step: nowhere}]}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "playbooks" / "sub").mkdir(parents=True)
+    (tmp_path / "playbooks" / "good.yaml").write_text(GOOD)
+    (tmp_path / "playbooks" / "sub" / "other.yaml").write_text(GOOD.replace("tests/good", "tests/other"))
+    return tmp_path
+
+
+def _compile(project: Path, *extra: str) -> int:
+    return main(["compile", str(project / "playbooks"), "-o", str(project / "dags"), *extra])
+
+
+def test_layout_mirrors_the_source_tree(project: Path, capsys) -> None:
+    assert _compile(project) == 0
+    files = sorted(str(p.relative_to(project / "dags")) for p in (project / "dags").rglob("*.py"))
+    assert files == ["good.py", "sub/other.py"]
+    text = (project / "dags" / "good.py").read_text()
+    assert "Source: playbooks/good.yaml" in text
+    assert 'dag_id="tests.good"' in text
+    assert "2 of 2 playbook(s) compiled; 2 written, 0 unchanged." in capsys.readouterr().out
+
+
+def test_unchanged_files_are_not_rewritten_and_check_detects_staleness(project: Path, capsys) -> None:
+    assert _compile(project) == 0
+    target = project / "dags" / "good.py"
+    os.utime(target, ns=(1, 1))
+    assert _compile(project) == 0
+    assert target.stat().st_mtime_ns == 1  # not rewritten
+    assert _compile(project, "--check") == 0
+    assert "output is up to date" in capsys.readouterr().out
+    # A changed playbook makes the output stale; --check writes nothing and fails.
+    (project / "playbooks" / "good.yaml").write_text(GOOD.replace("n: 1", "n: 2"))
+    assert _compile(project, "--check") == 1
+    out = capsys.readouterr().out
+    assert f"stale: {target}" in out and "output is stale" in out
+    assert target.stat().st_mtime_ns == 1
+    assert _compile(project) == 0
+    assert "Param(2" in target.read_text()
+
+
+def test_orphaned_generated_files_are_removed_hand_written_ones_kept(project: Path, capsys) -> None:
+    assert _compile(project) == 0
+    (project / "dags" / "mine.py").write_text("# hand-written, not ours\n")
+    (project / "playbooks" / "sub" / "other.yaml").unlink()
+    assert _compile(project, "--check") == 1
+    assert "orphaned:" in capsys.readouterr().out
+    assert _compile(project) == 0
+    assert not (project / "dags" / "sub" / "other.py").exists()
+    assert (project / "dags" / "mine.py").exists()
+
+
+def test_a_playbook_with_check_errors_is_reported_and_others_still_compile(project: Path, capsys) -> None:
+    (project / "playbooks" / "bad.yaml").write_text(BAD)
+    assert _compile(project) == 1
+    out = capsys.readouterr().out
+    bad = project / "playbooks" / "bad.yaml"
+    # check's concise format: path:line:col: CODE message
+    assert f"{bad}:7:" in out and " R201 " in out
+    assert "2 of 3 playbook(s) compiled, 1 with errors" in out
+    assert not (project / "dags" / "bad.py").exists()
+    assert (project / "dags" / "good.py").exists()
+    assert main(["compile", str(bad), "-o", str(project / "dags"), "--format", "json"]) == 1
+    assert '"code": "R201"' in capsys.readouterr().out
+
+
+def test_dag_id_collisions_get_a_suffix(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    (tmp_path / "b.yaml").write_text(GOOD)
+    assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out")]) == 0
+    ids = sorted(line.strip() for p in (tmp_path / "out").glob("*.py")
+                 for line in p.read_text().splitlines() if line.strip().startswith("dag_id="))
+    assert ids == ['dag_id="tests.good",', 'dag_id="tests.good_2",']
+
+
+def test_our_example_dags_are_up_to_date() -> None:
+    run = subprocess.run([sys.executable, "-m", "noetl_compile", "compile", "playbooks", "-o", "dags", "--check"],
+                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("fetch", "fetch"), ("tests/fixtures/hello world", "tests_fixtures_hello_world"),
+    ("a.b", "a_b"), ("étape", "etape"), ("params", "params_step"), ("run_id", "run_id_step"),
+])
+def test_task_ids_are_sanitized(name: str, expected: str) -> None:
+    assert sanitize_id(name) == expected
+
+
+def test_task_ids_are_unique_and_valid() -> None:
+    ids = IdAllocator()
+    got = [ids.allocate(n) for n in ["a b", "a/b", "A_B", "日本", "日本語", "x" * 400, "x" * 401]]
+    assert len({g.lower() for g in got}) == len(got)
+    assert all(len(g) <= 120 and g.replace("_", "").replace("-", "").isalnum() and g.isascii() for g in got)
+
+
+def test_context_keys_match_airflow() -> None:
+    context = pytest.importorskip("airflow.sdk.definitions.context")
+    assert AIRFLOW_CONTEXT_KEYS == frozenset(context.KNOWN_CONTEXT_KEYS)
+
+
+def test_dag_id_mapping_is_shared_with_the_nested_operator() -> None:
+    nested = pytest.importorskip("airflow_plugin.operators.nested")
+    for path in ["tests/fixtures/playbooks/hello_world", "a//b/../c", "é/ü", "", "x" * 300, "a b/c.d"]:
+        assert nested.dag_id_for_path(path) == dag_id_for_path(path)
+
+
+def test_literals_round_trip_and_stay_one_line_safe() -> None:
+    import ast
+
+    values = ["\u2028", '"""', "'''", "a\nb\rc", "\x00", "{{ x }}", float("inf"), -float("inf"), 1e300,
+              {"k\n": [1, None, True]}, "é" * 200]
+    for value in values:
+        text = python_literal(value, 1, 10)
+        assert ast.literal_eval(text.replace('float("inf")', "1e999")) == value
+    assert str_literal("plain") == '"plain"'
+    with pytest.raises(TypeError):
+        python_literal(object())
+    with pytest.raises(TypeError):
+        python_literal({1: "non-string key"})
+
+
+def test_compiling_other_inputs_into_the_same_folder_keeps_their_files(project: Path, tmp_path: Path) -> None:
+    assert _compile(project) == 0
+    single = tmp_path / "single.yaml"
+    single.write_text(GOOD.replace("tests/good", "tests/single"))
+    assert main(["compile", str(single), "-o", str(project / "dags")]) == 0
+    assert (project / "dags" / "good.py").exists() and (project / "dags" / "single.py").exists()
+    assert _compile(project) == 0
+    assert (project / "dags" / "single.py").exists()  # not an orphan of playbooks/
