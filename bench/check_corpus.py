@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
+import yaml
 
-from noetl_compile.check import check_results, read_file  # noqa: E402
-from tests.corpus import CORPUS, corpus_files  # noqa: E402
+from noetl_compile.check import check_results, read_file
+from tests.corpus import CORPUS, corpus_files
 
 
 def best_of(runs: int, func) -> float:
@@ -55,20 +55,28 @@ def main() -> None:
         per_file.append((time.perf_counter() - start, path))
     n = len(files)
     print(f"corpus: {n} playbooks under {CORPUS}")
-    print(f"in-process check: {total * 1000:.1f} ms total, {total / n * 1000:.3f} ms per playbook (target <= 2 ms)")
-    print(f"baseline yaml.load (CSafeLoader): {base * 1000:.1f} ms total; check / baseline = {total / base:.2f}x")
+    print(
+        f"in-process check: {total * 1000:.1f} ms total, {total / n * 1000:.3f} ms per playbook (target <= 2 ms)"
+    )
+    print(
+        f"baseline yaml.load (CSafeLoader): {base * 1000:.1f} ms total; check / baseline = {total / base:.2f}x"
+    )
     times = sorted(t for t, _ in per_file)
-    print(f"per file (warm): median {statistics.median(times) * 1000:.3f} ms, "
-          f"p95 {times[int(0.95 * (n - 1))] * 1000:.3f} ms, max {times[-1] * 1000:.3f} ms")
+    print(
+        f"per file (warm): median {statistics.median(times) * 1000:.3f} ms, "
+        f"p95 {times[int(0.95 * (n - 1))] * 1000:.3f} ms, max {times[-1] * 1000:.3f} ms"
+    )
     for seconds, path in sorted(per_file, reverse=True)[:5]:
         print(f"  {seconds * 1000:7.3f} ms  {Path(path).relative_to(CORPUS)}")
 
     cli = [sys.executable, "-m", "noetl_compile", "check", str(CORPUS), "--quiet"]
     bare = [sys.executable, "-c", "import yaml"]
-    wall = best_of(3, lambda: subprocess.run(cli, cwd=ROOT, capture_output=True))
-    start_only = best_of(3, lambda: subprocess.run(bare, capture_output=True))
-    print(f"CLI wall time incl. interpreter start: {wall:.3f} s (target <= 1 s); "
-          f"python -c 'import yaml': {start_only:.3f} s; ratio {wall / start_only:.1f}x")
+    wall = best_of(3, lambda: subprocess.run(cli, cwd=ROOT, capture_output=True, check=False))
+    start_only = best_of(3, lambda: subprocess.run(bare, capture_output=True, check=True))
+    print(
+        f"CLI wall time incl. interpreter start: {wall:.3f} s (target <= 1 s); "
+        f"python -c 'import yaml': {start_only:.3f} s; ratio {wall / start_only:.1f}x"
+    )
 
 
 if __name__ == "__main__":

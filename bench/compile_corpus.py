@@ -55,23 +55,37 @@ def main() -> None:
     times = sorted(per_file.values())
     per_ms = 1000 * lower_emit / len(accepted)
     print(f"corpus: {len(files)} playbooks under {CORPUS}, {len(accepted)} accepted by check")
-    print(f"lower + emit: {1000 * lower_emit:.1f} ms total, {per_ms:.2f} ms per playbook "
-          f"(median {1000 * statistics.median(times):.2f}, p95 {1000 * times[int(0.95 * (len(times) - 1))]:.2f}, "
-          f"max {1000 * times[-1]:.2f}) -> target <= {TARGET_MS} ms: {'met' if per_ms <= TARGET_MS else 'MISSED'}")
-    print(f"whole pipeline (load+read+check+lower+emit): {1000 * pipeline:.1f} ms, "
-          f"{1000 * pipeline / len(files):.2f} ms per playbook")
+    print(
+        f"lower + emit: {1000 * lower_emit:.1f} ms total, {per_ms:.2f} ms per playbook "
+        f"(median {1000 * statistics.median(times):.2f}, p95 {1000 * times[int(0.95 * (len(times) - 1))]:.2f}, "
+        f"max {1000 * times[-1]:.2f}) -> target <= {TARGET_MS} ms: {'met' if per_ms <= TARGET_MS else 'MISSED'}"
+    )
+    print(
+        f"whole pipeline (load+read+check+lower+emit): {1000 * pipeline:.1f} ms, "
+        f"{1000 * pipeline / len(files):.2f} ms per playbook"
+    )
     print("slowest (lower + emit):")
     for path, seconds in sorted(per_file.items(), key=lambda kv: -kv[1])[:5]:
         print(f"  {1000 * seconds:6.2f} ms  {Path(path).relative_to(CORPUS)}")
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "noetl_compile", "compile", str(CORPUS), "-o", out],
-                       cwd=ROOT, capture_output=True, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "noetl_compile", "compile", str(CORPUS), "-o", out],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+        )
         print(f"CLI wall time, corpus into an empty folder: {time.perf_counter() - start:.2f} s")
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "noetl_compile", "compile", str(CORPUS), "-o", out, "--check"],
-                       cwd=ROOT, capture_output=True, check=False)
-        print(f"CLI wall time, --check of an up-to-date folder: {time.perf_counter() - start:.2f} s")
+        subprocess.run(
+            [sys.executable, "-m", "noetl_compile", "compile", str(CORPUS), "-o", out, "--check"],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+        )
+        print(
+            f"CLI wall time, --check of an up-to-date folder: {time.perf_counter() - start:.2f} s"
+        )
 
 
 if __name__ == "__main__":

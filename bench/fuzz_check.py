@@ -10,17 +10,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, settings
 
-from noetl_compile.check import check_text  # noqa: E402
-from tests.fuzz_mutations import mutated_playbook  # noqa: E402
+from noetl_compile.check import check_text
+from tests.fuzz_mutations import mutated_playbook
 
 CASES = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
 stats = {"cases": 0, "exceptions": 0, "unpositioned": 0, "diagnostics": 0}
 
 
 def run(check: bool) -> float:
-    @settings(max_examples=CASES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=CASES, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(mutated_playbook())
     def case(text: str) -> None:
         if not check:
@@ -37,7 +39,9 @@ def run(check: bool) -> float:
         if internal:
             stats["exceptions"] += 1
             print(f"INTERNAL {internal[0].message}", file=sys.stderr)
-        stats["unpositioned"] += sum(1 for d in result.diagnostics if d.position.line < 1 or d.position.col < 1)
+        stats["unpositioned"] += sum(
+            1 for d in result.diagnostics if d.position.line < 1 or d.position.col < 1
+        )
 
     start = time.perf_counter()
     case()
@@ -47,7 +51,11 @@ def run(check: bool) -> float:
 if __name__ == "__main__":
     generate_only = run(check=False)
     total = run(check=True)
-    print(f"{stats['cases']} cases in {total:.1f} s ({stats['cases'] / total:.0f}/s); "
-          f"generation alone {generate_only:.1f} s; checking cost {(total - generate_only) / max(1, stats['cases']) * 1000:.2f} ms/case")
-    print(f"diagnostics: {stats['diagnostics']}, exceptions: {stats['exceptions']}, without position: {stats['unpositioned']}")
+    print(
+        f"{stats['cases']} cases in {total:.1f} s ({stats['cases'] / total:.0f}/s); "
+        f"generation alone {generate_only:.1f} s; checking cost {(total - generate_only) / max(1, stats['cases']) * 1000:.2f} ms/case"
+    )
+    print(
+        f"diagnostics: {stats['diagnostics']}, exceptions: {stats['exceptions']}, without position: {stats['unpositioned']}"
+    )
     raise SystemExit(1 if stats["exceptions"] or stats["unpositioned"] else 0)

@@ -78,7 +78,7 @@ def measure(strings: list[tuple[Path, str]]) -> Coverage:
         scan = scan_template(text)
         if scan.error is not None:
             offset = scan.error.offset
-            excerpt = text[max(0, offset - 30):offset + 30].replace("\n", "\\n")
+            excerpt = text[max(0, offset - 30) : offset + 30].replace("\n", "\\n")
             coverage.syntax_errors.append((path, scan.error.message, excerpt))
             continue
         coverage.valid_expressions += tags
@@ -123,8 +123,10 @@ def main(corpus: Path) -> None:
     print(f"expressions:                {coverage.expressions}")
     print(f"  in Jinja-valid templates: {coverage.valid_expressions}")
     print(f"  parsed by the grammar:    {coverage.parsed} ({coverage.percent:.2f} %)")
-    print(f"scan_template, cold cache:  {per_scan:.1f} us per distinct string, "
-          f"{per_playbook:.0f} us per playbook")
+    print(
+        f"scan_template, cold cache:  {per_scan:.1f} us per distinct string, "
+        f"{per_playbook:.0f} us per playbook"
+    )
     print(f"\nnot parsed by the grammar ({len(coverage.unparsed)}):")
     for path, source in coverage.unparsed:
         print(f"  {path.relative_to(corpus)}: {source!r}")

@@ -31,17 +31,27 @@ def _codes(value: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="noetlc", description="Check and compile NoETL playbooks for Apache Airflow 3.")
+    parser = _Parser(
+        prog="noetlc", description="Check and compile NoETL playbooks for Apache Airflow 3."
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     check = commands.add_parser("check", help="parse and check playbooks, report diagnostics")
     check.add_argument("paths", nargs="+", help="playbook files or folders")
-    check.add_argument("--format", choices=("concise", "full", "json", "github", "sarif"), default="concise")
-    check.add_argument("--select", type=_codes, default=[], help="only these codes or prefixes (e.g. T3,F401)")
+    check.add_argument(
+        "--format", choices=("concise", "full", "json", "github", "sarif"), default="concise"
+    )
+    check.add_argument(
+        "--select", type=_codes, default=[], help="only these codes or prefixes (e.g. T3,F401)"
+    )
     check.add_argument("--ignore", type=_codes, default=[], help="drop these codes or prefixes")
     check.add_argument("--strict", action="store_true", help="warnings fail the run too")
-    check.add_argument("--dialect", choices=("v1", "case-v2", "canonical"), help="force the DSL generation")
-    check.add_argument("--connections", metavar="FILE", help="JSON/YAML file of known connection names")
+    check.add_argument(
+        "--dialect", choices=("v1", "case-v2", "canonical"), help="force the DSL generation"
+    )
+    check.add_argument(
+        "--connections", metavar="FILE", help="JSON/YAML file of known connection names"
+    )
     check.add_argument("--quiet", action="store_true", help="no summary line")
 
     explain = commands.add_parser("explain", help="what a diagnostic code means and how to fix it")
@@ -53,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("--check", action="store_true", help="fail if the output folder is stale")
     compile_.add_argument("--dialect", choices=("v1", "case-v2", "canonical"))
     compile_.add_argument("--connections", metavar="FILE")
-    compile_.add_argument("--format", choices=("concise", "full", "json", "github", "sarif"), default="concise")
+    compile_.add_argument(
+        "--format", choices=("concise", "full", "json", "github", "sarif"), default="concise"
+    )
 
     graph = commands.add_parser("graph", help="draw the compiled graph of one playbook")
     graph.add_argument("path")
@@ -77,25 +89,38 @@ def load_connections(path: str | None) -> set[str] | None:
     if isinstance(data, dict):
         return {str(k) for k in data}
     if isinstance(data, list):
-        return {str(item.get("conn_id", item.get("name")) if isinstance(item, dict) else item) for item in data}
-    raise UsageError(f"connections file {path} must hold a list of names or a mapping keyed by name")
+        return {
+            str(item.get("conn_id", item.get("name")) if isinstance(item, dict) else item)
+            for item in data
+        }
+    raise UsageError(
+        f"connections file {path} must hold a list of names or a mapping keyed by name"
+    )
 
 
-def selected(diagnostics: Sequence[Diagnostic], select: list[str], ignore: list[str]) -> list[Diagnostic]:
+def selected(
+    diagnostics: Sequence[Diagnostic], select: list[str], ignore: list[str]
+) -> list[Diagnostic]:
     def matches(code: str, patterns: list[str]) -> bool:
         return any(code.startswith(p) for p in patterns)
 
-    return [d for d in diagnostics
-            if (not select or matches(d.code, select)) and not matches(d.code, ignore)]
+    return [
+        d
+        for d in diagnostics
+        if (not select or matches(d.code, select)) and not matches(d.code, ignore)
+    ]
 
 
 def run_check(args: argparse.Namespace) -> int:
     from .check import check_paths
     from .report import FORMATTERS, summary
 
-    results, problems = check_paths(args.paths, dialect=args.dialect,
-                                    connections=load_connections(args.connections))
-    diagnostics = selected(problems + [d for r in results for d in r.diagnostics], args.select, args.ignore)
+    results, problems = check_paths(
+        args.paths, dialect=args.dialect, connections=load_connections(args.connections)
+    )
+    diagnostics = selected(
+        problems + [d for r in results for d in r.diagnostics], args.select, args.ignore
+    )
     sources = {r.path: r.document.text for r in results}
     sys.stdout.write(FORMATTERS[args.format](diagnostics, sources))
     if args.format in ("concise", "full") and not args.quiet:
@@ -113,7 +138,10 @@ def run_explain(args: argparse.Namespace) -> int:
         return EXIT_OK
     text = explain(args.code)
     if text is None:
-        print(f"noetlc: unknown code {args.code!r} (run `noetlc explain` for the list)", file=sys.stderr)
+        print(
+            f"noetlc: unknown code {args.code!r} (run `noetlc explain` for the list)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     sys.stdout.write(text)
     return EXIT_OK

@@ -59,7 +59,9 @@ def _display_and_output(path: str, roots: Sequence[str]) -> tuple[str, str]:
     absolute = os.path.abspath(path)
     for root in roots:
         root_abs = os.path.abspath(root)
-        if os.path.isdir(root_abs) and (absolute + os.sep).startswith(root_abs.rstrip(os.sep) + os.sep):
+        if os.path.isdir(root_abs) and (absolute + os.sep).startswith(
+            root_abs.rstrip(os.sep) + os.sep
+        ):
             inner = os.path.relpath(absolute, root_abs)
             display = os.path.relpath(absolute, os.path.dirname(root_abs.rstrip(os.sep)) or os.sep)
             return display.replace(os.sep, "/"), inner
@@ -75,7 +77,9 @@ def _output_name(relative: str) -> str:
     return "/".join(clean) + ".py"
 
 
-def compile_result(result: FileResult, display: str, dag_id: str | None = None) -> tuple[str, object]:
+def compile_result(
+    result: FileResult, display: str, dag_id: str | None = None
+) -> tuple[str, object]:
     """Lower and emit one checked playbook -> (DAG file text, IR)."""
     from .emit.python import emit_python
     from .lower import lower
@@ -94,8 +98,14 @@ def _unique(candidate: str, taken: set[str]) -> str:
     return value
 
 
-def compile_paths(paths: Iterable[str], output: str, *, dialect: str | None = None,
-                  connections: set[str] | None = None, check_only: bool = False) -> CompileReport:
+def compile_paths(
+    paths: Iterable[str],
+    output: str,
+    *,
+    dialect: str | None = None,
+    connections: set[str] | None = None,
+    check_only: bool = False,
+) -> CompileReport:
     from .lower import dag_id_for
 
     paths = list(paths)
@@ -120,12 +130,20 @@ def compile_paths(paths: Iterable[str], output: str, *, dialect: str | None = No
             text, _ = compile_result(result, display, dag_id)
         except Exception as exc:  # noqa: BLE001 - one playbook the lowering cannot handle never hides the others
             report.failed.append(result.path)
-            report.diagnostics.append(Diagnostic(
-                LOWERING_FAILED, Severity.ERROR, result.path, Position(1, 1),
-                f"cannot compile this playbook: {type(exc).__name__}: {exc}",
-                "this is a compiler bug; please report it with the playbook"))
+            report.diagnostics.append(
+                Diagnostic(
+                    LOWERING_FAILED,
+                    Severity.ERROR,
+                    result.path,
+                    Position(1, 1),
+                    f"cannot compile this playbook: {type(exc).__name__}: {exc}",
+                    "this is a compiler bug; please report it with the playbook",
+                )
+            )
             continue
-        report.files.append(CompiledFile(result.path, display, os.path.join(output, name), dag_id, text))
+        report.files.append(
+            CompiledFile(result.path, display, os.path.join(output, name), dag_id, text)
+        )
     _sync(report, output, check_only, _owned_prefixes(paths))
     return report
 
@@ -204,9 +222,13 @@ def _format(diagnostics: Sequence[Diagnostic], sources: dict[str, str], fmt: str
 def run(args: argparse.Namespace) -> int:
     from .cli import load_connections
 
-    report = compile_paths(args.paths, args.output, dialect=args.dialect,
-                           connections=load_connections(getattr(args, "connections", None)),
-                           check_only=args.check)
+    report = compile_paths(
+        args.paths,
+        args.output,
+        dialect=args.dialect,
+        connections=load_connections(getattr(args, "connections", None)),
+        check_only=args.check,
+    )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:
         sys.stdout.write(_format(diagnostics, report.sources, args.format))
@@ -218,12 +240,14 @@ def run(args: argparse.Namespace) -> int:
         for path in report.removed:
             print(f"orphaned: {path} (its playbook is gone)", file=out)
     stale = bool(report.stale or report.removed) if args.check else False
-    summary = (f"{len(report.files)} of {report.playbooks} playbook(s) compiled"
-               + (f", {len(report.failed)} with errors" if report.failed else ""))
+    summary = f"{len(report.files)} of {report.playbooks} playbook(s) compiled" + (
+        f", {len(report.failed)} with errors" if report.failed else ""
+    )
     if args.check:
         summary += "; output is stale" if stale else "; output is up to date"
     else:
-        summary += (f"; {len(report.written)} written, {len(report.unchanged)} unchanged"
-                    + (f", {len(report.removed)} removed" if report.removed else ""))
+        summary += f"; {len(report.written)} written, {len(report.unchanged)} unchanged" + (
+            f", {len(report.removed)} removed" if report.removed else ""
+        )
     print(summary + ".", file=out)
     return EXIT_FINDINGS if report.failed or stale else EXIT_OK

@@ -47,8 +47,15 @@ class DiagnosticSink:
         self.path = path
         self.items: list[Diagnostic] = []
 
-    def add(self, code: str, position: Position, message: str, *, hint: str | None = None,
-            severity: Severity | None = None) -> None:
+    def add(
+        self,
+        code: str,
+        position: Position,
+        message: str,
+        *,
+        hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> None:
         from .rules import severity_of  # local: rules imports nothing from here at import time
 
         self.items.append(

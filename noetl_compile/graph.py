@@ -26,7 +26,7 @@ def _short(text: Any) -> str:
     value = " ".join(str(text).split())
     if value.startswith("{{") and value.endswith("}}"):
         value = value[2:-2].strip()
-    return value if len(value) <= _MAX_LABEL else value[:_MAX_LABEL - 3] + "..."
+    return value if len(value) <= _MAX_LABEL else value[: _MAX_LABEL - 3] + "..."
 
 
 def _shape(ir: Any, name: str) -> str:
@@ -46,8 +46,11 @@ def _node_label(ir: Any, name: str) -> str:
     lines = [name]
     if shape in ("loop", "loop_seq", "cursor") and isinstance(loop, dict):
         limit = loop.get("max_in_flight")
-        lines.append(f"loop over {loop.get('iterator')} ({loop.get('mode')}"
-                     + (f", max {limit}" if limit is not None else "") + ")")
+        lines.append(
+            f"loop over {loop.get('iterator')} ({loop.get('mode')}"
+            + (f", max {limit}" if limit is not None else "")
+            + ")"
+        )
         if shape == "loop_seq":
             lines.append("iterates in one task")
     elif shape == "nested":
@@ -103,14 +106,27 @@ def _clusters(ir: Any) -> list[tuple[str, list[str]]]:
 
 
 def _mermaid_text(text: str) -> str:
-    return (text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;")
-            .replace(">", "#gt;").replace("|", "#124;").replace("\n", "<br>"))
+    return (
+        text.replace("&", "#amp;")
+        .replace('"', "#quot;")
+        .replace("<", "#lt;")
+        .replace(">", "#gt;")
+        .replace("|", "#124;")
+        .replace("\n", "<br>")
+    )
 
 
 def to_mermaid(ir: Any) -> str:
     ids = {name: f"n{i}" for i, name in enumerate(ir.graph)}
-    shapes = {"gate": ("{{", "}}"), "nested": ("[[", "]]"), "loop": ("[/", "/]"),
-              "loop_seq": ("[/", "/]"), "cursor": ("[/", "/]"), "region": ("(", ")"), "step": ("[", "]")}
+    shapes = {
+        "gate": ("{{", "}}"),
+        "nested": ("[[", "]]"),
+        "loop": ("[/", "/]"),
+        "loop_seq": ("[/", "/]"),
+        "cursor": ("[/", "/]"),
+        "region": ("(", ")"),
+        "step": ("[", "]"),
+    }
     lines = ["flowchart TD"]
     clustered = {name for _, members in _clusters(ir) for name in members}
 
@@ -130,7 +146,9 @@ def to_mermaid(ir: Any) -> str:
         text = f'|"{_mermaid_text(label)}"|' if label else ""
         lines.append(f"    {ids[source]} {arrow}{text} {ids[target]}")
     if ir.excluded:
-        lines.append(f'    skipped["{_mermaid_text("not compiled (unreachable): " + ", ".join(ir.excluded[:8]))}"]')
+        lines.append(
+            f'    skipped["{_mermaid_text("not compiled (unreachable): " + ", ".join(ir.excluded[:8]))}"]'
+        )
         lines.append("    style skipped stroke-dasharray: 5 5")
     if ir.entry in ids:
         lines.append(f"    style {ids[ir.entry]} stroke-width:3px")
@@ -143,17 +161,28 @@ def _dot_text(text: str) -> str:
 
 def to_dot(ir: Any) -> str:
     ids = {name: f"n{i}" for i, name in enumerate(ir.graph)}
-    shapes = {"gate": "hexagon", "nested": "component", "loop": "box3d", "loop_seq": "box3d",
-              "cursor": "box3d", "step": "box"}
-    lines = [f"digraph {_dot_text(ir.dag_id)} {{", "    rankdir=TB;",
-             '    node [fontname="Helvetica", fontsize=11, style=rounded];',
-             '    edge [fontname="Helvetica", fontsize=9];']
+    shapes = {
+        "gate": "hexagon",
+        "nested": "component",
+        "loop": "box3d",
+        "loop_seq": "box3d",
+        "cursor": "box3d",
+        "step": "box",
+    }
+    lines = [
+        f"digraph {_dot_text(ir.dag_id)} {{",
+        "    rankdir=TB;",
+        '    node [fontname="Helvetica", fontsize=11, style=rounded];',
+        '    edge [fontname="Helvetica", fontsize=9];',
+    ]
     clustered = {name for _, members in _clusters(ir) for name in members}
 
     def node(name: str, indent: str) -> str:
         shape = shapes.get(_shape(ir, name), "box")
         width = ", penwidth=2.5" if name == ir.entry else ""
-        return f"{indent}{ids[name]} [label={_dot_text(_node_label(ir, name))}, shape={shape}{width}];"
+        return (
+            f"{indent}{ids[name]} [label={_dot_text(_node_label(ir, name))}, shape={shape}{width}];"
+        )
 
     for name in ir.graph:
         if name not in clustered:
@@ -170,8 +199,10 @@ def to_dot(ir: Any) -> str:
         suffix = f" [{', '.join(attrs)}]" if attrs else ""
         lines.append(f"    {ids[source]} -> {ids[target]}{suffix};")
     if ir.excluded:
-        lines.append(f"    skipped [label={_dot_text('not compiled (unreachable): ' + ', '.join(ir.excluded[:8]))},"
-                     " shape=note, style=dashed];")
+        lines.append(
+            f"    skipped [label={_dot_text('not compiled (unreachable): ' + ', '.join(ir.excluded[:8]))},"
+            " shape=note, style=dashed];"
+        )
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -191,7 +222,9 @@ def run(args: argparse.Namespace) -> int:
     if errors or result.playbook is None:
         sys.stderr.write(FORMATTERS["concise"](errors, {result.path: result.document.text}))
         return EXIT_FINDINGS
-    ir = lower(result.playbook, source=os.path.basename(args.path), source_sha256=_sha256(args.path))
+    ir = lower(
+        result.playbook, source=os.path.basename(args.path), source_sha256=_sha256(args.path)
+    )
     if args.format == "mermaid":
         return _write_text(to_mermaid(ir), args.output)
     dot = to_dot(ir)
@@ -199,13 +232,20 @@ def run(args: argparse.Namespace) -> int:
         return _write_text(dot, args.output)
     binary = shutil.which("dot")
     if binary is None:
-        print(f"noetlc: graphviz is not installed (no `dot` on PATH), so {args.format} cannot be drawn; "
-              "install graphviz, or use --format mermaid or --format dot", file=sys.stderr)
+        print(
+            f"noetlc: graphviz is not installed (no `dot` on PATH), so {args.format} cannot be drawn; "
+            "install graphviz, or use --format mermaid or --format dot",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
-    rendered = subprocess.run([binary, f"-T{args.format}"], input=dot.encode("utf-8"),
-                              capture_output=True, check=False)
+    rendered = subprocess.run(
+        [binary, f"-T{args.format}"], input=dot.encode("utf-8"), capture_output=True, check=False
+    )
     if rendered.returncode != 0:
-        print(f"noetlc: dot failed: {rendered.stderr.decode('utf-8', 'replace').strip()}", file=sys.stderr)
+        print(
+            f"noetlc: dot failed: {rendered.stderr.decode('utf-8', 'replace').strip()}",
+            file=sys.stderr,
+        )
         return EXIT_FINDINGS
     if args.output:
         with open(args.output, "wb") as handle:

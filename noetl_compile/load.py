@@ -55,7 +55,9 @@ class Span:
     @property
     def style(self) -> str | None:
         """Scalar style: None (plain), "'", '"', "|", ">"; None for collections."""
-        return getattr(self._node, "style", None) if isinstance(self._node, yaml.ScalarNode) else None
+        return (
+            getattr(self._node, "style", None) if isinstance(self._node, yaml.ScalarNode) else None
+        )
 
     @property
     def position(self) -> Position:
@@ -71,7 +73,7 @@ _span = Span
 class YMap(dict):
     """A mapping that knows the span of itself, of each key and of each value."""
 
-    __slots__ = ("span", "key_spans", "value_spans")
+    __slots__ = ("key_spans", "span", "value_spans")
 
     def key_span(self, key: Any) -> Span:
         node = self.key_spans.get(key)
@@ -85,7 +87,7 @@ class YMap(dict):
 class YList(list):
     """A sequence that knows the span of itself and of each item."""
 
-    __slots__ = ("span", "item_spans")
+    __slots__ = ("item_spans", "span")
 
     def item_span(self, index: int) -> Span:
         if 0 <= index < len(self.item_spans):
@@ -137,24 +139,39 @@ class _Builder:
         self.diagnostics: list[Diagnostic] = []
         self._active: set[int] = set()  # node ids on the current path, to catch alias cycles
 
-    def report(self, code: str, node: yaml.Node, message: str, position: Position | None = None) -> None:
+    def report(
+        self, code: str, node: yaml.Node, message: str, position: Position | None = None
+    ) -> None:
         from .rules import severity_of
 
-        self.diagnostics.append(Diagnostic(code, severity_of(code), self.path,
-                                           position or _span(node).position, message))
+        self.diagnostics.append(
+            Diagnostic(
+                code, severity_of(code), self.path, position or _span(node).position, message
+            )
+        )
 
     def build(self, node: yaml.Node) -> Any:
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
         if id(node) in self._active:
-            self.report("Y004", node, "recursive alias: a node contains itself", self._alias_position(node))
+            self.report(
+                "Y004", node, "recursive alias: a node contains itself", self._alias_position(node)
+            )
             return None
-        if isinstance(node, yaml.MappingNode) and node.flow_style and self.text.startswith("{{", node.start_mark.index):
+        if (
+            isinstance(node, yaml.MappingNode)
+            and node.flow_style
+            and self.text.startswith("{{", node.start_mark.index)
+        ):
             # `when: {{ x }}` is a flow mapping to YAML; the author meant a template string.
             end = node.end_mark.index
-            self.report("Y003", node, "unquoted template: YAML reads `{{ ... }}` as a mapping; "
-                        f"quote the whole value: \"{self.text[node.start_mark.index:end]}\"")
-            value = YStr(self.text[node.start_mark.index:end])
+            self.report(
+                "Y003",
+                node,
+                "unquoted template: YAML reads `{{ ... }}` as a mapping; "
+                f'quote the whole value: "{self.text[node.start_mark.index : end]}"',
+            )
+            value = YStr(self.text[node.start_mark.index : end])
             value._node = node
             return value
         self._active.add(id(node))
@@ -169,7 +186,7 @@ class _Builder:
         """Where the recursive `*alias` is written: composed nodes forget aliases, so find the
         anchor just before the node and the first use of it inside the node's own text."""
         start, end = node.start_mark.index, node.end_mark.index
-        anchor = re.search(r"&([^\s,\[\]{}]+)\s*$", self.text[max(0, start - 200):start])
+        anchor = re.search(r"&([^\s,\[\]{}]+)\s*$", self.text[max(0, start - 200) : start])
         if anchor is None:
             anchor = re.match(r"&([^\s,\[\]{}]+)", self.text[start:])
         if anchor is None:
@@ -187,7 +204,9 @@ class _Builder:
             return value
         constructor = _scalar_constructor.yaml_constructors.get(node.tag)
         if constructor is None:
-            self.report("Y005", node, f"unsupported YAML tag {node.tag!r}; the value is read as a string")
+            self.report(
+                "Y005", node, f"unsupported YAML tag {node.tag!r}; the value is read as a string"
+            )
             value = YStr(node.value)
             value._node = node
             return value
@@ -234,7 +253,9 @@ class _Builder:
         for source in sources:
             merged = self.build(source)
             if not isinstance(merged, YMap):
-                self.report("Y003", source, "a merge key (<<) needs a mapping or a list of mappings")
+                self.report(
+                    "Y003", source, "a merge key (<<) needs a mapping or a list of mappings"
+                )
                 continue
             for key, value in merged.items():
                 if key not in mapping:
@@ -259,19 +280,30 @@ def _yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
     if opened and context_mark is not None:
         position = Position(context_mark.line + 1, context_mark.column + 1)
         problem = getattr(exc, "problem", None) or ""
-        return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {opened} ({problem})")
+        return Diagnostic(
+            "Y001", Severity.ERROR, path, position, f"invalid YAML: {opened} ({problem})"
+        )
     mark = getattr(exc, "problem_mark", None) or context_mark
     if mark is not None and context_mark is not None:
         # A quote left open swallows the following lines up to the next quote; the parser then
         # fails far below. Point at the quote that opened on a line and never closed.
         quote = _unbalanced_quote(text, context_mark.line, mark.line)
         if quote is not None:
-            return Diagnostic("Y001", Severity.ERROR, path, quote,
-                              f"invalid YAML: unclosed quoted string ({getattr(exc, 'problem', '')})")
+            return Diagnostic(
+                "Y001",
+                Severity.ERROR,
+                path,
+                quote,
+                f"invalid YAML: unclosed quoted string ({getattr(exc, 'problem', '')})",
+            )
     position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
     problem = getattr(exc, "problem", None) or str(exc)
     message = f"{context}, {problem}" if context else str(problem)
-    line = text.splitlines()[position.line - 1] if mark and position.line <= len(text.splitlines()) else ""
+    line = (
+        text.splitlines()[position.line - 1]
+        if mark and position.line <= len(text.splitlines())
+        else ""
+    )
     if "\t" in line[: position.col] or "'\\t'" in message:
         message += " (YAML does not allow tab characters for indentation; use spaces)"
     return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {message}")
@@ -285,7 +317,7 @@ def _unbalanced_quote(text: str, first: int, last: int) -> Position | None:
         match = re.search(r"(?::|-)\s+(\")", line)
         if match is None:
             continue
-        rest = line[match.end(1):]
+        rest = line[match.end(1) :]
         if not re.search(r'(?<!\\)"', rest):
             return Position(number + 1, match.start(1) + 1)
     return None
@@ -298,17 +330,29 @@ def load_text(text: str, path: str) -> Document:
     except yaml.YAMLError as exc:
         return Document(path, text, None, [_yaml_error(path, exc, text)])
     except (ValueError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
-        return Document(path, text, None, [
-            Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"invalid YAML: {exc}")
-        ])
+        return Document(
+            path,
+            text,
+            None,
+            [Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"invalid YAML: {exc}")],
+        )
     builder = _Builder(path, text)
     nodes = [n for n in nodes if n is not None]
     if not nodes:
-        return Document(path, text, None, [
-            Diagnostic("Y006", Severity.ERROR, path, Position(1, 1), "empty document: no playbook here")
-        ])
+        return Document(
+            path,
+            text,
+            None,
+            [
+                Diagnostic(
+                    "Y006", Severity.ERROR, path, Position(1, 1), "empty document: no playbook here"
+                )
+            ],
+        )
     if len(nodes) > 1:
-        builder.report("Y007", nodes[1], "more than one YAML document in a file; only the first is read")
+        builder.report(
+            "Y007", nodes[1], "more than one YAML document in a file; only the first is read"
+        )
     try:
         data = builder.build(nodes[0])
     except RecursionError:
@@ -322,13 +366,35 @@ def load_file(path: str) -> Document:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except UnicodeDecodeError as exc:
-        return Document(path, "", None, [
-            Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
-        ])
+        return Document(
+            path,
+            "",
+            None,
+            [
+                Diagnostic(
+                    "Y001",
+                    Severity.ERROR,
+                    path,
+                    Position(1, 1),
+                    f"not UTF-8 text: {exc.reason} at byte {exc.start}",
+                )
+            ],
+        )
     except OSError as exc:
-        return Document(path, "", None, [
-            Diagnostic("E001", Severity.ERROR, path, Position(1, 1), f"cannot read file: {exc.strerror}")
-        ])
+        return Document(
+            path,
+            "",
+            None,
+            [
+                Diagnostic(
+                    "E001",
+                    Severity.ERROR,
+                    path,
+                    Position(1, 1),
+                    f"cannot read file: {exc.strerror}",
+                )
+            ],
+        )
     return load_text(text, path)
 
 

@@ -8,11 +8,12 @@ character learns its source index. Used by ``CheckContext.position_in_string``.
 
 from __future__ import annotations
 
-
 _ESCAPE_LENGTHS = {"x": 2, "u": 4, "U": 8}
 
 
-def source_indices(text: str, start: int, end: int, style: str | None) -> tuple[list[int], str] | None:
+def source_indices(
+    text: str, start: int, end: int, style: str | None
+) -> tuple[list[int], str] | None:
     """(source index of every value character, the value as scanned) for a flow scalar."""
     quote = style if style in ("'", '"') else ""
     i, stop = start + len(quote), end - len(quote)
@@ -27,13 +28,13 @@ def source_indices(text: str, start: int, end: int, style: str | None) -> tuple[
                 continue
             length = _ESCAPE_LENGTHS.get(nxt, 0)
             try:
-                decoded = _decode_escape(nxt, text[i + 2:i + 2 + length])
+                decoded = _decode_escape(nxt, text[i + 2 : i + 2 + length])
             except ValueError:
                 return None
             out.append(decoded)
             where.append(i)
             i += 2 + length
-        elif quote == "'" and char == "'" and text[i + 1:i + 2] == "'":
+        elif quote == "'" and char == "'" and text[i + 1 : i + 2] == "'":
             out.append("'")
             where.append(i)
             i += 2
@@ -80,9 +81,26 @@ def _skip_blanks(text: str, i: int, stop: int) -> int:
 
 
 def _decode_escape(code: str, digits: str) -> str:
-    simple = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
-              "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85",
-              "_": "\xa0", "L": "\u2028", "P": "\u2029"}
+    simple = {
+        "0": "\0",
+        "a": "\a",
+        "b": "\b",
+        "t": "\t",
+        "\t": "\t",
+        "n": "\n",
+        "v": "\v",
+        "f": "\f",
+        "r": "\r",
+        "e": "\x1b",
+        " ": " ",
+        '"': '"',
+        "/": "/",
+        "\\": "\\",
+        "N": "\x85",
+        "_": "\xa0",
+        "L": "\u2028",
+        "P": "\u2029",
+    }
     if code in simple:
         return simple[code]
     if code in _ESCAPE_LENGTHS and len(digits) == _ESCAPE_LENGTHS[code]:

@@ -42,8 +42,15 @@ def format_full(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> s
 
 def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     items = [
-        {"path": d.path, "line": d.position.line, "column": d.position.col, "code": d.code,
-         "severity": d.severity.label, "message": d.message, "hint": d.hint}
+        {
+            "path": d.path,
+            "line": d.position.line,
+            "column": d.position.col,
+            "code": d.code,
+            "severity": d.severity.label,
+            "message": d.message,
+            "hint": d.hint,
+        }
         for d in diagnostics
     ]
     return json.dumps(items, indent=2) + "\n"
@@ -64,17 +71,29 @@ def format_github(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) ->
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     used = sorted({d.code for d in diagnostics})
     rules = [
-        {"id": code, "name": RULES[code].title,
-         "shortDescription": {"text": RULES[code].title},
-         "fullDescription": {"text": RULES[code].why},
-         "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[code].severity]}}
+        {
+            "id": code,
+            "name": RULES[code].title,
+            "shortDescription": {"text": RULES[code].title},
+            "fullDescription": {"text": RULES[code].why},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[code].severity]},
+        }
         for code in used
     ]
     results = [
-        {"ruleId": d.code, "level": _SARIF_LEVEL[d.severity], "message": {"text": d.message},
-         "locations": [{"physicalLocation": {
-             "artifactLocation": {"uri": d.path},
-             "region": {"startLine": d.position.line, "startColumn": d.position.col}}}]}
+        {
+            "ruleId": d.code,
+            "level": _SARIF_LEVEL[d.severity],
+            "message": {"text": d.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": d.path},
+                        "region": {"startLine": d.position.line, "startColumn": d.position.col},
+                    }
+                }
+            ],
+        }
         for d in diagnostics
     ]
     log = {
@@ -98,5 +117,9 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     counts = {s: sum(1 for d in diagnostics if d.severity is s) for s in Severity}
     if not diagnostics:
         return f"All checks passed: {files} playbook{'s' if files != 1 else ''}.\n"
-    parts = [f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}" for s in reversed(Severity) if counts[s]]
+    parts = [
+        f"{counts[s]} {s.label}{'s' if counts[s] != 1 else ''}"
+        for s in reversed(Severity)
+        if counts[s]
+    ]
     return f"Found {', '.join(parts)} in {files} playbook{'s' if files != 1 else ''}.\n"

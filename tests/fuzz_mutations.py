@@ -13,10 +13,38 @@ from hypothesis import strategies as st
 from tests.corpus import corpus_files
 
 HOSTILE_SCALARS = [
-    None, True, 0, -1, 10**30, 3.5, float("nan"), "", " ", "{{", "{{ x }", "{% if %}", "}}",
-    "{{ a | nofilter }}", "é\u202e\u0000x", "\U0001F600" * 50, "x" * 200_000, "\t\tindent",
-    "'\"\\", "def main(:\n  return", "- a\n- b", "*alias", "&anchor x", "[1, 2", "{a: 1",
-    "step", "next", "start", "end", "workload", "ctx.x", "kind: python",
+    None,
+    True,
+    0,
+    -1,
+    10**30,
+    3.5,
+    float("nan"),
+    "",
+    " ",
+    "{{",
+    "{{ x }",
+    "{% if %}",
+    "}}",
+    "{{ a | nofilter }}",
+    "é\u202e\u0000x",
+    "\U0001f600" * 50,
+    "x" * 200_000,
+    "\t\tindent",
+    "'\"\\",
+    "def main(:\n  return",
+    "- a\n- b",
+    "*alias",
+    "&anchor x",
+    "[1, 2",
+    "{a: 1",
+    "step",
+    "next",
+    "start",
+    "end",
+    "workload",
+    "ctx.x",
+    "kind: python",
 ]
 
 
@@ -45,12 +73,16 @@ def _parent(root: Any, path: tuple) -> Any:
 @st.composite
 def mutated_playbook(draw) -> str:
     text = draw(st.sampled_from(corpus_texts()))
-    how = draw(st.sampled_from(["truncate", "splice", "delete", "retype", "duplicate", "rename", "many"]))
+    how = draw(
+        st.sampled_from(["truncate", "splice", "delete", "retype", "duplicate", "rename", "many"])
+    )
     if how == "truncate":
         return text[: draw(st.integers(0, len(text)))]
     if how == "splice":
         at = draw(st.integers(0, len(text)))
-        junk = draw(st.one_of(st.text(max_size=40), st.sampled_from([str(s) for s in HOSTILE_SCALARS])))
+        junk = draw(
+            st.one_of(st.text(max_size=40), st.sampled_from([str(s) for s in HOSTILE_SCALARS]))
+        )
         return text[:at] + junk + text[at:]
     try:
         data = yaml.safe_load(text)
@@ -58,13 +90,20 @@ def mutated_playbook(draw) -> str:
         return text
     rounds = draw(st.integers(2, 6)) if how == "many" else 1
     for _ in range(rounds):
-        data = _mutate_data(draw, data, how if how != "many" else draw(
-            st.sampled_from(["delete", "retype", "duplicate", "rename"])))
+        data = _mutate_data(
+            draw,
+            data,
+            how
+            if how != "many"
+            else draw(st.sampled_from(["delete", "retype", "duplicate", "rename"])),
+        )
     out = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10**6)
     if how == "duplicate" and draw(st.booleans()):
         lines = out.splitlines(keepends=True)
         at = draw(st.integers(0, max(0, len(lines) - 1)))
-        out = "".join(lines[: at + 1] + lines[at: at + 1] + lines[at + 1:])  # a duplicated key line
+        out = "".join(
+            lines[: at + 1] + lines[at : at + 1] + lines[at + 1 :]
+        )  # a duplicated key line
     return out
 
 
@@ -78,9 +117,14 @@ def _mutate_data(draw, data: Any, how: str) -> Any:
     if how == "delete":
         del parent[key]
     elif how == "retype":
-        parent[key] = draw(st.one_of(st.sampled_from(HOSTILE_SCALARS), st.text(max_size=20),
-                                     st.lists(st.integers(), max_size=3),
-                                     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2)))
+        parent[key] = draw(
+            st.one_of(
+                st.sampled_from(HOSTILE_SCALARS),
+                st.text(max_size=20),
+                st.lists(st.integers(), max_size=3),
+                st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+            )
+        )
     elif how == "duplicate" and isinstance(parent, list):
         parent.insert(key, parent[key])
     elif how == "rename" and isinstance(parent, dict):

@@ -26,19 +26,25 @@ def x601(tmp_path, body: str, *, steps: bool = True) -> list[tuple[int, int, str
     path = tmp_path / "playbook.yaml"
     path.write_text(HEADER + textwrap.dedent(body) + (STEPS if steps else ""))
     results, _ = check_paths([str(path)])
-    return [(d.position.line, d.position.col, d.message)
-            for d in results[0].diagnostics if d.code == "X601"]
+    return [
+        (d.position.line, d.position.col, d.message)
+        for d in results[0].diagnostics
+        if d.code == "X601"
+    ]
 
 
 def test_secret_named_keys_with_literals(tmp_path):
-    found = x601(tmp_path, """\
+    found = x601(
+        tmp_path,
+        """\
     workload:
       db_password: hunter2x
       apiKey: "abcd1234efgh"
       nested:
         - PGPASSWORD: 's3cr3t!'
       headers: {X-Api-Key: k3y-v4lue-9}
-    """)
+    """,
+    )
     assert found == [
         (5, 16, "`db_password` holds a literal secret (********, 8 characters, masked)"),
         (6, 12, "`apiKey` holds a literal secret (********, 12 characters, masked)"),
@@ -48,7 +54,10 @@ def test_secret_named_keys_with_literals(tmp_path):
 
 
 def test_references_templates_and_placeholders_are_fine(tmp_path):
-    assert x601(tmp_path, """\
+    assert (
+        x601(
+            tmp_path,
+            """\
     workload:
       password: "{{ secret.pg_password }}"
       token: MY_SERVICE_TOKEN
@@ -67,21 +76,29 @@ def test_references_templates_and_placeholders_are_fine(tmp_path):
       - name: openai
         kind: secret_manager
         map: {api_key: "{{ secret.value }}"}
-    """) == []
+    """,
+        )
+        == []
+    )
 
 
 def test_url_credentials_are_reported_at_the_password(tmp_path):
-    found = x601(tmp_path, """\
+    found = x601(
+        tmp_path,
+        """\
     workload:
       dsn: "postgresql://noetl:pa55@db:5432/noetl"
       templated: "postgresql://{{ user }}:{{ password }}@db/x"
       no_password: "https://user@example.org/x"
-    """)
+    """,
+    )
     assert found == [(5, 28, f"a URL holds a literal password ({MASK})")]
 
 
 def test_bearer_header_and_token_shapes(tmp_path):
-    found = x601(tmp_path, """\
+    found = x601(
+        tmp_path,
+        """\
     workflow:
       - step: start
         tool:
@@ -104,10 +121,16 @@ def test_bearer_header_and_token_shapes(tmp_path):
         tool:
           kind: duckdb
           command: "CREATE SECRET s (TYPE POSTGRES, USER 'pw', PASSWORD 'pw');"
-    """, steps=False)
+    """,
+        steps=False,
+    )
     assert found == [
         (10, 31, "`Authorization` holds a literal secret (********, 12 characters, masked)"),
-        (17, 16, "an AWS access key id is written into the playbook (********, 20 characters, masked)"),
+        (
+            17,
+            16,
+            "an AWS access key id is written into the playbook (********, 20 characters, masked)",
+        ),
         (18, 15, "a GitHub token is written into the playbook (********, 40 characters, masked)"),
         (19, 18, "a Slack token is written into the playbook (********, 26 characters, masked)"),
         (25, 70, "an SQL statement holds a literal password (**, 2 characters, masked)"),
@@ -115,43 +138,87 @@ def test_bearer_header_and_token_shapes(tmp_path):
 
 
 def test_private_key_block(tmp_path):
-    found = x601(tmp_path, """\
+    found = x601(
+        tmp_path,
+        """\
     workload:
       service_account:
         key: |
           -----BEGIN RSA PRIVATE KEY-----
           MIIBOgIBAAJBAK
           -----END RSA PRIVATE KEY-----
-    """)
-    assert found == [(7, 7, "a private key is written into the playbook (********, 10 characters, masked)")]
+    """,
+    )
+    assert found == [
+        (7, 7, "a private key is written into the playbook (********, 10 characters, masked)")
+    ]
 
 
 def test_messages_never_contain_the_secret(tmp_path):
     secret = "Zq9-very-secret-value"
-    found = x601(tmp_path, f"""\
+    found = x601(
+        tmp_path,
+        f"""\
     workload:
       password: {secret}
       url: "https://u:{secret}@h/x"
-    """)
+    """,
+    )
     assert len(found) == 2
     assert all(secret not in message and "Zq9" not in message for _, _, message in found)
 
 
-@pytest.mark.parametrize("key", ["password", "db_password", "dbPassword", "X-Auth-Token", "PGPASSWORD",
-                                 "api_key", "apikey", "client_secret", "aws_secret_access_key",
-                                 "private_key", "Authorization", "pwd"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "db_password",
+        "dbPassword",
+        "X-Auth-Token",
+        "PGPASSWORD",
+        "api_key",
+        "apikey",
+        "client_secret",
+        "aws_secret_access_key",
+        "private_key",
+        "Authorization",
+        "pwd",
+    ],
+)
 def test_secret_keys(key):
     assert is_secret_key(key)
 
 
-@pytest.mark.parametrize("key", ["secret_name", "token_url", "password_file", "max_tokens", "token_type",
-                                 "auth", "keychain", 3])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "secret_name",
+        "token_url",
+        "password_file",
+        "max_tokens",
+        "token_type",
+        "auth",
+        "keychain",
+        3,
+    ],
+)
 def test_not_secret_keys(key):
     assert not is_secret_key(key)
 
 
-@pytest.mark.parametrize("value", ["MY_TOKEN", "${PG_PASS}", "$PG_PASS", "<password>", "****",
-                                   "projects/p/secrets/s/versions/1", "vault://kv/pg", "changeme",
-                                   "openai-api-key"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "MY_TOKEN",
+        "${PG_PASS}",
+        "$PG_PASS",
+        "<password>",
+        "****",
+        "projects/p/secrets/s/versions/1",
+        "vault://kv/pg",
+        "changeme",
+        "openai-api-key",
+    ],
+)
 def test_references(value):
     assert is_reference(value)

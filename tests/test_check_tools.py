@@ -31,8 +31,11 @@ def findings(tmp_path, text: str, prefix: str = "C") -> list[tuple[str, int, int
     path.write_text(textwrap.dedent(text))
     results, problems = check_paths([str(path)])
     assert not problems
-    return [(d.code, d.position.line, d.position.col, d.message)
-            for d in results[0].diagnostics if d.code.startswith(prefix)]
+    return [
+        (d.code, d.position.line, d.position.col, d.message)
+        for d in results[0].diagnostics
+        if d.code.startswith(prefix)
+    ]
 
 
 def severities(tmp_path, text: str, code: str) -> list[Severity]:
@@ -54,8 +57,14 @@ def test_module_level_return_is_reported_inside_the_block(tmp_path):
             return data
     """)
     assert findings(tmp_path, text) == [
-        ("C501", 12, 7, "python code of step 'start' does not compile: "
-                        "'return' outside function (line 3 of the block)")]
+        (
+            "C501",
+            12,
+            7,
+            "python code of step 'start' does not compile: "
+            "'return' outside function (line 3 of the block)",
+        )
+    ]
 
 
 def test_valid_code_result_and_def_main_and_templates(tmp_path):
@@ -86,8 +95,13 @@ def test_templated_code_with_a_real_error_elsewhere(tmp_path):
                 result = n
     """)
     assert findings(tmp_path, text) == [
-        ("C501", 11, 15, "python code of step 'start' does not compile: "
-                         "expected ':' (line 2 of the block)")]
+        (
+            "C501",
+            11,
+            15,
+            "python code of step 'start' does not compile: expected ':' (line 2 of the block)",
+        )
+    ]
 
 
 def test_double_quoted_code_maps_through_escapes(tmp_path):
@@ -98,19 +112,34 @@ def test_double_quoted_code_maps_through_escapes(tmp_path):
           code: "x = {\"a\": 1}\nreturn x\n"
     """)
     assert findings(tmp_path, text) == [
-        ("C501", 10, 28, "python code of step 'start' does not compile: "
-                         "'return' outside function (line 2 of the block)")]
+        (
+            "C501",
+            10,
+            28,
+            "python code of step 'start' does not compile: "
+            "'return' outside function (line 2 of the block)",
+        )
+    ]
 
 
 def test_code_b64_is_decoded(tmp_path):
     encoded = base64.b64encode(b"x = 1\nreturn x\n").decode()
-    text = CANONICAL + f"""\
+    text = (
+        CANONICAL
+        + f"""\
       - step: start
         tool: {{kind: python, code_b64: "{encoded}"}}
     """
+    )
     assert findings(tmp_path, text) == [
-        ("C501", 7, 40, "python code of step 'start' does not compile: 'return' outside "
-                        "function (line 2 of the decoded `code_b64`)")]
+        (
+            "C501",
+            7,
+            40,
+            "python code of step 'start' does not compile: 'return' outside "
+            "function (line 2 of the decoded `code_b64`)",
+        )
+    ]
 
 
 def test_unexpected_indent_points_at_the_statement(tmp_path):
@@ -124,8 +153,13 @@ def test_unexpected_indent_points_at_the_statement(tmp_path):
             result = x
     """)
     assert findings(tmp_path, text) == [
-        ("C501", 11, 9, "python code of step 'start' does not compile: "
-                        "unexpected indent (line 2 of the block)")]
+        (
+            "C501",
+            11,
+            9,
+            "python code of step 'start' does not compile: unexpected indent (line 2 of the block)",
+        )
+    ]
 
 
 def test_v1_workbook_code(tmp_path):
@@ -153,17 +187,26 @@ def test_v1_workbook_code(tmp_path):
         name: broken
     """
     assert findings(tmp_path, text) == [
-        ("C501", 12, 18, "python code of workbook task 'broken' does not compile: "
-                         "expected ':' (line 1 of the block)")]
+        (
+            "C501",
+            12,
+            18,
+            "python code of workbook task 'broken' does not compile: "
+            "expected ':' (line 1 of the block)",
+        )
+    ]
 
 
-@pytest.mark.parametrize("code", [
-    "x = {{ a }}{{ b }}\n",
-    "f({{ args }})\n",
-    "total = 1{{ zeros }}\n",
-    "items = [{% for i in xs %}{{ i }},{% endfor %}]\n",
-    "{{ helper_code }}\nresult = helper()\n",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = {{ a }}{{ b }}\n",
+        "f({{ args }})\n",
+        "total = 1{{ zeros }}\n",
+        "items = [{% for i in xs %}{{ i }},{% endfor %}]\n",
+        "{{ helper_code }}\nresult = helper()\n",
+    ],
+)
 def test_errors_only_from_templating_are_not_reported(code):
     assert compile_error(code) is None
 
@@ -181,8 +224,14 @@ def test_http_without_url(tmp_path):
         tool: {kind: http, endpoint: "{{ api }}/y"}
     """)
     assert findings(tmp_path, text) == [
-        ("C502", 8, 11, "the http tool of step 'start' has no `url` (or `endpoint`) "
-                        "(`url` is inside `spec`, where the engine does not read it)")]
+        (
+            "C502",
+            8,
+            11,
+            "the http tool of step 'start' has no `url` (or `endpoint`) "
+            "(`url` is inside `spec`, where the engine does not read it)",
+        )
+    ]
 
 
 # -- C503 postgres auth --------------------------------------------------------------------------
@@ -202,10 +251,20 @@ def test_canonical_postgres_needs_auth(tmp_path):
         tool: {kind: postgres, auth: "{{ pg_auth }}", query: SELECT 1}
     """)
     assert findings(tmp_path, text) == [
-        ("C503", 7, 16, "the postgres tool of step 'start' has no `auth` (a credential name); "
-                        "the engine refuses the command"),
-        ("C503", 14, 26, "the postgres tool of step 'c' has `credential` but no `auth`; the engine "
-                         "reads only `auth` and refuses the command"),
+        (
+            "C503",
+            7,
+            16,
+            "the postgres tool of step 'start' has no `auth` (a credential name); "
+            "the engine refuses the command",
+        ),
+        (
+            "C503",
+            14,
+            26,
+            "the postgres tool of step 'c' has `credential` but no `auth`; the engine "
+            "reads only `auth` and refuses the command",
+        ),
     ]
 
 
@@ -243,9 +302,15 @@ def test_older_dialects_accept_credential_and_db_fields(tmp_path):
         name: nobody
     """
     assert findings(tmp_path, text) == [
-        ("C503", 10, 11, "the postgres tool of workbook task 'nobody' has no `auth` (a credential "
-                         "name), no `credential` and no `db_*` connection fields in its inputs, so "
-                         "it cannot connect")]
+        (
+            "C503",
+            10,
+            11,
+            "the postgres tool of workbook task 'nobody' has no `auth` (a credential "
+            "name), no `credential` and no `db_*` connection fields in its inputs, so "
+            "it cannot connect",
+        )
+    ]
 
 
 def test_case_v2_sink_postgres(tmp_path):
@@ -264,9 +329,15 @@ def test_case_v2_sink_postgres(tmp_path):
                 tool: {kind: postgres, auth: pg_local, table: t}
     """)
     assert findings(tmp_path, text) == [
-        ("C503", 12, 24, "the postgres tool of the sink of step 'start' has no `auth` (a credential "
-                         "name), no `credential` and no `db_*` connection fields in its inputs, so "
-                         "it cannot connect")]
+        (
+            "C503",
+            12,
+            24,
+            "the postgres tool of the sink of step 'start' has no `auth` (a credential "
+            "name), no `credential` and no `db_*` connection fields in its inputs, so "
+            "it cannot connect",
+        )
+    ]
 
 
 # -- C504 SQL ------------------------------------------------------------------------------------
@@ -282,8 +353,13 @@ def test_sql_tool_without_sql(tmp_path):
         tool: [{name: q, kind: ducklake, catalog_name: c, commands_b64: U0VMRUNUIDE=}]
     """)
     assert findings(tmp_path, text) == [
-        ("C504", 7, 16, "the duckdb tool of step 'start' has no SQL (`query`, `command`, "
-                        "`commands` or `script`)"),
+        (
+            "C504",
+            7,
+            16,
+            "the duckdb tool of step 'start' has no SQL (`query`, `command`, "
+            "`commands` or `script`)",
+        ),
         ("C504", 10, 46, "`command` of step 'b' is empty"),
     ]
 
@@ -301,8 +377,14 @@ def test_v1_sql_in_with_is_not_read(tmp_path):
           commands: SELECT 1
     """
     assert findings(tmp_path, text) == [
-        ("C504", 7, 11, "the duckdb tool of step 'start' has no SQL (`query`, `command`, `commands` "
-                        "or `script`) (`commands` is inside `with`, where the engine does not read it)")]
+        (
+            "C504",
+            7,
+            11,
+            "the duckdb tool of step 'start' has no SQL (`query`, `command`, `commands` "
+            "or `script`) (`commands` is inside `with`, where the engine does not read it)",
+        )
+    ]
 
 
 # -- C513 tool settings on the step --------------------------------------------------------------
@@ -313,11 +395,21 @@ def test_tool_setting_on_the_step(tmp_path):
         command: SELECT 1
     """)
     assert findings(tmp_path, text) == [
-        ("C504", 7, 16, "the postgres tool of step 'start' has no SQL (`query`, `command`, "
-                        "`commands` or `script`) (`command` is on the step, outside `tool`, where "
-                        "the engine does not read it)"),
-        ("C513", 8, 3, "`command` is a tool setting, but it sits on step 'start' where the engine "
-                       "ignores it; move it into `tool`"),
+        (
+            "C504",
+            7,
+            16,
+            "the postgres tool of step 'start' has no SQL (`query`, `command`, "
+            "`commands` or `script`) (`command` is on the step, outside `tool`, where "
+            "the engine does not read it)",
+        ),
+        (
+            "C513",
+            8,
+            3,
+            "`command` is a tool setting, but it sits on step 'start' where the engine "
+            "ignores it; move it into `tool`",
+        ),
     ]
     assert severities(tmp_path, text, "C513") == [Severity.WARNING]
 
@@ -398,25 +490,67 @@ def test_gate_rules(tmp_path):
         tool: {kind: gate, gate: aprove}
     """)
     assert findings(tmp_path, text) == [
-        ("C505", 7, 28, "the approve gate step 'start' has no `timeout`; a forgotten execution "
-                        "would wait forever"),
-        ("C507", 7, 66, "`on_timeout: default` in step 'start' needs `default: approve` or "
-                        "`default: reject`"),
-        ("C510", 14, 14, "`timeout` of step 'ask' is not a duration: '2 days' (use e.g. 30s, 5m, "
-                         "2h, 10d, 1h30m or ISO-8601 PT2H)"),
-        ("C506", 15, 13, "the input gate step 'ask' needs a non-empty `params` mapping "
-                         "(name -> {type, default?})"),
-        ("C507", 25, 7, "param 'rate' of step 'ask2' has no `default`, but `on_timeout: default` "
-                        "uses every param's default"),
-        ("C510", 25, 20, "`type` of param 'rate' of step 'ask2' must be one of string, integer, "
-                         "number, boolean, object, array, not 'float'"),
-        ("C508", 28, 28, "the sleep gate step 'nap' has neither `duration` nor `until`; give "
-                         "exactly one"),
-        ("C508", 31, 49, "the sleep gate step 'nap2' has both `duration` and `until`; give "
-                         "exactly one"),
+        (
+            "C505",
+            7,
+            28,
+            "the approve gate step 'start' has no `timeout`; a forgotten execution "
+            "would wait forever",
+        ),
+        (
+            "C507",
+            7,
+            66,
+            "`on_timeout: default` in step 'start' needs `default: approve` or `default: reject`",
+        ),
+        (
+            "C510",
+            14,
+            14,
+            "`timeout` of step 'ask' is not a duration: '2 days' (use e.g. 30s, 5m, "
+            "2h, 10d, 1h30m or ISO-8601 PT2H)",
+        ),
+        (
+            "C506",
+            15,
+            13,
+            "the input gate step 'ask' needs a non-empty `params` mapping "
+            "(name -> {type, default?})",
+        ),
+        (
+            "C507",
+            25,
+            7,
+            "param 'rate' of step 'ask2' has no `default`, but `on_timeout: default` "
+            "uses every param's default",
+        ),
+        (
+            "C510",
+            25,
+            20,
+            "`type` of param 'rate' of step 'ask2' must be one of string, integer, "
+            "number, boolean, object, array, not 'float'",
+        ),
+        (
+            "C508",
+            28,
+            28,
+            "the sleep gate step 'nap' has neither `duration` nor `until`; give exactly one",
+        ),
+        (
+            "C508",
+            31,
+            49,
+            "the sleep gate step 'nap2' has both `duration` and `until`; give exactly one",
+        ),
         ("C510", 31, 80, "`subject` does not apply to a sleep gate (step 'nap2')"),
-        ("C510", 34, 28, "`gate` of step 'bad' must be one of approve, input, sleep, not 'aprove'; "
-                         "did you mean 'approve'?"),
+        (
+            "C510",
+            34,
+            28,
+            "`gate` of step 'bad' must be one of approve, input, sleep, not 'aprove'; "
+            "did you mean 'approve'?",
+        ),
     ]
 
 
@@ -432,17 +566,36 @@ def test_gate_in_loop_or_pipeline(tmp_path):
           - {name: wait, kind: gate, gate: sleep, duration: 1s}
     """)
     assert findings(tmp_path, text) == [
-        ("C509", 8, 16, "step 'start' is a gate inside a loop; move the gate into its own step "
-                        "before or after the loop"),
-        ("C509", 13, 26, "task 'wait' of step 'b' is a gate inside a pipeline; a gate must be a "
-                         "step of its own"),
+        (
+            "C509",
+            8,
+            16,
+            "step 'start' is a gate inside a loop; move the gate into its own step "
+            "before or after the loop",
+        ),
+        (
+            "C509",
+            13,
+            26,
+            "task 'wait' of step 'b' is a gate inside a pipeline; a gate must be a step of its own",
+        ),
     ]
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("30s", 30), ("5m", 300), ("2h", 7200), ("10d", 864000), ("1h30m", 5400),
-    ("PT2H", 7200), ("P10D", 864000), ("P1DT2H30M", 95400), ("PT0.5S", 0.5),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("30s", 30),
+        ("5m", 300),
+        ("2h", 7200),
+        ("10d", 864000),
+        ("1h30m", 5400),
+        ("PT2H", 7200),
+        ("P10D", 864000),
+        ("P1DT2H30M", 95400),
+        ("PT0.5S", 0.5),
+    ],
+)
 def test_durations(text, seconds):
     assert duration_seconds(text) == seconds
 
@@ -495,14 +648,34 @@ def test_quantum_rules(tmp_path):
             qreg q[2];
     """)
     assert findings(tmp_path, text) == [
-        ("C511", 8, 11, "the quantum tool step 'start' needs a `circuit` (OpenQASM 2/3) for op run"),
-        ("C511", 9, 15, "`provider` of step 'start' must be one of aer, basic, ibm, not 'ibmq'; "
-                         "did you mean 'ibm'?"),
+        (
+            "C511",
+            8,
+            11,
+            "the quantum tool step 'start' needs a `circuit` (OpenQASM 2/3) for op run",
+        ),
+        (
+            "C511",
+            9,
+            15,
+            "`provider` of step 'start' must be one of aer, basic, ibm, not 'ibmq'; "
+            "did you mean 'ibm'?",
+        ),
         ("C511", 10, 12, "`shots` of step 'start' must be a positive integer, not 0"),
-        ("C511", 11, 37, "`transpile.optimization_level` of step 'start' must be 0, 1, 2 or 3, not 5"),
+        (
+            "C511",
+            11,
+            37,
+            "`transpile.optimization_level` of step 'start' must be 0, 1, 2 or 3, not 5",
+        ),
         ("C511", 12, 5, "unknown key 'qubits' in the quantum tool step 'start'"),
         ("C511", 15, 29, "the quantum tool step 'b' needs a `job_id` for op results"),
-        ("C511", 20, 9, "`op` of step 'c' must be one of run, submit, status, results, not 'launch'"),
+        (
+            "C511",
+            20,
+            9,
+            "`op` of step 'c' must be one of run, submit, status, results, not 'launch'",
+        ),
     ]
 
 
@@ -515,8 +688,14 @@ def test_quantum_literal_circuit_header(tmp_path):
             qreg q[2];
     """)
     assert findings(tmp_path, text) == [
-        ("C511", 10, 7, "`circuit` of step 'start' must start with an `OPENQASM 2.0;` or "
-                        "`OPENQASM 3.0;` header")]
+        (
+            "C511",
+            10,
+            7,
+            "`circuit` of step 'start' must start with an `OPENQASM 2.0;` or "
+            "`OPENQASM 3.0;` header",
+        )
+    ]
 
 
 # -- cursor loops --------------------------------------------------------------------------------
@@ -537,10 +716,20 @@ def test_cursor_loops(tmp_path):
         tool: {kind: noop}
     """)
     assert findings(tmp_path, text) == [
-        ("C512", 15, 13, "the cursor of step 'b' needs `auth` (a cursor needs a driver `kind`, a "
-                         "credential `auth` and a `claim` statement)"),
-        ("C512", 15, 20, "cursor driver 'mysql' of step 'b' is not built in (only `postgres` is); "
-                         "it must be registered under the `noetl.cursor_drivers` entry points"),
+        (
+            "C512",
+            15,
+            13,
+            "the cursor of step 'b' needs `auth` (a cursor needs a driver `kind`, a "
+            "credential `auth` and a `claim` statement)",
+        ),
+        (
+            "C512",
+            15,
+            20,
+            "cursor driver 'mysql' of step 'b' is not built in (only `postgres` is); "
+            "it must be registered under the `noetl.cursor_drivers` entry points",
+        ),
         ("C512", 15, 46, "unknown key 'batch' in the cursor of step 'b'"),
     ]
     assert severities(tmp_path, text, "C512") == [Severity.ERROR, Severity.WARNING, Severity.ERROR]

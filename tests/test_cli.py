@@ -51,7 +51,10 @@ def test_clean_file_exits_zero(files, capsys):
 def test_error_exits_one_with_concise_line(files, capsys):
     code, out = run(capsys, "check", str(files / "broken.yaml"), "--quiet")
     assert code == 1
-    assert out.out == f"{files / 'broken.yaml'}:7:26: R201 step 'start' routes to unknown step 'ned'; did you mean 'end'?\n"
+    assert (
+        out.out
+        == f"{files / 'broken.yaml'}:7:26: R201 step 'start' routes to unknown step 'ned'; did you mean 'end'?\n"
+    )
 
 
 def test_warnings_fail_only_with_strict(files, capsys):
@@ -83,14 +86,24 @@ def test_full_format_shows_the_line_and_a_caret(files, capsys):
 def test_json_github_and_sarif(files, capsys):
     path = str(files / "broken.yaml")
     items = json.loads(run(capsys, "check", path, "--format", "json")[1].out)
-    assert items[0] | {"message": None} == {"path": path, "line": 7, "column": 26, "code": "R201",
-                                             "severity": "error", "message": None, "hint": None}
+    assert items[0] | {"message": None} == {
+        "path": path,
+        "line": 7,
+        "column": 26,
+        "code": "R201",
+        "severity": "error",
+        "message": None,
+        "hint": None,
+    }
     github = run(capsys, "check", path, "--format", "github")[1].out
     assert github.startswith(f"::error file={path},line=7,col=26,title=R201::R201 step")
     sarif = json.loads(run(capsys, "check", path, "--format", "sarif")[1].out)
     result = sarif["runs"][0]["results"][0]
     assert result["ruleId"] == "R201"
-    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 7, "startColumn": 26}
+    assert result["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 7,
+        "startColumn": 26,
+    }
 
 
 def test_missing_path_is_a_diagnostic_and_usage_errors_exit_two(files, capsys):
@@ -104,7 +117,12 @@ def test_missing_path_is_a_diagnostic_and_usage_errors_exit_two(files, capsys):
 def test_explain_every_code(capsys):
     for code in RULES:
         status, out = run(capsys, "explain", code.lower())
-        assert status == 0 and out.out.startswith(f"{code} (") and "Why:" in out.out and "Fix:" in out.out
+        assert (
+            status == 0
+            and out.out.startswith(f"{code} (")
+            and "Why:" in out.out
+            and "Fix:" in out.out
+        )
     assert run(capsys, "explain", "Z999")[0] == 2
 
 
@@ -116,5 +134,7 @@ def test_check_imports_no_airflow(files):
         "loaded = sorted(m for m in sys.modules if m == 'airflow' or m.startswith(('airflow.', 'airflow_plugin')))\n"
         "print(loaded)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -47,7 +48,9 @@ workflow:
 def project(tmp_path: Path) -> Path:
     (tmp_path / "playbooks" / "sub").mkdir(parents=True)
     (tmp_path / "playbooks" / "good.yaml").write_text(GOOD)
-    (tmp_path / "playbooks" / "sub" / "other.yaml").write_text(GOOD.replace("tests/good", "tests/other"))
+    (tmp_path / "playbooks" / "sub" / "other.yaml").write_text(
+        GOOD.replace("tests/good", "tests/other")
+    )
     return tmp_path
 
 
@@ -65,7 +68,9 @@ def test_layout_mirrors_the_source_tree(project: Path, capsys) -> None:
     assert "2 of 2 playbook(s) compiled; 2 written, 0 unchanged." in capsys.readouterr().out
 
 
-def test_unchanged_files_are_not_rewritten_and_check_detects_staleness(project: Path, capsys) -> None:
+def test_unchanged_files_are_not_rewritten_and_check_detects_staleness(
+    project: Path, capsys
+) -> None:
     assert _compile(project) == 0
     target = project / "dags" / "good.py"
     os.utime(target, ns=(1, 1))
@@ -94,7 +99,9 @@ def test_orphaned_generated_files_are_removed_hand_written_ones_kept(project: Pa
     assert (project / "dags" / "mine.py").exists()
 
 
-def test_a_playbook_with_check_errors_is_reported_and_others_still_compile(project: Path, capsys) -> None:
+def test_a_playbook_with_check_errors_is_reported_and_others_still_compile(
+    project: Path, capsys
+) -> None:
     (project / "playbooks" / "bad.yaml").write_text(BAD)
     assert _compile(project) == 1
     out = capsys.readouterr().out
@@ -112,21 +119,38 @@ def test_dag_id_collisions_get_a_suffix(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(GOOD)
     (tmp_path / "b.yaml").write_text(GOOD)
     assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out")]) == 0
-    ids = sorted(line.strip() for p in (tmp_path / "out").glob("*.py")
-                 for line in p.read_text().splitlines() if line.strip().startswith("dag_id="))
+    ids = sorted(
+        line.strip()
+        for p in (tmp_path / "out").glob("*.py")
+        for line in p.read_text().splitlines()
+        if line.strip().startswith("dag_id=")
+    )
     assert ids == ['dag_id="tests.good",', 'dag_id="tests.good_2",']
 
 
 def test_our_example_dags_are_up_to_date() -> None:
-    run = subprocess.run([sys.executable, "-m", "noetl_compile", "compile", "playbooks", "-o", "dags", "--check"],
-                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "noetl_compile", "compile", "playbooks", "-o", "dags", "--check"],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("fetch", "fetch"), ("tests/fixtures/hello world", "tests_fixtures_hello_world"),
-    ("a.b", "a_b"), ("étape", "etape"), ("params", "params_step"), ("run_id", "run_id_step"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("fetch", "fetch"),
+        ("tests/fixtures/hello world", "tests_fixtures_hello_world"),
+        ("a.b", "a_b"),
+        ("étape", "etape"),
+        ("params", "params_step"),
+        ("run_id", "run_id_step"),
+    ],
+)
 def test_task_ids_are_sanitized(name: str, expected: str) -> None:
     assert sanitize_id(name) == expected
 
@@ -135,25 +159,45 @@ def test_task_ids_are_unique_and_valid() -> None:
     ids = IdAllocator()
     got = [ids.allocate(n) for n in ["a b", "a/b", "A_B", "日本", "日本語", "x" * 400, "x" * 401]]
     assert len({g.lower() for g in got}) == len(got)
-    assert all(len(g) <= 120 and g.replace("_", "").replace("-", "").isalnum() and g.isascii() for g in got)
+    assert all(
+        len(g) <= 120 and g.replace("_", "").replace("-", "").isalnum() and g.isascii() for g in got
+    )
 
 
 def test_context_keys_match_airflow() -> None:
-    context = pytest.importorskip("airflow.sdk.definitions.context")
+    context = importlib.import_module("airflow.sdk.definitions.context")
     assert AIRFLOW_CONTEXT_KEYS == frozenset(context.KNOWN_CONTEXT_KEYS)
 
 
 def test_dag_id_mapping_is_shared_with_the_nested_operator() -> None:
-    nested = pytest.importorskip("airflow_plugin.operators.nested")
-    for path in ["tests/fixtures/playbooks/hello_world", "a//b/../c", "é/ü", "", "x" * 300, "a b/c.d"]:
+    nested = importlib.import_module("airflow_plugin.operators.nested")
+    for path in [
+        "tests/fixtures/playbooks/hello_world",
+        "a//b/../c",
+        "é/ü",
+        "",
+        "x" * 300,
+        "a b/c.d",
+    ]:
         assert nested.dag_id_for_path(path) == dag_id_for_path(path)
 
 
 def test_literals_round_trip_and_stay_one_line_safe() -> None:
     import ast
 
-    values = ["\u2028", '"""', "'''", "a\nb\rc", "\x00", "{{ x }}", float("inf"), -float("inf"), 1e300,
-              {"k\n": [1, None, True]}, "é" * 200]
+    values = [
+        "\u2028",
+        '"""',
+        "'''",
+        "a\nb\rc",
+        "\x00",
+        "{{ x }}",
+        float("inf"),
+        -float("inf"),
+        1e300,
+        {"k\n": [1, None, True]},
+        "é" * 200,
+    ]
     for value in values:
         text = python_literal(value, 1, 10)
         assert ast.literal_eval(text.replace('float("inf")', "1e999")) == value
@@ -164,7 +208,9 @@ def test_literals_round_trip_and_stay_one_line_safe() -> None:
         python_literal({1: "non-string key"})
 
 
-def test_compiling_other_inputs_into_the_same_folder_keeps_their_files(project: Path, tmp_path: Path) -> None:
+def test_compiling_other_inputs_into_the_same_folder_keeps_their_files(
+    project: Path, tmp_path: Path
+) -> None:
     assert _compile(project) == 0
     single = tmp_path / "single.yaml"
     single.write_text(GOOD.replace("tests/good", "tests/single"))

@@ -17,7 +17,6 @@ from noetl_compile.compile import compile_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus"))
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not available")
 
 # Loads every DAG file of a folder in ONE DagBag under a throwaway AIRFLOW_HOME.
 DAGBAG_PROBE = r"""
@@ -57,20 +56,32 @@ def test_every_accepted_playbook_compiles(compiled) -> None:
     with_errors = {d.path for d in report.diagnostics if d.severity.label == "error"}
     assert failed == with_errors  # only files `check` rejects are left out
     assert len(report.files) + len(report.failed) == report.playbooks
-    print(f"\ncorpus: {report.playbooks} playbooks, {len(report.files)} compiled, "
-          f"{len(report.failed)} rejected by check")
+    print(
+        f"\ncorpus: {report.playbooks} playbooks, {len(report.files)} compiled, "
+        f"{len(report.failed)} rejected by check"
+    )
 
 
 def test_all_generated_files_load_in_one_dagbag(compiled) -> None:
     report, out = compiled
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    probe = subprocess.run([sys.executable, "-c", DAGBAG_PROBE, str(out)], capture_output=True, text=True,
-                           env=env, timeout=600, check=False)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    probe = subprocess.run(
+        [sys.executable, "-c", DAGBAG_PROBE, str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert probe.returncode == 0, probe.stderr[-4000:]
     result = json.loads(probe.stdout.strip().splitlines()[-1])
-    print(f"\nDagBag: {result['files']} files, {result['dags']} DAGs, {result['tasks']} tasks, "
-          f"{len(result['import_errors'])} import errors, {len(result['invalid'])} invalid, "
-          f"loaded in {result['seconds']:.1f} s")
+    print(
+        f"\nDagBag: {result['files']} files, {result['dags']} DAGs, {result['tasks']} tasks, "
+        f"{len(result['import_errors'])} import errors, {len(result['invalid'])} invalid, "
+        f"loaded in {result['seconds']:.1f} s"
+    )
     assert result["import_errors"] == {}
     assert result["invalid"] == {}
     assert result["dags"] == len(report.files)
@@ -102,8 +113,15 @@ def test_acyclic_loop_free_playbooks_get_one_task_per_step(compiled) -> None:
 
 def _noetlc(args: list[str], cwd: Path, seed: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
-    return subprocess.run([sys.executable, "-m", "noetl_compile", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "noetl_compile", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

@@ -43,48 +43,61 @@ def jinja_message(text: str) -> str:
 @pytest.fixture(scope="module")
 def corpus_strings():
     if not CORPUS.is_dir():
-        pytest.skip(f"no playbook corpus at {CORPUS}")
+        pytest.fail(f"no playbook corpus at {CORPUS}")
     return templated_strings(CORPUS)
 
 
 # ----------------------------------------------------------------------------- references
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("{{ fetch.data.items[0] }}", [("fetch", ("data", "items", 0), False)]),
-    ("{{ a['x'].b }}", [("a", ("x", "b"), False)]),
-    ('{{ a["x"]["y"] }}', [("a", ("x", "y"), False)]),
-    ("{{ rows[-1].id }}", [("rows", (-1, "id"), False)]),
-    ("{{ loop_data.0.name }}", [("loop_data", (0, "name"), False)]),
-    # a dynamic subscript ends the static path, and is itself read
-    ("{{ a.b[i].c }}", [("a", ("b",), False), ("i", (), False)]),
-    ("{{ a[1:3] }}", [("a", (), False)]),
-    # a method call is not part of the data path
-    ("{{ x.get('a', y) }}", [("x", (), False), ("y", (), False)]),
-    ("{{ step.data.items() | list }}", [("step", ("data",), False)]),
-    ("{{ f(x, key=y) }}", [("f", (), False), ("x", (), False), ("y", (), False)]),
-    ("{{ a if c else b }}", [("a", (), False), ("c", (), False), ("b", (), False)]),
-    ("{{ a if c }}", [("a", (), False), ("c", (), False)]),
-    ("{{ -x ** 2 + y // 3 % z ~ 'k' }}", [("x", (), False), ("y", (), False), ("z", (), False)]),
-    ("{{ 1 < a.n <= b }}", [("a", ("n",), False), ("b", (), False)]),
-    ("{{ x not in [y, 1.5e3] and not z }}", [("x", (), False), ("y", (), False), ("z", (), False)]),
-    ("{{ {'k': v, 'n': none, 't': True} }}", [("v", (), False)]),
-    ("{{ (a, b) }}", [("a", (), False), ("b", (), False)]),
-    ("{{ x | map(attribute='y') | join(sep) }}", [("x", (), False), ("sep", (), False)]),
-    ("{{ 'a' 'b' ~ \"it's\" }}", []),
-    ("{{ true and False or none }}", []),
-    ("{{ range(3) | list }}{{ dict(a=1) }}{{ namespace() }}", []),
-    ("{{ a.if }}{{ b.not }}{{ index }}", [("a", ("if",), False), ("b", ("not",), False),
-                                          ("index", (), False)]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("{{ fetch.data.items[0] }}", [("fetch", ("data", "items", 0), False)]),
+        ("{{ a['x'].b }}", [("a", ("x", "b"), False)]),
+        ('{{ a["x"]["y"] }}', [("a", ("x", "y"), False)]),
+        ("{{ rows[-1].id }}", [("rows", (-1, "id"), False)]),
+        ("{{ loop_data.0.name }}", [("loop_data", (0, "name"), False)]),
+        # a dynamic subscript ends the static path, and is itself read
+        ("{{ a.b[i].c }}", [("a", ("b",), False), ("i", (), False)]),
+        ("{{ a[1:3] }}", [("a", (), False)]),
+        # a method call is not part of the data path
+        ("{{ x.get('a', y) }}", [("x", (), False), ("y", (), False)]),
+        ("{{ step.data.items() | list }}", [("step", ("data",), False)]),
+        ("{{ f(x, key=y) }}", [("f", (), False), ("x", (), False), ("y", (), False)]),
+        ("{{ a if c else b }}", [("a", (), False), ("c", (), False), ("b", (), False)]),
+        ("{{ a if c }}", [("a", (), False), ("c", (), False)]),
+        (
+            "{{ -x ** 2 + y // 3 % z ~ 'k' }}",
+            [("x", (), False), ("y", (), False), ("z", (), False)],
+        ),
+        ("{{ 1 < a.n <= b }}", [("a", ("n",), False), ("b", (), False)]),
+        (
+            "{{ x not in [y, 1.5e3] and not z }}",
+            [("x", (), False), ("y", (), False), ("z", (), False)],
+        ),
+        ("{{ {'k': v, 'n': none, 't': True} }}", [("v", (), False)]),
+        ("{{ (a, b) }}", [("a", (), False), ("b", (), False)]),
+        ("{{ x | map(attribute='y') | join(sep) }}", [("x", (), False), ("sep", (), False)]),
+        ("{{ 'a' 'b' ~ \"it's\" }}", []),
+        ("{{ true and False or none }}", []),
+        ("{{ range(3) | list }}{{ dict(a=1) }}{{ namespace() }}", []),
+        (
+            "{{ a.if }}{{ b.not }}{{ index }}",
+            [("a", ("if",), False), ("b", ("not",), False), ("index", (), False)],
+        ),
+    ],
+)
 def test_references(text, expected):
     assert references(text) == expected
 
 
 def test_offsets_are_into_the_whole_multiline_text():
-    text = ("SELECT *\nFROM {{ workload.schema }}.items\n"
-            "WHERE id = '{{ fetch.rows[0].id }}'\n"
-            "  AND n < {{ workload.limit | int }};\n")
+    text = (
+        "SELECT *\nFROM {{ workload.schema }}.items\n"
+        "WHERE id = '{{ fetch.rows[0].id }}'\n"
+        "  AND n < {{ workload.limit | int }};\n"
+    )
     scan = scan_template(text)
     assert [(r.root, r.path, r.offset) for r in scan.references] == [
         ("workload", ("schema",), text.index("workload.schema")),
@@ -97,13 +110,17 @@ def test_offsets_are_into_the_whole_multiline_text():
 def test_offsets_inside_a_multiline_expression():
     text = "{{ {\n  'a': first.x,\n  'b': second | default(0)\n} | tojson }}"
     assert [(r.root, r.offset) for r in scan_template(text).references] == [
-        ("first", text.index("first")), ("second", text.index("second"))]
+        ("first", text.index("first")),
+        ("second", text.index("second")),
+    ]
 
 
 def test_whitespace_control_marks():
     text = "{%- if a -%}\n  {{- b.c -}}\n{%+ endif +%}"
     assert [(r.root, r.offset) for r in scan_template(text).references] == [
-        ("a", text.index("a ")), ("b", text.index("b.c"))]
+        ("a", text.index("a ")),
+        ("b", text.index("b.c")),
+    ]
 
 
 def test_comments_and_raw_blocks_are_skipped():
@@ -117,26 +134,38 @@ def test_closing_marks_inside_strings_and_braces():
 # ----------------------------------------------------------------------------- locals
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("{% set y = z %}{{ y.q }}", ["z"]),
-    ("{{ y }}{% set y = 1 %}{{ y }}", ["y"]),  # read before it is set
-    ("{% set x = x + 1 %}", ["x"]),
-    ("{% set a, b = c %}{{ a }}{{ b }}", ["c"]),
-    ("{% for k, v in d.items() %}{{ k }}{{ v.x }}{{ loop.index }}{% endfor %}{{ k }}{{ loop }}",
-     ["d", "k", "loop"]),
-    ("{% for (a, b) in pairs %}{{ a }}{{ b }}{% endfor %}", ["pairs"]),
-    ("{% for x in xs if x.ok %}{{ x }}{% else %}{{ x }}{% endfor %}", ["xs", "x"]),
-    ("{% for x in xs %}{% set t = x %}{% endfor %}{{ t }}", ["xs", "t"]),
-    ("{% if c %}{% set y = 2 %}{% elif d %}{% else %}{% endif %}{{ y }}", ["c", "d"]),
-    ("{% macro m(a, b=c) %}{{ a }}{{ b }}{{ d }}{{ caller() }}{% endmacro %}{{ m(1) }}",
-     ["c", "d"]),
-    ("{% call(u) render(users) %}{{ u }}{{ z }}{% endcall %}", ["render", "users", "z"]),
-    ("{% with a = b, e = 1 %}{{ a }}{{ e }}{% endwith %}{{ a }}", ["b", "a"]),
-    ("{% set blk | trim %}{{ inner }}{% endset %}{{ blk }}", ["inner"]),
-    (("{% set ns = namespace(t=0) %}{% for i in items %}{% set ns.t = ns.t + i %}{% endfor %}"
-      "{{ ns.t }}"), ["items"]),
-    ("{% filter upper %}{{ w }}{% endfilter %}", ["w"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("{% set y = z %}{{ y.q }}", ["z"]),
+        ("{{ y }}{% set y = 1 %}{{ y }}", ["y"]),  # read before it is set
+        ("{% set x = x + 1 %}", ["x"]),
+        ("{% set a, b = c %}{{ a }}{{ b }}", ["c"]),
+        (
+            "{% for k, v in d.items() %}{{ k }}{{ v.x }}{{ loop.index }}{% endfor %}{{ k }}{{ loop }}",
+            ["d", "k", "loop"],
+        ),
+        ("{% for (a, b) in pairs %}{{ a }}{{ b }}{% endfor %}", ["pairs"]),
+        ("{% for x in xs if x.ok %}{{ x }}{% else %}{{ x }}{% endfor %}", ["xs", "x"]),
+        ("{% for x in xs %}{% set t = x %}{% endfor %}{{ t }}", ["xs", "t"]),
+        ("{% if c %}{% set y = 2 %}{% elif d %}{% else %}{% endif %}{{ y }}", ["c", "d"]),
+        (
+            "{% macro m(a, b=c) %}{{ a }}{{ b }}{{ d }}{{ caller() }}{% endmacro %}{{ m(1) }}",
+            ["c", "d"],
+        ),
+        ("{% call(u) render(users) %}{{ u }}{{ z }}{% endcall %}", ["render", "users", "z"]),
+        ("{% with a = b, e = 1 %}{{ a }}{{ e }}{% endwith %}{{ a }}", ["b", "a"]),
+        ("{% set blk | trim %}{{ inner }}{% endset %}{{ blk }}", ["inner"]),
+        (
+            (
+                "{% set ns = namespace(t=0) %}{% for i in items %}{% set ns.t = ns.t + i %}{% endfor %}"
+                "{{ ns.t }}"
+            ),
+            ["items"],
+        ),
+        ("{% filter upper %}{{ w }}{% endfilter %}", ["w"]),
+    ],
+)
 def test_locals_are_not_references(text, expected):
     assert roots(text) == expected
 
@@ -144,14 +173,17 @@ def test_locals_are_not_references(text, expected):
 # ----------------------------------------------------------------------------- guards, filters
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("{{ x is defined and x.y is not undefined }}", [("x", (), True), ("x", ("y",), True)]),
-    ("{{ a.b | default('z') }}{{ c | d }}", [("a", ("b",), True), ("c", (), True)]),
-    ("{{ a | default(b) }}", [("a", (), True), ("b", (), False)]),
-    ("{{ x is none }}", [("x", (), False)]),
-    ("{{ (a or b) | default(1) }}", [("a", (), False), ("b", (), False)]),
-    ("{{ a.b[i] | default(0) }}", [("a", ("b",), True), ("i", (), False)]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("{{ x is defined and x.y is not undefined }}", [("x", (), True), ("x", ("y",), True)]),
+        ("{{ a.b | default('z') }}{{ c | d }}", [("a", ("b",), True), ("c", (), True)]),
+        ("{{ a | default(b) }}", [("a", (), True), ("b", (), False)]),
+        ("{{ x is none }}", [("x", (), False)]),
+        ("{{ (a or b) | default(1) }}", [("a", (), False), ("b", (), False)]),
+        ("{{ a.b[i] | default(0) }}", [("a", ("b",), True), ("i", (), False)]),
+    ],
+)
 def test_guarded_references(text, expected):
     assert references(text) == expected
 
@@ -169,25 +201,30 @@ def test_filters_and_tests_with_offsets():
 # ----------------------------------------------------------------------------- syntax errors
 
 
-@pytest.mark.parametrize("text, bad_token", [
-    ("x {{ a + }} y", "}} y"),  # unexpected end of print statement
-    ("{{ a.b }", "}"),  # unbalanced brace
-    ("{{ a b }}", "b }}"),
-    ("{{ ctx.* }}", "* }}"),
-    ("{{ 'unterminated }}", "'unterminated"),
-    ("{% if a %}{% endfor %}", "endfor"),
-    ("{% else %}", "else"),
-    ("{% if a %}{% else %}{% elif b %}{% endif %}", "elif"),
-    ("{% setx y %}", "setx"),
-    ("{{ f(a=1, b) }}", "f("),
-    ("{{ x is defined if y else z }}", "y else"),  # Jinja takes `if` as the test's argument
-    ("{{ x is e is defined }}", "is defined"),
-    ("{{ a }} {# open", "{# open"),
-    ("line one\n  {{ fetch.rows[0] | default( }}\nline three", "}}\nline"),
-    ("SELECT 1;\n{% for x in xs %}\n  {{ x }}\n{% endfor %}\n{% if y %}\nno end\n",
-     None),  # at the end of the template
-    ("{% if x %}no end", None),
-])
+@pytest.mark.parametrize(
+    "text, bad_token",
+    [
+        ("x {{ a + }} y", "}} y"),  # unexpected end of print statement
+        ("{{ a.b }", "}"),  # unbalanced brace
+        ("{{ a b }}", "b }}"),
+        ("{{ ctx.* }}", "* }}"),
+        ("{{ 'unterminated }}", "'unterminated"),
+        ("{% if a %}{% endfor %}", "endfor"),
+        ("{% else %}", "else"),
+        ("{% if a %}{% else %}{% elif b %}{% endif %}", "elif"),
+        ("{% setx y %}", "setx"),
+        ("{{ f(a=1, b) }}", "f("),
+        ("{{ x is defined if y else z }}", "y else"),  # Jinja takes `if` as the test's argument
+        ("{{ x is e is defined }}", "is defined"),
+        ("{{ a }} {# open", "{# open"),
+        ("line one\n  {{ fetch.rows[0] | default( }}\nline three", "}}\nline"),
+        (
+            "SELECT 1;\n{% for x in xs %}\n  {{ x }}\n{% endfor %}\n{% if y %}\nno end\n",
+            None,
+        ),  # at the end of the template
+        ("{% if x %}no end", None),
+    ],
+)
 def test_syntax_errors_point_at_the_offending_token(text, bad_token):
     error = scan_template(text).error
     assert error is not None
@@ -195,11 +232,23 @@ def test_syntax_errors_point_at_the_offending_token(text, bad_token):
     assert error.offset == (len(text) if bad_token is None else text.index(bad_token))
 
 
-@pytest.mark.parametrize("text", [
-    "{{" * 20000, "{{ " + "(" * 3000 + "a" + ")" * 3000 + " }}", "{% if a %}" * 2000,
-    "{{ x | " + " | ".join(["f"] * 3000) + " }}", "{{ a + " + "1" * 5000 + " }}",
-    "{{ '\\x' }}", "{{ '\ud800' }}", "\x00{{ a\x00 }}", "{%%}", "{{}}", "{% raw %}{{", "{{ a[] }}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{" * 20000,
+        "{{ " + "(" * 3000 + "a" + ")" * 3000 + " }}",
+        "{% if a %}" * 2000,
+        "{{ x | " + " | ".join(["f"] * 3000) + " }}",
+        "{{ a + " + "1" * 5000 + " }}",
+        "{{ '\\x' }}",
+        "{{ '\ud800' }}",
+        "\x00{{ a\x00 }}",
+        "{%%}",
+        "{{}}",
+        "{% raw %}{{",
+        "{{ a[] }}",
+    ],
+)
 def test_never_raises(text):
     assert isinstance(scan_template(text), TemplateScan)
 
@@ -222,7 +271,10 @@ def test_what_the_grammar_does_not_cover_is_read_from_jinja():
     assert scan.error is None
     assert scan.unparsed == ("print a.b", "x | f()(y)")
     assert [(r.root, r.path, r.offset) for r in scan.references] == [
-        ("a", ("b",), text.index("a.b")), ("x", (), text.index("x |")), ("y", (), text.index("y)"))]
+        ("a", ("b",), text.index("a.b")),
+        ("x", (), text.index("x |")),
+        ("y", (), text.index("y)")),
+    ]
     assert scan.filters == (("f", text.index("f(")),)
 
 
@@ -231,8 +283,13 @@ def test_what_the_grammar_does_not_cover_is_read_from_jinja():
 
 def test_grammar_has_no_lalr_conflicts(caplog):
     with caplog.at_level(logging.DEBUG, logger="lark"):
-        lark.Lark(expressions._grammar_text(), parser="lalr", start=["expression", "statement"],
-                  maybe_placeholders=False, debug=True)
+        lark.Lark(
+            expressions._grammar_text(),
+            parser="lalr",
+            start=["expression", "statement"],
+            maybe_placeholders=False,
+            debug=True,
+        )
     assert not [r.message for r in caplog.records if "conflict" in r.message.lower()]
 
 

@@ -11,7 +11,9 @@ from tests.corpus import CORPUS, ROOT
 
 
 def test_step_graph_matches_networkx():
-    results, _ = check_paths([str(CORPUS), str(ROOT / "tests" / "invalid"), str(ROOT / "playbooks")])
+    results, _ = check_paths(
+        [str(CORPUS), str(ROOT / "tests" / "invalid"), str(ROOT / "playbooks")]
+    )
     compared = 0
     for result in results:
         playbook = result.playbook
@@ -26,8 +28,11 @@ def test_step_graph_matches_networkx():
             expected = nx.immediate_dominators(reference, playbook.entry)
             expected.pop(playbook.entry, None)
             assert {k: v for k, v in ours.dominators.items() if k != playbook.entry} == expected
-        loops = [sorted(c) for c in nx.strongly_connected_components(reference)
-                 if len(c) > 1 or any(reference.has_edge(n, n) for n in c)]
+        loops = [
+            sorted(c)
+            for c in nx.strongly_connected_components(reference)
+            if len(c) > 1 or any(reference.has_edge(n, n) for n in c)
+        ]
         assert sorted(loops) == sorted(sorted(c) for c in ours.cycles), result.path
         for name in playbook.step_names:
             assert ours.ancestors(name) == nx.ancestors(reference, name)

@@ -47,7 +47,8 @@ def test_golden_case(case: str) -> None:
             pytest.fail(f"{expected} did not exist; it was written, review it and commit it")
     assert text == expected.read_text(encoding="utf-8"), (
         f"generated DAG for golden/{case} differs from expected.py; if the change is intended, "
-        "regenerate with NOETLC_REGEN_GOLDEN=1")
+        "regenerate with NOETLC_REGEN_GOLDEN=1"
+    )
     ast.parse(text)
 
 
@@ -57,7 +58,7 @@ def test_enough_cases() -> None:
 
 def test_every_seed_has_an_identical_golden_case() -> None:
     if not SEEDS.is_dir():
-        pytest.skip("the shared corpus is not available")
+        pytest.fail("the shared corpus is not available")
     for seed in sorted(SEEDS.glob("*.yaml")):
         case = GOLDEN / f"seeds_{seed.stem}" / "playbook.yaml"
         assert case.is_file(), f"no golden case for {seed}"
@@ -88,5 +89,12 @@ def test_cases_cover_every_lowering_and_dialect() -> None:
             features.add("unreachable steps")
     assert dialects == {"v1", "case-v2", "canonical"}
     assert kinds == {"step", "loop", "loop_seq", "cursor", "region", "nested", "gate"}
-    assert {"join", "v1 loop body", "max_in_flight", "mode:exclusive", "mode:inclusive", "loop.done",
-            "unreachable steps"} <= features
+    assert {
+        "join",
+        "v1 loop body",
+        "max_in_flight",
+        "mode:exclusive",
+        "mode:inclusive",
+        "loop.done",
+        "unreachable steps",
+    } <= features

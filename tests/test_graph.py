@@ -5,8 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 from noetl_compile.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,17 +55,24 @@ def test_svg_and_png_with_graphviz(tmp_path: Path) -> None:
     # scripts/test.sh installs graphviz; without it this feature is untested, so fail loudly.
     assert shutil.which("dot"), "graphviz (`dot`) is required for this test: run scripts/test.sh"
     png = tmp_path / "g.png"
-    assert main(["graph", str(PLAYBOOKS / "branching.yaml"), "--format", "png", "-o", str(png)]) == 0
+    assert (
+        main(["graph", str(PLAYBOOKS / "branching.yaml"), "--format", "png", "-o", str(png)]) == 0
+    )
     assert png.read_bytes().startswith(b"\x89PNG")
     target = tmp_path / "g.svg"
-    assert main(["graph", str(PLAYBOOKS / "branching.yaml"), "--format", "svg", "-o", str(target)]) == 0
+    assert (
+        main(["graph", str(PLAYBOOKS / "branching.yaml"), "--format", "svg", "-o", str(target)])
+        == 0
+    )
     assert "<svg" in target.read_text()
 
 
 def test_a_playbook_with_errors_is_not_drawn(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: b}\nworkflow:\n"
-                   "  - step: start\n    tool: {kind: noop}\n    next: nowhere\n")
+    bad.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: b}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: noop}\n    next: nowhere\n"
+    )
     assert main(["graph", str(bad)]) == 1
     assert "R201" in capsys.readouterr().err
     assert main(["graph", str(tmp_path / "missing.yaml")]) == 2

@@ -36,10 +36,11 @@ MIN_CASES, MIN_PER_DIALECT = 60, 12
 
 # Golden files written by hand because the checker is wrong there (position or message); the test
 # fails until the rule is fixed. Regeneration leaves them alone: remove the entry once fixed.
-HAND_WRITTEN: dict[str, str] = {
-}
+HAND_WRITTEN: dict[str, str] = {}
 
-_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]\d{3}) (?P<message>\S.*)$")
+_LINE = re.compile(
+    r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]\d{3}) (?P<message>\S.*)$"
+)
 _NAME = re.compile(r"^(?P<number>\d{3})_(?P<code>[A-Z]\d{3})_(?P<name>[a-z0-9_]+)$")
 
 
@@ -94,32 +95,53 @@ def _check(argv: list[str], capsys, monkeypatch) -> tuple[int, str]:
 
 @pytest.mark.parametrize("path", CASES, ids=_case_id)
 def test_case(path: Path, capsys, monkeypatch) -> None:
-    status, output = _check([_relative(path), "--format", "concise", "--quiet", *_case_args(path)],
-                            capsys, monkeypatch)
+    status, output = _check(
+        [_relative(path), "--format", "concise", "--quiet", *_case_args(path)], capsys, monkeypatch
+    )
     expected_file = _expected_path(path)
     if REGEN and _case_id(path) not in HAND_WRITTEN:
         expected_file.write_text(output, encoding="utf-8")
-    assert expected_file.exists(), f"{_relative(expected_file)} is missing (run with NOETLC_REGEN=1)"
+    assert expected_file.exists(), (
+        f"{_relative(expected_file)} is missing (run with NOETLC_REGEN=1)"
+    )
     expected = expected_file.read_text(encoding="utf-8")
-    assert expected.strip(), f"{_relative(expected_file)} is empty: every case has a mistake to report"
+    assert expected.strip(), (
+        f"{_relative(expected_file)} is empty: every case has a mistake to report"
+    )
     matches = _parse(expected)
     assert {m["path"] for m in matches} == {_relative(path)}
-    assert _NAME.match(path.stem)["code"] in {m["code"] for m in matches}, \
+    assert _NAME.match(path.stem)["code"] in {m["code"] for m in matches}, (
         "the code in the file name must be among the expected diagnostics"
+    )
     assert output == expected
     assert status == _expected_status(expected)
 
 
 def test_cases_are_named_and_commented() -> None:
     for path in CASES:
-        assert _NAME.match(path.stem), f"{_relative(path)}: name must be <NNN>_<CODE>_<short_name>.yaml"
+        assert _NAME.match(path.stem), (
+            f"{_relative(path)}: name must be <NNN>_<CODE>_<short_name>.yaml"
+        )
         lines = path.read_text(encoding="utf-8").splitlines()
-        comment = lines[1] if lines and lines[0].startswith("# args:") else (lines[0] if lines else "")
-        assert comment.startswith("# Mistake"), f"{_relative(path)}: the top comment must say what the mistake is"
-    strays = sorted(p.name for d in DIALECTS for p in (SUITE / d).iterdir() if p.suffix not in (".yaml", ".expected"))
+        comment = (
+            lines[1] if lines and lines[0].startswith("# args:") else (lines[0] if lines else "")
+        )
+        assert comment.startswith("# Mistake"), (
+            f"{_relative(path)}: the top comment must say what the mistake is"
+        )
+    strays = sorted(
+        p.name
+        for d in DIALECTS
+        for p in (SUITE / d).iterdir()
+        if p.suffix not in (".yaml", ".expected")
+    )
     assert not strays
-    orphans = sorted(_relative(p) for d in DIALECTS for p in (SUITE / d).glob("*.expected")
-                     if not p.with_suffix(".yaml").exists())
+    orphans = sorted(
+        _relative(p)
+        for d in DIALECTS
+        for p in (SUITE / d).glob("*.expected")
+        if not p.with_suffix(".yaml").exists()
+    )
     assert not orphans
 
 

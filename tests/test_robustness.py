@@ -8,7 +8,9 @@ from noetl_compile.check import check_text
 from tests.fuzz_mutations import mutated_playbook
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(
+    max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+)
 @given(mutated_playbook())
 def test_mutated_playbooks_give_positioned_diagnostics(text):
     result = check_text(text, "mutated.yaml")

@@ -36,8 +36,9 @@ class NoetlCursorWorkerOperator(_CompiledStepOperator):
         validate_reads(kwargs.get("reads"), f"cursor worker of step {payload.get('step')!r}")
         return super().partial(**kwargs)
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], slot: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, payload: dict[str, Any], reads: dict[str, Any], slot: Any = None, **kwargs: Any
+    ) -> None:
         validate_loop(payload, cursor=True)
         validate_reads(reads, f"cursor worker of step {payload.get('step')!r}")
         super().__init__(payload=payload, reads=reads, **kwargs)

@@ -33,7 +33,9 @@ __all__ = [
     "parse_duration",
 ]
 
-_SIMPLE = re.compile(r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?\Z")
+_SIMPLE = re.compile(
+    r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?\Z"
+)
 _ISO = re.compile(
     r"P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?\Z"
 )
@@ -98,11 +100,18 @@ class NoetlApprovalOperator(HITLOperator):
         if tool.get("on_timeout", "fail") == "default":
             default = tool.get("default")
             if default not in ("approve", "reject"):
-                raise ValueError(f"step {step!r}: `on_timeout: default` needs `default: approve|reject`")
+                raise ValueError(
+                    f"step {step!r}: `on_timeout: default` needs `default: approve|reject`"
+                )
             defaults = APPROVE if default == "approve" else REJECT
         super().__init__(
-            subject=str(tool.get("subject", step)), body=tool.get("body"), options=[APPROVE, REJECT],
-            defaults=defaults, response_timeout=_timeout(tool, step), assigned_users=_users(tool), **kwargs,
+            subject=str(tool.get("subject", step)),
+            body=tool.get("body"),
+            options=[APPROVE, REJECT],
+            defaults=defaults,
+            response_timeout=_timeout(tool, step),
+            assigned_users=_users(tool),
+            **kwargs,
         )
         self.payload = payload
         self.reads = reads
@@ -120,9 +129,13 @@ def _form(params: Any, step: Any, need_defaults: bool) -> dict[str, Any]:
     for name, spec in params.items():
         if not isinstance(spec, Mapping):
             raise ValueError(f"step {step!r}: param {name!r} must be a mapping with `type`")  # noqa: TRY004
-        schema = {k: spec[k] for k in ("type", "description", "enum", "minimum", "maximum") if k in spec}
+        schema = {
+            k: spec[k] for k in ("type", "description", "enum", "minimum", "maximum") if k in spec
+        }
         if need_defaults and "default" not in spec:
-            raise ValueError(f"step {step!r}: `on_timeout: default` needs a default for param {name!r}")
+            raise ValueError(
+                f"step {step!r}: `on_timeout: default` needs a default for param {name!r}"
+            )
         form[str(name)] = Param(spec["default"], **schema) if "default" in spec else Param(**schema)
     return form
 
@@ -137,10 +150,14 @@ class NoetlInputOperator(HITLEntryOperator):
         use_defaults = tool.get("on_timeout", "fail") == "default"
         kwargs.pop("params", None)  # DAG-level params (apply_defaults); the form has its own
         super().__init__(
-            subject=str(tool.get("subject", step)), body=tool.get("body"),
+            subject=str(tool.get("subject", step)),
+            body=tool.get("body"),
             params=_form(tool.get("params"), step, use_defaults),
-            options=[HITLEntryOperator.OK], defaults=[HITLEntryOperator.OK] if use_defaults else None,
-            response_timeout=_timeout(tool, step), assigned_users=_users(tool), **kwargs,
+            options=[HITLEntryOperator.OK],
+            defaults=[HITLEntryOperator.OK] if use_defaults else None,
+            response_timeout=_timeout(tool, step),
+            assigned_users=_users(tool),
+            **kwargs,
         )
         self.payload = payload
         self.reads = reads
@@ -179,7 +196,9 @@ class NoetlWaitUntilSensor(DateTimeSensorAsync):
         step = payload["step"]
         validate_reads(reads, f"gate {step!r}")
         if "until" not in tool or "duration" in tool or not isinstance(tool["until"], str):
-            raise ValueError(f"step {step!r}: NoetlWaitUntilSensor needs a string `until` (and no `duration`)")
+            raise ValueError(
+                f"step {step!r}: NoetlWaitUntilSensor needs a string `until` (and no `duration`)"
+            )
         super().__init__(target_time=tool["until"], **kwargs)
         self.payload = payload
         self.reads = reads

@@ -54,13 +54,15 @@ def validate_reads(reads: Any, where: str) -> None:
     for key in ("results", "region_results"):
         table = reads.get(key, {})
         if not isinstance(table, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+            isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+        ):
             problems.append(f"`reads.{key}` must map step names to task ids")
     for key in ("ctx", "vars"):
         table = reads.get(key, {})
         if not isinstance(table, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, list) and all(isinstance(t, str) for t in v)
-                for k, v in table.items()):
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(t, str) for t in v)
+            for k, v in table.items()
+        ):
             problems.append(f"`reads.{key}` must map names to lists of task ids")
     unknown = sorted(set(reads) - {"results", "region_results", "ctx", "vars"})
     if unknown:
@@ -78,7 +80,9 @@ def validate_step_payload(payload: Any, *, extensions: tuple[str, ...] = EXTENSI
     validate_payload({k: v for k, v in payload.items() if k not in extensions})
     unknown = sorted(k for k in payload if k in EXTENSION_KEYS and k not in extensions)
     if unknown:
-        raise ValueError(f"step {payload.get('step')!r}: key(s) {', '.join(unknown)} are not valid here")
+        raise ValueError(
+            f"step {payload.get('step')!r}: key(s) {', '.join(unknown)} are not valid here"
+        )
 
 
 def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
@@ -91,7 +95,9 @@ def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
     if not isinstance(loop.get("iterator"), str) or not loop["iterator"]:
         problems.append("`loop.iterator` must be a non-empty string")
     if loop.get("mode") not in LOOP_MODES:
-        problems.append(f"`loop.mode` must be one of {', '.join(LOOP_MODES)}, got {loop.get('mode')!r}")
+        problems.append(
+            f"`loop.mode` must be one of {', '.join(LOOP_MODES)}, got {loop.get('mode')!r}"
+        )
     if cursor:
         spec = loop.get("cursor")
         if loop.get("mode") != "cursor" or not isinstance(spec, Mapping):
@@ -104,12 +110,19 @@ def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
         if loop.get("mode") == "cursor":
             problems.append("a cursor loop is lowered with operators.cursor, not operators.loop")
     limit = loop.get("max_in_flight")
-    if limit is not None and not isinstance(limit, str) and (
-            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+    if (
+        limit is not None
+        and not isinstance(limit, str)
+        and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1)
+    ):
         problems.append("`loop.max_in_flight` must be a positive integer or a template")
     body = loop.get("body")
     if body is not None:
-        if not isinstance(body, Mapping) or not isinstance(body.get("steps"), Mapping) or not body["steps"]:
+        if (
+            not isinstance(body, Mapping)
+            or not isinstance(body.get("steps"), Mapping)
+            or not body["steps"]
+        ):
             problems.append("`loop.body` must hold the body `steps` of a v1 loop")
         else:
             for payload_ in body["steps"].values():
@@ -156,8 +169,9 @@ class NoetlLoopBodyOperator(_CompiledStepOperator):
         validate_reads(kwargs.get("reads"), f"loop body of step {payload.get('step')!r}")
         return super().partial(**kwargs)
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], chunk: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, payload: dict[str, Any], reads: dict[str, Any], chunk: Any = None, **kwargs: Any
+    ) -> None:
         validate_loop(payload)
         validate_reads(reads, f"loop body of step {payload.get('step')!r}")
         super().__init__(payload=payload, reads=reads, **kwargs)
@@ -186,7 +200,9 @@ class NoetlSequentialLoopOperator(_CompiledStepOperator):
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
         loop = validate_loop(payload)
         if loop.get("mode") != "sequential":
-            raise ValueError(f"step {payload.get('step')!r}: NoetlSequentialLoopOperator needs a sequential loop")
+            raise ValueError(
+                f"step {payload.get('step')!r}: NoetlSequentialLoopOperator needs a sequential loop"
+            )
         validate_reads(reads, f"sequential loop of step {payload.get('step')!r}")
         super().__init__(payload=payload, reads=reads, **kwargs)
 

@@ -44,8 +44,16 @@ class NoetlPlaybookOperator(TriggerDagRunOperator):
     template_fields = ()
     ui_color = "#fdf3e1"
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], trigger_dag_id: str | None = None,
-                 wait_for_completion: bool = True, deferrable: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        payload: dict[str, Any],
+        reads: dict[str, Any],
+        trigger_dag_id: str | None = None,
+        wait_for_completion: bool = True,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
         validate_step_payload(payload)
         step = payload.get("step")
         validate_reads(reads, f"nested playbook step {step!r}")
@@ -53,11 +61,17 @@ class NoetlPlaybookOperator(TriggerDagRunOperator):
         child = payload.get("playbook")
         if not isinstance(tool, Mapping) or tool.get("kind") not in ("playbook", "playbooks"):
             raise ValueError(f"step {step!r}: NoetlPlaybookOperator needs a `playbook` tool")
-        if not isinstance(child, Mapping) or not isinstance(child.get("path"), str) or not child["path"]:
+        if (
+            not isinstance(child, Mapping)
+            or not isinstance(child.get("path"), str)
+            or not child["path"]
+        ):
             raise ValueError(f"step {step!r}: the nested playbook needs a string `path`")
         static = child.get("dag_id")
         if trigger_dag_id is not None and static is not None and trigger_dag_id != static:
-            raise ValueError(f"step {step!r}: trigger_dag_id {trigger_dag_id!r} does not match the payload")
+            raise ValueError(
+                f"step {step!r}: trigger_dag_id {trigger_dag_id!r} does not match the payload"
+            )
         super().__init__(
             trigger_dag_id=trigger_dag_id or static or UNRESOLVED_DAG_ID,
             logical_date=None,

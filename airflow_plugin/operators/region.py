@@ -35,7 +35,9 @@ def validate_region(payload: Any) -> None:
     for member, step_payload in steps.items():
         validate_step_payload(step_payload)
         if step_payload.get("step") != member:
-            problems.append(f"`steps[{member!r}]` holds the payload of step {step_payload.get('step')!r}")
+            problems.append(
+                f"`steps[{member!r}]` holds the payload of step {step_payload.get('step')!r}"
+            )
     entry = payload.get("entry")
     if not isinstance(entry, list) or not entry or any(e not in steps for e in entry):
         problems.append("`entry` must list member steps the region starts at")

@@ -41,7 +41,7 @@ def _set_keys(block: Any) -> list[tuple[str, Position, str]]:
     for key in block:
         text = str(key)
         scope = next((p for p in _SCOPES if text.startswith(p)), "")
-        found.append((text[len(scope):].split(".", 1)[0], block.key_span(key).position, scope))
+        found.append((text[len(scope) :].split(".", 1)[0], block.key_span(key).position, scope))
     return found
 
 
@@ -50,18 +50,24 @@ def _case_set_keys(block: Any) -> list[tuple[str, Position, str]]:
     if isinstance(block, YMap) and isinstance(block.get("ctx"), YMap):
         return [(str(k), block["ctx"].key_span(k).position, "ctx.") for k in block["ctx"]]
     if isinstance(block, list):
-        return [(str(item["name"]), item.key_span("name").position, "ctx.")
-                for item in block if isinstance(item, YMap) and "name" in item]
+        return [
+            (str(item["name"]), item.key_span("name").position, "ctx.")
+            for item in block
+            if isinstance(item, YMap) and "name" in item
+        ]
     return _set_keys(block)
 
 
 def ctx_writes(playbook: Playbook) -> dict[str, list[CtxWrite]]:
     writes: dict[str, list[CtxWrite]] = {}
 
-    def add(step: str | None, entries: list[tuple[str, Position, str]], in_pipeline: bool = False) -> None:
+    def add(
+        step: str | None, entries: list[tuple[str, Position, str]], in_pipeline: bool = False
+    ) -> None:
         for name, position, scope in entries:
             writes.setdefault(name, []).append(
-                CtxWrite(name, step, position, pipeline_local=in_pipeline and scope == "iter."))
+                CtxWrite(name, step, position, pipeline_local=in_pipeline and scope == "iter.")
+            )
 
     for step in playbook.steps:
         add(step.name, _set_keys(step.set))

@@ -69,8 +69,14 @@ BUILTIN_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "nam
 # An author probing whether a value exists, rather than relying on it.
 _GUARD_FILTERS = frozenset({"default", "d"})
 _GUARD_TESTS = frozenset({"defined", "undefined"})
-_CONSTANTS = {"true": True, "True": True, "false": False, "False": False,
-              "none": None, "None": None}
+_CONSTANTS = {
+    "true": True,
+    "True": True,
+    "false": False,
+    "False": False,
+    "none": None,
+    "None": None,
+}
 # Names a macro body (and a call block's body, which is a macro) gets implicitly.
 _MACRO_LOCALS = ("varargs", "kwargs", "caller")
 # Tags that may continue an open block, before its end tag.
@@ -327,8 +333,13 @@ class _Builder(Transformer):
         return _Statement("else")
 
     def for_stmt(self, names, iterable, *loop_filter):
-        return _Statement("for", (iterable,), opens_block=True, block_locals=names + ("loop",),
-                          block_expressions=loop_filter)
+        return _Statement(
+            "for",
+            (iterable,),
+            opens_block=True,
+            block_locals=names + ("loop",),
+            block_expressions=loop_filter,
+        )
 
     def set_stmt(self, targets, value):
         names, namespaces = _names_and_namespaces(targets)
@@ -336,13 +347,15 @@ class _Builder(Transformer):
 
     def set_block_stmt(self, targets, *filters):
         names, namespaces = _names_and_namespaces(targets)
-        return _Statement("set", namespaces + _chain_filters(filters), opens_block=True,
-                          binds_at_end=names)
+        return _Statement(
+            "set", namespaces + _chain_filters(filters), opens_block=True, binds_at_end=names
+        )
 
     def macro_stmt(self, name, params=()):
         defaults, names = _signature(params)
-        return _Statement("macro", defaults, binds=(name.value,), opens_block=True,
-                          block_locals=names)
+        return _Statement(
+            "macro", defaults, binds=(name.value,), opens_block=True, block_locals=names
+        )
 
     def call_stmt(self, *parts):
         params, callee = (parts[0] if len(parts) == 2 else ()), parts[-1]
@@ -354,8 +367,9 @@ class _Builder(Transformer):
 
     def with_stmt(self, *assignments):
         names = tuple(chain.from_iterable(names for names, _ in assignments))
-        return _Statement("with", tuple(value for _, value in assignments), opens_block=True,
-                          block_locals=names)
+        return _Statement(
+            "with", tuple(value for _, value in assignments), opens_block=True, block_locals=names
+        )
 
     def end_stmt(self, token):
         return _Statement(token.value)
@@ -424,7 +438,8 @@ _CLOSE = {"expression": re.compile(r"-?\}\}"), "statement": re.compile(r"[-+]?%\
 # One step through a tag: a string literal, or a run of characters that cannot start a closing
 # mark, a bracket or a string, or any single character.
 _TAG_CONTENT = re.compile(
-    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"()\[\]{}%}+\-]+|.""", re.DOTALL)
+    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"()\[\]{}%}+\-]+|.""", re.DOTALL
+)
 _CLOSING_BRACKET = {"(": ")", "[": "]", "{": "}"}
 
 
@@ -556,7 +571,7 @@ def _statement_via_jinja(source: str) -> _Statement | None:
     if keyword.startswith("end"):
         return _Statement(keyword)
     if keyword == "elif":
-        test = _expression_via_jinja(source[source.index("elif") + 4:])
+        test = _expression_via_jinja(source[source.index("elif") + 4 :])
         return None if test is None else _Statement("elif", (test,))
     # Jinja parses whole templates only: try the statement alone, then as a block.
     for suffix, opens_block in (("", False), (f"{{% end{keyword} %}}", True)):
@@ -566,21 +581,29 @@ def _statement_via_jinja(source: str) -> _Statement | None:
     return None
 
 
-def _statement_from_jinja(keyword: str, node: jinja_nodes.Node, opens_block: bool,
-                          locate: _Locator) -> _Statement:
+def _statement_from_jinja(
+    keyword: str, node: jinja_nodes.Node, opens_block: bool, locate: _Locator
+) -> _Statement:
     def convert(child):
         return _from_jinja(child, locate)
 
     if isinstance(node, jinja_nodes.For):
-        return _Statement("for", (convert(node.iter),), opens_block=True,
-                          block_locals=_stored_names(node.target) + ("loop",),
-                          block_expressions=() if node.test is None else (convert(node.test),))
+        return _Statement(
+            "for",
+            (convert(node.iter),),
+            opens_block=True,
+            block_locals=_stored_names(node.target) + ("loop",),
+            block_expressions=() if node.test is None else (convert(node.test),),
+        )
     if isinstance(node, (jinja_nodes.Macro, jinja_nodes.CallBlock)):
         callee = (convert(node.call),) if isinstance(node, jinja_nodes.CallBlock) else ()
-        return _Statement(keyword, callee + tuple(map(convert, node.defaults)),
-                          binds=(node.name,) if isinstance(node, jinja_nodes.Macro) else (),
-                          opens_block=True,
-                          block_locals=tuple(arg.name for arg in node.args) + _MACRO_LOCALS)
+        return _Statement(
+            keyword,
+            callee + tuple(map(convert, node.defaults)),
+            binds=(node.name,) if isinstance(node, jinja_nodes.Macro) else (),
+            opens_block=True,
+            block_locals=tuple(arg.name for arg in node.args) + _MACRO_LOCALS,
+        )
     if isinstance(node, jinja_nodes.AssignBlock):
         filters = () if node.filter is None else (convert(node.filter),)
         return _Statement("set", filters, opens_block=True, binds_at_end=_stored_names(node.target))
@@ -660,7 +683,8 @@ def _error_offset(text: str, error: jinja2.TemplateSyntaxError, candidates: list
 # sees a conditional and a membership test. Tags like that are left to Jinja; the match ends where
 # Jinja stumbles: at that `is`, or at the token after `if` / `in`.
 _BARE_TEST_ARGUMENT = re.compile(
-    r"\bis\s+(?:not\s+)?[^\W\d]\w*(?:\s*\.\s*\w+)*\s+(?:(?=is\b)|(?:if|in)\b\s*)")
+    r"\bis\s+(?:not\s+)?[^\W\d]\w*(?:\s*\.\s*\w+)*\s+(?:(?=is\b)|(?:if|in)\b\s*)"
+)
 
 
 @dataclass(slots=True)
@@ -702,8 +726,11 @@ class _Scan:
             references=tuple(sorted(self.references, key=lambda reference: reference.offset)),
             filters=tuple(sorted(self.filters, key=lambda item: item[1])),
             tests=tuple(sorted(self.tests, key=lambda item: item[1])),
-            error=None if error is None else TemplateSyntaxProblem(
-                error.message or str(error), _error_offset(self.text, error, self.problems)),
+            error=None
+            if error is None
+            else TemplateSyntaxProblem(
+                error.message or str(error), _error_offset(self.text, error, self.problems)
+            ),
             unparsed=tuple(self.unparsed),
         )
 
@@ -713,7 +740,7 @@ class _Scan:
         return self.jinja_verdict
 
     def _tag(self, tag: _Tag) -> None:
-        source = self.text[tag.body_start:tag.body_end]
+        source = self.text[tag.body_start : tag.body_end]
         first_token = tag.body_start + len(source) - len(source.lstrip())
         tree, failed_at = _parse(tag.kind, source)
         quirk = _BARE_TEST_ARGUMENT.search(source)
@@ -858,4 +885,4 @@ def template_tags(text: str) -> tuple[str, ...]:
     """The bodies of the `{{ }}` and `{% %}` tags of a template, in order (comments and raw
     blocks skipped; the scan stops at a tag that is not closed)."""
     tags = _split_tags(text)
-    return tuple(text[tag.body_start:tag.body_end] for tag in tags if tag.kind != "broken")
+    return tuple(text[tag.body_start : tag.body_end] for tag in tags if tag.kind != "broken")

@@ -128,8 +128,11 @@ class StepGraph:
     def cycles(self) -> list[list[str]]:
         """Strongly connected components that loop (size > 1 or a self-loop), in workflow order."""
         order = {name: i for i, name in enumerate(self.playbook.step_names)}
-        found = [sorted(c, key=order.__getitem__) for c in self._components()
-                 if len(c) > 1 or c[0] in self.successors[c[0]]]
+        found = [
+            sorted(c, key=order.__getitem__)
+            for c in self._components()
+            if len(c) > 1 or c[0] in self.successors[c[0]]
+        ]
         return sorted(found, key=lambda c: order[c[0]])
 
     def _components(self) -> list[list[str]]:
@@ -196,9 +199,10 @@ class StepGraph:
             return False
         for _, targets in self.inclusive_forks:
             for i, first in enumerate(targets):
-                for second in targets[i + 1:]:
+                for second in targets[i + 1 :]:
                     if (self._on_branch(first, a) and self._on_branch(second, b)) or (
-                            self._on_branch(first, b) and self._on_branch(second, a)):
+                        self._on_branch(first, b) and self._on_branch(second, a)
+                    ):
                         return True
         return False
 

@@ -14,14 +14,59 @@ from ..load import YMap
 from .dataflow import ctx_writes
 
 # Namespaces some runtime location provides (engine, worker, pipeline, case, retry, v1).
-RUNTIME_NAMES = frozenset({
-    "workload", "vars", "ctx", "iter", "execution_id", "catalog_id", "job", "event", "output",
-    "response", "result", "this", "error", "_retry", "_prev", "_task", "_attempt", "results",
-    "input", "args", "keychain", "env", "loop", "loop_index", "parent_execution_id", "secrets",
-    "step", "context", "data", "status_code", "page", "token", "spec",
-})
-JINJA_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "namespace",
-                           "true", "false", "none", "True", "False", "None"})
+RUNTIME_NAMES = frozenset(
+    {
+        "workload",
+        "vars",
+        "ctx",
+        "iter",
+        "execution_id",
+        "catalog_id",
+        "job",
+        "event",
+        "output",
+        "response",
+        "result",
+        "this",
+        "error",
+        "_retry",
+        "_prev",
+        "_task",
+        "_attempt",
+        "results",
+        "input",
+        "args",
+        "keychain",
+        "env",
+        "loop",
+        "loop_index",
+        "parent_execution_id",
+        "secrets",
+        "step",
+        "context",
+        "data",
+        "status_code",
+        "page",
+        "token",
+        "spec",
+    }
+)
+JINJA_GLOBALS = frozenset(
+    {
+        "range",
+        "dict",
+        "lipsum",
+        "cycler",
+        "joiner",
+        "namespace",
+        "true",
+        "false",
+        "none",
+        "True",
+        "False",
+        "None",
+    }
+)
 # Filters the NoETL worker registers on top of Jinja's built-ins.
 NOETL_FILTERS = frozenset({"b64encode", "b64decode", "tojson", "encrypt_secret", "fromjson"})
 
@@ -93,7 +138,10 @@ def _input_keys(config: object) -> set[str]:
 def _retry_names(step) -> set[str]:
     """Unified retry `collect.into` names become visible after the step (spec §6)."""
     names: set[str] = set()
-    for holder in (step.retry, step.tool.config.get("retry") if step.tool and isinstance(step.tool.config, dict) else None):
+    for holder in (
+        step.retry,
+        step.tool.config.get("retry") if step.tool and isinstance(step.tool.config, dict) else None,
+    ):
         policies = holder if isinstance(holder, list) else []
         for policy in policies:
             then = policy.get("then") if isinstance(policy, dict) else None

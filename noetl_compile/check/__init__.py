@@ -42,12 +42,17 @@ def discover(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
         if os.path.isdir(path):
             for folder, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(PLAYBOOK_SUFFIXES)]
+                found += [
+                    os.path.join(folder, f) for f in sorted(files) if f.endswith(PLAYBOOK_SUFFIXES)
+                ]
         elif os.path.isfile(path):
             found.append(path)
         else:
-            problems.append(Diagnostic("E001", Severity.ERROR, path, Position(1, 1),
-                                       "no such file or directory"))
+            problems.append(
+                Diagnostic(
+                    "E001", Severity.ERROR, path, Position(1, 1), "no such file or directory"
+                )
+            )
     return sorted(dict.fromkeys(found)), problems
 
 
@@ -58,7 +63,9 @@ def read_file(path: str, dialect: str | None = None) -> FileResult:
     try:
         playbook = read_document(document, sink, dialect)
     except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
-        sink.add("E002", Position(1, 1), f"internal error while reading: {type(exc).__name__}: {exc}")
+        sink.add(
+            "E002", Position(1, 1), f"internal error while reading: {type(exc).__name__}: {exc}"
+        )
         playbook = None
     return FileResult(path, document, playbook, sink.items)
 
@@ -76,7 +83,13 @@ def check_text(text: str, path: str = "<string>", *, dialect: str | None = None)
 def check_results(results: list[FileResult], connections: set[str] | None = None) -> None:
     """Run every rule family on every read playbook (adds to each result's diagnostics)."""
     project = Project(
-        catalog_paths={p for r in results if r.playbook for p in (r.playbook.catalog_path, r.playbook.name) if p},
+        catalog_paths={
+            p
+            for r in results
+            if r.playbook
+            for p in (r.playbook.catalog_path, r.playbook.name)
+            if p
+        },
         connections=connections,
     )
     for result in results:
@@ -88,14 +101,18 @@ def check_results(results: list[FileResult], connections: set[str] | None = None
             try:
                 family(context)
             except Exception as exc:  # noqa: BLE001 — one failing rule must not hide the others
-                sink.add("E002", Position(1, 1), f"internal error in {family.__module__}: "
-                         f"{type(exc).__name__}: {exc}")
+                sink.add(
+                    "E002",
+                    Position(1, 1),
+                    f"internal error in {family.__module__}: {type(exc).__name__}: {exc}",
+                )
         result.diagnostics.extend(sink.items)
         result.diagnostics.sort(key=lambda d: d.sort_key)
 
 
-def check_paths(paths: Iterable[str], *, dialect: str | None = None,
-                connections: set[str] | None = None) -> tuple[list[FileResult], list[Diagnostic]]:
+def check_paths(
+    paths: Iterable[str], *, dialect: str | None = None, connections: set[str] | None = None
+) -> tuple[list[FileResult], list[Diagnostic]]:
     files, problems = discover(paths)
     results = [read_file(path, dialect) for path in files]
     check_results(results, connections)

@@ -61,7 +61,7 @@ class CheckContext:
         if span is None:
             return Position(1, 1)
         text = self.document.text
-        raw = text[span.start:span.end]
+        raw = text[span.start : span.end]
         if span.style in ("|", ">"):
             return self._in_block(span, raw, value, offset)
         scanned = source_indices(text, span.start, span.end, span.style)
@@ -77,7 +77,9 @@ class CheckContext:
         indent = next((len(line) - len(line.lstrip(" ")) for line in body if line.strip()), 0)
         if span.style == "|" and line_index < len(body):
             header_line = span.line
-            return Position(header_line + 1 + self._skip_blank_prefix(body, line_index), indent + column + 1)
+            return Position(
+                header_line + 1 + self._skip_blank_prefix(body, line_index), indent + column + 1
+            )
         return self._search(span, raw, value, offset)
 
     @staticmethod
@@ -86,7 +88,7 @@ class CheckContext:
         return line_index
 
     def _search(self, span: Span, raw: str, value: str, offset: int) -> Position:
-        needle = value[offset:offset + 24].split("\n", 1)[0]
+        needle = value[offset : offset + 24].split("\n", 1)[0]
         found = raw.find(needle) if needle else -1
         if found >= 0:
             return self.document.position_at(span.start + found)

@@ -29,21 +29,35 @@ def check_cursor(ctx: CheckContext, step: Step) -> None:
     missing = [key for key in ("kind", "auth", "claim") if not _present(cursor.get(key))]
     if missing:
         names = ", ".join(f"`{key}`" for key in missing)
-        ctx.report("C512", ctx.pos(cursor), f"{label} needs {names} (a cursor needs a driver `kind`, "
-                                            "a credential `auth` and a `claim` statement)")
+        ctx.report(
+            "C512",
+            ctx.pos(cursor),
+            f"{label} needs {names} (a cursor needs a driver `kind`, "
+            "a credential `auth` and a `claim` statement)",
+        )
     for key in cursor:
         if key not in CURSOR_KEYS:
-            ctx.report("C512", ctx.key_pos(cursor, key),
-                       f"unknown key {str(key)!r} in {label}" + did_you_mean(str(key), CURSOR_KEYS))
+            ctx.report(
+                "C512",
+                ctx.key_pos(cursor, key),
+                f"unknown key {str(key)!r} in {label}" + did_you_mean(str(key), CURSOR_KEYS),
+            )
     kind = cursor.get("kind")
     if _present(kind) and not is_template(kind) and kind not in BUILTIN_CURSOR_DRIVERS:
         # A driver registered under the `noetl.cursor_drivers` entry points is legal, so only warn.
-        ctx.report("C512", ctx.pos(cursor, "kind"),
-                   f"cursor driver {kind!r} of step {step.name!r} is not built in (only `postgres` is); "
-                   "it must be registered under the `noetl.cursor_drivers` entry points",
-                   severity=Severity.WARNING)
+        ctx.report(
+            "C512",
+            ctx.pos(cursor, "kind"),
+            f"cursor driver {kind!r} of step {step.name!r} is not built in (only `postgres` is); "
+            "it must be registered under the `noetl.cursor_drivers` entry points",
+            severity=Severity.WARNING,
+        )
     claim = cursor.get("claim")
     if _present(claim) and not isinstance(claim, str):
-        ctx.report("C512", ctx.pos(cursor, "claim"), f"`claim` of {label} must be an SQL statement (a string)")
+        ctx.report(
+            "C512",
+            ctx.pos(cursor, "claim"),
+            f"`claim` of {label} must be an SQL statement (a string)",
+        )
     if _present(cursor.get("options")) and not isinstance(cursor.get("options"), dict):
         ctx.report("C512", ctx.pos(cursor, "options"), f"`options` of {label} must be a mapping")

@@ -12,13 +12,18 @@ def check(ctx: CheckContext) -> None:
     playbook = ctx.playbook
     # An arc to an unknown step (R201) is probably the route that was meant to reach the
     # orphan; reporting it unreachable as well would only repeat that mistake.
-    broken_routing = any(arc.target not in ctx.step_names for s in playbook.steps for arc in s.router.arcs)
+    broken_routing = any(
+        arc.target not in ctx.step_names for s in playbook.steps for arc in s.router.arcs
+    )
     for step in playbook.steps:
         if broken_routing:
             break
         if step.name not in flow.reachable and not _closes_reachable_loop(ctx, step):
-            ctx.report("F401", step.span.position,
-                       f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}")
+            ctx.report(
+                "F401",
+                step.span.position,
+                f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}",
+            )
     for cycle in flow.cycles:
         first = playbook.step(cycle[0])
         if len(cycle) == 1:
@@ -39,15 +44,21 @@ def _check_ctx(ctx: CheckContext) -> None:
     workload = set(ctx.playbook.workload or {})
     for read in ctx_reads(ctx.playbook, ctx.sites):
         if read.name not in writes and read.name not in workload and not read.guarded:
-            ctx.report("F403", ctx.position_in_string(read.value, read.offset),
-                       f"`ctx.{read.name}` is read in step {read.step!r} but no step writes it "
-                       "and it is not a workload key")
+            ctx.report(
+                "F403",
+                ctx.position_in_string(read.value, read.offset),
+                f"`ctx.{read.name}` is read in step {read.step!r} but no step writes it "
+                "and it is not a workload key",
+            )
     for name, writers in sorted(writes.items()):
         steps = sorted({w.step for w in writers if w.step})
         for i, first in enumerate(steps):
-            for second in steps[i + 1:]:
+            for second in steps[i + 1 :]:
                 if ctx.flow.may_run_in_parallel(first, second):
                     where = next(w for w in writers if w.step == second)
-                    ctx.report("F404", where.position,
-                               f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
-                               "which can run in parallel; the last writer wins at random")
+                    ctx.report(
+                        "F404",
+                        where.position,
+                        f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
+                        "which can run in parallel; the last writer wins at random",
+                    )

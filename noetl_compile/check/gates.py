@@ -21,14 +21,22 @@ KEYS_BY_GATE = {
     "sleep": {"duration", "until"},
 }
 ALL_GATE_KEYS = set().union(*KEYS_BY_GATE.values())
-PARAM_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-               "object": (dict,), "array": (list,)}
+PARAM_TYPES = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
 PARAM_KEYS = {"type", "default", "description", "enum", "minimum", "maximum"}
 
 # `30s`, `5m`, `1h30m`, `2d12h` ... or ISO-8601 `PT2H`, `P10D`, `P1DT2H30M`, `PT0.5S`.
 _SHORT = re.compile(r"(?:\d+(?:\.\d+)?[dhms])+")
-_ISO = re.compile(r"P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
-                  r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+_ISO = re.compile(
+    r"P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+)
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
@@ -36,7 +44,9 @@ def duration_seconds(text: str) -> float | None:
     """Seconds of a duration string, or None when it is not one of the accepted spellings."""
     text = text.strip()
     if _SHORT.fullmatch(text):
-        return sum(float(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([dhms])", text))
+        return sum(
+            float(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
+        )
     match = _ISO.fullmatch(text.upper())
     if match and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
         weeks, days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
@@ -49,34 +59,53 @@ def check_gate(ctx: CheckContext, tool: Any, label: str) -> None:
         return
     gate = tool.get("gate")
     if "gate" not in tool:
-        ctx.report("C510", ctx.pos(tool), f"the gate {label} needs `gate` ({', '.join(GATE_TYPES)})")
+        ctx.report(
+            "C510", ctx.pos(tool), f"the gate {label} needs `gate` ({', '.join(GATE_TYPES)})"
+        )
         return
     if is_template(gate):
         return  # the runtime decides; nothing else can be checked against an unknown type
     if gate not in GATE_TYPES:
-        ctx.report("C510", ctx.pos(tool, "gate"),
-                   f"`gate` of {label} must be one of {', '.join(GATE_TYPES)}, not {gate!r}"
-                   + did_you_mean(str(gate), GATE_TYPES))
+        ctx.report(
+            "C510",
+            ctx.pos(tool, "gate"),
+            f"`gate` of {label} must be one of {', '.join(GATE_TYPES)}, not {gate!r}"
+            + did_you_mean(str(gate), GATE_TYPES),
+        )
         return
     _check_keys(ctx, tool, gate, label)
     if gate == "sleep":
         _check_sleep(ctx, tool, label)
         return
     if "subject" not in tool or tool["subject"] in (None, ""):
-        ctx.report("C510", ctx.pos(tool, "gate"), f"the {gate} gate {label} needs a `subject` (the question to ask)")
+        ctx.report(
+            "C510",
+            ctx.pos(tool, "gate"),
+            f"the {gate} gate {label} needs a `subject` (the question to ask)",
+        )
     elif not isinstance(tool["subject"], str):
         ctx.report("C510", ctx.pos(tool, "subject"), f"`subject` of {label} must be a string")
     if "timeout" not in tool or tool["timeout"] is None:
-        ctx.report("C505", ctx.pos(tool, "gate"),
-                   f"the {gate} gate {label} has no `timeout`; a forgotten execution would wait forever",
-                   hint="add e.g. `timeout: 2d` (and `on_timeout: fail` or `default`)")
+        ctx.report(
+            "C505",
+            ctx.pos(tool, "gate"),
+            f"the {gate} gate {label} has no `timeout`; a forgotten execution would wait forever",
+            hint="add e.g. `timeout: 2d` (and `on_timeout: fail` or `default`)",
+        )
     else:
         _check_duration(ctx, tool, "timeout", label, positive=True)
     _check_assignees(ctx, tool, label)
     on_timeout = tool.get("on_timeout", "fail")
-    if "on_timeout" in tool and not is_template(on_timeout) and on_timeout not in ("fail", "default"):
-        ctx.report("C510", ctx.pos(tool, "on_timeout"),
-                   f"`on_timeout` of {label} must be `fail` or `default`, not {on_timeout!r}")
+    if (
+        "on_timeout" in tool
+        and not is_template(on_timeout)
+        and on_timeout not in ("fail", "default")
+    ):
+        ctx.report(
+            "C510",
+            ctx.pos(tool, "on_timeout"),
+            f"`on_timeout` of {label} must be `fail` or `default`, not {on_timeout!r}",
+        )
     if gate == "approve":
         _check_approve_default(ctx, tool, label, on_timeout)
     else:
@@ -91,7 +120,9 @@ def _check_keys(ctx: CheckContext, tool: dict, gate: str, label: str) -> None:
         if key in ALL_GATE_KEYS:
             message = f"`{key}` does not apply to a {gate} gate ({label})"
         else:
-            message = f"unknown key {str(key)!r} in the gate {label}" + did_you_mean(str(key), allowed)
+            message = f"unknown key {str(key)!r} in the gate {label}" + did_you_mean(
+                str(key), allowed
+            )
         ctx.report("C510", ctx.key_pos(tool, key), message)
 
 
@@ -108,9 +139,12 @@ def _check_sleep(ctx: CheckContext, tool: dict, label: str) -> None:
         if isinstance(until, datetime) or is_template(until):
             return  # YAML already parsed it as a timestamp, or it is rendered at run time
         if not isinstance(until, str) or not _is_rfc3339(until):
-            ctx.report("C510", ctx.pos(tool, "until"),
-                       f"`until` of {label} must be an RFC 3339 timestamp (e.g. 2026-05-01T09:00:00Z) "
-                       f"or a template, not {until!r}")
+            ctx.report(
+                "C510",
+                ctx.pos(tool, "until"),
+                f"`until` of {label} must be an RFC 3339 timestamp (e.g. 2026-05-01T09:00:00Z) "
+                f"or a template, not {until!r}",
+            )
 
 
 def _is_rfc3339(text: str) -> bool:
@@ -127,9 +161,12 @@ def _check_duration(ctx: CheckContext, tool: dict, key: str, label: str, *, posi
         return
     seconds = duration_seconds(value) if isinstance(value, str) else None
     if seconds is None:
-        ctx.report("C510", ctx.pos(tool, key),
-                   f"`{key}` of {label} is not a duration: {value!r} "
-                   "(use e.g. 30s, 5m, 2h, 10d, 1h30m or ISO-8601 PT2H)")
+        ctx.report(
+            "C510",
+            ctx.pos(tool, key),
+            f"`{key}` of {label} is not a duration: {value!r} "
+            "(use e.g. 30s, 5m, 2h, 10d, 1h30m or ISO-8601 PT2H)",
+        )
     elif positive and seconds <= 0:
         ctx.report("C510", ctx.pos(tool, key), f"`{key}` of {label} must be longer than zero")
 
@@ -139,18 +176,26 @@ def _check_assignees(ctx: CheckContext, tool: dict, label: str) -> None:
     if assignees is None or is_template(assignees):
         return
     if not isinstance(assignees, list) or not all(isinstance(a, str) for a in assignees):
-        ctx.report("C510", ctx.pos(tool, "assignees"), f"`assignees` of {label} must be a list of user ids")
+        ctx.report(
+            "C510", ctx.pos(tool, "assignees"), f"`assignees` of {label} must be a list of user ids"
+        )
 
 
 def _check_approve_default(ctx: CheckContext, tool: dict, label: str, on_timeout: Any) -> None:
     default = tool.get("default")
     if default is not None and not is_template(default) and default not in ("approve", "reject"):
-        ctx.report("C510", ctx.pos(tool, "default"),
-                   f"`default` of {label} must be `approve` or `reject`, not {default!r}")
+        ctx.report(
+            "C510",
+            ctx.pos(tool, "default"),
+            f"`default` of {label} must be `approve` or `reject`, not {default!r}",
+        )
         return
     if on_timeout == "default" and default is None:
-        ctx.report("C507", ctx.pos(tool, "on_timeout"),
-                   f"`on_timeout: default` in {label} needs `default: approve` or `default: reject`")
+        ctx.report(
+            "C507",
+            ctx.pos(tool, "on_timeout"),
+            f"`on_timeout: default` in {label} needs `default: approve` or `default: reject`",
+        )
 
 
 def _check_params(ctx: CheckContext, tool: dict, label: str, on_timeout: Any) -> None:
@@ -159,8 +204,12 @@ def _check_params(ctx: CheckContext, tool: dict, label: str, on_timeout: Any) ->
         return
     if not isinstance(params, dict) or not params:
         position = ctx.pos(tool, "params") if "params" in tool else ctx.pos(tool, "gate")
-        ctx.report("C506", position, f"the input gate {label} needs a non-empty `params` mapping "
-                                     "(name -> {type, default?})")
+        ctx.report(
+            "C506",
+            position,
+            f"the input gate {label} needs a non-empty `params` mapping "
+            "(name -> {type, default?})",
+        )
         return
     for name, spec in params.items():
         where = f"param {name!r} of {label}"
@@ -169,38 +218,58 @@ def _check_params(ctx: CheckContext, tool: dict, label: str, on_timeout: Any) ->
             continue
         _check_param(ctx, spec, where)
         if on_timeout == "default" and "default" not in spec:
-            ctx.report("C507", ctx.key_pos(params, name),
-                       f"{where} has no `default`, but `on_timeout: default` uses every param's default")
+            ctx.report(
+                "C507",
+                ctx.key_pos(params, name),
+                f"{where} has no `default`, but `on_timeout: default` uses every param's default",
+            )
 
 
 def _check_param(ctx: CheckContext, spec: dict, where: str) -> None:
     for key in spec:
         if key not in PARAM_KEYS:
-            ctx.report("C510", ctx.key_pos(spec, key),
-                       f"unknown key {str(key)!r} in {where}" + did_you_mean(str(key), PARAM_KEYS))
+            ctx.report(
+                "C510",
+                ctx.key_pos(spec, key),
+                f"unknown key {str(key)!r} in {where}" + did_you_mean(str(key), PARAM_KEYS),
+            )
     kind = spec.get("type")
     if "type" not in spec:
         ctx.report("C510", ctx.pos(spec), f"{where} needs `type` ({', '.join(PARAM_TYPES)})")
         return
     if not isinstance(kind, str) or kind not in PARAM_TYPES:
-        ctx.report("C510", ctx.pos(spec, "type"),
-                   f"`type` of {where} must be one of {', '.join(PARAM_TYPES)}, not {kind!r}"
-                   + did_you_mean(str(kind), PARAM_TYPES))
+        ctx.report(
+            "C510",
+            ctx.pos(spec, "type"),
+            f"`type` of {where} must be one of {', '.join(PARAM_TYPES)}, not {kind!r}"
+            + did_you_mean(str(kind), PARAM_TYPES),
+        )
         return
     default = spec.get("default")
     if default is not None and not is_template(default) and not _has_type(default, kind):
-        ctx.report("C510", ctx.pos(spec, "default"),
-                   f"`default` of {where} must be {kind}, not {type_name(default)}")
+        ctx.report(
+            "C510",
+            ctx.pos(spec, "default"),
+            f"`default` of {where} must be {kind}, not {type_name(default)}",
+        )
     enum = spec.get("enum")
     if enum is not None and not is_template(enum):
         if not isinstance(enum, list) or not enum:
             ctx.report("C510", ctx.pos(spec, "enum"), f"`enum` of {where} must be a non-empty list")
         elif default is not None and not is_template(default) and default not in enum:
-            ctx.report("C510", ctx.pos(spec, "default"), f"`default` of {where} is not one of its `enum` values")
+            ctx.report(
+                "C510",
+                ctx.pos(spec, "default"),
+                f"`default` of {where} is not one of its `enum` values",
+            )
     for bound in ("minimum", "maximum"):
         if bound in spec and kind not in ("integer", "number"):
-            ctx.report("C510", ctx.key_pos(spec, bound), f"`{bound}` of {where} only applies to numbers")
-        elif bound in spec and not _has_type(spec[bound], "number") and not is_template(spec[bound]):
+            ctx.report(
+                "C510", ctx.key_pos(spec, bound), f"`{bound}` of {where} only applies to numbers"
+            )
+        elif (
+            bound in spec and not _has_type(spec[bound], "number") and not is_template(spec[bound])
+        ):
             ctx.report("C510", ctx.pos(spec, bound), f"`{bound}` of {where} must be a number")
 
 

@@ -18,10 +18,14 @@ from typing import Any
 from ..analyze.expressions import scan_template
 from .context import CheckContext
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 # Maskings tried in turn: a name, a number, an empty tuple. One of them fits where the rendered
 # value goes in nearly all real code (`x = {{ n }}`, `f({{ a }})`, `'{{ s }}'`, `1{{ zeros }}`).
-_MASKS = (lambda n: "_" * n, lambda n: "0" * n, lambda n: "(" + " " * (n - 2) + ")" if n >= 2 else "_" * n)
+_MASKS = (
+    lambda n: "_" * n,
+    lambda n: "0" * n,
+    lambda n: "(" + " " * (n - 2) + ")" if n >= 2 else "_" * n,
+)
 
 
 def check_task_code(ctx: CheckContext, config: Any, label: str) -> None:
@@ -38,7 +42,11 @@ def check_task_code(ctx: CheckContext, config: Any, label: str) -> None:
         try:
             decoded = base64.b64decode(encoded, validate=False).decode("utf-8")
         except (binascii.Error, ValueError):
-            ctx.report("C501", ctx.pos(config, "code_b64"), f"`code_b64` of {label} is not valid base64 UTF-8 text")
+            ctx.report(
+                "C501",
+                ctx.pos(config, "code_b64"),
+                f"`code_b64` of {label} is not valid base64 UTF-8 text",
+            )
             return
         _check(ctx, decoded, None, label, anchor=ctx.pos(config, "code_b64"))
 
@@ -51,10 +59,14 @@ def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=Non
     offset = _offset_of(code, line, column)
     position = ctx.position_in_string(yaml_value, offset) if yaml_value is not None else anchor
     where = "of the block" if yaml_value is not None else "of the decoded `code_b64`"
-    ctx.report("C501", position,
-               f"python code of {label} does not compile: {message} (line {line} {where})",
-               hint="the engine runs the code at module level: assign `result = ...` instead of `return`"
-               if "'return' outside function" in message else None)
+    ctx.report(
+        "C501",
+        position,
+        f"python code of {label} does not compile: {message} (line {line} {where})",
+        hint="the engine runs the code at module level: assign `result = ...` instead of `return`"
+        if "'return' outside function" in message
+        else None,
+    )
 
 
 @functools.lru_cache(maxsize=2048)  # the same code block recurs across steps and files
@@ -122,5 +134,5 @@ def _offset_of(code: str, line: int, column: int) -> int:
     """Character offset of a 1-based line/column inside ``code`` (clamped to the text)."""
     lines = code.split("\n")
     line = min(max(line, 1), len(lines))
-    start = sum(len(text) + 1 for text in lines[:line - 1])
+    start = sum(len(text) + 1 for text in lines[: line - 1])
     return min(start + min(max(column - 1, 0), len(lines[line - 1])), len(code))

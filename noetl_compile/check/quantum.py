@@ -15,11 +15,27 @@ from .context import CheckContext
 
 PROVIDERS = ("aer", "basic", "ibm")
 OPS = ("run", "submit", "status", "results")
-KEYS = {"kind", "name", "spec", "output", "input", "provider", "backend", "op", "circuit", "params",
-        "shots", "seed", "transpile", "job_id", "auth", "tags"}
+KEYS = {
+    "kind",
+    "name",
+    "spec",
+    "output",
+    "input",
+    "provider",
+    "backend",
+    "op",
+    "circuit",
+    "params",
+    "shots",
+    "seed",
+    "transpile",
+    "job_id",
+    "auth",
+    "tags",
+}
 TRANSPILE_KEYS = {"optimization_level", "seed_transpiler"}
 # Leading whitespace, `//` line comments and `/* */` block comments before the version header.
-_QASM_PREAMBLE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)
+_QASM_PREAMBLE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
 _QASM_HEADER = re.compile(r"OPENQASM\s+[23](?:\.\d+)?\s*;")
 
 
@@ -29,39 +45,60 @@ def check_quantum(ctx: CheckContext, tool: Any, label: str, anchor: Position) ->
         return
     for key in tool:
         if key not in KEYS:
-            ctx.report("C511", ctx.key_pos(tool, key),
-                       f"unknown key {str(key)!r} in the quantum tool {label}" + did_you_mean(str(key), KEYS))
+            ctx.report(
+                "C511",
+                ctx.key_pos(tool, key),
+                f"unknown key {str(key)!r} in the quantum tool {label}"
+                + did_you_mean(str(key), KEYS),
+            )
     _choice(ctx, tool, "provider", PROVIDERS, label)
     op = _choice(ctx, tool, "op", OPS, label) or ("run" if "op" not in tool else None)
     if op in ("run", "submit"):
         if tool.get("circuit") in (None, ""):
-            ctx.report("C511", ctx.pos(tool, "op") if "op" in tool else anchor,
-                       f"the quantum tool {label} needs a `circuit` (OpenQASM 2/3) for op {op}")
+            ctx.report(
+                "C511",
+                ctx.pos(tool, "op") if "op" in tool else anchor,
+                f"the quantum tool {label} needs a `circuit` (OpenQASM 2/3) for op {op}",
+            )
         else:
             _check_circuit(ctx, tool, label)
     elif op in ("status", "results") and tool.get("job_id") in (None, ""):
-        ctx.report("C511", ctx.pos(tool, "op"), f"the quantum tool {label} needs a `job_id` for op {op}")
+        ctx.report(
+            "C511", ctx.pos(tool, "op"), f"the quantum tool {label} needs a `job_id` for op {op}"
+        )
     _check_int(ctx, tool, "shots", label, minimum=1)
     _check_int(ctx, tool, "seed", label, minimum=None)
     _check_transpile(ctx, tool, label)
-    for key, types, what in (("params", (dict,), "a mapping"), ("tags", (list,), "a list of strings")):
+    for key, types, what in (
+        ("params", (dict,), "a mapping"),
+        ("tags", (list,), "a list of strings"),
+    ):
         value = tool.get(key)
         if value is None or is_template(value):
             continue
         if not isinstance(value, types):
-            ctx.report("C511", ctx.pos(tool, key), f"`{key}` of {label} must be {what}, not {type_name(value)}")
+            ctx.report(
+                "C511",
+                ctx.pos(tool, key),
+                f"`{key}` of {label} must be {what}, not {type_name(value)}",
+            )
         elif key == "tags" and not all(isinstance(tag, str) for tag in value):
             ctx.report("C511", ctx.pos(tool, key), f"`tags` of {label} must be {what}")
 
 
-def _choice(ctx: CheckContext, tool: dict, key: str, choices: tuple[str, ...], label: str) -> str | None:
+def _choice(
+    ctx: CheckContext, tool: dict, key: str, choices: tuple[str, ...], label: str
+) -> str | None:
     value = tool.get(key)
     if value is None or is_template(value):
         return None
     if value not in choices:
-        ctx.report("C511", ctx.pos(tool, key),
-                   f"`{key}` of {label} must be one of {', '.join(choices)}, not {value!r}"
-                   + did_you_mean(str(value), choices))
+        ctx.report(
+            "C511",
+            ctx.pos(tool, key),
+            f"`{key}` of {label} must be one of {', '.join(choices)}, not {value!r}"
+            + did_you_mean(str(value), choices),
+        )
         return None
     return value
 
@@ -69,15 +106,22 @@ def _choice(ctx: CheckContext, tool: dict, key: str, choices: tuple[str, ...], l
 def _check_circuit(ctx: CheckContext, tool: dict, label: str) -> None:
     circuit = tool["circuit"]
     if not isinstance(circuit, str):
-        ctx.report("C511", ctx.pos(tool, "circuit"), f"`circuit` of {label} must be OpenQASM text, not {type_name(circuit)}")
+        ctx.report(
+            "C511",
+            ctx.pos(tool, "circuit"),
+            f"`circuit` of {label} must be OpenQASM text, not {type_name(circuit)}",
+        )
         return
     start = _QASM_PREAMBLE.match(circuit).end()
     rest = circuit[start:]
     if rest.startswith(("{{", "{%")):  # the header (or the whole circuit) comes from a template
         return
     if not _QASM_HEADER.match(rest):
-        ctx.report("C511", ctx.position_in_string(circuit, start),
-                   f"`circuit` of {label} must start with an `OPENQASM 2.0;` or `OPENQASM 3.0;` header")
+        ctx.report(
+            "C511",
+            ctx.position_in_string(circuit, start),
+            f"`circuit` of {label} must start with an `OPENQASM 2.0;` or `OPENQASM 3.0;` header",
+        )
 
 
 def _check_int(ctx: CheckContext, tool: dict, key: str, label: str, *, minimum: int | None) -> None:
@@ -85,9 +129,17 @@ def _check_int(ctx: CheckContext, tool: dict, key: str, label: str, *, minimum: 
     if value is None or is_template(value):
         return
     if isinstance(value, bool) or not isinstance(value, int):
-        ctx.report("C511", ctx.pos(tool, key), f"`{key}` of {label} must be an integer, not {type_name(value)}")
+        ctx.report(
+            "C511",
+            ctx.pos(tool, key),
+            f"`{key}` of {label} must be an integer, not {type_name(value)}",
+        )
     elif minimum is not None and value < minimum:
-        ctx.report("C511", ctx.pos(tool, key), f"`{key}` of {label} must be a positive integer, not {value}")
+        ctx.report(
+            "C511",
+            ctx.pos(tool, key),
+            f"`{key}` of {label} must be a positive integer, not {value}",
+        )
 
 
 def _check_transpile(ctx: CheckContext, tool: dict, label: str) -> None:
@@ -95,16 +147,29 @@ def _check_transpile(ctx: CheckContext, tool: dict, label: str) -> None:
     if transpile is None or is_template(transpile):
         return
     if not isinstance(transpile, dict):
-        ctx.report("C511", ctx.pos(tool, "transpile"),
-                   f"`transpile` of {label} must be a mapping {{optimization_level, seed_transpiler}}")
+        ctx.report(
+            "C511",
+            ctx.pos(tool, "transpile"),
+            f"`transpile` of {label} must be a mapping {{optimization_level, seed_transpiler}}",
+        )
         return
     for key in transpile:
         if key not in TRANSPILE_KEYS:
-            ctx.report("C511", ctx.key_pos(transpile, key),
-                       f"unknown key {str(key)!r} in `transpile` of {label}" + did_you_mean(str(key), TRANSPILE_KEYS))
+            ctx.report(
+                "C511",
+                ctx.key_pos(transpile, key),
+                f"unknown key {str(key)!r} in `transpile` of {label}"
+                + did_you_mean(str(key), TRANSPILE_KEYS),
+            )
     level = transpile.get("optimization_level")
-    if level is not None and not is_template(level) and (
-            isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3):
-        ctx.report("C511", ctx.pos(transpile, "optimization_level"),
-                   f"`transpile.optimization_level` of {label} must be 0, 1, 2 or 3, not {level!r}")
+    if (
+        level is not None
+        and not is_template(level)
+        and (isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3)
+    ):
+        ctx.report(
+            "C511",
+            ctx.pos(transpile, "optimization_level"),
+            f"`transpile.optimization_level` of {label} must be 0, 1, 2 or 3, not {level!r}",
+        )
     _check_int(ctx, transpile, "seed_transpiler", f"`transpile` of {label}", minimum=None)

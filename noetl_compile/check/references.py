@@ -19,9 +19,12 @@ def check(ctx: CheckContext) -> None:
             if arc.target not in ctx.step_names and not is_template(arc.target):
                 if playbook.dialect == "v1" and arc.target == "end":
                     continue  # the v1 engine treats `end` as the implicit terminal step
-                ctx.report("R201", arc.span.position if arc.span else ctx.pos(step.raw),
-                           f"step {step.name!r} routes to unknown step {arc.target!r}"
-                           + did_you_mean(arc.target, names))
+                ctx.report(
+                    "R201",
+                    arc.span.position if arc.span else ctx.pos(step.raw),
+                    f"step {step.name!r} routes to unknown step {arc.target!r}"
+                    + did_you_mean(arc.target, names),
+                )
         _check_end_loop(ctx, step)
         _check_jumps(ctx, step)
         for task in step.tasks:
@@ -37,19 +40,34 @@ def _check_end_loop(ctx: CheckContext, step: Step) -> None:
     target = ctx.playbook.step(step.end_loop)
     if target is None or target.loop is None:
         what = "an unknown step" if target is None else "a step without `loop`"
-        ctx.report("R205", step.end_loop_span.position,
-                   f"`end_loop` of step {step.name!r} names {step.end_loop!r}, {what}"
-                   + (did_you_mean(step.end_loop, [s.name for s in ctx.playbook.steps if s.loop]) if target is None else ""))
+        ctx.report(
+            "R205",
+            step.end_loop_span.position,
+            f"`end_loop` of step {step.name!r} names {step.end_loop!r}, {what}"
+            + (
+                did_you_mean(step.end_loop, [s.name for s in ctx.playbook.steps if s.loop])
+                if target is None
+                else ""
+            ),
+        )
 
 
 def _check_jumps(ctx: CheckContext, step: Step) -> None:
     labels = [t.name for t in step.tasks if t.name]
     for task in step.tasks:
         for rule in task.rules:
-            if rule.action == "jump" and rule.to and rule.to not in labels and rule.to not in ("previous", "prev"):
-                ctx.report("R206", (rule.to_span or rule.span).position,
-                           f"`jump` in step {step.name!r} targets unknown task {rule.to!r}"
-                           + did_you_mean(rule.to, labels))
+            if (
+                rule.action == "jump"
+                and rule.to
+                and rule.to not in labels
+                and rule.to not in ("previous", "prev")
+            ):
+                ctx.report(
+                    "R206",
+                    (rule.to_span or rule.span).position,
+                    f"`jump` in step {step.name!r} targets unknown task {rule.to!r}"
+                    + did_you_mean(rule.to, labels),
+                )
 
 
 def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
@@ -60,23 +78,36 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
         key = "name" if "name" in config else "task"
         name = config.get(key)
         if isinstance(name, str) and not is_template(name) and name not in ctx.playbook.workbook:
-            ctx.report("R202", ctx.pos(config, key),
-                       f"workbook task {name!r} is not defined in `workbook`"
-                       + did_you_mean(name, list(ctx.playbook.workbook)))
+            ctx.report(
+                "R202",
+                ctx.pos(config, key),
+                f"workbook task {name!r} is not defined in `workbook`"
+                + did_you_mean(name, list(ctx.playbook.workbook)),
+            )
     if task.kind in ("playbook", "playbooks"):
         path = config.get("path")
         known = ctx.project.catalog_paths
-        if isinstance(path, str) and not is_template(path) and path.strip("/") not in {p.strip("/") for p in known}:
-            ctx.report("R204", ctx.pos(config, "path"),
-                       f"nested playbook {path!r} is not among the checked playbooks"
-                       + did_you_mean(path, sorted(known)))
+        if (
+            isinstance(path, str)
+            and not is_template(path)
+            and path.strip("/") not in {p.strip("/") for p in known}
+        ):
+            ctx.report(
+                "R204",
+                ctx.pos(config, "path"),
+                f"nested playbook {path!r} is not among the checked playbooks"
+                + did_you_mean(path, sorted(known)),
+            )
     if ctx.project.connections is not None:
         for key in ("auth", "credential"):
             name = resolve_literal(ctx, config.get(key))
             if name is not None and name not in ctx.project.connections:
-                ctx.report("R203", ctx.pos(config, key),
-                           f"connection {name!r} is not in the connections file"
-                           + did_you_mean(name, sorted(ctx.project.connections)))
+                ctx.report(
+                    "R203",
+                    ctx.pos(config, key),
+                    f"connection {name!r} is not in the connections file"
+                    + did_you_mean(name, sorted(ctx.project.connections)),
+                )
 
 
 def resolve_literal(ctx: CheckContext, value: object) -> str | None:
@@ -103,5 +134,9 @@ def _check_executor(ctx: CheckContext) -> None:
     for key in ("entry_step", "final_step"):
         name = spec.get(key)
         if isinstance(name, str) and name not in ctx.step_names:
-            ctx.report("R207", ctx.pos(spec, key), f"`executor.spec.{key}` names unknown step {name!r}"
-                       + did_you_mean(name, ctx.playbook.step_names))
+            ctx.report(
+                "R207",
+                ctx.pos(spec, key),
+                f"`executor.spec.{key}` names unknown step {name!r}"
+                + did_you_mean(name, ctx.playbook.step_names),
+            )

@@ -18,8 +18,20 @@ from ..load import YList, YMap
 from .context import CheckContext
 
 # Key names (snake, kebab or camel case) that hold a secret: exact or as a suffix (`db_password`).
-_SECRET_WORDS = ("password", "passwd", "pwd", "secret", "token", "api_key", "apikey", "access_key",
-                 "secret_key", "private_key", "client_secret", "authorization")
+_SECRET_WORDS = (
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "client_secret",
+    "authorization",
+)
 _TEMPLATE = re.compile(r"\{\{|\{%")
 # Values that name a secret instead of holding it.
 _REFERENCE = re.compile(
@@ -31,23 +43,32 @@ _REFERENCE = re.compile(
       | (?:projects/[^/\s]+/)?secrets/\S+      # GCP secret manager
       | arn:aws:(?:secretsmanager|ssm):\S+ | (?:vault|secret|sm|gcp|aws|azure|env|keychain)://?\S*
       | https://[\w.-]+\.vault\.azure\.net/\S*
-    )$""", re.X)
+    )$""",
+    re.VERBOSE,
+)
 # Obvious stand-ins: `your-token`, `changeme`, `test_session_123`, `<token>` ...
-_PLACEHOLDER_WORDS = re.compile(r"^(?:your|my|enter|insert|replace|test|fake|sample|mock|dummy)(?:[-_ ]|$)"
-                                r"|changeme|placeholder|redacted|example|^none$|^null$|^todo$", re.I)
+_PLACEHOLDER_WORDS = re.compile(
+    r"^(?:your|my|enter|insert|replace|test|fake|sample|mock|dummy)(?:[-_ ]|$)"
+    r"|changeme|placeholder|redacted|example|^none$|^null$|^todo$",
+    re.IGNORECASE,
+)
 # A lowercase slug that says what it names (`openai-api-key`, `github_token`) is a reference.
 _NAMED_REFERENCE = re.compile(r"^[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)*$")
 _NAME_HINTS = ("key", "token", "secret", "password", "passwd", "credential", "cred", "auth")
 
 # Bounded repeats keep the scan linear on long code blocks.
 _URL_CREDENTIALS = re.compile(
-    r"\b[a-z][a-z0-9+.-]{0,30}://[^\s:/@'\"]{1,256}:(?P<secret>[^\s@/'\"]{1,256})@", re.I)
+    r"\b[a-z][a-z0-9+.-]{0,30}://[^\s:/@'\"]{1,256}:(?P<secret>[^\s@/'\"]{1,256})@", re.IGNORECASE
+)
 # `CREATE SECRET (... PASSWORD 'x')`, `CREATE USER u PASSWORD 'x'` in SQL text.
-_SQL_PASSWORD = re.compile(r"\bPASSWORD\s+'(?P<secret>[^'\s]+)'", re.I)
-_BEARER = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(?P<secret>\S.*?)\s*$", re.I)
+_SQL_PASSWORD = re.compile(r"\bPASSWORD\s+'(?P<secret>[^'\s]+)'", re.IGNORECASE)
+_BEARER = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+(?P<secret>\S.*?)\s*$", re.IGNORECASE)
 _TOKEN_SHAPES = (
     ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b")),
+    (
+        "a GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b"),
+    ),
     ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
     ("a Slack token", re.compile(r"\bxox[bpars]-[A-Za-z0-9-]{10,}")),
 )
@@ -121,7 +142,11 @@ def _check_value(ctx: CheckContext, key: Any, value: str, holder: Any) -> None:
     for pattern, what in patterns:
         for match in pattern.finditer(value):
             secret = match.group("secret")
-            if _TEMPLATE.search(secret) or is_reference(secret) or secret.startswith(("{", "$", "%")):
+            if (
+                _TEMPLATE.search(secret)
+                or is_reference(secret)
+                or secret.startswith(("{", "$", "%"))
+            ):
                 continue
             reported.add(match.start("secret"))
             _report(ctx, value, match.start("secret"), what)
@@ -146,9 +171,13 @@ def _secret_offset(value: str) -> int | None:
 
 
 def _report(ctx: CheckContext, value: str, offset: int, what: str) -> None:
-    ctx.report("X601", ctx.position_in_string(value, offset), f"{what} ({_mask(value, offset)})",
-               hint="keep secrets out of playbooks: use `auth: <credential name>`, a keychain entry or "
-                    "`{{ env.NAME }}`")
+    ctx.report(
+        "X601",
+        ctx.position_in_string(value, offset),
+        f"{what} ({_mask(value, offset)})",
+        hint="keep secrets out of playbooks: use `auth: <credential name>`, a keychain entry or "
+        "`{{ env.NAME }}`",
+    )
 
 
 def _mask(value: str, offset: int) -> str:

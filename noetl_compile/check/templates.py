@@ -21,20 +21,31 @@ def check(ctx: CheckContext) -> None:
     for site in ctx.sites:
         scan = scan_template(site.value)
         if scan.error is not None:
-            ctx.report("T301", ctx.position_in_string(site.value, scan.error.offset),
-                       f"template syntax error in {site.field}: {scan.error.message}")
+            ctx.report(
+                "T301",
+                ctx.position_in_string(site.value, scan.error.offset),
+                f"template syntax error in {site.field}: {scan.error.message}",
+            )
             continue
         for name, offset in scan.filters:
             if name not in KNOWN_FILTERS:
-                ctx.report("T304", ctx.position_in_string(site.value, offset),
-                           f"unknown filter {name!r}" + did_you_mean(name, KNOWN_FILTERS))
+                ctx.report(
+                    "T304",
+                    ctx.position_in_string(site.value, offset),
+                    f"unknown filter {name!r}" + did_you_mean(name, KNOWN_FILTERS),
+                )
         for name, offset in scan.tests:
             if name not in KNOWN_TESTS:
-                ctx.report("T304", ctx.position_in_string(site.value, offset),
-                           f"unknown test {name!r}" + did_you_mean(name, KNOWN_TESTS))
+                ctx.report(
+                    "T304",
+                    ctx.position_in_string(site.value, offset),
+                    f"unknown test {name!r}" + did_you_mean(name, KNOWN_TESTS),
+                )
         # A step named bare (`a.x if a else b.x`) is tested for having run: the template chooses
         # between alternatives itself, so its step reads are guarded.
-        probing = any(not ref.path and names.classify(ref.root) == "step" for ref in scan.references)
+        probing = any(
+            not ref.path and names.classify(ref.root) == "step" for ref in scan.references
+        )
         for ref in scan.references:
             kind = names.classify(ref.root)
             position = None
@@ -42,17 +53,24 @@ def check(ctx: CheckContext) -> None:
                 if ref.guarded:
                     continue
                 position = ctx.position_in_string(site.value, ref.offset)
-                ctx.report("T302", position, f"unknown name {ref.root!r} in {site.field}"
-                           + did_you_mean(ref.root, names.all_names))
+                ctx.report(
+                    "T302",
+                    position,
+                    f"unknown name {ref.root!r} in {site.field}"
+                    + did_you_mean(ref.root, names.all_names),
+                )
             elif kind == "step":
                 _check_step_reference(ctx, site, ref, names, probed=probing)
 
 
 def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) -> None:
     if ref.path and ref.path[0] in STALE_FIELDS:
-        ctx.report("T305", ctx.position_in_string(site.value, ref.offset),
-                   f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
-                   f"`{ref.root}.row_count` (the last statement's result)")
+        ctx.report(
+            "T305",
+            ctx.position_in_string(site.value, ref.offset),
+            f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
+            f"`{ref.root}.row_count` (the last statement's result)",
+        )
         return
     reader, producer = site.step, ref.root
     if reader is None or reader == producer or ref.guarded or probed or ref.root in names.workload:
@@ -65,9 +83,15 @@ def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) 
         return  # v1: the loop-end step reads its own loop's results
     position = ctx.position_in_string(site.value, ref.offset)
     if not flow.is_ancestor(producer, reader):
-        ctx.report("T306", position,
-                   f"step {reader!r} reads the result of {producer!r}, which never runs before it")
+        ctx.report(
+            "T306",
+            position,
+            f"step {reader!r} reads the result of {producer!r}, which never runs before it",
+        )
     else:
-        ctx.report("T303", position,
-                   f"step {reader!r} reads the result of {producer!r}, which does not run before it "
-                   "on every path")
+        ctx.report(
+            "T303",
+            position,
+            f"step {reader!r} reads the result of {producer!r}, which does not run before it "
+            "on every path",
+        )

@@ -51,21 +51,30 @@ def sites(ctx: CheckContext) -> Iterator[Site]:
     for step in ctx.playbook.steps:
         if step.pipeline is not None:
             for task in step.pipeline:
-                yield Site(task, f"task {task.name!r} of step {step.name!r}", step, in_pipeline=True)
+                yield Site(
+                    task, f"task {task.name!r} of step {step.name!r}", step, in_pipeline=True
+                )
         elif step.tool is not None:
             yield Site(step.tool, f"step {step.name!r}", step)
         for sink in _sinks(step):
             tool = sink["tool"]
             kind = tool.get("kind") if isinstance(tool.get("kind"), str) else None
-            task = Task(span=tool.span, name=step.name, kind=kind, config=tool,
-                        kind_span=tool.value_span("kind") if "kind" in tool else tool.span)
+            task = Task(
+                span=tool.span,
+                name=step.name,
+                kind=kind,
+                config=tool,
+                kind_span=tool.value_span("kind") if "kind" in tool else tool.span,
+            )
             yield Site(task, f"the sink of step {step.name!r}", step, sink=sink)
     for name, task in ctx.playbook.workbook.items():
         yield Site(task, f"workbook task {name!r}")
 
 
 def _sinks(step: Step) -> Iterator[YMap]:
-    values = [step.sink] + [rule.then.get("sink") for rule in step.case if isinstance(rule.then, dict)]
+    values = [step.sink] + [
+        rule.then.get("sink") for rule in step.case if isinstance(rule.then, dict)
+    ]
     for value in values:
         for sink in value if isinstance(value, YList) else [value]:
             if isinstance(sink, YMap) and isinstance(sink.get("tool"), YMap):
@@ -119,8 +128,12 @@ def check_http(ctx: CheckContext, site: Site) -> None:
     config = site.task.config
     if any(_present(config.get(key)) for key in ("url", "endpoint")):
         return
-    ctx.report("C502", _kind_pos(site),
-               f"the http tool of {site.label} has no `url` (or `endpoint`)" + _misplaced(ctx, site, ("url", "endpoint")))
+    ctx.report(
+        "C502",
+        _kind_pos(site),
+        f"the http tool of {site.label} has no `url` (or `endpoint`)"
+        + _misplaced(ctx, site, ("url", "endpoint")),
+    )
 
 
 # -- SQL tools -----------------------------------------------------------------------------------
@@ -132,9 +145,12 @@ def check_sql(ctx: CheckContext, site: Site) -> None:
     if keys:
         ctx.report("C504", ctx.pos(config, keys[0]), f"`{keys[0]}` of {site.label} is empty")
         return
-    ctx.report("C504", _kind_pos(site),
-               f"the {site.task.kind} tool of {site.label} has no SQL (`query`, `command`, `commands` "
-               f"or `script`)" + _misplaced(ctx, site, SQL_KEYS_ALL))
+    ctx.report(
+        "C504",
+        _kind_pos(site),
+        f"the {site.task.kind} tool of {site.label} has no SQL (`query`, `command`, `commands` "
+        f"or `script`)" + _misplaced(ctx, site, SQL_KEYS_ALL),
+    )
 
 
 # -- postgres auth -------------------------------------------------------------------------------
@@ -151,22 +167,34 @@ def check_postgres_auth(ctx: CheckContext, site: Site) -> None:
     if not canonical and (legacy or any(_legacy_connection(m) for m in inputs)):
         return
     if canonical and legacy:
-        ctx.report("C503", ctx.key_pos(config, legacy[0]),
-                   f"the postgres tool of {site.label} has `{legacy[0]}` but no `auth`; the engine reads "
-                   f"only `auth` and refuses the command", hint=f"rename `{legacy[0]}` to `auth`")
+        ctx.report(
+            "C503",
+            ctx.key_pos(config, legacy[0]),
+            f"the postgres tool of {site.label} has `{legacy[0]}` but no `auth`; the engine reads "
+            f"only `auth` and refuses the command",
+            hint=f"rename `{legacy[0]}` to `auth`",
+        )
         return
     if canonical:
         problem = "has no `auth` (a credential name); the engine refuses the command"
     else:
-        problem = ("has no `auth` (a credential name), no `credential` and no `db_*` connection fields "
-                   "in its inputs, so it cannot connect")
-    ctx.report("C503", _kind_pos(site), f"the postgres tool of {site.label} {problem}"
-               + _misplaced(ctx, site, ("auth",)))
+        problem = (
+            "has no `auth` (a credential name), no `credential` and no `db_*` connection fields "
+            "in its inputs, so it cannot connect"
+        )
+    ctx.report(
+        "C503",
+        _kind_pos(site),
+        f"the postgres tool of {site.label} {problem}" + _misplaced(ctx, site, ("auth",)),
+    )
 
 
 def _legacy_connection(mapping: dict) -> bool:
-    return any(_present(value) for key, value in mapping.items()
-               if key in ("credential", "credentials") or str(key).startswith("db_"))
+    return any(
+        _present(value)
+        for key, value in mapping.items()
+        if key in ("credential", "credentials") or str(key).startswith("db_")
+    )
 
 
 def _input_mappings(ctx: CheckContext, site: Site) -> Iterator[dict]:
@@ -176,9 +204,16 @@ def _input_mappings(ctx: CheckContext, site: Site) -> Iterator[dict]:
     if site.sink is not None:
         yield site.sink
         yield from _inputs_of(site.sink)
-    steps = [site.step] if site.step is not None else [
-        step for step in ctx.playbook.steps for task in step.tasks
-        if task.kind == "workbook" and task.name == site.task.name]
+    steps = (
+        [site.step]
+        if site.step is not None
+        else [
+            step
+            for step in ctx.playbook.steps
+            for task in step.tasks
+            if task.kind == "workbook" and task.name == site.task.name
+        ]
+    )
     for step in steps:
         if site.step is None:
             for task in step.tasks:
@@ -199,11 +234,17 @@ def _inputs_of(mapping: Any) -> Iterator[dict]:
 # -- gates ---------------------------------------------------------------------------------------
 def check_gate_site(ctx: CheckContext, site: Site) -> None:
     if site.in_pipeline:
-        ctx.report("C509", _kind_pos(site),
-                   f"{site.label} is a gate inside a pipeline; a gate must be a step of its own")
+        ctx.report(
+            "C509",
+            _kind_pos(site),
+            f"{site.label} is a gate inside a pipeline; a gate must be a step of its own",
+        )
     elif site.step is not None and site.step.loop is not None and site.sink is None:
-        ctx.report("C509", _kind_pos(site),
-                   f"{site.label} is a gate inside a loop; move the gate into its own step before or after the loop")
+        ctx.report(
+            "C509",
+            _kind_pos(site),
+            f"{site.label} is a gate inside a loop; move the gate into its own step before or after the loop",
+        )
     gates.check_gate(ctx, site.task.config, site.label)
 
 
@@ -220,6 +261,9 @@ def check_step_keys(ctx: CheckContext, step: Step) -> None:
         where = "a `tool` block"
     for key in raw:
         if key in TOOL_SETTING_KEYS:
-            ctx.report("C513", ctx.key_pos(raw, key),
-                       f"`{key}` is a tool setting, but it sits on step {step.name!r} where the engine "
-                       f"ignores it; move it into {where}")
+            ctx.report(
+                "C513",
+                ctx.key_pos(raw, key),
+                f"`{key}` is a tool setting, but it sits on step {step.name!r} where the engine "
+                f"ignores it; move it into {where}",
+            )

@@ -56,10 +56,15 @@ def step_graph(playbook: Playbook) -> tuple[nx.DiGraph, list[str]]:
                 continue
             if not graph.has_edge(step.name, arc.target):
                 graph.add_edge(step.name, arc.target, arcs=[])
-            graph.edges[step.name, arc.target]["arcs"].append({
-                "when": plain(arc.when), "event": arc.event, "origin": arc.origin,
-                "mode": step.router.mode, "group": arc.group,
-            })
+            graph.edges[step.name, arc.target]["arcs"].append(
+                {
+                    "when": plain(arc.when),
+                    "event": arc.event,
+                    "origin": arc.origin,
+                    "mode": step.router.mode,
+                    "group": arc.group,
+                }
+            )
     excluded = [name for name in playbook.step_names if name not in reachable]
     return graph, excluded
 
@@ -86,8 +91,14 @@ class _Lowering:
     def plan(self) -> None:
         regions = cyclic_regions(self.graph, self.order)
         taken = {name for members in regions for name in members}
-        bodies = {b.loop_step: b for b in v1_loop_bodies(self.playbook, self.graph, taken, self.order)}
-        in_body = {name: b for b in bodies.values() for name in [*b.body, *([b.end_step] if b.end_step else [])]}
+        bodies = {
+            b.loop_step: b for b in v1_loop_bodies(self.playbook, self.graph, taken, self.order)
+        }
+        in_body = {
+            name: b
+            for b in bodies.values()
+            for name in [*b.body, *([b.end_step] if b.end_step else [])]
+        }
         region_of = {name: members for members in regions for name in members}
         seen: set[str] = set()
         for step in self.playbook.steps:
@@ -125,8 +136,15 @@ class _Lowering:
     def _unit(self, kind: str, members: list[str], name: str, v1: V1LoopBody | None = None) -> None:
         unit_id = self.ids.allocate(name)
         grouped = kind in ("loop", "cursor")
-        unit = Unit(id=unit_id, kind=kind, steps=list(members), payload={}, reads={}, tasks=[],
-                    group=grouped)
+        unit = Unit(
+            id=unit_id,
+            kind=kind,
+            steps=list(members),
+            payload={},
+            reads={},
+            tasks=[],
+            group=grouped,
+        )
         unit.entry_task = unit.full_id("head") if grouped else unit_id
         unit.result_task = unit.full_id("tail") if grouped else unit_id
         unit.v1_body = v1
@@ -150,7 +168,11 @@ class _Lowering:
 
         def task_id(target: str) -> str | None:
             # Arcs inside one unit (a region, a v1 loop body) are followed by that unit's task.
-            return None if unit is not None and self.unit_of.get(target) is unit else self.task_id(target)
+            return (
+                None
+                if unit is not None and self.unit_of.get(target) is unit
+                else self.task_id(target)
+            )
 
         payload = step_payload(self.playbook, step, task_id)
         if step.loop is not None:
@@ -194,27 +216,50 @@ class _Lowering:
             body_kwargs["max_active_tis_per_dagrun"] = limit
         unit.tasks = [
             Task("head", "NoetlLoopHeadOperator", LOOP_MODULE),
-            Task("body", "NoetlLoopBodyOperator", LOOP_MODULE, kwargs=body_kwargs,
-                 mapped={"chunk": "head"}, upstream=["head"]),
-            Task("tail", "NoetlLoopTailOperator", LOOP_MODULE, trigger_rule=TAIL_TRIGGER_RULE,
-                 upstream=["head", "body"]),
+            Task(
+                "body",
+                "NoetlLoopBodyOperator",
+                LOOP_MODULE,
+                kwargs=body_kwargs,
+                mapped={"chunk": "head"},
+                upstream=["head"],
+            ),
+            Task(
+                "tail",
+                "NoetlLoopTailOperator",
+                LOOP_MODULE,
+                trigger_rule=TAIL_TRIGGER_RULE,
+                upstream=["head", "body"],
+            ),
         ]
         unit.note = f"{loop.mode} loop (head -> mapped body -> tail)"
 
     def _fill_cursor(self, unit: Unit, step: Step) -> None:
         unit.tasks = [
             Task("head", "NoetlCursorHeadOperator", CURSOR_MODULE),
-            Task("worker", "NoetlCursorWorkerOperator", CURSOR_MODULE, mapped={"slot": "head"},
-                 upstream=["head"]),
-            Task("tail", "NoetlLoopTailOperator", LOOP_MODULE, trigger_rule=TAIL_TRIGGER_RULE,
-                 upstream=["head", "worker"]),
+            Task(
+                "worker",
+                "NoetlCursorWorkerOperator",
+                CURSOR_MODULE,
+                mapped={"slot": "head"},
+                upstream=["head"],
+            ),
+            Task(
+                "tail",
+                "NoetlLoopTailOperator",
+                LOOP_MODULE,
+                trigger_rule=TAIL_TRIGGER_RULE,
+                upstream=["head", "worker"],
+            ),
         ]
         unit.note = "cursor loop (head -> mapped worker slots draining the claim -> tail)"
 
     def _fill_nested(self, unit: Unit) -> None:
         tool = unit.payload.get("tool") or {}
         path = tool.get("path")
-        child = dag_id_for_path(path) if isinstance(path, str) and path and "{" not in path else None
+        child = (
+            dag_id_for_path(path) if isinstance(path, str) and path and "{" not in path else None
+        )
         unit.payload["playbook"] = {"path": path, "dag_id": child}
         kwargs: dict[str, Any] = {}
         if child:
@@ -240,8 +285,11 @@ class _Lowering:
 
     def _fill_region(self, unit: Unit) -> None:
         members = set(unit.steps)
-        entry = [m for m in unit.steps
-                 if m == self.playbook.entry or any(p not in members for p in self.graph.predecessors(m))]
+        entry = [
+            m
+            for m in unit.steps
+            if m == self.playbook.entry or any(p not in members for p in self.graph.predecessors(m))
+        ]
         steps = {m: self.payload(m) for m in unit.steps}
         exits = []
         for payload in steps.values():
@@ -249,10 +297,19 @@ class _Lowering:
             for rule in payload["case"]:
                 targets += [t["step"] for t in rule["then"].get("next", [])]
             for target in targets:
-                if target not in members and self.task_id(target) and self.task_id(target) not in exits:
+                if (
+                    target not in members
+                    and self.task_id(target)
+                    and self.task_id(target) not in exits
+                ):
                     exits.append(self.task_id(target))
-        unit.payload = {"region": unit.id, "dialect": self.playbook.dialect, "entry": entry,
-                        "steps": steps, "exits": exits}
+        unit.payload = {
+            "region": unit.id,
+            "dialect": self.playbook.dialect,
+            "entry": entry,
+            "steps": steps,
+            "exits": exits,
+        }
 
     def _fill_v1_loop(self, unit: Unit, body: V1LoopBody) -> None:
         payload = self.payload(body.loop_step)
@@ -267,8 +324,12 @@ class _Lowering:
             payload["loop"]["end"] = end
             payload["routing"] = end["routing"]
         else:
-            arcs = [a for name in body.body for a in payload["loop"]["body"]["steps"][name]["routing"]["arcs"]
-                    if a["step"] not in unit.steps]
+            arcs = [
+                a
+                for name in body.body
+                for a in payload["loop"]["body"]["steps"][name]["routing"]["arcs"]
+                if a["step"] not in unit.steps
+            ]
             payload["routing"] = {"mode": "inclusive", "arcs": arcs}
         unit.payload = payload
 
@@ -317,7 +378,9 @@ class _Lowering:
             "vars": {k: v for k, v in sorted(vars_.items()) if v},
         }
         if region_results:
-            reads["region_results"] = dict(sorted(region_results.items(), key=lambda kv: self.order[kv[0]]))
+            reads["region_results"] = dict(
+                sorted(region_results.items(), key=lambda kv: self.order[kv[0]])
+            )
         return reads
 
     def run(self) -> list[Unit]:
@@ -359,8 +422,16 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
     regions = [u.steps for u in units if u.kind == "region"]
     return IR(
         dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
-        source=source, source_sha256=source_sha256, dialect=playbook.dialect,
-        name=playbook.name, description=str(description) if isinstance(description, str) else None,
-        params=_workload_params(playbook), tags=["noetl", playbook.dialect], graph=graph,
-        units=units, regions=regions, excluded=lowering.excluded, entry=playbook.entry,
+        source=source,
+        source_sha256=source_sha256,
+        dialect=playbook.dialect,
+        name=playbook.name,
+        description=str(description) if isinstance(description, str) else None,
+        params=_workload_params(playbook),
+        tags=["noetl", playbook.dialect],
+        graph=graph,
+        units=units,
+        regions=regions,
+        excluded=lowering.excluded,
+        entry=playbook.entry,
     )

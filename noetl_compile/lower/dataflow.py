@@ -118,7 +118,9 @@ def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepRea
     return reads
 
 
-def reaching_definitions(graph: nx.DiGraph, writes: Mapping[str, set[str]]) -> dict[str, dict[str, set[str]]]:
+def reaching_definitions(
+    graph: nx.DiGraph, writes: Mapping[str, set[str]]
+) -> dict[str, dict[str, set[str]]]:
     """IN sets: step -> variable -> the writer steps whose write can reach the step's start."""
     gen = {node: {(var, node) for var in writes.get(node, ())} for node in graph}
     killed = {node: set(writes.get(node, ())) for node in graph}
@@ -178,7 +180,13 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
         ancestors = nx.ancestors(graph, node)
         results[node] = ordered({r for r in found.results if r in ancestors})
         wanted_ctx = set(ctx_in[node]) if found.all_ctx else found.ctx
-        ctx[node] = {var: ordered(ctx_in[node][var]) for var in sorted(wanted_ctx) if ctx_in[node].get(var)}
+        ctx[node] = {
+            var: ordered(ctx_in[node][var]) for var in sorted(wanted_ctx) if ctx_in[node].get(var)
+        }
         wanted_vars = set(vars_in[node]) if found.all_vars else found.vars
-        vars_[node] = {var: ordered(vars_in[node][var]) for var in sorted(wanted_vars) if vars_in[node].get(var)}
+        vars_[node] = {
+            var: ordered(vars_in[node][var])
+            for var in sorted(wanted_vars)
+            if vars_in[node].get(var)
+        }
     return DataDependencies(results, ctx, vars_, cwrites, vwrites)

@@ -15,16 +15,50 @@ import unicodedata
 
 __all__ = ["AIRFLOW_CONTEXT_KEYS", "IdAllocator", "dag_id_for_path", "sanitize_id"]
 
-AIRFLOW_CONTEXT_KEYS = frozenset({
-    "asset_state_store", "conn", "dag", "dag_run", "data_interval_end", "data_interval_start",
-    "ds", "ds_nodash", "exception", "expanded_ti_count", "inlet_events", "inlets", "logical_date",
-    "macros", "map_index_template", "outlet_events", "outlets", "params", "partition_date",
-    "partition_key", "prev_data_interval_end_success", "prev_data_interval_start_success",
-    "prev_end_date_success", "prev_start_date_success", "reason", "run_id", "task",
-    "task_instance", "task_instance_key_str", "task_reschedule_count", "task_state_store",
-    "templates_dict", "test_mode", "ti", "triggering_asset_events", "try_number", "ts",
-    "ts_nodash", "ts_nodash_with_tz", "var",
-})
+AIRFLOW_CONTEXT_KEYS = frozenset(
+    {
+        "asset_state_store",
+        "conn",
+        "dag",
+        "dag_run",
+        "data_interval_end",
+        "data_interval_start",
+        "ds",
+        "ds_nodash",
+        "exception",
+        "expanded_ti_count",
+        "inlet_events",
+        "inlets",
+        "logical_date",
+        "macros",
+        "map_index_template",
+        "outlet_events",
+        "outlets",
+        "params",
+        "partition_date",
+        "partition_key",
+        "prev_data_interval_end_success",
+        "prev_data_interval_start_success",
+        "prev_end_date_success",
+        "prev_start_date_success",
+        "reason",
+        "run_id",
+        "task",
+        "task_instance",
+        "task_instance_key_str",
+        "task_reschedule_count",
+        "task_state_store",
+        "templates_dict",
+        "test_mode",
+        "ti",
+        "triggering_asset_events",
+        "try_number",
+        "ts",
+        "ts_nodash",
+        "ts_nodash_with_tz",
+        "var",
+    }
+)
 # Airflow's KEY_REGEX allows 250 characters; leave room for a group prefix and a suffix.
 MAX_ID = 120
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")
@@ -52,7 +86,7 @@ def sanitize_id(name: str, *, fallback: str = "step") -> str:
     if text in AIRFLOW_CONTEXT_KEYS:
         text = f"{text}_step"
     if len(text) > MAX_ID:
-        text = f"{text[:MAX_ID - 9]}_{_short_hash(str(name))}"
+        text = f"{text[: MAX_ID - 9]}_{_short_hash(str(name))}"
     return text
 
 

@@ -24,7 +24,6 @@ NESTED_KINDS = ("playbook", "playbooks")
 _V1_INPUT_KEYS = ("with", "args", "data", "input")
 
 
-
 def _key(key: Any) -> str:
     if isinstance(key, str):
         return str(key)
@@ -78,6 +77,7 @@ def is_gate(step: Step) -> bool:
 
 # -- tools --------------------------------------------------------------------------------------
 
+
 def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) -> dict[str, Any]:
     """A v1 step or workbook task carries its tool settings inline; collect them.
 
@@ -99,7 +99,9 @@ def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) ->
     return tool
 
 
-def _workbook_tool(playbook: Playbook, name: Any, overrides: Mapping[str, Any]) -> dict[str, Any] | None:
+def _workbook_tool(
+    playbook: Playbook, name: Any, overrides: Mapping[str, Any]
+) -> dict[str, Any] | None:
     task = playbook.workbook.get(name) if isinstance(name, str) else None
     if task is None:
         return None
@@ -114,8 +116,9 @@ def _workbook_tool(playbook: Playbook, name: Any, overrides: Mapping[str, Any]) 
     return merged
 
 
-def tool_payload(playbook: Playbook, task: Task, *, step: Step | None = None,
-                 resolve_workbook: bool = True) -> dict[str, Any] | None:
+def tool_payload(
+    playbook: Playbook, task: Task, *, step: Step | None = None, resolve_workbook: bool = True
+) -> dict[str, Any] | None:
     """The tool mapping of one task, as the runtime receives it."""
     config = task.config if isinstance(task.config, Mapping) else {}
     if playbook.dialect == "v1":
@@ -135,8 +138,13 @@ def tool_payload(playbook: Playbook, task: Task, *, step: Step | None = None,
 
 # -- routing ------------------------------------------------------------------------------------
 
+
 def _arc(arc: Any, task_id: Callable[[str], str | None], *, grouped: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {"step": arc.target, "task_id": task_id(arc.target), "when": plain(arc.when)}
+    entry: dict[str, Any] = {
+        "step": arc.target,
+        "task_id": task_id(arc.target),
+        "when": plain(arc.when),
+    }
     if arc.set is not None:
         entry["set"] = plain(arc.set)
     if arc.args is not None:
@@ -181,7 +189,10 @@ def case_payload(step: Step, task_id: Callable[[str], str | None]) -> list[dict[
 
 # -- the step -----------------------------------------------------------------------------------
 
-def step_payload(playbook: Playbook, step: Step, task_id: Callable[[str], str | None]) -> dict[str, Any]:
+
+def step_payload(
+    playbook: Playbook, step: Step, task_id: Callable[[str], str | None]
+) -> dict[str, Any]:
     """The contract payload of one step (no lowering-specific extension keys)."""
     payload: dict[str, Any] = {"step": step.name, "dialect": playbook.dialect}
     if step.desc:
@@ -191,7 +202,9 @@ def step_payload(playbook: Playbook, step: Step, task_id: Callable[[str], str | 
         payload["tool"] = None
         payload["pipeline"] = [tool_payload(playbook, task, step=step) for task in step.pipeline]
     else:
-        payload["tool"] = tool_payload(playbook, step.tool, step=step) if step.tool is not None else None
+        payload["tool"] = (
+            tool_payload(playbook, step.tool, step=step) if step.tool is not None else None
+        )
         payload["pipeline"] = None
     payload["set"] = plain(step.set) if step.set is not None else {}
     payload["vars"] = plain(step.vars) if step.vars is not None else {}

@@ -34,14 +34,21 @@ class V1LoopBody:
     end_step: str | None  # the `end_loop` step, or None when the playbook has none
 
 
-def v1_loop_bodies(playbook: Playbook, graph: nx.DiGraph, taken: set[str],
-                   order: dict[str, int]) -> list[V1LoopBody]:
+def v1_loop_bodies(
+    playbook: Playbook, graph: nx.DiGraph, taken: set[str], order: dict[str, int]
+) -> list[V1LoopBody]:
     """v1 loops that route into body steps (``Loop.body_via_next`` and no action of their own)."""
     bodies = []
     for step in playbook.steps:
         loop = step.loop
-        if (loop is None or not loop.body_via_next or step.tool is not None or step.pipeline is not None
-                or step.name not in graph or step.name in taken):
+        if (
+            loop is None
+            or not loop.body_via_next
+            or step.tool is not None
+            or step.pipeline is not None
+            or step.name not in graph
+            or step.name in taken
+        ):
             continue
         ends = [s.name for s in playbook.steps if s.end_loop == step.name and s.name in graph]
         end = ends[0] if ends else None

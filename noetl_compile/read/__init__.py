@@ -55,26 +55,37 @@ def detect_dialect(root: Any) -> str:
                     scores["case-v2"] += 1
     if api == "noetl.io/v1":
         # A v1 apiVersion with v2 structure is a v2 playbook with a stale header.
-        return "v1" if scores["v1"] or not (scores["case-v2"] or scores["canonical"]) else (
-            "case-v2" if scores["case-v2"] > scores["canonical"] else "canonical")
+        return (
+            "v1"
+            if scores["v1"] or not (scores["case-v2"] or scores["canonical"])
+            else ("case-v2" if scores["case-v2"] > scores["canonical"] else "canonical")
+        )
     if scores["v1"] > max(scores["case-v2"], scores["canonical"]) and api not in ("noetl.io/v10",):
         return "v1"
     return "case-v2" if scores["case-v2"] > scores["canonical"] else "canonical"
 
 
-def read_document(document: Document, sink: DiagnosticSink, dialect: str | None = None) -> Playbook | None:
+def read_document(
+    document: Document, sink: DiagnosticSink, dialect: str | None = None
+) -> Playbook | None:
     root = document.data
     if root is None:
         return None
     if not isinstance(root, YMap):
-        sink.add("S102", getattr(getattr(root, "span", None), "position", Position(1, 1)),
-                 "a playbook must be a YAML mapping at the top level")
+        sink.add(
+            "S102",
+            getattr(getattr(root, "span", None), "position", Position(1, 1)),
+            "a playbook must be a YAML mapping at the top level",
+        )
         return None
     api = root.get("apiVersion")
     if "apiVersion" not in root:
         sink.add("S101", root.span.position, "the playbook needs `apiVersion` (e.g. noetl.io/v2)")
     elif api not in SUPPORTED_API_VERSIONS:
-        sink.add("S113", root.value_span("apiVersion").position,
-                 f"unsupported apiVersion {api!r}; expected one of {', '.join(SUPPORTED_API_VERSIONS)}")
+        sink.add(
+            "S113",
+            root.value_span("apiVersion").position,
+            f"unsupported apiVersion {api!r}; expected one of {', '.join(SUPPORTED_API_VERSIONS)}",
+        )
     reader = READERS[dialect or detect_dialect(root)](document, sink)
     return reader.read(root)

@@ -16,9 +16,24 @@ from ..load import Document, Span, YList, YMap, span_of
 
 # Tool kinds an engine of each generation can execute (from its models), plus our extensions.
 _V2_KINDS = {
-    "http", "postgres", "duckdb", "ducklake", "python", "workbook", "playbook", "playbooks",
-    "secrets", "iterator", "container", "script", "snowflake", "transfer", "snowflake_transfer",
-    "gcs", "noop", "shell",
+    "http",
+    "postgres",
+    "duckdb",
+    "ducklake",
+    "python",
+    "workbook",
+    "playbook",
+    "playbooks",
+    "secrets",
+    "iterator",
+    "container",
+    "script",
+    "snowflake",
+    "transfer",
+    "snowflake_transfer",
+    "gcs",
+    "noop",
+    "shell",
 }
 _CANONICAL_KINDS = _V2_KINDS | {"gateway", "nats", "agent", "artifact", "task_sequence", "rhai"}
 EXTENSION_KINDS = {"gate", "quantum"}
@@ -29,21 +44,72 @@ TOOL_KINDS = {
 }
 # Tool settings that people put on the step by mistake; check/tools.py reports them (C513)
 # instead of the generic unknown-key warning.
-TOOL_SETTING_KEYS = frozenset({
-    "code", "code_b64", "command", "commands", "command_b64", "commands_b64", "query", "queries",
-    "sql", "statement", "script", "url", "endpoint", "method", "headers", "params", "payload",
-    "body", "auth", "credential", "credentials", "catalog_connection", "catalog_name",
-    "data_path", "database", "libs", "cmd", "cmds", "output", "query_b64", "queries_b64",
-    "cmd_b64", "cmds_b64", "sql_b64", "statement_b64", "script_b64", "verify_ssl",
-    "follow_redirects", "pool", "path", "return_step", "operation", "bucket", "runtime", "gate",
-    "subject", "circuit", "shots", "job_id",
-})
+TOOL_SETTING_KEYS = frozenset(
+    {
+        "code",
+        "code_b64",
+        "command",
+        "commands",
+        "command_b64",
+        "commands_b64",
+        "query",
+        "queries",
+        "sql",
+        "statement",
+        "script",
+        "url",
+        "endpoint",
+        "method",
+        "headers",
+        "params",
+        "payload",
+        "body",
+        "auth",
+        "credential",
+        "credentials",
+        "catalog_connection",
+        "catalog_name",
+        "data_path",
+        "database",
+        "libs",
+        "cmd",
+        "cmds",
+        "output",
+        "query_b64",
+        "queries_b64",
+        "cmd_b64",
+        "cmds_b64",
+        "sql_b64",
+        "statement_b64",
+        "script_b64",
+        "verify_ssl",
+        "follow_redirects",
+        "pool",
+        "path",
+        "return_step",
+        "operation",
+        "bucket",
+        "runtime",
+        "gate",
+        "subject",
+        "circuit",
+        "shots",
+        "job_id",
+    }
+)
 POLICY_ACTIONS = ("continue", "retry", "break", "jump", "fail")
 # The engine computes a delay for any backoff value; these are the ones it names.
 BACKOFFS = ("none", "fixed", "linear", "exponential")
 
-TYPE_NAMES = {dict: "a mapping", list: "a list", str: "a string", int: "an integer",
-              float: "a number", bool: "a boolean", type(None): "null"}
+TYPE_NAMES = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 
 def type_name(value: Any) -> str:
@@ -134,8 +200,9 @@ class Reader:
             ok = isinstance(value, types)
         if not ok:
             wanted = " or ".join(dict.fromkeys(TYPE_NAMES.get(t, t.__name__) for t in types))
-            self.report("S102", self.pos(container, key),
-                        f"{what} must be {wanted}, not {type_name(value)}")
+            self.report(
+                "S102", self.pos(container, key), f"{what} must be {wanted}, not {type_name(value)}"
+            )
         return ok
 
     def mapping(self, container: Any, key: Any, what: str) -> YMap | None:
@@ -158,23 +225,39 @@ class Reader:
             return str(value)  # `step: 1` names a step "1"; YAML typed it as a number
         return value if self.expect(container, key, (str,), what) else None
 
-    def choice(self, container: Any, key: Any, choices: Iterable[str], what: str, *,
-               allow_template: bool = True) -> str | None:
+    def choice(
+        self,
+        container: Any,
+        key: Any,
+        choices: Iterable[str],
+        what: str,
+        *,
+        allow_template: bool = True,
+    ) -> str | None:
         """A value from a fixed set; templated values pass only where the engine renders them."""
         value = self.string(container, key, what)
         choices = tuple(choices)
         if value is None or (allow_template and is_template(value)):
             return value
         if value not in choices:
-            self.report("S112", self.pos(container, key),
-                        f"{what} must be one of {', '.join(choices)}, not {value!r}"
-                        + did_you_mean(value, choices))
+            self.report(
+                "S112",
+                self.pos(container, key),
+                f"{what} must be one of {', '.join(choices)}, not {value!r}"
+                + did_you_mean(value, choices),
+            )
             return None
         return value
 
-    def check_keys(self, mapping: YMap, known: Iterable[str], where: str, *,
-                   foreign: dict[str, tuple[str, Severity]] | None = None,
-                   reported_elsewhere: frozenset[str] = frozenset()) -> None:
+    def check_keys(
+        self,
+        mapping: YMap,
+        known: Iterable[str],
+        where: str,
+        *,
+        foreign: dict[str, tuple[str, Severity]] | None = None,
+        reported_elsewhere: frozenset[str] = frozenset(),
+    ) -> None:
         """Unknown keys get S103 with a suggestion; keys of another generation get S114."""
         known = set(known)
         for key in mapping:
@@ -182,12 +265,18 @@ class Reader:
                 continue
             if foreign and key in foreign:
                 advice, severity = foreign[key]
-                self.report("S114", self.key_pos(mapping, key),
-                            f"`{key}` is not part of the {self.dialect} dialect ({where}): {advice}",
-                            severity=severity)
+                self.report(
+                    "S114",
+                    self.key_pos(mapping, key),
+                    f"`{key}` is not part of the {self.dialect} dialect ({where}): {advice}",
+                    severity=severity,
+                )
                 continue
-            self.report("S103", self.key_pos(mapping, key),
-                        f"unknown key {str(key)!r} in {where}" + did_you_mean(key, known))
+            self.report(
+                "S103",
+                self.key_pos(mapping, key),
+                f"unknown key {str(key)!r} in {where}" + did_you_mean(key, known),
+            )
 
     # -- shared building blocks ------------------------------------------------------------------
     def tool_kind(self, mapping: YMap, key: str, where: str) -> str | None:
@@ -196,9 +285,12 @@ class Reader:
             return kind
         kinds = TOOL_KINDS[self.dialect]
         if kind not in kinds:
-            self.report("S110", self.pos(mapping, key),
-                        f"unknown tool kind {kind!r} for the {self.dialect} dialect"
-                        + did_you_mean(kind, kinds))
+            self.report(
+                "S110",
+                self.pos(mapping, key),
+                f"unknown tool kind {kind!r} for the {self.dialect} dialect"
+                + did_you_mean(kind, kinds),
+            )
         return kind
 
     def policy_rules(self, task: YMap, label: str) -> list[PolicyRule]:
@@ -210,8 +302,11 @@ class Reader:
         policy = self.mapping(spec, "policy", f"`spec.policy` of {label}")
         if policy is None:
             return []
-        self.check_keys(policy, ("mode", "on_unmatched", "rules", "before", "after", "finally"),
-                        f"the policy of {label}")
+        self.check_keys(
+            policy,
+            ("mode", "on_unmatched", "rules", "before", "after", "finally"),
+            f"the policy of {label}",
+        )
         if "rules" not in policy:
             self.report("S101", self.pos(policy), f"`spec.policy` of {label} needs a `rules` list")
             return []
@@ -224,8 +319,9 @@ class Reader:
         if not isinstance(item, YMap):
             self.report("C514", self.pos(rules, index), f"{where} must be a mapping")
             return None
-        self.check_keys(item, ("when", "then", "else"), where,
-                        foreign={"expr": ("use `when`", Severity.ERROR)})
+        self.check_keys(
+            item, ("when", "then", "else"), where, foreign={"expr": ("use `when`", Severity.ERROR)}
+        )
         then = item.get("then")
         is_else = "else" in item
         if is_else:
@@ -238,29 +334,48 @@ class Reader:
             self.report("C514", self.pos(rules, index), f"{where} needs `when` or `else`")
             return None
         elif not isinstance(item["when"], (str, bool)):
-            self.report("S102", self.pos(item, "when"), f"`when` of {where} must be a template string")
+            self.report(
+                "S102", self.pos(item, "when"), f"`when` of {where} must be a template string"
+            )
         if not isinstance(then, YMap):
             self.report("C514", self.pos(rules, index), f"{where} needs a `then` mapping with `do`")
             return None
-        self.check_keys(then, ("do", "attempts", "backoff", "delay", "to", "set", "allow"),
-                        f"`then` of {where}")
+        self.check_keys(
+            then, ("do", "attempts", "backoff", "delay", "to", "set", "allow"), f"`then` of {where}"
+        )
         action = self.choice(then, "do", POLICY_ACTIONS, f"`do` of {where}")
         if "do" not in then and "allow" not in then:
-            self.report("C514", self.pos(then), f"`then` of {where} needs `do` ({', '.join(POLICY_ACTIONS)})")
+            self.report(
+                "C514",
+                self.pos(then),
+                f"`then` of {where} needs `do` ({', '.join(POLICY_ACTIONS)})",
+            )
         if "attempts" in then and not is_template(then["attempts"]):
             self.expect(then, "attempts", (int,), f"`attempts` of {where}")
         if "delay" in then and not is_template(then["delay"]):
             self.expect(then, "delay", (int, float), f"`delay` of {where}")
-        backoff = self.choice(then, "backoff", BACKOFFS, f"`backoff` of {where}") if "backoff" in then else None
+        backoff = (
+            self.choice(then, "backoff", BACKOFFS, f"`backoff` of {where}")
+            if "backoff" in then
+            else None
+        )
         target = self.string(then, "to", f"`to` of {where}")
         if action == "jump" and target is None:
             self.report("C514", self.pos(then), f"`jump` in {where} needs `to` naming a task")
         if "set" in then:
             self.mapping(then, "set", f"`set` of {where}")
-        return PolicyRule(span=span_of(item), when=None if is_else else item.get("when"),
-                          is_else=is_else, action=action, attempts=then.get("attempts"),
-                          backoff=backoff, delay=then.get("delay"), to=target,
-                          to_span=self.span(then, "to"), set=then.get("set"))
+        return PolicyRule(
+            span=span_of(item),
+            when=None if is_else else item.get("when"),
+            is_else=is_else,
+            action=action,
+            attempts=then.get("attempts"),
+            backoff=backoff,
+            delay=then.get("delay"),
+            to=target,
+            to_span=self.span(then, "to"),
+            set=then.get("set"),
+        )
 
     def arc(self, target_holder: YMap, where: str, **fields: Any) -> Arc | None:
         """An arc from a mapping with a `step` key (v2 next entries, canonical arcs)."""
@@ -277,8 +392,11 @@ class Reader:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            self.report("S102", self.pos(container, index),
-                        f"{where} must be a step name or a mapping with `step`, not {type_name(value)}")
+            self.report(
+                "S102",
+                self.pos(container, index),
+                f"{where} must be a step name or a mapping with `step`, not {type_name(value)}",
+            )
             return None
         return Arc(span=self.span(container, index), target=value, **fields)
 
@@ -297,4 +415,4 @@ def task_label(task: Task, index: int) -> str:
     return task.name or f"task_{index}"
 
 
-__all__ = ["Reader", "Node", "event_of", "is_template", "did_you_mean", "TOOL_KINDS", "task_label"]
+__all__ = ["TOOL_KINDS", "Node", "Reader", "did_you_mean", "event_of", "is_template", "task_label"]

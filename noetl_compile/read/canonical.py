@@ -7,7 +7,7 @@ and keys they silently drop are warnings.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
@@ -40,7 +40,9 @@ EXECUTOR_KEYS = {"profile", "version", "requires", "spec"}
 class CanonicalReader(PlaybookReader):
     dialect = "canonical"
     root_keys = PlaybookReader.root_keys | {"tracing"}
-    root_foreign = {"vars": ("the engine rejects a root `vars`; use `set: {ctx...}` on steps", E)}
+    root_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {
+        "vars": ("the engine rejects a root `vars`; use `set: {ctx...}` on steps", E)
+    }
 
     def read(self, root: YMap) -> Playbook:
         playbook = super().read(root)
@@ -66,8 +68,9 @@ class CanonicalReader(PlaybookReader):
         self.choice(executor, "profile", ("local", "distributed", "auto"), "`executor.profile`")
         spec = self.mapping(executor, "spec", "`executor.spec`")
         if spec is not None:
-            self.check_keys(spec, ("entry_step", "final_step", "no_next_is_error", "policy"),
-                            "`executor.spec`")
+            self.check_keys(
+                spec, ("entry_step", "final_step", "no_next_is_error", "policy"), "`executor.spec`"
+            )
             if "no_next_is_error" in spec:
                 self.expect(spec, "no_next_is_error", (bool,), "`executor.spec.no_next_is_error`")
         return executor
@@ -83,9 +86,15 @@ class CanonicalReader(PlaybookReader):
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
         label = f"step {name!r}"
-        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS)
-        step = Step(span=self.step_span(item), name=name, raw=item,
-                    desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
+        self.check_keys(
+            item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS
+        )
+        step = Step(
+            span=self.step_span(item),
+            name=name,
+            raw=item,
+            desc=item.get("desc") if isinstance(item.get("desc"), str) else None,
+        )
         if "tool" in item:
             self.read_step_tool(item, step, label)
         if "input" in item:
@@ -98,8 +107,11 @@ class CanonicalReader(PlaybookReader):
             step.admit = self.read_step_spec(item, label)
         step.router = self.read_next(item, label) if "next" in item else Router(mode="exclusive")
         if step.tool is None and step.pipeline is None and "next" not in item:
-            self.report("S107", self.pos(item, "step"),
-                        f"{label} has no `tool` and no `next` (use `tool: {{kind: noop}}` for a pure router)")
+            self.report(
+                "S107",
+                self.pos(item, "step"),
+                f"{label} has no `tool` and no `next` (use `tool: {{kind: noop}}` for a pure router)",
+            )
         return step
 
     def read_step_tool(self, item: YMap, step: Step, label: str) -> None:
@@ -111,16 +123,26 @@ class CanonicalReader(PlaybookReader):
             tasks, names = [], set()
             for index, entry in enumerate(tool):
                 if not isinstance(entry, YMap) or "kind" not in entry:
-                    found = ", ".join(map(str, entry)) if isinstance(entry, YMap) else type(entry).__name__
-                    self.report("S102", self.pos(tool, index),
-                                f"pipeline task {index + 1} of {label} must be a mapping with `kind` "
-                                f"(found: {found})")
+                    found = (
+                        ", ".join(map(str, entry))
+                        if isinstance(entry, YMap)
+                        else type(entry).__name__
+                    )
+                    self.report(
+                        "S102",
+                        self.pos(tool, index),
+                        f"pipeline task {index + 1} of {label} must be a mapping with `kind` "
+                        f"(found: {found})",
+                    )
                     continue
                 task = self.read_task(entry, f"task {index + 1} of {label}")
                 task.name = task.name or f"task_{index}"
                 if task.name in names:
-                    self.report("S106", self.pos(entry, "name"),
-                                f"duplicate task name {task.name!r} in the pipeline of {label}")
+                    self.report(
+                        "S106",
+                        self.pos(entry, "name"),
+                        f"duplicate task name {task.name!r} in the pipeline of {label}",
+                    )
                 names.add(task.name)
                 tasks.append(task)
             step.pipeline = tasks
@@ -132,19 +154,32 @@ class CanonicalReader(PlaybookReader):
 
     def read_task(self, tool: YMap, label: str, *, name: str | None = None) -> Task:
         if "eval" in tool:
-            self.report("S114", self.key_pos(tool, "eval"),
-                        f"`eval` in {label} is not part of the canonical dialect: use `spec.policy.rules`")
+            self.report(
+                "S114",
+                self.key_pos(tool, "eval"),
+                f"`eval` in {label} is not part of the canonical dialect: use `spec.policy.rules`",
+            )
         kind = self.tool_kind(tool, "kind", label)
         task_name = self.string(tool, "name", f"`name` of {label}") or name
-        return Task(span=span_of(tool), name=task_name, kind=kind, kind_span=self.span(tool, "kind"),
-                    config=tool, rules=self.policy_rules(tool, label))
+        return Task(
+            span=span_of(tool),
+            name=task_name,
+            kind=kind,
+            kind_span=self.span(tool, "kind"),
+            config=tool,
+            rules=self.policy_rules(tool, label),
+        )
 
     def read_step_spec(self, item: YMap, label: str) -> Any:
         spec = self.mapping(item, "spec", f"`spec` of {label}")
         if spec is None:
             return None
-        self.check_keys(spec, ("policy", "timeout"), f"the spec of {label}",
-                        foreign={"next_mode": ("use `next.spec.mode`", E)})
+        self.check_keys(
+            spec,
+            ("policy", "timeout"),
+            f"the spec of {label}",
+            foreign={"next_mode": ("use `next.spec.mode`", E)},
+        )
         policy = self.mapping(spec, "policy", f"`spec.policy` of {label}")
         if policy is None:
             return None
@@ -164,32 +199,58 @@ class CanonicalReader(PlaybookReader):
         spec = self.mapping(loop, "spec", f"`loop.spec` of {label}") or {}
         if spec:
             self.check_keys(spec, LOOP_SPEC_KEYS, f"the loop spec of {label}")
-        mode = self.choice(spec, "mode", ("sequential", "parallel", "cursor"), f"loop mode of {label}")
+        mode = self.choice(
+            spec, "mode", ("sequential", "parallel", "cursor"), f"loop mode of {label}"
+        )
         has_in, has_cursor = "in" in loop, "cursor" in loop
         if has_in and has_cursor:
-            self.report("S109", self.pos(item, "loop"), f"the loop of {label} has both `in` and `cursor`")
+            self.report(
+                "S109", self.pos(item, "loop"), f"the loop of {label} has both `in` and `cursor`"
+            )
         elif not has_in and not has_cursor:
-            self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs `in` (or `cursor`)")
+            self.report(
+                "S108", self.pos(item, "loop"), f"the loop of {label} needs `in` (or `cursor`)"
+            )
         if has_cursor and mode != "cursor":
-            self.report("S109", self.pos(spec, "mode") if "mode" in spec else self.pos(loop, "cursor"),
-                        f"a cursor loop needs `spec.mode: cursor` ({label})")
+            self.report(
+                "S109",
+                self.pos(spec, "mode") if "mode" in spec else self.pos(loop, "cursor"),
+                f"a cursor loop needs `spec.mode: cursor` ({label})",
+            )
         if mode == "cursor" and not has_cursor:
-            self.report("S109", self.pos(spec, "mode"), f"`spec.mode: cursor` needs `loop.cursor` ({label})")
+            self.report(
+                "S109", self.pos(spec, "mode"), f"`spec.mode: cursor` needs `loop.cursor` ({label})"
+            )
         if "iterator" not in loop:
-            self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name")
+            self.report(
+                "S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name"
+            )
         iterator = self.string(loop, "iterator", f"loop `iterator` of {label}")
         max_in_flight = spec.get("max_in_flight")
-        if max_in_flight is not None and not is_template(max_in_flight):
-            if self.expect(spec, "max_in_flight", (int,), f"`max_in_flight` of {label}") and max_in_flight < 1:
-                self.report("S112", self.pos(spec, "max_in_flight"),
-                            f"`max_in_flight` of {label} must be at least 1")
+        if (
+            max_in_flight is not None
+            and not is_template(max_in_flight)
+            and self.expect(spec, "max_in_flight", (int,), f"`max_in_flight` of {label}")
+            and max_in_flight < 1
+        ):
+            self.report(
+                "S112",
+                self.pos(spec, "max_in_flight"),
+                f"`max_in_flight` of {label} must be at least 1",
+            )
         policy = self.mapping(spec, "policy", f"loop policy of {label}") if spec else None
         if policy:
             self.choice(policy, "exec", ("distributed", "local"), f"loop `policy.exec` of {label}")
         cursor = self.mapping(loop, "cursor", f"`loop.cursor` of {label}") if has_cursor else None
-        return Loop(span=span_of(loop), iterator=iterator, iterator_span=self.span(loop, "iterator"),
-                    collection=loop.get("in"), cursor=cursor, mode=mode or "sequential",
-                    max_in_flight=max_in_flight)
+        return Loop(
+            span=span_of(loop),
+            iterator=iterator,
+            iterator_span=self.span(loop, "iterator"),
+            collection=loop.get("in"),
+            cursor=cursor,
+            mode=mode or "sequential",
+            max_in_flight=max_in_flight,
+        )
 
     # -- routing -------------------------------------------------------------------------------
     def read_next(self, item: YMap, label: str) -> Router:
@@ -210,14 +271,22 @@ class CanonicalReader(PlaybookReader):
             spec = self.mapping(value, "spec", f"`next.spec` of {label}") or {}
             if spec:
                 self.check_keys(spec, ("mode", "policy"), f"`next.spec` of {label}")
-            mode = self.choice(spec, "mode", ("exclusive", "inclusive"), f"`next.spec.mode` of {label}",
-                               allow_template=False)
+            mode = self.choice(
+                spec,
+                "mode",
+                ("exclusive", "inclusive"),
+                f"`next.spec.mode` of {label}",
+                allow_template=False,
+            )
             if "arcs" not in value:
                 self.report("S101", self.pos(item, "next"), f"{where} needs an `arcs` list")
                 return Router(mode=mode or "exclusive")
             arcs = self.sequence(value, "arcs", f"`next.arcs` of {label}")
-            return Router(span=span_of(value), mode=mode or "exclusive",
-                          arcs=self.read_arcs(arcs or [], where))
+            return Router(
+                span=span_of(value),
+                mode=mode or "exclusive",
+                arcs=self.read_arcs(arcs or [], where),
+            )
         self.expect(item, "next", (str, list, dict), where)
         return Router(mode="exclusive")
 
@@ -227,24 +296,43 @@ class CanonicalReader(PlaybookReader):
             if isinstance(entry, YMap):
                 arc = self.read_arc(entry, f"arc {index + 1} of {where}", index)
             else:
-                arc = self.arc_from_name(items, index, f"arc {index + 1} of {where}", group=index, origin="arc")
+                arc = self.arc_from_name(
+                    items, index, f"arc {index + 1} of {where}", group=index, origin="arc"
+                )
             if arc:
                 arcs.append(arc)
         return arcs
 
     def read_arc(self, entry: YMap, where: str, index: int) -> Arc | None:
-        self.check_keys(entry, ARC_KEYS, where, foreign={
-            "expr": ("use `when`", E),
-            "args": ("the engine reads only step, when and set; pass values with `set`", W),
-            "then": ("arcs are not conditional blocks; put the target in `step` and the condition in `when`", E),
-        })
+        self.check_keys(
+            entry,
+            ARC_KEYS,
+            where,
+            foreign={
+                "expr": ("use `when`", E),
+                "args": ("the engine reads only step, when and set; pass values with `set`", W),
+                "then": (
+                    "arcs are not conditional blocks; put the target in `step` and the condition in `when`",
+                    E,
+                ),
+            },
+        )
         when = entry.get("when")
         if when is not None and not isinstance(when, (str, bool)):
-            self.report("S102", self.pos(entry, "when"), f"`when` of {where} must be a template string")
+            self.report(
+                "S102", self.pos(entry, "when"), f"`when` of {where} must be a template string"
+            )
         if "set" in entry:
             self.mapping(entry, "set", f"`set` of {where}")
-        return self.arc(entry, where, when=when, set=entry.get("set"), group=index, origin="arc",
-                        event=event_of(when))
+        return self.arc(
+            entry,
+            where,
+            when=when,
+            set=entry.get("set"),
+            group=index,
+            origin="arc",
+            event=event_of(when),
+        )
 
 
 def suggest_step(name: str, names: list[str]) -> str:

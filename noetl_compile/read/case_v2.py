@@ -7,13 +7,27 @@ Tools are read as in the canonical generation, which kept the tool block.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..ast import Arc, CaseRule, Loop, Playbook, Router, Step
 from ..diagnostics import Severity
 from ..load import YList, YMap, empty_map, list_of_one, span_of
 from .base import TOOL_SETTING_KEYS, event_of
 from .canonical import CanonicalReader
 
-STEP_KEYS = {"step", "desc", "args", "vars", "loop", "tool", "case", "next", "sink", "retry", "spec"}
+STEP_KEYS = {
+    "step",
+    "desc",
+    "args",
+    "vars",
+    "loop",
+    "tool",
+    "case",
+    "next",
+    "sink",
+    "retry",
+    "spec",
+}
 W = Severity.WARNING
 STEP_FOREIGN = {
     "set": ("put `set` inside a `case` rule's `then`", W),
@@ -27,7 +41,7 @@ LOOP_KEYS = {"in", "iterator", "mode", "spec"}
 
 class CaseV2Reader(CanonicalReader):
     dialect = "case-v2"
-    root_foreign = {}
+    root_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {}
 
     def read(self, root: YMap) -> Playbook:
         playbook = super(CanonicalReader, self).read(root)
@@ -39,9 +53,15 @@ class CaseV2Reader(CanonicalReader):
 
     def read_step(self, item: YMap, name: str) -> Step:
         label = f"step {name!r}"
-        self.check_keys(item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS)
-        step = Step(span=self.step_span(item), name=name, raw=item,
-                    desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
+        self.check_keys(
+            item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS
+        )
+        step = Step(
+            span=self.step_span(item),
+            name=name,
+            raw=item,
+            desc=item.get("desc") if isinstance(item.get("desc"), str) else None,
+        )
         if "tool" in item:
             self.read_step_tool(item, step, label)
         if "args" in item:
@@ -62,7 +82,9 @@ class CaseV2Reader(CanonicalReader):
         # First matching rule wins; `next` is the fallback group after the case rules.
         step.router = Router(mode="exclusive", arcs=arcs)
         if step.tool is None and "next" not in item and "case" not in item:
-            self.report("S107", self.pos(item, "step"), f"{label} has none of `tool`, `next` or `case`")
+            self.report(
+                "S107", self.pos(item, "step"), f"{label} has none of `tool`, `next` or `case`"
+            )
         return step
 
     def read_loop(self, item: YMap, label: str) -> Loop | None:
@@ -75,10 +97,16 @@ class CaseV2Reader(CanonicalReader):
         if "in" not in loop or "iterator" not in loop:
             missing = " and ".join(k for k in ("in", "iterator") if k not in loop)
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs {missing}")
-        mode = self.choice(loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}")
-        return Loop(span=span_of(loop), iterator=self.string(loop, "iterator", f"loop iterator of {label}"),
-                    iterator_span=self.span(loop, "iterator"), collection=loop.get("in"),
-                    mode=mode or "sequential")
+        mode = self.choice(
+            loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}"
+        )
+        return Loop(
+            span=span_of(loop),
+            iterator=self.string(loop, "iterator", f"loop iterator of {label}"),
+            iterator_span=self.span(loop, "iterator"),
+            collection=loop.get("in"),
+            mode=mode or "sequential",
+        )
 
     # -- case and next -------------------------------------------------------------------------
     def read_case(self, item: YMap, label: str) -> tuple[list[CaseRule], list[Arc]]:
@@ -94,7 +122,9 @@ class CaseV2Reader(CanonicalReader):
                 self.report("S101", self.pos(rules_value, index), f"{where} needs `when`")
             when = rule.get("when")
             if when is not None and not isinstance(when, (str, bool)):
-                self.report("S102", self.pos(rule, "when"), f"`when` of {where} must be a template string")
+                self.report(
+                    "S102", self.pos(rule, "when"), f"`when` of {where} must be a template string"
+                )
             then = self.merge_then(rule, where)
             rules.append(CaseRule(span=span_of(rule), when=when, then=then))
             if then is not None and "next" in then:
@@ -122,12 +152,16 @@ class CaseV2Reader(CanonicalReader):
             self.check_keys(then, THEN_ACTIONS, f"`then` of {where}")
             return then
         if "then" in rule or "else" in rule:
-            self.expect(rule, "then" if "then" in rule else "else", (dict, list), f"`then` of {where}")
+            self.expect(
+                rule, "then" if "then" in rule else "else", (dict, list), f"`then` of {where}"
+            )
         else:
             self.report("S101", self.pos(rule), f"{where} needs `then`")
         return None
 
-    def read_v2_next(self, holder: YMap, label: str, *, group: int, origin: str = "next") -> list[Arc]:
+    def read_v2_next(
+        self, holder: YMap, label: str, *, group: int, origin: str = "next"
+    ) -> list[Arc]:
         value = holder["next"]
         where = f"`next` of {label}"
         if value is None:
@@ -146,11 +180,16 @@ class CaseV2Reader(CanonicalReader):
             if isinstance(entry, YMap):
                 if "when" in entry or "then" in entry or "else" in entry:
                     key = next(k for k in ("when", "then", "else") if k in entry)
-                    self.report("S111", self.key_pos(entry, key),
-                                f"`{key}` inside {where}: the v2 dialect routes conditionally with `case`")
+                    self.report(
+                        "S111",
+                        self.key_pos(entry, key),
+                        f"`{key}` inside {where}: the v2 dialect routes conditionally with `case`",
+                    )
                     continue
                 self.check_keys(entry, ("step", "args", "with"), entry_where)
-                arc = self.arc(entry, entry_where, args=entry.get("args"), group=group, origin=origin)
+                arc = self.arc(
+                    entry, entry_where, args=entry.get("args"), group=group, origin=origin
+                )
             else:
                 arc = self.arc_from_name(value, index, entry_where, group=group, origin=origin)
             if arc:

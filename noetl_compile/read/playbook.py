@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..ast import Playbook, Step, Task
+from ..diagnostics import Severity
 from ..load import YList, YMap, span_of
 from .base import Reader
 
-ROOT_KEYS = {"apiVersion", "kind", "metadata", "name", "path", "description", "workload",
-             "workbook", "workflow", "keychain", "executor"}
+ROOT_KEYS = {
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "path",
+    "description",
+    "workload",
+    "workbook",
+    "workflow",
+    "keychain",
+    "executor",
+}
 METADATA_KEYS = {"name", "path", "description", "labels", "version", "tags", "owner", "author"}
 
 
@@ -17,7 +29,7 @@ class PlaybookReader(Reader):
     """Template for a dialect reader: subclasses implement ``read_step`` and ``read_workbook_task``."""
 
     root_keys = ROOT_KEYS
-    root_foreign: dict = {}
+    root_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {}
 
     def read(self, root: YMap) -> Playbook:
         self.check_keys(root, self.root_keys, "the playbook root", foreign=self.root_foreign)
@@ -30,11 +42,17 @@ class PlaybookReader(Reader):
         if workload is not None:
             self.expect(root, "workload", (dict,), "`workload`")
         playbook = Playbook(
-            span=span_of(root), file=self.document.path, dialect=self.dialect,
-            api_version=api_version, name=name, catalog_path=catalog_path,
+            span=span_of(root),
+            file=self.document.path,
+            dialect=self.dialect,
+            api_version=api_version,
+            name=name,
+            catalog_path=catalog_path,
             workload=workload if isinstance(workload, dict) else None,
-            keychain=root.get("keychain"), executor=self.read_executor(root),
-            workbook=self.read_workbook(root), raw=root,
+            keychain=root.get("keychain"),
+            executor=self.read_executor(root),
+            workbook=self.read_workbook(root),
+            raw=root,
         )
         playbook.steps = self.read_workflow(root)
         playbook.entry = self.entry_step(playbook)
@@ -52,7 +70,9 @@ class PlaybookReader(Reader):
         name = name or self.string(root, "name", "`name`")
         path = path or self.string(root, "path", "`path`")
         if name is None and path is None:
-            self.report("S101", self.pos(root), "the playbook needs `metadata.name` (or a root `name`)")
+            self.report(
+                "S101", self.pos(root), "the playbook needs `metadata.name` (or a root `name`)"
+            )
         return name, path
 
     def read_executor(self, root: YMap) -> Any:
@@ -71,7 +91,9 @@ class PlaybookReader(Reader):
             if name is None or task is None:
                 continue
             if name in tasks:
-                self.report("S106", self.pos(item, "name"), f"duplicate workbook task name {name!r}")
+                self.report(
+                    "S106", self.pos(item, "name"), f"duplicate workbook task name {name!r}"
+                )
             tasks[name] = task
         return tasks
 
@@ -97,7 +119,9 @@ class PlaybookReader(Reader):
                 self.expect(items, index, (dict,), f"workflow item {index + 1}")
                 continue
             if "step" not in item:
-                self.report("S101", self.pos(items, index), f"workflow item {index + 1} needs a `step` name")
+                self.report(
+                    "S101", self.pos(items, index), f"workflow item {index + 1} needs a `step` name"
+                )
                 continue
             name = self.string(item, "step", "`step`")
             if name is None:
@@ -105,8 +129,11 @@ class PlaybookReader(Reader):
             step = self.read_step(item, name)
             if name in seen:
                 first = seen[name].span
-                self.report("S106", self.pos(item, "step"),
-                            f"duplicate step name {name!r} (first defined on line {first.line})")
+                self.report(
+                    "S106",
+                    self.pos(item, "step"),
+                    f"duplicate step name {name!r} (first defined on line {first.line})",
+                )
                 continue
             seen[name] = step
             steps.append(step)
@@ -125,8 +152,11 @@ class PlaybookReader(Reader):
     def require_entry(self, playbook: Playbook, root: YMap, alternatives: str) -> None:
         if playbook.steps and playbook.entry is None:
             available = ", ".join(playbook.step_names[:8])
-            self.report("S105", self.pos(root, "workflow"),
-                        f"no entry step: {alternatives} (steps: {available})")
+            self.report(
+                "S105",
+                self.pos(root, "workflow"),
+                f"no entry step: {alternatives} (steps: {available})",
+            )
 
 
 def sequence_items(value: Any) -> list[tuple[Any, int]]:

@@ -17,20 +17,99 @@ from ..load import YList, YMap, list_of_one, span_of
 from .base import event_of
 from .playbook import PlaybookReader
 
-CONTROL_KEYS = {"step", "desc", "type", "name", "task", "tool", "with", "args", "data", "input",
-                "loop", "end_loop", "result", "case", "next", "sink", "save", "retry", "pass",
-                "assert", "collection", "element", "mode", "iterator", "filter", "as"}
+CONTROL_KEYS = {
+    "step",
+    "desc",
+    "type",
+    "name",
+    "task",
+    "tool",
+    "with",
+    "args",
+    "data",
+    "input",
+    "loop",
+    "end_loop",
+    "result",
+    "case",
+    "next",
+    "sink",
+    "save",
+    "retry",
+    "pass",
+    "assert",
+    "collection",
+    "element",
+    "mode",
+    "iterator",
+    "filter",
+    "as",
+}
 # Tool settings a v1 step may carry inline (the workbook task vocabulary).
-INLINE_TOOL_KEYS = {"code", "code_b64", "command", "commands", "command_b64", "commands_b64",
-                    "query", "queries", "sql", "statement", "script", "endpoint", "url", "method",
-                    "headers", "params", "payload", "body", "timeout", "auth", "credential",
-                    "credentials", "provider", "project_id", "secret_name", "path", "database",
-                    "source", "target", "chunk_size", "direction", "transfer_direction",
-                    "verify_ssl", "libs", "version", "return_step", "mapping", "table", "key",
-                    "storage", "connection", "catalog_connection", "catalog_name", "data_path",
-                    "cmd", "cmds", "query_b64"}
-TASK_KEYS = {"name", "type", "desc", "tool", "with", "data", "input", "args", "assert", "save",
-             "sink", "retry", "loop"} | INLINE_TOOL_KEYS
+INLINE_TOOL_KEYS = {
+    "code",
+    "code_b64",
+    "command",
+    "commands",
+    "command_b64",
+    "commands_b64",
+    "query",
+    "queries",
+    "sql",
+    "statement",
+    "script",
+    "endpoint",
+    "url",
+    "method",
+    "headers",
+    "params",
+    "payload",
+    "body",
+    "timeout",
+    "auth",
+    "credential",
+    "credentials",
+    "provider",
+    "project_id",
+    "secret_name",
+    "path",
+    "database",
+    "source",
+    "target",
+    "chunk_size",
+    "direction",
+    "transfer_direction",
+    "verify_ssl",
+    "libs",
+    "version",
+    "return_step",
+    "mapping",
+    "table",
+    "key",
+    "storage",
+    "connection",
+    "catalog_connection",
+    "catalog_name",
+    "data_path",
+    "cmd",
+    "cmds",
+    "query_b64",
+}
+TASK_KEYS = {
+    "name",
+    "type",
+    "desc",
+    "tool",
+    "with",
+    "data",
+    "input",
+    "args",
+    "assert",
+    "save",
+    "sink",
+    "retry",
+    "loop",
+} | INLINE_TOOL_KEYS
 LOOP_KEYS = {"in", "iterator", "mode", "filter", "limit", "collection", "element"}
 NEXT_ENTRY_KEYS = {"step", "with", "args", "data", "input", "when", "then", "else"}
 
@@ -50,8 +129,13 @@ class V1Reader(PlaybookReader):
         kind = self.task_kind(item, label)
         if kind is None:
             self.report("S101", self.pos(item), f"{label} needs a `type`")
-        return Task(span=span_of(item), name=name, kind=kind,
-                    kind_span=self.span(item, "type" if "type" in item else "tool"), config=item)
+        return Task(
+            span=span_of(item),
+            name=name,
+            kind=kind,
+            kind_span=self.span(item, "type" if "type" in item else "tool"),
+            config=item,
+        )
 
     def task_kind(self, holder: YMap, label: str) -> str | None:
         if "type" in holder:
@@ -67,21 +151,41 @@ class V1Reader(PlaybookReader):
     def read_step(self, item: YMap, name: str) -> Step:
         label = f"step {name!r}"
         self.check_keys(item, CONTROL_KEYS | INLINE_TOOL_KEYS, label)
-        step = Step(span=self.step_span(item), name=name, raw=item,
-                    desc=item.get("desc") if isinstance(item.get("desc"), str) else None)
+        step = Step(
+            span=self.step_span(item),
+            name=name,
+            raw=item,
+            desc=item.get("desc") if isinstance(item.get("desc"), str) else None,
+        )
         kind = self.task_kind(item, label)
         if kind == "iterator":
             self.read_iterator_step(item, step, label)
         elif kind == "workbook":
-            task_name = self.string(item, "name" if "name" in item else "task", f"workbook task of {label}")
+            task_name = self.string(
+                item, "name" if "name" in item else "task", f"workbook task of {label}"
+            )
             if task_name is None:
-                self.report("S101", self.pos(item, "step"), f"{label} has `type: workbook` but no `name` of a task")
-            step.tool = Task(span=span_of(item), name=task_name, kind="workbook",
-                             kind_span=self.span(item, "type"), config=item)
+                self.report(
+                    "S101",
+                    self.pos(item, "step"),
+                    f"{label} has `type: workbook` but no `name` of a task",
+                )
+            step.tool = Task(
+                span=span_of(item),
+                name=task_name,
+                kind="workbook",
+                kind_span=self.span(item, "type"),
+                config=item,
+            )
         elif kind not in (None, "end", "router", "start"):
             tool = item["tool"] if isinstance(item.get("tool"), YMap) else item
-            step.tool = Task(span=span_of(item), name=name, kind=kind,
-                             kind_span=self.span(item, "type" if "type" in item else "tool"), config=tool)
+            step.tool = Task(
+                span=span_of(item),
+                name=name,
+                kind=kind,
+                kind_span=self.span(item, "type" if "type" in item else "tool"),
+                config=tool,
+            )
         step.input = self.first_mapping(item, ("with", "args", "data", "input"), label)
         if "loop" in item:
             step.loop = self.read_loop(item, label)
@@ -99,10 +203,16 @@ class V1Reader(PlaybookReader):
         for key in ("collection", "element"):
             if key not in item:
                 self.report("S108", self.pos(item, "type"), f"the iterator {label} needs `{key}`")
-        step.loop = Loop(span=span_of(item), iterator=self.string(item, "element", f"`element` of {label}"),
-                         iterator_span=self.span(item, "element"), collection=item.get("collection"),
-                         mode=self.choice(item, "mode", ("sequential", "parallel", "async"),
-                                          f"iterator mode of {label}") or "sequential")
+        step.loop = Loop(
+            span=span_of(item),
+            iterator=self.string(item, "element", f"`element` of {label}"),
+            iterator_span=self.span(item, "element"),
+            collection=item.get("collection"),
+            mode=self.choice(
+                item, "mode", ("sequential", "parallel", "async"), f"iterator mode of {label}"
+            )
+            or "sequential",
+        )
         task = self.mapping(item, "task", f"`task` of {label}")
         if task is None:
             if "task" not in item:
@@ -110,8 +220,13 @@ class V1Reader(PlaybookReader):
             return
         self.check_keys(task, TASK_KEYS | {"task", "path"}, f"the task of {label}")
         kind = self.task_kind(task, f"the task of {label}")
-        step.tool = Task(span=span_of(task), name=step.name, kind=kind,
-                         kind_span=self.span(task, "type"), config=task)
+        step.tool = Task(
+            span=span_of(task),
+            name=step.name,
+            kind=kind,
+            kind_span=self.span(task, "type"),
+            config=task,
+        )
 
     def first_mapping(self, item: YMap, keys: tuple[str, ...], label: str) -> Any:
         for key in keys:
@@ -129,12 +244,22 @@ class V1Reader(PlaybookReader):
         if collection is None and "in" not in loop and "collection" not in loop:
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs `in`")
         if iterator_key not in loop:
-            self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name")
+            self.report(
+                "S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name"
+            )
         has_action = any(item.get(k) is not None for k in ("type", "tool", "task"))
-        mode = self.choice(loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}")
-        return Loop(span=span_of(loop), iterator=self.string(loop, iterator_key, f"loop iterator of {label}"),
-                    iterator_span=self.span(loop, iterator_key), collection=collection,
-                    mode=mode or "sequential", filter=loop.get("filter"), body_via_next=not has_action)
+        mode = self.choice(
+            loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}"
+        )
+        return Loop(
+            span=span_of(loop),
+            iterator=self.string(loop, iterator_key, f"loop iterator of {label}"),
+            iterator_span=self.span(loop, iterator_key),
+            collection=collection,
+            mode=mode or "sequential",
+            filter=loop.get("filter"),
+            body_via_next=not has_action,
+        )
 
     # -- routing -------------------------------------------------------------------------------
     def read_next(self, item: YMap, label: str) -> Router:
@@ -158,14 +283,22 @@ class V1Reader(PlaybookReader):
                 arc = self.arc_from_name(value, index, entry_where, group=index)
                 arcs += [arc] if arc else []
                 continue
-            self.check_keys(entry, NEXT_ENTRY_KEYS, entry_where,
-                            foreign={"condition": ("the v1 engine reads `when`", Severity.WARNING)})
+            self.check_keys(
+                entry,
+                NEXT_ENTRY_KEYS,
+                entry_where,
+                foreign={"condition": ("the v1 engine reads `when`", Severity.WARNING)},
+            )
             if "when" in entry or "else" in entry:
                 conditional = True
                 arcs += self.read_conditional(entry, entry_where, index)
             else:
-                arc = self.arc(entry, entry_where, args=self.first_mapping(entry, ("with", "args", "data", "input"), entry_where),
-                               group=index)
+                arc = self.arc(
+                    entry,
+                    entry_where,
+                    args=self.first_mapping(entry, ("with", "args", "data", "input"), entry_where),
+                    group=index,
+                )
                 arcs += [arc] if arc else []
         if not conditional:
             for arc in arcs:  # direct entries are a parallel fan-out: one group
@@ -176,10 +309,18 @@ class V1Reader(PlaybookReader):
         is_else = "else" in entry
         when = None if is_else else entry.get("when")
         if when is not None and not isinstance(when, (str, bool)):
-            self.report("S102", self.pos(entry, "when"), f"`when` of {where} must be a template string")
+            self.report(
+                "S102", self.pos(entry, "when"), f"`when` of {where} must be a template string"
+            )
         if "step" in entry and "then" not in entry:  # shorthand {when, step}
-            arc = self.arc(entry, where, when=when, group=group, event=event_of(when),
-                           args=self.first_mapping(entry, ("with", "args", "data"), where))
+            arc = self.arc(
+                entry,
+                where,
+                when=when,
+                group=group,
+                event=event_of(when),
+                args=self.first_mapping(entry, ("with", "args", "data"), where),
+            )
             return [arc] if arc else []
         key = "else" if is_else else "then"
         targets = entry.get(key)
@@ -196,11 +337,25 @@ class V1Reader(PlaybookReader):
             target_where = f"target {index + 1} of {where}"
             if isinstance(target, YMap):
                 self.check_keys(target, ("step", "with", "args", "data", "input"), target_where)
-                arc = self.arc(target, target_where, when=when, group=group, event=event_of(when),
-                               origin="else" if is_else else "next",
-                               args=self.first_mapping(target, ("with", "args", "data", "input"), target_where))
+                arc = self.arc(
+                    target,
+                    target_where,
+                    when=when,
+                    group=group,
+                    event=event_of(when),
+                    origin="else" if is_else else "next",
+                    args=self.first_mapping(
+                        target, ("with", "args", "data", "input"), target_where
+                    ),
+                )
             else:
-                arc = self.arc_from_name(targets, index, target_where, when=when, group=group,
-                                         origin="else" if is_else else "next")
+                arc = self.arc_from_name(
+                    targets,
+                    index,
+                    target_where,
+                    when=when,
+                    group=group,
+                    origin="else" if is_else else "next",
+                )
             arcs += [arc] if arc else []
         return arcs

@@ -40,9 +40,14 @@ def test_errors_match_expectations(corpus_results):
         found = sorted({d.code for d in result.diagnostics if d.severity is Severity.ERROR})
         expected = sorted(expectations.get(path, {}))
         if found != expected:
-            detail = [f"{d.position.line}:{d.position.col} {d.code} {d.message}"
-                      for d in result.diagnostics if d.severity is Severity.ERROR]
-            mismatches.append(f"{path}: expected {expected}, found {found}\n    " + "\n    ".join(detail))
+            detail = [
+                f"{d.position.line}:{d.position.col} {d.code} {d.message}"
+                for d in result.diagnostics
+                if d.severity is Severity.ERROR
+            ]
+            mismatches.append(
+                f"{path}: expected {expected}, found {found}\n    " + "\n    ".join(detail)
+            )
     assert not mismatches, "\n".join(mismatches)
 
 
@@ -50,7 +55,9 @@ def test_expectations_name_real_files_and_give_reasons(corpus_results):
     for path, codes in load_expectations().items():
         assert path in corpus_results, f"expectations.yaml names a file not in the corpus: {path}"
         for code, reason in codes.items():
-            assert isinstance(reason, str) and len(reason.split()) >= 4, f"{path} {code}: give a reason"
+            assert isinstance(reason, str) and len(reason.split()) >= 4, (
+                f"{path} {code}: give a reason"
+            )
 
 
 def test_every_diagnostic_has_a_position(corpus_results):
