@@ -412,7 +412,8 @@ RULES: dict[str, Rule] = {
             "C513",
             W,
             "tool key outside its tool",
-            "A tool setting (e.g. `command`) sits on the step, where the engine ignores it.",
+            "A tool setting (e.g. `command`) sits on the step or inside the tool's `spec`, where the "
+            "engine does not read it.",
             "before:  - step: s\n           command: SELECT 1\nafter:   - step: s\n           tool: {kind: postgres, command: SELECT 1}",
         ),
         _rule(

@@ -230,7 +230,14 @@ def test_http_without_url(tmp_path):
             11,
             "the http tool of step 'start' has no `url` (or `endpoint`) "
             "(`url` is inside `spec`, where the engine does not read it)",
-        )
+        ),
+        (
+            "C513",
+            11,
+            7,
+            "tool setting `url` of the tool of step 'start' sits inside `spec`, where the engine "
+            "does not read it; move it up into the tool",
+        ),
     ]
 
 

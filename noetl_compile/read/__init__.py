@@ -38,7 +38,12 @@ def detect_dialect(root: Any) -> str:
             scores["case-v2"] += _CASE_V2_MARKS.get(key, 0)
             scores["canonical"] += _CANONICAL_MARKS.get(key, 0)
             scores["v1"] += _V1_MARKS.get(key, 0)
-        tool, nxt = step.get("tool"), step.get("next")
+        tool, nxt, loop = step.get("tool"), step.get("next"), step.get("loop")
+        if isinstance(loop, dict):  # canonical moved `mode` under `loop.spec`
+            if "spec" in loop:
+                scores["canonical"] += 2
+            elif "mode" in loop:
+                scores["case-v2"] += 1
         if isinstance(tool, list) or (isinstance(tool, dict) and "spec" in tool):
             scores["canonical"] += 3
         if isinstance(tool, str):
