@@ -299,12 +299,17 @@ class Reader:
         if spec is None:
             return []
         misplaced = TOOL_SETTING_KEYS | {"input", "method"}
-        self.check_keys(spec, ("policy", "timeout"), f"the spec of {label}", reported_elsewhere=misplaced)
+        self.check_keys(
+            spec, ("policy", "timeout"), f"the spec of {label}", reported_elsewhere=misplaced
+        )
         for key in spec:
             if key in misplaced:
-                self.report("C513", self.key_pos(spec, key),
-                            f"tool setting `{key}` of {label} sits inside `spec`, where the engine does "
-                            "not read it; move it up into the tool")
+                self.report(
+                    "C513",
+                    self.key_pos(spec, key),
+                    f"tool setting `{key}` of {label} sits inside `spec`, where the engine does "
+                    "not read it; move it up into the tool",
+                )
         policy = self.mapping(spec, "policy", f"`spec.policy` of {label}")
         if policy is None:
             return []

@@ -85,16 +85,7 @@ class CanonicalReader(PlaybookReader):
 
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
-        label = f"step {name!r}"
-        self.check_keys(
-            item, STEP_KEYS, label, foreign=STEP_FOREIGN, reported_elsewhere=TOOL_SETTING_KEYS
-        )
-        step = Step(
-            span=self.step_span(item),
-            name=name,
-            raw=item,
-            desc=item.get("desc") if isinstance(item.get("desc"), str) else None,
-        )
+        step, label = self.open_step(item, name, STEP_KEYS, STEP_FOREIGN, TOOL_SETTING_KEYS)
         if "tool" in item:
             self.read_step_tool(item, step, label)
         if "input" in item:

@@ -145,6 +145,26 @@ class PlaybookReader(Reader):
     def step_span(self, item: YMap):
         return self.span(item, "step")
 
+    def open_step(
+        self,
+        item: YMap,
+        name: str,
+        known: set[str],
+        foreign: dict,
+        reported_elsewhere: frozenset[str] = frozenset(),
+    ) -> tuple[Step, str]:
+        """Check a step's keys against its dialect and start its AST node."""
+        label = f"step {name!r}"
+        self.check_keys(item, known, label, foreign=foreign, reported_elsewhere=reported_elsewhere)
+        desc = item.get("desc")
+        step = Step(
+            span=self.step_span(item),
+            name=name,
+            raw=item,
+            desc=desc if isinstance(desc, str) else None,
+        )
+        return step, label
+
     def entry_step(self, playbook: Playbook) -> str | None:
         """`start` by convention (the spec); subclasses widen it where their engine did."""
         return "start" if playbook.step("start") else None

@@ -14,7 +14,7 @@ from typing import Any
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
 from ..load import YList, YMap, list_of_one, span_of
-from .base import event_of
+from .base import TOOL_SETTING_KEYS, event_of
 from .playbook import PlaybookReader
 
 CONTROL_KEYS = {
@@ -45,56 +45,13 @@ CONTROL_KEYS = {
     "filter",
     "as",
 }
-# Tool settings a v1 step may carry inline (the workbook task vocabulary).
-INLINE_TOOL_KEYS = {
-    "code",
-    "code_b64",
-    "command",
-    "commands",
-    "command_b64",
-    "commands_b64",
-    "query",
-    "queries",
-    "sql",
-    "statement",
-    "script",
-    "endpoint",
-    "url",
-    "method",
-    "headers",
-    "params",
-    "payload",
-    "body",
-    "timeout",
-    "auth",
-    "credential",
-    "credentials",
-    "provider",
-    "project_id",
-    "secret_name",
-    "path",
-    "database",
-    "source",
-    "target",
-    "chunk_size",
-    "direction",
-    "transfer_direction",
-    "verify_ssl",
-    "libs",
-    "version",
-    "return_step",
-    "mapping",
-    "table",
-    "key",
-    "storage",
-    "connection",
-    "catalog_connection",
-    "catalog_name",
-    "data_path",
-    "cmd",
-    "cmds",
-    "query_b64",
-}
+# Tool settings a v1 step may carry inline: the shared tool vocabulary plus the v1 workbook
+# task keys (secrets, transfer, save/storage).
+INLINE_TOOL_KEYS = TOOL_SETTING_KEYS | {
+    "headers", "params", "timeout", "provider", "project_id", "secret_name", "source",
+    "target", "chunk_size", "direction", "transfer_direction", "version", "mapping", "table",
+    "key", "storage", "connection",
+}  # fmt: skip
 TASK_KEYS = {
     "name",
     "type",
@@ -149,14 +106,7 @@ class V1Reader(PlaybookReader):
 
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
-        label = f"step {name!r}"
-        self.check_keys(item, CONTROL_KEYS | INLINE_TOOL_KEYS, label)
-        step = Step(
-            span=self.step_span(item),
-            name=name,
-            raw=item,
-            desc=item.get("desc") if isinstance(item.get("desc"), str) else None,
-        )
+        step, label = self.open_step(item, name, CONTROL_KEYS | INLINE_TOOL_KEYS, {})
         kind = self.task_kind(item, label)
         if kind == "iterator":
             self.read_iterator_step(item, step, label)
