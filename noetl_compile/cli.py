@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from collections.abc import Sequence
 
@@ -53,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--connections", metavar="FILE", help="JSON/YAML file of known connection names"
     )
     check.add_argument("--quiet", action="store_true", help="no summary line")
+    check.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="worker processes for large runs (default: one per CPU, at most 4)",
+    )
 
     explain = commands.add_parser("explain", help="what a diagnostic code means and how to fix it")
     explain.add_argument("code", nargs="?", help="e.g. T301; without a code, list all codes")
@@ -112,16 +120,19 @@ def selected(
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from .check import check_paths
+    from .check import report_paths
     from .report import FORMATTERS, summary
 
-    results, problems = check_paths(
-        args.paths, dialect=args.dialect, connections=load_connections(args.connections)
+    results, problems = report_paths(
+        args.paths,
+        dialect=args.dialect,
+        connections=load_connections(args.connections),
+        jobs=max(1, args.jobs),
     )
     diagnostics = selected(
         problems + [d for r in results for d in r.diagnostics], args.select, args.ignore
     )
-    sources = {r.path: r.document.text for r in results}
+    sources = {r.path: r.text for r in results}
     sys.stdout.write(FORMATTERS[args.format](diagnostics, sources))
     if args.format in ("concise", "full") and not args.quiet:
         sys.stdout.write(summary(diagnostics, len(results)))

@@ -138,3 +138,13 @@ def test_check_imports_no_airflow(files):
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_parallel_run_reports_exactly_what_a_serial_run_does(capsys):
+    from tests.corpus import CORPUS
+
+    serial = run(capsys, "check", str(CORPUS), "--quiet", "-j", "1")
+    parallel = run(capsys, "check", str(CORPUS), "--quiet", "-j", "2")
+    assert serial[0] == parallel[0] == 1
+    assert serial[1].out == parallel[1].out
+    assert "R204" in parallel[1].out  # nested calls are resolved across the workers' chunks

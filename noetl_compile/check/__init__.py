@@ -6,6 +6,7 @@ rule family on every playbook. One bad file never hides the others, and no input
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -80,18 +81,22 @@ def check_text(text: str, path: str = "<string>", *, dialect: str | None = None)
     return result
 
 
-def check_results(results: list[FileResult], connections: set[str] | None = None) -> None:
-    """Run every rule family on every read playbook (adds to each result's diagnostics)."""
-    project = Project(
-        catalog_paths={
-            p
-            for r in results
-            if r.playbook
-            for p in (r.playbook.catalog_path, r.playbook.name)
-            if p
-        },
-        connections=connections,
-    )
+def catalog_names(results: Iterable[FileResult]) -> set[str]:
+    """The names other playbooks can call these by: `metadata.path` (or `path`) and the name."""
+    return {
+        p for r in results if r.playbook for p in (r.playbook.catalog_path, r.playbook.name) if p
+    }
+
+
+def check_results(
+    results: list[FileResult], connections: set[str] | None = None, *, resolve_nested: bool = True
+) -> Project:
+    """Run every rule family on every read playbook (adds to each result's diagnostics).
+
+    Nested playbook calls can only be resolved once every file of the run is read; with
+    ``resolve_nested=False`` they are left in the returned project for the caller to resolve.
+    """
+    project = Project(connections=connections)
     for result in results:
         if result.playbook is None:
             continue
@@ -107,7 +112,20 @@ def check_results(results: list[FileResult], connections: set[str] | None = None
                     f"internal error in {family.__module__}: {type(exc).__name__}: {exc}",
                 )
         result.diagnostics.extend(sink.items)
+    if resolve_nested:
+        _attach(
+            results,
+            references.unresolved_nested_calls(project.nested_calls, catalog_names(results)),
+        )
+    for result in results:
         result.diagnostics.sort(key=lambda d: d.sort_key)
+    return project
+
+
+def _attach(results: Iterable[FileResult | FileReport], diagnostics: list[Diagnostic]) -> None:
+    by_path = {r.path: r for r in results}
+    for diagnostic in diagnostics:
+        by_path[diagnostic.path].diagnostics.append(diagnostic)
 
 
 def check_paths(
@@ -117,3 +135,48 @@ def check_paths(
     results = [read_file(path, dialect) for path in files]
     check_results(results, connections)
     return results, problems
+
+
+@dataclass
+class FileReport:
+    """What `noetlc check` reports for one file; no AST, so it crosses process boundaries."""
+
+    path: str
+    text: str
+    diagnostics: list[Diagnostic]
+
+
+def _check_chunk(files: list[str], dialect: str | None, connections: set[str] | None):
+    results = [read_file(path, dialect) for path in files]
+    project = check_results(results, connections, resolve_nested=False)
+    reports = [FileReport(r.path, r.document.text, r.diagnostics) for r in results]
+    return reports, catalog_names(results), project.nested_calls
+
+
+def report_paths(
+    paths: Iterable[str],
+    *,
+    dialect: str | None = None,
+    connections: set[str] | None = None,
+    jobs: int = 1,
+) -> tuple[list[FileReport], list[Diagnostic]]:
+    """`noetlc check`: ``check_paths`` spread over ``jobs`` forked processes for large runs.
+
+    Forking after the imports shares them with the workers for free; a chunk reports its
+    diagnostics, catalog names and nested calls, which are resolved here against all files.
+    """
+    files, problems = discover(paths)
+    if jobs <= 1 or len(files) < 16 * jobs or "fork" not in multiprocessing.get_all_start_methods():
+        parts = [_check_chunk(files, dialect, connections)]
+    else:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            parts = pool.starmap(
+                _check_chunk, [(files[i::jobs], dialect, connections) for i in range(jobs)]
+            )
+    reports = sorted((report for part in parts for report in part[0]), key=lambda r: r.path)
+    catalog = set().union(*(part[1] for part in parts))
+    calls = [call for part in parts for call in part[2]]
+    _attach(reports, references.unresolved_nested_calls(calls, catalog))
+    for report in reports:
+        report.diagnostics.sort(key=lambda d: d.sort_key)
+    return reports, problems

@@ -14,12 +14,21 @@ from ..load import Document, Span, YList, YMap, span_of
 from ..positions import source_indices
 
 
+@dataclass(frozen=True)
+class NestedCall:
+    """A `playbook` tool naming another playbook; resolved once every file of the run is read."""
+
+    file: str
+    position: Position
+    target: str
+
+
 @dataclass
 class Project:
     """Facts about the whole run: other playbooks (for nested calls) and known connections."""
 
-    catalog_paths: set[str] = field(default_factory=set)  # metadata.path / path of every playbook
     connections: set[str] | None = None  # from --connections; None = not checked
+    nested_calls: list[NestedCall] = field(default_factory=list)
 
 
 @dataclass

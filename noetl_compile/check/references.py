@@ -4,9 +4,11 @@ end_loop, executor steps, connections and nested playbooks."""
 from __future__ import annotations
 
 from ..ast import Step, Task
+from ..diagnostics import Diagnostic
 from ..load import YMap
 from ..read.base import did_you_mean, is_template
-from .context import CheckContext
+from ..rules import severity_of
+from .context import CheckContext, NestedCall
 
 _SIMPLE_REF = ("{{", "}}")
 
@@ -86,17 +88,9 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
             )
     if task.kind in ("playbook", "playbooks"):
         path = config.get("path")
-        known = ctx.project.catalog_paths
-        if (
-            isinstance(path, str)
-            and not is_template(path)
-            and path.strip("/") not in {p.strip("/") for p in known}
-        ):
-            ctx.report(
-                "R204",
-                ctx.pos(config, "path"),
-                f"nested playbook {path!r} is not among the checked playbooks"
-                + did_you_mean(path, sorted(known)),
+        if isinstance(path, str) and not is_template(path):
+            ctx.project.nested_calls.append(
+                NestedCall(ctx.sink.path, ctx.pos(config, "path"), path)
             )
     if ctx.project.connections is not None:
         for key in ("auth", "credential"):
@@ -108,6 +102,23 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
                     f"connection {name!r} is not in the connections file"
                     + did_you_mean(name, sorted(ctx.project.connections)),
                 )
+
+
+def unresolved_nested_calls(calls: list[NestedCall], catalog_paths: set[str]) -> list[Diagnostic]:
+    """R204 for nested playbook paths that no playbook of the run declares."""
+    known = {p.strip("/") for p in catalog_paths}
+    return [
+        Diagnostic(
+            "R204",
+            severity_of("R204"),
+            call.file,
+            call.position,
+            f"nested playbook {call.target!r} is not among the checked playbooks"
+            + did_you_mean(call.target, sorted(catalog_paths)),
+        )
+        for call in calls
+        if call.target.strip("/") not in known
+    ]
 
 
 def resolve_literal(ctx: CheckContext, value: object) -> str | None:
