@@ -43,12 +43,23 @@ def _check_ctx(ctx: CheckContext) -> None:
     writes = ctx_writes(ctx.playbook)
     workload = set(ctx.playbook.workload or {})
     for read in ctx_reads(ctx.playbook, ctx.sites):
-        if read.name not in writes and read.name not in workload and not read.guarded:
+        if read.name in workload or read.guarded:
+            continue
+        if read.name not in writes:
             ctx.report(
                 "F403",
                 ctx.position_in_string(read.value, read.offset),
                 f"`ctx.{read.name}` is read in step {read.step!r} but no step writes it "
                 "and it is not a workload key",
+            )
+        elif read.step in ctx.flow.reachable and not _written_before(ctx, read.step, writes[read.name]):
+            names = sorted({repr(w.step) for w in writes[read.name] if w.step})
+            verb = "runs" if len(names) == 1 else "run"
+            ctx.report(
+                "F403",
+                ctx.position_in_string(read.value, read.offset),
+                f"`ctx.{read.name}` is read in step {read.step!r} but written only by "
+                f"{', '.join(names)}, which never {verb} before it",
             )
     for name, writers in sorted(writes.items()):
         steps = sorted({w.step for w in writers if w.step})
@@ -62,3 +73,9 @@ def _check_ctx(ctx: CheckContext) -> None:
                         f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
                         "which can run in parallel; the last writer wins at random",
                     )
+
+
+def _written_before(ctx: CheckContext, step: str, writers) -> bool:
+    """Some writer is the step itself or can run before it (a path reaches it from the writer)."""
+    before = ctx.flow.ancestors(step) | {step}
+    return any(w.step is None or w.step in before for w in writers)
