@@ -52,7 +52,9 @@ def _check_ctx(ctx: CheckContext) -> None:
                 f"`ctx.{read.name}` is read in step {read.step!r} but no step writes it "
                 "and it is not a workload key",
             )
-        elif read.step in ctx.flow.reachable and not _written_before(ctx, read.step, writes[read.name]):
+        elif read.step in ctx.flow.reachable and not _written_before(
+            ctx, read.step, writes[read.name]
+        ):
             names = sorted({repr(w.step) for w in writes[read.name] if w.step})
             verb = "runs" if len(names) == 1 else "run"
             ctx.report(

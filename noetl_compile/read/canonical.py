@@ -46,14 +46,29 @@ class CanonicalReader(PlaybookReader):
 
     def read(self, root: YMap) -> Playbook:
         playbook = super().read(root)
-        self.require_entry(playbook, root, "name a step `start`, or set `executor.spec.entry_step`")
+        named = self._named_entry(playbook)
+        if playbook.steps and named is None and playbook.step("start") is None:
+            # The specification requires `start`; this generation's engine falls back to the
+            # first step, so the playbook runs: a warning, not a rejection.
+            self.report(
+                "S105",
+                self.pos(root, "workflow"),
+                f"no step named `start` and no `executor.spec.entry_step`: the engine starts "
+                f"at the first step {playbook.steps[0].name!r}; name the entry explicitly",
+                severity=Severity.WARNING,
+            )
         return playbook
 
-    def entry_step(self, playbook: Playbook) -> str | None:
+    @staticmethod
+    def _named_entry(playbook: Playbook) -> str | None:
         executor = playbook.executor if isinstance(playbook.executor, YMap) else {}
         spec = executor.get("spec") if isinstance(executor.get("spec"), YMap) else {}
         entry = spec.get("entry_step")
-        if isinstance(entry, str) and playbook.step(entry):
+        return entry if isinstance(entry, str) and playbook.step(entry) else None
+
+    def entry_step(self, playbook: Playbook) -> str | None:
+        entry = self._named_entry(playbook)
+        if entry is not None:
             return entry
         # The engine starts at workflow[0] when no entry is named (reference §3.1).
         if playbook.step("start"):
