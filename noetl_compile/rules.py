@@ -196,6 +196,15 @@ RULES: dict[str, Rule] = {
         ),
         # -- references ----------------------------------------------------------------------------
         _rule(
+            "S115",
+            W,
+            "implicit entry step",
+            "The specification starts at a step named `start`. The canonical engine falls back to "
+            "the first step of the workflow, so the playbook runs, but reordering the steps "
+            "silently changes where it starts.",
+            "executor:\n  spec: {entry_step: begin}   # or name the first step `start`",
+        ),
+        _rule(
             "R201",
             E,
             "unknown step",

@@ -49,13 +49,12 @@ class CanonicalReader(PlaybookReader):
         named = self._named_entry(playbook)
         if playbook.steps and named is None and playbook.step("start") is None:
             # The specification requires `start`; this generation's engine falls back to the
-            # first step, so the playbook runs: a warning, not a rejection.
+            # first step, so the playbook runs: S115 is a warning, not a rejection (S105).
             self.report(
-                "S105",
+                "S115",
                 self.pos(root, "workflow"),
                 f"no step named `start` and no `executor.spec.entry_step`: the engine starts "
                 f"at the first step {playbook.steps[0].name!r}; name the entry explicitly",
-                severity=Severity.WARNING,
             )
         return playbook
 
