@@ -14,19 +14,11 @@ import importlib
 import importlib.util
 import json
 import os
-import sys
-import tempfile
 from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-if "airflow" not in sys.modules:  # isolate Airflow's home before anything imports it
-    _HOME = tempfile.mkdtemp(prefix="noetlc-safety-")
-    os.environ.setdefault("AIRFLOW_HOME", _HOME)
-    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-    os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_HOME}/airflow.db")
 
 from noetl_compile.check import read_file
 from noetl_compile.compile import compile_result
@@ -236,7 +228,7 @@ def _import(path: Path):
 
 
 @settings(
-    max_examples=int(os.environ.get("NOETLC_SAFETY_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("NOETLC_SAFETY_EXAMPLES", "300")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
