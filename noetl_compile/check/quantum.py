@@ -39,18 +39,21 @@ _QASM_PREAMBLE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
 _QASM_HEADER = re.compile(r"OPENQASM\s+[23](?:\.\d+)?\s*;")
 
 
+def _unknown_keys(ctx: CheckContext, mapping: dict, known, where: str) -> None:
+    for key in mapping:
+        if key not in known:
+            ctx.report(
+                "C511",
+                ctx.key_pos(mapping, key),
+                f"unknown key {str(key)!r} in {where}" + did_you_mean(str(key), known),
+            )
+
+
 def check_quantum(ctx: CheckContext, tool: Any, label: str, anchor: Position) -> None:
     """``anchor``: where to report what is missing (the `kind` of the tool)."""
     if not isinstance(tool, dict):
         return
-    for key in tool:
-        if key not in KEYS:
-            ctx.report(
-                "C511",
-                ctx.key_pos(tool, key),
-                f"unknown key {str(key)!r} in the quantum tool {label}"
-                + did_you_mean(str(key), KEYS),
-            )
+    _unknown_keys(ctx, tool, KEYS, f"the quantum tool {label}")
     _choice(ctx, tool, "provider", PROVIDERS, label)
     op = _choice(ctx, tool, "op", OPS, label) or ("run" if "op" not in tool else None)
     if op in ("run", "submit"):
@@ -153,14 +156,7 @@ def _check_transpile(ctx: CheckContext, tool: dict, label: str) -> None:
             f"`transpile` of {label} must be a mapping {{optimization_level, seed_transpiler}}",
         )
         return
-    for key in transpile:
-        if key not in TRANSPILE_KEYS:
-            ctx.report(
-                "C511",
-                ctx.key_pos(transpile, key),
-                f"unknown key {str(key)!r} in `transpile` of {label}"
-                + did_you_mean(str(key), TRANSPILE_KEYS),
-            )
+    _unknown_keys(ctx, transpile, TRANSPILE_KEYS, f"`transpile` of {label}")
     level = transpile.get("optimization_level")
     if (
         level is not None

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from ..ast import Arc, Node, PolicyRule, Task
+from ..ast import Arc, Node, PolicyRule, Router, Task
 from ..diagnostics import DiagnosticSink, Position, Severity
 from ..load import Document, Span, YList, YMap, span_of
 
@@ -397,6 +397,16 @@ class Reader:
         if target is None:
             return None
         return Arc(span=self.span(target_holder, "step"), target=target, **fields)
+
+    def trivial_next(self, item: YMap, where: str) -> Router | None:
+        """`next:` empty or a single step name: the same in every generation."""
+        value = item["next"]
+        if value is None:
+            return Router(mode="exclusive")
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            arc = self.arc_from_name(item, "next", where)
+            return Router(mode="exclusive", arcs=[arc] if arc else [])
+        return None
 
     def arc_from_name(self, container: Any, index: Any, where: str, **fields: Any) -> Arc | None:
         value = container[index]

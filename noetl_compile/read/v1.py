@@ -215,11 +215,9 @@ class V1Reader(PlaybookReader):
     def read_next(self, item: YMap, label: str) -> Router:
         value = item["next"]
         where = f"`next` of {label}"
-        if value is None:
-            return Router(mode="exclusive")
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            arc = self.arc_from_name(item, "next", where)
-            return Router(mode="exclusive", arcs=[arc] if arc else [])
+        router = self.trivial_next(item, where)
+        if router is not None:
+            return router
         if isinstance(value, YMap):
             value = list_of_one(value, item.value_span("next"))
         if not isinstance(value, YList):
