@@ -125,10 +125,6 @@ class Document:
         col = index - (self.text.rfind("\n", 0, index) + 1) + 1
         return Position(line, col)
 
-    def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
-
 
 class _Builder:
     """Turns a composed node graph into Y* values, reporting what yaml.safe_load hides."""

@@ -24,10 +24,6 @@ class TemplateSite:
     workbook_task: str | None = None
 
 
-def is_templated(value: Any) -> bool:
-    return isinstance(value, str) and ("{{" in value or "{%" in value)
-
-
 def _walk(value: Any, field: str, out: list[tuple[YStr, str]]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():

@@ -85,16 +85,10 @@ class CheckContext:
         body = raw.split("\n")[1:]  # the header line holds `|` / `>` and indicators
         indent = next((len(line) - len(line.lstrip(" ")) for line in body if line.strip()), 0)
         if span.style == "|" and line_index < len(body):
-            header_line = span.line
-            return Position(
-                header_line + 1 + self._skip_blank_prefix(body, line_index), indent + column + 1
-            )
+            # A literal block keeps every line (leading blank ones too): value line i is the
+            # i-th line after the header, shifted right by the block's indentation.
+            return Position(span.line + 1 + line_index, indent + column + 1)
         return self._search(span, raw, value, offset)
-
-    @staticmethod
-    def _skip_blank_prefix(body: list[str], line_index: int) -> int:
-        # Leading blank lines of a literal block are kept in the value, so indices line up 1:1.
-        return line_index
 
     def _search(self, span: Span, raw: str, value: str, offset: int) -> Position:
         needle = value[offset : offset + 24].split("\n", 1)[0]

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from ..ast import Arc, Node, PolicyRule, Router, Task
+from ..ast import Arc, Node, PolicyRule, Router
 from ..diagnostics import DiagnosticSink, Position, Severity
 from ..load import Document, Span, YList, YMap, span_of
 
@@ -432,8 +432,4 @@ def event_of(when: Any) -> str | None:
     return None
 
 
-def task_label(task: Task, index: int) -> str:
-    return task.name or f"task_{index}"
-
-
-__all__ = ["TOOL_KINDS", "Node", "Reader", "did_you_mean", "event_of", "is_template", "task_label"]
+__all__ = ["TOOL_KINDS", "Node", "Reader", "did_you_mean", "event_of", "is_template"]

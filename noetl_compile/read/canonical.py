@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
 from ..load import YList, YMap, span_of
-from .base import TOOL_SETTING_KEYS, did_you_mean, event_of, is_template
+from .base import TOOL_SETTING_KEYS, event_of, is_template
 from .playbook import PlaybookReader
 
 STEP_KEYS = {"step", "desc", "spec", "input", "loop", "tool", "next", "set"}
@@ -336,7 +336,3 @@ class CanonicalReader(PlaybookReader):
             origin="arc",
             event=event_of(when),
         )
-
-
-def suggest_step(name: str, names: list[str]) -> str:
-    return did_you_mean(name, names)

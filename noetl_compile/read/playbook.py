@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from ..ast import Playbook, Step, Task
 from ..diagnostics import Severity
-from ..load import YList, YMap, span_of
+from ..load import YMap, span_of
 from .base import Reader
 
 ROOT_KEYS = {
@@ -177,8 +177,3 @@ class PlaybookReader(Reader):
                 self.pos(root, "workflow"),
                 f"no entry step: {alternatives} (steps: {available})",
             )
-
-
-def sequence_items(value: Any) -> list[tuple[Any, int]]:
-    """(container, index) pairs of a list, so callers can report item positions."""
-    return [(value, i) for i in range(len(value))] if isinstance(value, YList) else []
