@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from ..ast import Arc, Node, PolicyRule, Router
+from ..ast import Arc, PolicyRule, Router
 from ..diagnostics import DiagnosticSink, Position, Severity
 from ..load import Document, Span, YList, YMap, span_of
 
@@ -432,4 +432,12 @@ def event_of(when: Any) -> str | None:
     return None
 
 
-__all__ = ["TOOL_KINDS", "Node", "Reader", "did_you_mean", "event_of", "is_template"]
+__all__ = [
+    "TOOL_KINDS",
+    "TOOL_SETTING_KEYS",
+    "Reader",
+    "did_you_mean",
+    "event_of",
+    "is_template",
+    "type_name",
+]
