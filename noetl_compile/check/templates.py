@@ -65,9 +65,11 @@ def check(ctx: CheckContext) -> None:
 
 def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) -> None:
     if ref.path and ref.path[0] in STALE_FIELDS:
+        # Point at the stale field itself (`load.command_0` -> `command_0`), not at the step name.
+        field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
         ctx.report(
             "T305",
-            ctx.position_in_string(site.value, ref.offset),
+            ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset),
             f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
             f"`{ref.root}.row_count` (the last statement's result)",
         )
