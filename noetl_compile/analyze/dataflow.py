@@ -3,6 +3,7 @@ definitions for the flow checks and for lowering (what each task must pull)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,16 +47,35 @@ def _set_keys(block: Any) -> list[tuple[str, Position, str]]:
 
 
 def _case_set_keys(block: Any) -> list[tuple[str, Position, str]]:
-    """case-v2 `then.set`: `{ctx: {name: value}}`, a flat mapping, or a list of {name, value}."""
+    """The ctx writes of a case-v2 `then.set`: `{ctx: {name: value}}` or a flat mapping.
+
+    Its other forms (a list of `{name, value}`, `vars.x`, `{vars: {...}}`) write `vars`, as the
+    runtime does; ``vars_writes`` counts those.
+    """
     if isinstance(block, YMap) and isinstance(block.get("ctx"), YMap):
         return [(str(k), block["ctx"].key_span(k).position, "ctx.") for k in block["ctx"]]
-    if isinstance(block, list):
-        return [
-            (str(item["name"]), item.key_span("name").position, "ctx.")
-            for item in block
-            if isinstance(item, YMap) and "name" in item
-        ]
-    return _set_keys(block)
+    return [entry for entry in _set_keys(block) if entry[0] != "vars"]
+
+
+def vars_writes(playbook: Playbook) -> dict[str, set[str]]:
+    """step name -> names of case-v2 `vars` it writes (step `vars`, case `set`/`vars`)."""
+    writes: dict[str, set[str]] = {}
+    for step in playbook.steps:
+        names = writes.setdefault(step.name, set())
+        if isinstance(step.vars, Mapping):
+            names |= {str(k) for k in step.vars}
+        for rule in step.case:
+            then = rule.then if isinstance(rule.then, Mapping) else {}
+            block = then.get("set")
+            if isinstance(block, Mapping):
+                if isinstance(block.get("vars"), Mapping):
+                    names |= {str(k) for k in block["vars"]}
+                names |= {str(k)[5:] for k in block if str(k).startswith("vars.")}
+            elif isinstance(block, list):
+                names |= {str(e["name"]) for e in block if isinstance(e, Mapping) and "name" in e}
+            if isinstance(then.get("vars"), Mapping):
+                names |= {str(k) for k in then["vars"]}
+    return {k: v for k, v in writes.items() if v}
 
 
 def ctx_writes(playbook: Playbook) -> dict[str, list[CtxWrite]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..ast import Playbook
 from ..load import YMap
-from .dataflow import ctx_writes
+from .dataflow import ctx_writes, vars_writes
 
 # Namespaces some runtime location provides (engine, worker, pipeline, case, retry, v1).
 RUNTIME_NAMES = frozenset(
@@ -102,6 +102,7 @@ def name_table(playbook: Playbook) -> NameTable:
     bound = table.bound
     bound |= set(playbook.workbook)
     bound |= set(ctx_writes(playbook))
+    bound |= {name for names in vars_writes(playbook).values() for name in names}
     keychain = playbook.keychain if isinstance(playbook.keychain, list) else []
     bound |= {str(k["name"]) for k in keychain if isinstance(k, dict) and "name" in k}
     for task in playbook.workbook.values():

@@ -15,7 +15,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..analyze.dataflow import ctx_writes
+from ..analyze.dataflow import ctx_writes, vars_writes
 from ..analyze.expressions import scan_template
 from ..analyze.names import JINJA_GLOBALS, RUNTIME_NAMES
 from ..analyze.sites import template_sites
@@ -35,27 +35,6 @@ class StepReads:
     all_vars: bool = False
 
 
-def vars_writes(playbook: Playbook) -> dict[str, set[str]]:
-    """step name -> names of case-v2 `vars` it writes (step `vars`, case `set`/`vars`)."""
-    writes: dict[str, set[str]] = {}
-    for step in playbook.steps:
-        names = writes.setdefault(step.name, set())
-        if isinstance(step.vars, Mapping):
-            names |= {str(k) for k in step.vars}
-        for rule in step.case:
-            then = rule.then if isinstance(rule.then, Mapping) else {}
-            block = then.get("set")
-            if isinstance(block, Mapping):
-                if isinstance(block.get("vars"), Mapping):
-                    names |= {str(k) for k in block["vars"]}
-                names |= {str(k)[5:] for k in block if str(k).startswith("vars.")}
-            elif isinstance(block, list):
-                names |= {str(e["name"]) for e in block if isinstance(e, Mapping) and "name" in e}
-            if isinstance(then.get("vars"), Mapping):
-                names |= {str(k) for k in then["vars"]}
-    return {k: v for k, v in writes.items() if v}
-
-
 def step_ctx_writes(playbook: Playbook) -> dict[str, set[str]]:
     """step name -> ctx variables it writes (pipeline-local `iter.*` excluded)."""
     out: dict[str, set[str]] = {}
@@ -63,7 +42,6 @@ def step_ctx_writes(playbook: Playbook) -> dict[str, set[str]]:
         for write in writes:
             if write.step is not None and not write.pipeline_local:
                 out.setdefault(write.step, set()).add(name)
-    # case-v2 list-form `set` writes vars for the runtime; the analyzer counts it as ctx.
     return out
 
 
