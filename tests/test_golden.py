@@ -65,6 +65,15 @@ def test_every_seed_has_an_identical_golden_case() -> None:
         assert case.read_bytes() == seed.read_bytes(), f"{case} is not a copy of {seed}"
 
 
+def test_every_example_playbook_has_an_identical_golden_case() -> None:
+    # golden/examples_<name> pins the DAG of playbooks/<name>.yaml; a stale copy would let the
+    # example and its golden case drift apart unnoticed.
+    for example in sorted((ROOT / "playbooks").glob("*.yaml")):
+        case = GOLDEN / f"examples_{example.stem}" / "playbook.yaml"
+        assert case.is_file(), f"no golden case for {example}"
+        assert case.read_bytes() == example.read_bytes(), f"{case} is not a copy of {example}"
+
+
 def test_cases_cover_every_lowering_and_dialect() -> None:
     kinds: set[str] = set()
     dialects: set[str] = set()
