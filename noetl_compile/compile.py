@@ -210,17 +210,9 @@ def _sync(report: CompileReport, output: str, check_only: bool, owned: tuple[str
                     os.remove(path)
 
 
-def _format(diagnostics: Sequence[Diagnostic], sources: dict[str, str], fmt: str) -> str:
-    from .report import FORMATTERS
-
-    try:
-        return FORMATTERS[fmt](diagnostics, sources)
-    except KeyError:  # a format that looks codes up in the catalogue, for a compile-only code
-        return FORMATTERS["concise"](diagnostics, sources)
-
-
 def run(args: argparse.Namespace) -> int:
     from .cli import load_connections
+    from .report import FORMATTERS
 
     report = compile_paths(
         args.paths,
@@ -231,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:
-        sys.stdout.write(_format(diagnostics, report.sources, args.format))
+        sys.stdout.write(FORMATTERS[args.format](diagnostics, report.sources))
     human = args.format in ("concise", "full")
     out = sys.stdout if human else sys.stderr
     if args.check:
