@@ -1,17 +1,13 @@
-"""Tool executors of the runtime (Airflow-free).
+"""Tool executors of the runtime (Airflow-free at import time).
 
-Built in so far: ``python``, ``noop``. Every other kind raises :class:`ToolNotAvailable`.
+Each kind is one module exposing ``run_<kind>(ToolCall) -> ToolOutcome``; ``registry`` maps kinds
+to them and imports a module only when a step first uses that kind.
 """
 
 from __future__ import annotations
 
-from .noop import run_noop
-from .outcome import ToolCall, ToolOutcome, error_from_exception
-from .python import run_python
+from .outcome import ToolCall, ToolOutcome, error_from_exception, tool_error
 from .registry import Executor, ToolNotAvailable, available_tools, get_tool, register_tool
-
-register_tool("python", run_python)
-register_tool("noop", run_noop)
 
 __all__ = [
     "Executor",
@@ -22,6 +18,5 @@ __all__ = [
     "error_from_exception",
     "get_tool",
     "register_tool",
-    "run_noop",
-    "run_python",
+    "tool_error",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ToolCall", "ToolOutcome", "error_from_exception"]
+__all__ = ["ToolCall", "ToolOutcome", "error_from_exception", "tool_error"]
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,42 @@ class ToolOutcome:
         return cls("error", data=data, error=error, meta=dict(meta))
 
 
-def error_from_exception(
-    exc: BaseException, *, kind: str, with_traceback: bool = True
+def tool_error(
+    kind: str,
+    type: str,  # noqa: A002 - the field is called ``type`` in NoETL's error envelope
+    message: str,
+    *,
+    retryable: bool = False,
+    code: str | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """Error dict of an exception: type, message, traceback (the NoETL ``output.py`` fields)."""
-    error: dict[str, Any] = {"kind": kind, "type": type(exc).__name__, "message": str(exc)}
+    """The structured error every tool returns.
+
+    ``kind``: the tool kind; ``type``: an exception-like class name (``HTTPStatusError``,
+    ``UniqueViolation``, ``ConfigError``...); ``retryable``: whether trying again may succeed
+    (timeouts, 429/5xx, lost connections, serialization failures); ``code``: the tool's own code
+    (``HTTP_503``, a SQLSTATE like ``23505``), ``None`` when there is none.
+    """
+    return {
+        "kind": kind,
+        "type": type,
+        "message": message,
+        "retryable": retryable,
+        "code": code,
+        **extra,
+    }
+
+
+def error_from_exception(
+    exc: BaseException,
+    *,
+    kind: str,
+    with_traceback: bool = True,
+    retryable: bool = False,
+    code: str | None = None,
+) -> dict[str, Any]:
+    """:func:`tool_error` of an exception, with its traceback (the NoETL ``output.py`` fields)."""
+    error = tool_error(kind, type(exc).__name__, str(exc), retryable=retryable, code=code)
     if with_traceback:
         error["traceback"] = "".join(_traceback.format_exception(exc))
     return error

@@ -1,12 +1,14 @@
 """Tool registry: ``kind -> executor``.
 
-A kind that is not registered is a missing feature of this runtime, not a tool failure:
-:func:`get_tool` raises :class:`ToolNotAvailable` so the step fails loudly instead of pretending to
-have run (no fake execution, no silent skip).
+Built-in executors are named here and imported on first use, so a step that only runs python
+never imports httpx, psycopg or duckdb. A kind that has no executor is a missing feature of this
+runtime, not a tool failure: :func:`get_tool` raises :class:`ToolNotAvailable` so the step fails
+loudly, naming the kind and what is supported, instead of pretending to have run.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from .outcome import ToolCall, ToolOutcome
@@ -14,6 +16,19 @@ from .outcome import ToolCall, ToolOutcome
 __all__ = ["Executor", "ToolNotAvailable", "available_tools", "get_tool", "register_tool"]
 
 Executor = Callable[[ToolCall], ToolOutcome]
+
+# kind -> (module under airflow_plugin.tools, executor function). Aliases share an executor.
+BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
+    "python": ("python", "run_python"),
+    "noop": ("noop", "run_noop"),
+    "http": ("http", "run_http"),
+    "postgres": ("postgres", "run_postgres"),
+    "duckdb": ("duckdb", "run_duckdb"),
+    "secrets": ("secrets", "run_secrets"),
+    "secret_manager": ("secrets", "run_secrets"),
+    "credential": ("secrets", "run_secrets"),
+    "transfer": ("transfer", "run_transfer"),
+}
 
 _REGISTRY: dict[str, Executor] = {}
 
@@ -24,10 +39,9 @@ class ToolNotAvailable(RuntimeError):
     def __init__(self, kind: object, message: str | None = None):
         self.kind = kind
         if message is None:
-            available = ", ".join(sorted(_REGISTRY)) or "none"
             message = (
-                f"the {kind} tool is not built yet in this runtime "
-                f"(available tool kinds: {available})"
+                f"this runtime cannot execute tool kind {kind!r} "
+                f"(supported kinds: {', '.join(available_tools())})"
             )
         super().__init__(message)
 
@@ -36,18 +50,31 @@ def register_tool(kind: str, executor: Executor, *, replace: bool = False) -> Ex
     """Register ``executor`` for ``kind``; refuses to shadow an existing one unless ``replace``."""
     if not isinstance(kind, str) or not kind:
         raise ValueError("tool kind must be a non-empty string")
-    if kind in _REGISTRY and not replace and _REGISTRY[kind] is not executor:
+    current = _REGISTRY.get(kind)
+    if current is None and kind in BUILTIN_TOOLS and not replace:
+        current = _load_builtin(kind)
+    if current is not None and not replace and current is not executor:
         raise ValueError(f"a tool executor for kind {kind!r} is already registered")
     _REGISTRY[kind] = executor
     return executor
 
 
+def _load_builtin(kind: str) -> Executor:
+    module_name, function = BUILTIN_TOOLS[kind]
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    executor = getattr(module, function)
+    _REGISTRY[kind] = executor
+    return executor
+
+
 def get_tool(kind: object) -> Executor:
-    try:
-        return _REGISTRY[kind]  # type: ignore[index]
-    except (KeyError, TypeError):
-        raise ToolNotAvailable(kind) from None
+    executor = _REGISTRY.get(kind) if isinstance(kind, str) else None
+    if executor is not None:
+        return executor
+    if isinstance(kind, str) and kind in BUILTIN_TOOLS:
+        return _load_builtin(kind)
+    raise ToolNotAvailable(kind)
 
 
 def available_tools() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | set(BUILTIN_TOOLS))

@@ -1,0 +1,101 @@
+"""``auth: <name>``: credentials resolved through Airflow's secrets backends.
+
+A playbook names a credential (``auth: pg_local``); the runtime looks it up as an Airflow
+Connection, so everything Airflow users already configure works: connections in the metadata DB,
+``AIRFLOW_CONN_<ID>`` environment variables (URI or JSON, usable with no Airflow DB at all) and
+any secrets backend (Vault, AWS, GCP...). Airflow's own lookup also registers the password and
+secret extras with its log masker, so they never reach a task log.
+
+NoETL writes ``auth`` as a name, as ``{name: ...}``/``{credential: ...}``/``{key: ...}``, or as a
+dict of aliases (``{pg: {type: postgres, credential: pg_local}}``); :func:`auth_name` reads all of
+them. A missing connection is a :class:`ConnectionNotFound` that names the connection, the ways to
+define it, and never the value of anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ConnectionInfo", "ConnectionNotFound", "auth_name", "get_connection", "mask"]
+
+_NAME_KEYS = ("name", "credential", "key", "conn_id", "connection")
+
+
+class ConnectionNotFound(LookupError):
+    def __init__(self, name: str, cause: BaseException | None = None):
+        self.name = name
+        env = "AIRFLOW_CONN_" + "".join(c if c.isalnum() else "_" for c in name).upper()
+        detail = f" ({type(cause).__name__})" if cause is not None else ""
+        super().__init__(
+            f"connection {name!r} is not defined{detail}: define it as an Airflow Connection "
+            f"(UI, `airflow connections add`, a secrets backend) or the environment variable {env}"
+        )
+
+
+@dataclass(frozen=True)
+class ConnectionInfo:
+    """The fields of an Airflow Connection the tools use (a plain, picklable snapshot)."""
+
+    conn_id: str
+    conn_type: str | None = None
+    host: str | None = None
+    port: int | None = None
+    login: str | None = None
+    password: str | None = field(default=None, repr=False)
+    schema: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+
+def auth_name(auth: Any) -> str | None:
+    """The connection name an ``auth`` value refers to, or None when it names none."""
+    if isinstance(auth, str):
+        return auth.strip() or None
+    if isinstance(auth, Mapping):
+        for key in _NAME_KEYS:
+            value = auth.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        # A dict of aliases with exactly one entry: ``{pg: {type: postgres, credential: x}}``.
+        nested = [v for v in auth.values() if isinstance(v, Mapping)]
+        if len(nested) == 1 and len(auth) == 1:
+            return auth_name(nested[0])
+    return None
+
+
+def get_connection(name: str) -> ConnectionInfo:
+    """Look ``name`` up through Airflow (env vars, secrets backends, the metadata DB via the API)."""
+    try:
+        from airflow.sdk import Connection
+    except ImportError as exc:  # pragma: no cover - the runtime is installed with the airflow extra
+        raise ConnectionNotFound(name, exc) from exc
+    try:
+        conn = Connection.get(name)
+    except Exception as exc:  # AirflowNotFoundException, or a backend that is down
+        raise ConnectionNotFound(name, exc) from None
+    try:
+        extra = conn.extra_dejson
+    except Exception:  # noqa: BLE001 - a malformed extra is treated as none
+        extra = {}
+    return ConnectionInfo(
+        conn_id=name,
+        conn_type=conn.conn_type,
+        host=conn.host,
+        port=conn.port,
+        login=conn.login,
+        password=conn.password,
+        schema=conn.schema,
+        extra=dict(extra or {}),
+    )
+
+
+def mask(value: Any) -> None:
+    """Register a secret with Airflow's log masker (a no-op outside Airflow)."""
+    if not value or not isinstance(value, str):
+        return
+    try:
+        from airflow.sdk.log import mask_secret
+    except ImportError:  # pragma: no cover
+        return
+    mask_secret(value)
