@@ -29,6 +29,9 @@ from typing import Any
 
 import pytest
 
+# Fixture modules of the harness (each starts a real service on loopback on first use).
+pytest_plugins: list[str] = []
+
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="noetlc-airflow-test-"))
 atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 

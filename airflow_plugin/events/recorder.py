@@ -170,5 +170,5 @@ def emit(event: Event) -> None:
         )
     try:
         recorder.record(event)
-    except Exception:  # noqa: BLE001 - observing must never break the observed work
+    except Exception:  # observing must never break the observed work
         log.exception("NoETL event recorder failed; event %s of %s dropped", event.name, event.step)

@@ -26,9 +26,10 @@ ROUTING_MODES = ("exclusive", "inclusive")
 PAYLOAD_KEYS = frozenset(
     {"step", "dialect", "input", "tool", "pipeline", "set", "vars", "case", "routing", "desc"}
 )
-# DSL features the compiler may already emit but this runtime does not perform yet. They pass
-# validation (the DAG imports; other steps run) and fail the step that needs them at run time.
-PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop"})
+# Keys the lowering adds beyond the step contract: ``sink``/``retry`` (step-level blocks, run by
+# runtime.step), ``loop`` (run by runtime.loop and the loop operators), ``playbook`` (the resolved
+# child of a step-level nested call).
+PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop", "playbook"})
 # ``group``: v1 ``when: .. then: [a, b]`` lowers to arcs sharing a group that fire together.
 _ARC_KEYS = frozenset({"step", "task_id", "when", "set", "args", "spec", "group"})
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..tools import ToolCall, ToolOutcome, get_tool
 from .context import apply_ctx_writes, with_values
@@ -146,14 +146,22 @@ def outcome_envelope(outcome: ToolOutcome, *, attempt: int = 1) -> dict[str, Any
     }
 
 
+class EventSink(Protocol):
+    def emit(self, name: str, entity: str, status: str, **fields: Any) -> None: ...
+
+
 def call_tool(
     step: str,
     label: str,
     tool: Mapping[str, Any],
     context: Mapping[str, Any],
     step_input: Mapping[str, Any],
+    *,
+    events: EventSink | None = None,
+    attempt: int = 1,
 ) -> ToolOutcome:
-    """Render a tool block leniently (worker rules) and run it.
+    """Render a tool block leniently (worker rules) and run it, reporting ToolStarted and
+    ToolCompleted / ToolErrored (aliases ``call.done`` / ``call.error``) to ``events``.
 
     Raises ToolNotAvailable for kinds this runtime does not have: that is a missing feature,
     not a tool failure a policy could retry.
@@ -161,13 +169,43 @@ def call_tool(
     kind = tool.get("kind")
     executor = get_tool(kind)
     config: dict[str, Any] = {}
+    where = "tool" if label == step else f"tool.{label}"
     for key, value in tool.items():
         if key in _NOT_CONFIG:
             continue
-        config[key] = render_value(value, context, strict=False, coerce=key not in _TEXT_KEYS)
-    return executor(
+        config[key] = render_value(
+            value, context, strict=False, coerce=key not in _TEXT_KEYS, field=f"{where}.{key}"
+        )
+    tool_run_id = f"{step}:{label}"
+    if events is not None:
+        events.emit(
+            "ToolStarted",
+            "tool",
+            "in_progress",
+            entity_id=tool_run_id,
+            tool_run_id=tool_run_id,
+            attempt=attempt,
+            data={"kind": kind},
+        )
+    started = time.monotonic()
+    outcome = executor(
         ToolCall(step=step, task=label, config=config, step_input=step_input, context=context)
     )
+    if events is not None:
+        events.emit(
+            "ToolCompleted" if outcome.ok else "ToolErrored",
+            "tool",
+            "success" if outcome.ok else "error",
+            alias="call.done" if outcome.ok else "call.error",
+            entity_id=tool_run_id,
+            tool_run_id=tool_run_id,
+            attempt=attempt,
+            duration=time.monotonic() - started,
+            data={"kind": kind, "result": outcome.data}
+            if outcome.ok
+            else {"kind": kind, "error": outcome.error},
+        )
+    return outcome
 
 
 def _rules(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -178,14 +216,15 @@ def _rules(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _select_action(
-    rules: Sequence[Mapping[str, Any]], context: Mapping[str, Any], ok: bool
+    rules: Sequence[Mapping[str, Any]], context: Mapping[str, Any], ok: bool, label: str
 ) -> dict[str, Any]:
-    for rule in rules:
+    for index, rule in enumerate(rules):
         if "else" in rule:
             block = rule["else"] if isinstance(rule["else"], Mapping) else {}
             then = block.get("then", block)
             return dict(then) if isinstance(then, Mapping) else {}
-        if evaluate_condition(rule.get("when"), context, flavor="policy"):
+        where = f"tool.{label}.spec.policy.rules[{index}].when"
+        if evaluate_condition(rule.get("when"), context, flavor="policy", field=where):
             then = rule.get("then")
             return dict(then) if isinstance(then, Mapping) else {}
     return {"do": "continue" if ok else "fail"}
@@ -198,6 +237,7 @@ def run_pipeline(
     step: str,
     step_input: Mapping[str, Any] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    events: EventSink | None = None,
 ) -> PipelineResult:
     """Run ``tasks`` in order with their policies; see the module docstring."""
     step_input = dict(step_input or {})
@@ -240,20 +280,24 @@ def run_pipeline(
             iter=dict(iter_scope),
         )
 
-        outcome = call_tool(step, label, task, task_context, step_input)
+        outcome = call_tool(
+            step, label, task, task_context, step_input, events=events, attempt=attempt
+        )
         task_result = outcome_result(outcome)
         rule_context = with_values(task_context, output=outcome_envelope(outcome, attempt=attempt))
         if not outcome.ok:
             rule_context["error"] = outcome.error
 
-        action = _select_action(_rules(task), rule_context, outcome.ok)
+        action = _select_action(_rules(task), rule_context, outcome.ok, label)
         do = action.get("do", "continue")
         trace.append(
             {"task": label, "attempt": attempt, "status": "ok" if outcome.ok else "error", "do": do}
         )
 
         if isinstance(action.get("set"), Mapping):
-            rendered = render_value(action["set"], rule_context, strict=False)
+            rendered = render_value(
+                action["set"], rule_context, strict=False, field=f"tool.{label}.policy.set"
+            )
             new_ctx, new_iter = split_set(rendered)
             ctx_writes.update(new_ctx)
             iter_scope.update(new_iter)

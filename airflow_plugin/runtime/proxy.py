@@ -64,6 +64,38 @@ class ResultProxy(Mapping):
         return self._value
 
 
+class ResponseProxy(ResultProxy):
+    """case-v2 ``response``: the body (``data``) first, then the envelope.
+
+    case-v2 playbooks read the body's fields directly (``response.paging.hasMore``,
+    ``response.next_cursor``, ``response.data`` = the body's ``data``) and the envelope's too
+    (``response.status_code``, ``response.elapsed``). Any result whose ``data`` is a mapping
+    (HTTP results, tools that wrap their payload) reads this way; others are a plain
+    :class:`ResultProxy`.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        body = self._value.get("data")
+        if isinstance(body, Mapping) and key in body:
+            return body[key]
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        body = self._value.get("data")
+        return (isinstance(body, Mapping) and key in body) or super().__contains__(key)
+
+
+def response_view(value: Any) -> Any:
+    """The case-v2 ``response`` namespace for a step result (see :class:`ResponseProxy`)."""
+    if isinstance(value, ResultProxy):
+        value = value.raw
+    if isinstance(value, Mapping) and isinstance(value.get("data"), Mapping):
+        return ResponseProxy(value)
+    return wrap_result(value)
+
+
 def _wrap_nested(value: Any) -> Any:
     # Nested values are returned as they are: only the top level of a step result has the
     # ``data`` fallback in NoETL (``{{ s.data.data }}`` is not a thing).

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 import base64
+import contextlib
+import contextvars
 import datetime as _dt
 import decimal
 import functools
@@ -30,7 +32,8 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes
@@ -40,7 +43,9 @@ from .proxy import ResultProxy, unwrap
 
 __all__ = [
     "RenderError",
+    "RenderIssue",
     "coerce_rendered",
+    "collect_issues",
     "environment",
     "evaluate_condition",
     "has_template",
@@ -65,10 +70,62 @@ _FLOAT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
 class RenderError(Exception):
     """A template could not be rendered in strict mode."""
 
-    def __init__(self, template: str, cause: BaseException):
+    def __init__(self, template: str, cause: BaseException, field: str = ""):
         self.template = template
         self.cause = cause
+        self.field = field
         super().__init__(f"cannot render {template!r}: {type(cause).__name__}: {cause}")
+
+
+# --------------------------------------------------------------------------------------------
+# Issues: what lenient rendering and condition evaluation would otherwise swallow
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RenderIssue:
+    """A template NoETL's semantics let pass, that a user must still hear about.
+
+    ``kind``: ``unrendered`` (lenient rendering kept the template text as the value) or
+    ``guard`` (a condition could not be evaluated and counts as false); ``field``: where in the
+    step (``input.city``, ``next.arcs[0].when``); ``expression``: the template; ``cause``: why.
+    """
+
+    kind: Literal["unrendered", "guard"]
+    field: str
+    expression: str
+    cause: str
+
+    def describe(self, step: str) -> str:
+        what = (
+            "kept its template text (lenient rendering)"
+            if self.kind == "unrendered"
+            else "could not be evaluated and counts as false"
+        )
+        return f"step {step!r} field {self.field or '?'}: {self.expression!r} {what}: {self.cause}"
+
+
+_issues: contextvars.ContextVar[list[RenderIssue] | None] = contextvars.ContextVar(
+    "noetl_render_issues", default=None
+)
+
+
+@contextlib.contextmanager
+def collect_issues() -> Iterator[list[RenderIssue]]:
+    """Collect the :class:`RenderIssue` s noted while the block runs (nested scopes see their own)."""
+    found: list[RenderIssue] = []
+    token = _issues.set(found)
+    try:
+        yield found
+    finally:
+        _issues.reset(token)
+
+
+def _note(kind: Literal["unrendered", "guard"], field: str, template: str, exc: BaseException):
+    found = _issues.get()
+    if found is not None:
+        cause = exc.cause if isinstance(exc, RenderError) else exc
+        found.append(RenderIssue(kind, field, template, f"{type(cause).__name__}: {cause}"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,7 +276,9 @@ def coerce_rendered(text: str) -> Any:
     return text
 
 
-def _render_string(text: str, context: Mapping[str, Any], strict: bool, coerce: bool) -> Any:
+def _render_string(
+    text: str, context: Mapping[str, Any], strict: bool, coerce: bool, field: str = ""
+) -> Any:
     if not has_template(text):
         return text
     try:
@@ -232,8 +291,9 @@ def _render_string(text: str, context: Mapping[str, Any], strict: bool, coerce: 
         rendered = _template(text).render(context)
     except Exception as exc:
         if strict:
-            raise RenderError(text, exc) from exc
-        # Lenient (worker tool config): keep the author's text so nothing is silently lost.
+            raise RenderError(text, exc, field) from exc
+        # Lenient (worker tool config): keep the author's text, as NoETL's worker does, and say so.
+        _note("unrendered", field, text, exc)
         return text
     if not coerce or _TOJSON.search(text):
         return rendered
@@ -241,23 +301,33 @@ def _render_string(text: str, context: Mapping[str, Any], strict: bool, coerce: 
 
 
 def render_value(
-    value: Any, context: Mapping[str, Any], *, strict: bool, coerce: bool = True
+    value: Any, context: Mapping[str, Any], *, strict: bool, coerce: bool = True, field: str = ""
 ) -> Any:
     """Render every template string inside ``value`` (dicts, lists, strings; keys untouched).
 
     ``strict=True`` raises :class:`RenderError` on an undefined variable or any template error;
     ``strict=False`` leaves such a string as its original template text. ``coerce=False`` keeps
-    rendered text as text (used for python ``code``).
+    rendered text as text (used for python ``code``). ``field`` names where ``value`` sits in the
+    step (``input``, ``tool.url``); lenient failures are noted with the path below it.
     """
     if isinstance(value, str):
-        return _render_string(value, context, strict, coerce)
+        return _render_string(value, context, strict, coerce, field)
     if isinstance(value, Mapping):
         return {
-            key: render_value(item, context, strict=strict, coerce=coerce)
+            key: render_value(
+                item,
+                context,
+                strict=strict,
+                coerce=coerce,
+                field=f"{field}.{key}" if field else str(key),
+            )
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [render_value(item, context, strict=strict, coerce=coerce) for item in value]
+        return [
+            render_value(item, context, strict=strict, coerce=coerce, field=f"{field}[{i}]")
+            for i, item in enumerate(value)
+        ]
     return value
 
 
@@ -291,13 +361,16 @@ def _policy_truthy(value: Any) -> bool:
     return str(value).strip().lower() in _POLICY_TRUE_WORDS
 
 
-def evaluate_condition(expr: Any, context: Mapping[str, Any], *, flavor: str) -> bool:
+def evaluate_condition(
+    expr: Any, context: Mapping[str, Any], *, flavor: str, field: str = "when"
+) -> bool:
     """Evaluate a ``when`` with NoETL's truthiness for ``flavor``.
 
     ``flavor="arc"`` (alias ``engine``): routing arcs / case rules — true unless the value is
     false/0/no/none/empty; a rendering error counts as false; ``None`` (no ``when``) is true.
     ``flavor="policy"`` (alias ``worker``): tool policy rules — true only for boolean true or a
-    value rendering to true/1/yes. A YAML boolean is used as it is in both.
+    value rendering to true/1/yes. A YAML boolean is used as it is in both. A condition that
+    cannot be evaluated is false (NoETL's semantics) and is noted as a ``guard`` issue.
     """
     try:
         rule = _FLAVORS[flavor]
@@ -311,7 +384,8 @@ def evaluate_condition(expr: Any, context: Mapping[str, Any], *, flavor: str) ->
         return expr
     try:
         value = render_value(expr, context, strict=True)
-    except RenderError:
+    except RenderError as exc:
+        _note("guard", field, expr if isinstance(expr, str) else repr(expr), exc)
         return False
     return _arc_truthy(value) if rule == "arc" else _policy_truthy(value)
 

@@ -1,29 +1,44 @@
-"""Execute one compiled step: input -> tool/pipeline -> set/vars/case -> routing decision.
+"""Execute one compiled step: input -> tool calls -> set/vars/sink/case -> routing decision.
 
-This is the whole NoETL step lifecycle that the Airflow operator wraps; it is pure Python so it
+This is the whole NoETL step lifecycle that the Airflow operators wrap; it is pure Python so it
 can be tested without Airflow. The order of operations follows NoETL:
 
 1. case-v2 ``step.enter`` rules (only their ``set`` matters before the call);
 2. the step ``input`` is rendered (leniently, like tool configuration) and incoming ``args`` from
    the routing step are laid over it;
-3. the tool (or pipeline, or single tool with policy rules = one-task pipeline) runs;
-4. on success: canonical step ``set`` (ctx writes), case-v2 ``vars`` (rendered against ``result``);
-5. case rules: the call event (``call.done`` / ``call.error``) then ``step.exit``; per event the
-   first matching rule fires (a rule fires at most once per step run); ``then.set`` and
-   ``then.next`` are applied;
+3. the call loop: the tool (or pipeline, or single tool with policy rules = one-task pipeline)
+   runs; after each call the case rules of the call event (``call.done`` / ``call.error``) are
+   evaluated — their ``collect``/``sink``/``set`` apply per call — and a case ``retry``/``call``
+   action or a step-level ``retry`` policy may call again (error retry, or pagination with
+   ``next_call`` params; module ``repeat``);
+4. on success: canonical step ``set`` (ctx writes), case-v2 ``vars`` (rendered against
+   ``result``), the step-level ``sink``;
+5. case rules of ``step.exit``; per event the first matching rule fires;
 6. routing arcs (``next`` of any dialect) when no case rule chose a target: ``exclusive`` = first
    matching arc, ``inclusive`` = all matching arcs, an arc without ``when`` always matches; arc
    ``set`` becomes ctx writes, arc ``args`` the target's incoming args.
 
 A failed tool call is *handled* only by a case rule or an arc whose condition explicitly addresses
-the failure (it uses ``error`` or compares with ``'call.error'``/``'error'``), evaluated on the
-failure event. Otherwise :class:`StepFailed` is raised: an unconditional ``next`` (or a generic
-``event.name == 'step.exit'`` rule, used by most case-v2 playbooks to move on) must not turn a
-crashed step into a successful one.
+the failure (it uses ``error`` or compares with ``'call.error'``/``'error'``) and that decides
+where to go (a rule that only retries does not handle the failure it gives up on). Otherwise
+:class:`StepFailed` is raised: an unconditional ``next`` (or a generic ``event.name ==
+'step.exit'`` rule, used by most case-v2 playbooks to move on) must not turn a crashed step into a
+successful one.
+
+Phases: ``execute_step(phase="iteration")`` runs one loop iteration (the loop binding comes in
+``inputs["loop"]``; case ``next`` and routing wait for the loop's end); :func:`finish_loop` is the
+loop's end (``loop.done``, then ``step.exit``, then the arcs) over the aggregated loop result.
+
+Nothing is silently wrong: a template kept as text by lenient rendering and a guard that could not
+be evaluated are :class:`~.render.RenderIssue` s, logged as warnings naming step, field and
+expression, reported as ``TemplateWarning`` events, and fatal in strict mode (``NOETL_STRICT=1``
+or ``inputs["strict"]``). Every step run reports its lifecycle to the event recorder.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,9 +46,10 @@ from typing import Any
 
 from jinja2 import TemplateSyntaxError, nodes
 
+from ..events import Event, emit
 from ..tools import ToolOutcome
-from .context import apply_ctx_writes, apply_vars_writes, build_context, with_values
-from .payload import PAYLOAD_EXTENSIONS, arc_task_id, normalise_case_next, validate_payload
+from .context import apply_ctx_writes, apply_vars_writes, build_context, with_loop, with_values
+from .payload import arc_task_id, normalise_case_next, validate_payload
 from .pipeline import (
     call_tool,
     outcome_envelope,
@@ -42,18 +58,40 @@ from .pipeline import (
     single_tool_pipeline,
     split_set,
 )
-from .proxy import wrap_result
-from .render import environment, evaluate_condition, render_value, to_jsonable
+from .proxy import response_view, wrap_result
+from .render import (
+    RenderError,
+    RenderIssue,
+    collect_issues,
+    environment,
+    evaluate_condition,
+    render_value,
+    to_jsonable,
+)
+from .repeat import (
+    Policy,
+    apply_next_call,
+    case_policy,
+    collect_value,
+    merge_collected,
+    step_policies,
+)
 
-__all__ = ["FeatureNotAvailable", "StepFailed", "StepOutcome", "execute_step", "routing_targets"]
+__all__ = [
+    "FeatureNotAvailable",
+    "StepFailed",
+    "StepOutcome",
+    "execute_step",
+    "finish_loop",
+    "routing_targets",
+    "strict_mode",
+]
 
-# case ``then`` actions this runtime does not perform yet. Matching one fails the step loudly
-# instead of silently skipping a side effect the playbook relies on.
-_UNBUILT_CASE_ACTIONS = ("retry", "collect", "sink", "call", "result")
+log = logging.getLogger("airflow.task")
 
 
 class StepFailed(Exception):
-    """The step's tool failed and nothing in its routing/case handles ``call.error``."""
+    """The step failed and nothing in its routing/case handles the failure."""
 
     def __init__(self, step: str, error: Mapping[str, Any] | None, result: Any = None):
         self.step = step
@@ -65,7 +103,7 @@ class StepFailed(Exception):
 
 
 class FeatureNotAvailable(RuntimeError):
-    """A DSL feature reached at run time that this runtime does not implement yet."""
+    """A DSL feature reached at run time that this runtime does not implement."""
 
 
 @dataclass
@@ -80,6 +118,15 @@ class StepOutcome:
     next_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     status: str = "ok"  # ok | break | error (an error handled by case/routing)
     error: dict[str, Any] | None = None
+    attempts: int = 1  # tool calls of this step run
+    issues: list[str] = field(default_factory=list)
+
+
+def strict_mode(inputs: Mapping[str, Any] | None = None) -> bool:
+    """Strict: render issues fail the step (``NOETL_STRICT=1``, or ``strict`` in the inputs)."""
+    if inputs and inputs.get("strict") is not None:
+        return bool(inputs["strict"])
+    return os.environ.get("NOETL_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,7 +163,26 @@ def _addresses_failure(when: Any) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
-def _render_set(values: Any, context: Mapping[str, Any], dialect: str) -> tuple[dict, dict]:
+def _render_set(
+    values: Any, context: Mapping[str, Any], dialect: str, step: str = "?", field: str = "set"
+) -> tuple[dict, dict]:
+    try:
+        return _render_set_strict(values, context, dialect, field)
+    except RenderError as exc:
+        raise StepFailed(
+            step,
+            {
+                "kind": "template",
+                "type": "TemplateError",
+                "message": f"field {exc.field or field}: {exc}",
+                "retryable": False,
+            },
+        ) from exc
+
+
+def _render_set_strict(
+    values: Any, context: Mapping[str, Any], dialect: str, field: str
+) -> tuple[dict, dict]:
     """Render a ``set`` block -> (ctx writes, vars writes).
 
     Canonical: ``ctx.x``/``step.x``/``iter.x``/bare ``x`` all write ``x`` into the execution
@@ -128,19 +194,23 @@ def _render_set(values: Any, context: Mapping[str, Any], dialect: str) -> tuple[
     if isinstance(values, list):  # case-v2: [{name, value}] -> vars
         for entry in values:
             if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-                vars_writes[entry["name"]] = render_value(entry.get("value"), context, strict=True)
+                vars_writes[entry["name"]] = render_value(
+                    entry.get("value"), context, strict=True, field=f"{field}.{entry['name']}"
+                )
         return ctx_writes, vars_writes
     if not isinstance(values, Mapping):
         return ctx_writes, vars_writes
     rest: dict[str, Any] = {}
     for key, value in values.items():
         if key == "vars" and isinstance(value, Mapping):
-            vars_writes.update(render_value(value, context, strict=True))
+            vars_writes.update(render_value(value, context, strict=True, field=f"{field}.vars"))
         elif key.startswith("vars."):
-            vars_writes[key[len("vars.") :]] = render_value(value, context, strict=True)
+            vars_writes[key[len("vars.") :]] = render_value(
+                value, context, strict=True, field=f"{field}.{key}"
+            )
         else:
             rest[key] = value
-    rendered = render_value(rest, context, strict=True)
+    rendered = render_value(rest, context, strict=True, field=field)
     ctx_part, iter_part = split_set(rendered)
     # At step level there is no iteration scope left to write into: the engine stores iter.* in
     # the execution variables like ctx.*.
@@ -190,6 +260,10 @@ class _Routing:
             self.args.setdefault(step, {}).update(args)
 
 
+def _failure_error(outcome: ToolOutcome) -> dict[str, Any]:
+    return dict(outcome.error or {"type": "ToolError", "message": "tool call failed"})
+
+
 class _StepRun:
     """State of one step execution (keeps execute_step readable)."""
 
@@ -200,12 +274,16 @@ class _StepRun:
         self.step: str = payload["step"]
         self.dialect: str = payload.get("dialect") or "canonical"
         self.sleep = sleep
+        self.strict = strict_mode(inputs)
+        self.execution_id = str(inputs.get("execution_id", 0))
         self.ctx_writes: dict[str, Any] = {}
         self.vars_writes: dict[str, Any] = {}
         self.fired: set[int] = set()
         self.routing = _Routing()
         self.case_routed = False
         self.handled = False
+        self.sinks: list[dict[str, Any]] = []
+        self.result_override: tuple[bool, Any] = (False, None)
         routing = payload.get("routing") or {}
         self.arcs: list[Mapping[str, Any]] = list(routing.get("arcs") or [])
         self.mode: str = routing.get("mode") or "exclusive"
@@ -216,13 +294,50 @@ class _StepRun:
             results=inputs.get("results"),
             ctx=inputs.get("ctx"),
             vars=inputs.get("vars"),
-            execution_id=inputs.get("execution_id", 0),
+            execution_id=self.execution_id,
             dialect=self.dialect,
-            step_names=[self.step, *self.task_id_of],
+            step_names=[self.step, *self.task_id_of, *(inputs.get("step_names") or ())],
         )
+        loop = inputs.get("loop")
+        self.iteration: int | None = None
+        self.loop_id: str | None = None
+        if isinstance(loop, Mapping):
+            self.iteration = int(loop.get("index", 0))
+            self.loop_id = loop.get("loop_id") or self.step
+            self.context = with_loop(
+                self.context,
+                iterator=loop["iterator"],
+                item=loop.get("item"),
+                index=self.iteration,
+                length=loop.get("length"),
+            )
+        run_index = inputs.get("run_index")
+        self.step_run_id = self.step + (f"@{run_index}" if run_index else "")
+        if self.iteration is not None:
+            self.step_run_id += f"#{self.iteration}"
         incoming = inputs.get("args")
         self.incoming_args: dict[str, Any] = dict(incoming) if isinstance(incoming, Mapping) else {}
         self.context["args"] = dict(self.incoming_args)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def emit(self, name: str, entity: str, status: str, **fields: Any) -> None:
+        data = fields.pop("data", None)
+        emit(
+            Event(
+                name=name,
+                entity=entity,
+                entity_id=fields.pop("entity_id", self.step_run_id),
+                status=status,
+                execution_id=self.execution_id,
+                step=self.step,
+                step_run_id=self.step_run_id,
+                loop_id=self.loop_id,
+                iteration=self.iteration,
+                data=to_jsonable(data or {}),
+                **fields,
+            )
+        )
 
     # -- context bookkeeping ------------------------------------------------------------------
 
@@ -234,9 +349,15 @@ class _StepRun:
             self.vars_writes.update(vars_writes)
             self.context = apply_vars_writes(self.context, vars_writes)
 
+    def render_set(self, values: Any, context: Mapping[str, Any], where: str) -> tuple[dict, dict]:
+        return _render_set(values, context, self.dialect, self.step, where)
+
     # -- case rules ---------------------------------------------------------------------------
 
-    def fire_case(self, event: str, context: Mapping[str, Any], *, failed: bool) -> None:
+    def match_case(
+        self, event: str, context: Mapping[str, Any], *, failed: bool
+    ) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
+        """First rule matching ``event`` -> (index, merged actions, event context)."""
         rules = self.payload.get("case") or []
         event_context = with_values(context, event={"name": event, "step": self.step})
         for index, rule in enumerate(rules):
@@ -247,30 +368,58 @@ class _StepRun:
                 # Before the call only rules written for step.enter run; a rule on, say, the
                 # workload alone is meant for the call result and waits for call.done.
                 continue
-            if not evaluate_condition(when, event_context, flavor="arc"):
+            if event == "loop.done" and not _mentions(when, constants=("loop.done",)):
+                continue
+            if not evaluate_condition(
+                when, event_context, flavor="arc", field=f"case[{index}].when"
+            ):
                 continue
             if index in self.fired:
-                return  # first match for this event already ran on an earlier event
+                return None  # first match for this event already ran on an earlier event
             self.fired.add(index)
-            self.apply_case_then(rule.get("then"), event_context)
-            if failed:
-                self.handled = True
-            return
+            actions = _case_actions(rule.get("then"))
+            self.emit(
+                "CaseEvaluated",
+                "case",
+                "success",
+                entity_id=f"{self.step_run_id}:case[{index}]",
+                data={"event": event, "rule": index, "actions": sorted(actions)},
+            )
+            return index, actions, event_context
+        return None
 
-    def apply_case_then(self, then: Any, context: Mapping[str, Any]) -> None:
-        actions = _case_actions(then)
-        for name in _UNBUILT_CASE_ACTIONS:
-            if name in actions:
-                raise FeatureNotAvailable(
-                    f"step {self.step!r}: case action `{name}` is not built yet in this runtime"
-                )
+    def apply_case(
+        self, index: int, actions: dict[str, Any], context: Mapping[str, Any], *, routing: bool
+    ) -> Mapping[str, Any]:
+        """Apply ``set``, ``sink``, ``result``, ``call: {step}`` and ``next`` of a matched rule;
+        ``collect``/``retry``/``call: {params}`` belong to the call loop. Returns the context
+        the rule's later actions see (after its own ``set``)."""
+        where = f"case[{index}].then"
         if "set" in actions:
-            ctx_writes, vars_writes = _render_set(actions["set"], context, self.dialect)
+            ctx_writes, vars_writes = self.render_set(actions["set"], context, f"{where}.set")
             self.write(ctx_writes, vars_writes)
-            # The rule's own ``next.args`` see what its ``set`` just wrote.
             context = apply_vars_writes(apply_ctx_writes(context, ctx_writes), vars_writes)
-        for target in normalise_case_next(actions.get("next")):
-            args = render_value(target.get("args") or {}, context, strict=False)
+        if isinstance(actions.get("result"), Mapping) and "from" in actions["result"]:
+            value = render_value(
+                actions["result"]["from"], context, strict=False, field=f"{where}.result.from"
+            )
+            self.result_override = (True, value)
+        if "sink" in actions:
+            self.run_sink(actions["sink"], context, f"{where}.sink")
+        if "log" in actions:
+            message = render_value(actions["log"], context, strict=False, field=f"{where}.log")
+            log.info("NoETL step %s: %s", self.step, message)
+        targets = normalise_case_next(actions.get("next"))
+        call = actions.get("call")
+        if isinstance(call, Mapping) and isinstance(call.get("step"), str):
+            # ``call: {step, args}`` invokes another step, i.e. routes to it with args.
+            targets.append({"step": call["step"], "args": call.get("args") or {}})
+        if not routing:
+            return context
+        for target in targets:
+            args = render_value(
+                target.get("args") or {}, context, strict=False, field=f"{where}.next"
+            )
             task_id = (
                 target["task_id"]
                 if "task_id" in target
@@ -278,6 +427,7 @@ class _StepRun:
             )
             self.routing.add(target["step"], task_id, args)
             self.case_routed = True
+        return context
 
     # -- routing arcs -------------------------------------------------------------------------
 
@@ -286,37 +436,96 @@ class _StepRun:
             when = arc.get("when")
             if failed and not _addresses_failure(when):
                 continue
-            if not evaluate_condition(when, context, flavor="arc"):
+            if not evaluate_condition(
+                when, context, flavor="arc", field=f"next.arcs[{index}].when"
+            ):
                 continue
             group = [arc]
             if self.mode == "exclusive" and arc.get("group") is not None:
                 # v1 ``when: .. then: [a, b]``: the arcs of the winning group fire together.
                 group += [a for a in self.arcs[index + 1 :] if a.get("group") == arc["group"]]
             for chosen in group:
-                self.take_arc(chosen, context)
+                self.take_arc(chosen, context, index)
             if failed:
                 self.handled = True
             if self.mode == "exclusive":
                 return
 
-    def take_arc(self, arc: Mapping[str, Any], context: Mapping[str, Any]) -> None:
+    def take_arc(self, arc: Mapping[str, Any], context: Mapping[str, Any], index: int) -> None:
         if isinstance(arc.get("set"), Mapping):
-            self.write(*_render_set(arc["set"], context, self.dialect))
-        args = render_value(arc.get("args") or {}, context, strict=False)
+            self.write(*self.render_set(arc["set"], context, f"next.arcs[{index}].set"))
+        args = render_value(
+            arc.get("args") or {}, context, strict=False, field=f"next.arcs[{index}].args"
+        )
         self.routing.add(arc["step"], arc_task_id(arc), args)
+
+    # -- sinks --------------------------------------------------------------------------------
+
+    def run_sink(self, spec: Any, context: Mapping[str, Any], where: str) -> None:
+        """Render a sink block against the current context and write it; a failed sink fails the
+        step (a sink is a side effect the playbook relies on)."""
+        from ..tools.sink import run_sink
+
+        rendered = render_value(spec, context, strict=False, field=where)
+        target = rendered.get("tool") if isinstance(rendered, Mapping) else None
+        table = (
+            (target or rendered or {}).get("table")
+            if isinstance(target or rendered, Mapping)
+            else None
+        )
+        self.emit(
+            "SinkStarted",
+            "sink",
+            "in_progress",
+            entity_id=f"{self.step_run_id}:sink",
+            data={"table": table},
+        )
+        started = time.monotonic()
+        outcome = run_sink(rendered if isinstance(rendered, Mapping) else {}, step=self.step)
+        duration = time.monotonic() - started
+        if not outcome.ok:
+            self.emit(
+                "SinkProcessed",
+                "sink",
+                "error",
+                entity_id=f"{self.step_run_id}:sink",
+                data={"error": outcome.error},
+                duration=duration,
+            )
+            error = _failure_error(outcome)
+            error["message"] = f"{where}: {error.get('message', 'sink failed')}"
+            raise StepFailed(self.step, error)
+        self.sinks.append(dict(outcome.data or {}))
+        self.emit(
+            "SinkProcessed",
+            "sink",
+            "success",
+            entity_id=f"{self.step_run_id}:sink",
+            data=outcome.data,
+            duration=duration,
+        )
 
     # -- the call -----------------------------------------------------------------------------
 
-    def call(self, step_input: dict[str, Any]) -> tuple[ToolOutcome, Any, str]:
-        """Run tool / pipeline -> (outcome envelope source, step result, status)."""
+    def call(
+        self, step_input: dict[str, Any], overrides: Mapping[str, Any], attempt: int
+    ) -> tuple[ToolOutcome, Any, str]:
+        """Run tool / pipeline once -> (outcome envelope source, step result, status)."""
         payload = self.payload
         tool = payload.get("tool")
         pipeline = payload.get("pipeline")
+        if tool and overrides:
+            tool = apply_next_call(tool, overrides)
         if tool and _has_rules(tool):
             pipeline = single_tool_pipeline(self.step, tool)
         if pipeline:
             ran = run_pipeline(
-                pipeline, self.context, step=self.step, step_input=step_input, sleep=self.sleep
+                pipeline,
+                self.context,
+                step=self.step,
+                step_input=step_input,
+                sleep=self.sleep,
+                events=self,
             )
             self.write(ran.ctx_writes)
             if ran.status == "failed":
@@ -324,10 +533,180 @@ class _StepRun:
                 return outcome, ran.result, "error"
             return ToolOutcome.success(ran.result), ran.result, ran.status
         if tool:
-            outcome = call_tool(self.step, self.step, tool, self.context, step_input)
+            outcome = call_tool(
+                self.step, self.step, tool, self.context, step_input, events=self, attempt=attempt
+            )
             return outcome, outcome_result(outcome), "ok" if outcome.ok else "error"
         # No tool: a pure router (v1 steps without type, v1 ``end``) produces no result.
         return ToolOutcome.success(None), None, "ok"
+
+    def after_call_context(
+        self, outcome: ToolOutcome, result: Any, failed: bool, attempt: int
+    ) -> None:
+        after = dict(self.context)
+        after[self.step] = wrap_result(result)
+        after = with_values(
+            after,
+            output=outcome_envelope(outcome, attempt=attempt),
+            result=wrap_result(result),
+            response=response_view(result),
+            this={
+                "status": "ok" if not failed else "error",
+                "data": result,
+                "error": outcome.error,
+                "meta": outcome.meta,
+            },
+        )
+        if failed:
+            after["error"] = outcome.error
+        else:
+            after.pop("error", None)
+        if self.dialect == "case-v2":
+            # Spec 6.3: ``_retry.index`` (1-based try) and ``_retry.count`` (tries so far).
+            after["_retry"] = {"index": attempt, "count": attempt}
+        self.context = after
+
+    def call_loop(self, step_input: dict[str, Any]) -> tuple[ToolOutcome, Any, str, int]:
+        """Call, then decide whether to call again (retry / next call), collecting as it goes."""
+        overrides: dict[str, Any] = {}
+        collected: dict[str, tuple[Mapping[str, Any], Any]] = {}  # into -> (collect spec, value)
+        attempt = 1
+        while True:
+            outcome, result, status = self.call(step_input, overrides, attempt)
+            failed = status == "error"
+            self.after_call_context(outcome, result, failed, attempt)
+            policy, collect, sink, where = self.choose_repetition(failed)
+            if collect:
+                self.collect(collect, collected, where)
+            if sink:
+                self.run_sink(sink, self.context, f"{where}.sink")
+            if policy is None:
+                break
+            if attempt >= policy.max_attempts:
+                if not failed:
+                    log.warning(
+                        "NoETL step %s: %s still asks for another call after %d calls; "
+                        "stopping at max_attempts",
+                        self.step,
+                        where,
+                        attempt,
+                    )
+                break
+            next_call = render_value(
+                policy.next_call, self.context, strict=False, field=f"{where}.next_call"
+            )
+            overrides = (
+                apply_next_call(overrides, next_call)
+                if isinstance(next_call, Mapping)
+                else overrides
+            )
+            wait = policy.delay(attempt)
+            self.emit(
+                "RetryStarted",
+                "retry",
+                "in_progress",
+                attempt=attempt + 1,
+                entity_id=f"{self.step_run_id}:retry",
+                data={
+                    "after": "error" if failed else "success",
+                    "policy": where,
+                    "delay": wait,
+                    "error": outcome.error if failed else None,
+                },
+            )
+            if wait > 0:
+                self.sleep(wait)
+            attempt += 1
+            self.fired.clear()  # each call gets its own first match
+        if attempt > 1:
+            self.emit(
+                "RetryProcessed",
+                "retry",
+                "error" if failed else "success",
+                attempt=attempt,
+                entity_id=f"{self.step_run_id}:retry",
+                data={"calls": attempt},
+            )
+        if collected:
+            result = self.merge_collection(result, collected)
+        return outcome, result, status, attempt
+
+    def choose_repetition(
+        self, failed: bool
+    ) -> tuple[Policy | None, Mapping[str, Any] | None, Any, str]:
+        """The case rule of this call's event, else the first step-level policy that applies."""
+        if self.payload.get("case"):
+            event = "call.error" if failed else "call.done"
+            matched = self.match_case(event, self.context, failed=failed)
+            if matched is None:
+                return None, None, None, ""
+            index, actions, event_context = matched
+            where = f"case[{index}].then"
+            repeat = None
+            for kind in ("retry", "call"):
+                action = actions.get(kind)
+                if isinstance(action, Mapping) and not (kind == "call" and "step" in action):
+                    repeat = case_policy(action, kind=kind, failed=failed)
+            # A rule that decides where to go handles the failure; one that only retries does not
+            # handle the failure it finally gives up on.
+            if failed and repeat is None:
+                self.handled = True
+            sink = actions.pop("sink", None)
+            collect = actions.get("collect")
+            self.apply_case(index, actions, event_context, routing=self.phase == "step")
+            return repeat, collect if isinstance(collect, Mapping) else None, sink, where
+        for number, policy in enumerate(self.policies):
+            if policy.on == "error" and not failed:
+                continue
+            if policy.on == "success" and failed:
+                continue
+            where = f"retry[{number}]"
+            if policy.stop_when is not None and evaluate_condition(
+                policy.stop_when, self.context, flavor="arc", field=f"{where}.stop_when"
+            ):
+                return None, None, None, where
+            if policy.when is None or evaluate_condition(
+                policy.when, self.context, flavor="arc", field=f"{where}.when"
+            ):
+                return policy, policy.collect, policy.sink, where
+        return None, None, None, ""
+
+    def collect(self, spec: Mapping[str, Any], collected: dict, where: str) -> None:
+        into = spec.get("into") or "collected"
+        rendered_from = (
+            render_value(spec["from"], self.context, strict=False, field=f"{where}.collect.from")
+            if "from" in spec
+            else None
+        )
+        value = collect_value(spec, self.context.get("response"), rendered_from)
+        previous = collected.get(into, (spec, None))[1]
+        merged = merge_collected(
+            spec.get("strategy", spec.get("mode")), previous, to_jsonable(value)
+        )
+        collected[into] = (spec, merged)
+        if self.dialect == "case-v2" or "vars" in self.context:
+            self.write({}, {into: merged})
+        else:
+            self.write({into: merged})
+
+    @staticmethod
+    def merge_collection(
+        result: Any, collected: Mapping[str, tuple[Mapping[str, Any], Any]]
+    ) -> Any:
+        """The step result after a collecting repetition: the collected value replaces the
+        collected path (``data`` of the last response holds every page), as NoETL merges pages."""
+        merged = dict(result) if isinstance(result, Mapping) else {"data": result}
+        for spec, value in collected.values():
+            path = spec.get("path") if "from" not in spec else None
+            key = path.split(".")[0] if isinstance(path, str) and path else "data"
+            if (
+                isinstance(merged.get("data"), Mapping)
+                and isinstance(path, str)
+                and path in merged["data"]
+            ):
+                key = "data"  # the path was read in the body of an HTTP-shaped result
+            merged[key] = value
+        return merged
 
 
 def _has_rules(tool: Mapping[str, Any]) -> bool:
@@ -336,34 +715,127 @@ def _has_rules(tool: Mapping[str, Any]) -> bool:
     return isinstance(policy, Mapping) and bool(policy.get("rules"))
 
 
+def _report_issues(run: _StepRun, issues: list[RenderIssue]) -> list[str]:
+    """Log each issue loudly, report it as an event; in strict mode fail the step."""
+    messages = []
+    for issue in issues:
+        message = issue.describe(run.step)
+        messages.append(message)
+        log.warning("NoETL %s", message)
+        run.emit(
+            "TemplateWarning",
+            "step",
+            "error" if run.strict else "success",
+            entity_id=f"{run.step_run_id}:{issue.field}",
+            data={
+                "kind": issue.kind,
+                "field": issue.field,
+                "expression": issue.expression,
+                "cause": issue.cause,
+            },
+        )
+    if messages and run.strict:
+        raise StepFailed(
+            run.step,
+            {
+                "kind": "template",
+                "type": "StrictTemplateError",
+                "message": "; ".join(messages) + " (strict mode)",
+                "retryable": False,
+            },
+        )
+    return messages
+
+
+def _observed(run: _StepRun, body: Callable[[], StepOutcome]) -> StepOutcome:
+    """Run ``body`` between StepStarted and StepFinished, with render issues collected."""
+    started = time.monotonic()
+    run.emit("StepStarted", "step", "in_progress", alias="step.enter")
+    try:
+        with collect_issues() as issues:
+            try:
+                outcome = body()
+            except BaseException:
+                _report_issues_quietly(run, issues)
+                raise
+            outcome.issues = _report_issues(run, issues)
+    except StepFailed as exc:
+        run.emit(
+            "StepFinished",
+            "step",
+            "error",
+            alias="step.exit",
+            duration=time.monotonic() - started,
+            data={"error": exc.error},
+        )
+        raise
+    except Exception as exc:
+        run.emit(
+            "StepFinished",
+            "step",
+            "error",
+            alias="step.exit",
+            duration=time.monotonic() - started,
+            data={"error": {"type": type(exc).__name__, "message": str(exc)}},
+        )
+        raise
+    run.emit(
+        "StepFinished",
+        "step",
+        "success",
+        alias="step.exit",
+        attempt=outcome.attempts,
+        duration=time.monotonic() - started,
+        data={"result": outcome.result, "next": outcome.next_steps, "status": outcome.status},
+    )
+    if outcome.next_steps or run.arcs:
+        run.emit(
+            "NextEvaluated",
+            "next",
+            "success",
+            data={"targets": outcome.next_steps, "args": outcome.next_args},
+        )
+    return outcome
+
+
+def _report_issues_quietly(run: _StepRun, issues: list[RenderIssue]) -> None:
+    # The step fails anyway: still say what was swallowed on the way, never raise a second error.
+    for issue in issues:
+        log.warning("NoETL %s", issue.describe(run.step))
+
+
 def execute_step(
     payload: Mapping[str, Any],
     inputs: Mapping[str, Any],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    phase: str = "step",
 ) -> StepOutcome:
     """Run one step of a compiled playbook; see the module docstring for the order of things.
 
     ``payload``: the compiler's step payload (validated here, see ``payload.validate_payload``).
-    ``inputs``: ``{workload, results, ctx, vars, execution_id, args?}`` pulled by the caller.
-    ``sleep``: used for retry backoff (tests inject a recorder).
-    Raises :class:`StepFailed` for an unhandled tool failure, ``ToolNotAvailable`` /
-    :class:`FeatureNotAvailable` for parts of the DSL this runtime does not have yet.
+    ``inputs``: ``{workload, results, ctx, vars, execution_id, args?, loop?, strict?, run_index?,
+    step_names?}`` pulled by the caller. ``phase``: ``step`` or ``iteration`` (one loop iteration:
+    no routing). ``sleep``: used for retry backoff (tests inject a recorder).
+    Raises :class:`StepFailed` for an unhandled failure, ``ToolNotAvailable`` for a tool kind this
+    runtime cannot execute.
     """
     validate_payload(payload)
-    for key in sorted(PAYLOAD_EXTENSIONS):
-        if payload.get(key):
-            raise FeatureNotAvailable(
-                f"step {payload['step']!r}: `{key}` is not built yet in this runtime"
-            )
     run = _StepRun(payload, inputs, sleep)
-    step = run.step
+    run.phase = phase
+    run.policies = step_policies(payload.get("retry"))
+    return _observed(run, lambda: _execute(run))
 
+
+def _execute(run: _StepRun) -> StepOutcome:
+    payload, step = run.payload, run.step
     if payload.get("case"):
-        run.fire_case("step.enter", run.context, failed=False)
+        matched = run.match_case("step.enter", run.context, failed=False)
+        if matched is not None:
+            run.apply_case(*matched, routing=run.phase == "step")
 
     raw_input = payload.get("input") or {}
-    step_input = render_value(raw_input, run.context, strict=False)
+    step_input = render_value(raw_input, run.context, strict=False, field="input")
     step_input = (
         {**step_input, **run.incoming_args}
         if isinstance(step_input, Mapping)
@@ -371,43 +843,43 @@ def execute_step(
     )
     run.context = with_values(run.context, input=step_input, args=step_input)
 
-    outcome, result, status = run.call(step_input)
+    outcome, result, status, attempts = run.call_loop(step_input)
     failed = status == "error"
-
-    after = dict(run.context)
-    after[step] = wrap_result(result)
-    after = with_values(
-        after,
-        output=outcome_envelope(outcome),
-        result=wrap_result(result),
-        response=wrap_result(result),
-        this={
-            "status": "ok" if not failed else "error",
-            "data": result,
-            "error": outcome.error,
-            "meta": outcome.meta,
-        },
-    )
-    if failed:
-        after["error"] = outcome.error
-    if run.dialect == "case-v2":
-        # Spec 6.3: ``_retry.index`` (1-based try) and ``_retry.count`` (tries so far). Without
-        # case ``retry`` support in this runtime every step makes exactly one try.
-        after["_retry"] = {"index": 1, "count": 1}
-    run.context = after
+    overridden, value = run.result_override
+    if overridden:
+        result = value
+    run.after_call_context(outcome, result, failed, attempts)
 
     if not failed:
         if payload.get("set"):
-            run.write(*_render_set(payload["set"], run.context, run.dialect))
+            run.write(*run.render_set(payload["set"], run.context, "set"))
         if payload.get("vars"):
             # case-v2 ``vars``: values extracted from the result, persisted for later steps.
-            run.write({}, render_value(payload["vars"], run.context, strict=True))
+            try:
+                rendered = render_value(payload["vars"], run.context, strict=True, field="vars")
+            except RenderError as exc:
+                raise StepFailed(
+                    step,
+                    {
+                        "kind": "template",
+                        "type": "TemplateError",
+                        "message": f"field {exc.field}: {exc}",
+                        "retryable": False,
+                    },
+                ) from exc
+            run.write({}, rendered)
+        if payload.get("sink"):
+            run.run_sink(payload["sink"], run.context, "sink")
 
     if payload.get("case"):
-        run.fire_case("call.error" if failed else "call.done", run.context, failed=failed)
-        run.fire_case("step.exit", run.context, failed=failed)
+        matched = run.match_case("step.exit", run.context, failed=failed)
+        if matched is not None:
+            index, actions, event_context = matched
+            if failed:
+                run.handled = True
+            run.apply_case(index, actions, event_context, routing=run.phase == "step")
 
-    if not run.case_routed:
+    if run.phase == "step" and not run.case_routed:
         run.route_arcs(
             with_values(
                 run.context, event={"name": "call.error" if failed else "call.done", "step": step}
@@ -417,7 +889,13 @@ def execute_step(
 
     if failed and not run.handled:
         raise StepFailed(step, outcome.error, to_jsonable(result))
+    return _outcome(run, result, status, outcome.error if failed else None, attempts)
 
+
+def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int) -> StepOutcome:
+    if run.sinks and isinstance(result, Mapping):
+        # The sink's row count belongs to the step result (what was persisted, and where).
+        result = {**result, "_sink": run.sinks[-1] if len(run.sinks) == 1 else run.sinks}
     return StepOutcome(
         result=to_jsonable(result),
         ctx_writes=to_jsonable(run.ctx_writes),
@@ -426,8 +904,38 @@ def execute_step(
         next_task_ids=list(run.routing.task_ids),
         next_args=to_jsonable(run.routing.args),
         status=status,
-        error=to_jsonable(outcome.error) if failed else None,
+        error=to_jsonable(error) if error else None,
+        attempts=attempts,
     )
+
+
+def finish_loop(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    result: Any,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> StepOutcome:
+    """The end of a loop step: ``loop.done`` case rules, ``step.exit`` rules, then the arcs, over
+    the aggregated loop ``result``; ctx/vars written by the iterations come in ``inputs``."""
+    validate_payload(payload)
+    run = _StepRun(payload, inputs, sleep)
+    run.phase = "step"
+    run.policies = []
+
+    def body() -> StepOutcome:
+        run.after_call_context(ToolOutcome.success(result), result, False, 1)
+        loop_context = with_values(run.context, event={"name": "loop.done", "step": run.step})
+        if payload.get("case"):
+            for event in ("loop.done", "step.exit"):
+                matched = run.match_case(event, loop_context, failed=False)
+                if matched is not None:
+                    run.apply_case(*matched, routing=True)
+        if not run.case_routed:
+            run.route_arcs(loop_context, failed=False)
+        return _outcome(run, result, "ok", None, 1)
+
+    return _observed(run, body)
 
 
 def routing_targets(payload: Mapping[str, Any]) -> list[str]:
@@ -438,7 +946,12 @@ def routing_targets(payload: Mapping[str, Any]) -> list[str]:
     for arc in arcs:
         ids.append(arc_task_id(arc))
     for rule in payload.get("case") or []:
-        for target in normalise_case_next(_case_actions(rule.get("then")).get("next")):
+        actions = _case_actions(rule.get("then"))
+        targets = normalise_case_next(actions.get("next"))
+        call = actions.get("call")
+        if isinstance(call, Mapping) and isinstance(call.get("step"), str):
+            targets.append({"step": call["step"]})
+        for target in targets:
             ids.append(
                 target["task_id"]
                 if "task_id" in target

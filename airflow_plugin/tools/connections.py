@@ -72,7 +72,7 @@ def get_connection(name: str) -> ConnectionInfo:
         raise ConnectionNotFound(name, exc) from exc
     try:
         conn = Connection.get(name)
-    except Exception as exc:  # AirflowNotFoundException, or a backend that is down
+    except Exception as exc:  # noqa: BLE001 - AirflowNotFoundException, or a backend that is down
         raise ConnectionNotFound(name, exc) from None
     try:
         extra = conn.extra_dejson

@@ -55,7 +55,7 @@ class ToolOutcome:
 
 def tool_error(
     kind: str,
-    type: str,  # noqa: A002 - the field is called ``type`` in NoETL's error envelope
+    type: str,  # the field is called ``type`` in NoETL's error envelope
     message: str,
     *,
     retryable: bool = False,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from airflow_plugin.runtime import (
-    FeatureNotAvailable,
     StepFailed,
     execute_step,
     routing_targets,
@@ -270,9 +269,9 @@ def test_policy_continue_on_error_lets_arcs_route_on_the_error_result():
     assert out.status == "ok" and out.next_steps == ["auth_error"]
 
 
-def test_unbuilt_tool_kind_raises_tool_not_available():
-    p = payload("get", tool={"kind": "http", "url": "http://x"})
-    with pytest.raises(ToolNotAvailable, match="the http tool is not built yet"):
+def test_tool_kind_without_executor_raises_tool_not_available():
+    p = payload("get", tool={"kind": "snowflake", "command": "select 1"})
+    with pytest.raises(ToolNotAvailable, match="cannot execute tool kind 'snowflake'.*python"):
         execute_step(p, inputs())
 
 
@@ -448,14 +447,105 @@ def test_case_next_task_id_from_arcs_or_explicit():
     assert routing_targets(p) == ["a_task", "b_task"]
 
 
-def test_unbuilt_case_action_fails_loudly_only_when_matched():
-    p = v2(
-        tool=py("result = {'more': more}", input={"more": "{{ workload.more }}"}),
-        case=[{"when": "{{ result.more }}", "then": {"retry": {"max_attempts": 3}}}],
+def test_case_retry_with_collect_pages_until_the_rule_stops_matching():
+    # A python "API" returning page N of 3; case-v2 pagination: collect each page, call again
+    # with the next page (next_call via `retry.input`), route when there is no more.
+    page_api = py(
+        "result = {'data': {'items': [page * 10, page * 10 + 1], 'more': page < 3, 'page': page}}",
+        input={"page": 1},
     )
-    assert execute_step(p, inputs(workload={"more": False})).status == "ok"
-    with pytest.raises(FeatureNotAvailable, match="case action `retry` is not built yet"):
-        execute_step(p, inputs(workload={"more": True}))
+    p = v2(
+        "fetch",
+        tool=page_api,
+        case=[
+            {
+                "when": "{{ event.name == 'call.done' and response.more }}",
+                "then": {
+                    "collect": {"strategy": "append", "path": "items", "into": "pages"},
+                    "retry": {"max_attempts": 10, "input": {"page": "{{ response.page + 1 }}"}},
+                },
+            },
+            {
+                "when": "{{ event.name == 'call.done' and not response.more }}",
+                "then": {
+                    "collect": {"strategy": "append", "path": "items", "into": "pages"},
+                    "next": [{"step": "done"}],
+                },
+            },
+        ],
+    )
+    out = execute_step(p, inputs())
+    assert out.attempts == 3
+    assert out.vars_writes == {"pages": [10, 11, 20, 21, 30, 31]}
+    assert out.next_steps == ["done"]
+
+
+def test_v1_error_retry_with_backoff_then_success(tmp_path):
+    counter = tmp_path / "calls"
+    code = (
+        f"p = {str(counter)!r}\n"
+        "n = (open(p).read().count('x') if os.path.exists(p) else 0) + 1\n"
+        "open(p, 'a').write('x')\n"
+        "if n < 3:\n    raise RuntimeError(f'try {n} fails')\n"
+        "result = {'tries': n}\n"
+    )
+    p = payload(
+        "flaky",
+        dialect="v1",
+        tool=py(code),
+        retry={"max_attempts": 4, "initial_delay": 0.5, "backoff_multiplier": 2.0},
+    )
+    waits = []
+    out = execute_step(p, inputs(), sleep=waits.append)
+    assert out.result == {"tries": 3} and out.attempts == 3
+    assert waits == [0.5, 1.0]
+
+
+def test_error_retry_exhausted_fails_the_step_with_the_last_error():
+    p = payload("boom", dialect="v1", tool=py("raise ValueError('no')"), retry={"max_attempts": 2})
+    with pytest.raises(StepFailed, match="ValueError: no"):
+        execute_step(p, inputs(), sleep=lambda s: None)
+
+
+def test_unrendered_template_is_reported_and_fatal_in_strict_mode():
+    p = payload("s", tool=py("result = v", input={"v": "{{ missing_step.value }}"}))
+    out = execute_step(p, inputs())
+    assert out.result == "{{ missing_step.value }}"  # NoETL keeps the text (lenient) ...
+    assert len(out.issues) == 1 and "field tool.input.v" in out.issues[0]  # ... and we say so
+    with pytest.raises(StepFailed, match="StrictTemplateError.*field tool.input.v.*missing_step"):
+        execute_step(p, inputs(strict=True))
+
+
+def test_unevaluable_guard_is_reported_and_fatal_in_strict_mode():
+    p = payload(
+        "s",
+        tool=py("result = 1"),
+        routing=arcs({"step": "a", "when": "{{ s.nope.deeper > 1 }}"}, {"step": "b"}),
+    )
+    out = execute_step(p, inputs())
+    assert out.next_steps == ["b"]  # the guard counts as false, as in NoETL ...
+    assert "next.arcs[0].when" in out.issues[0] and "counts as false" in out.issues[0]
+    with pytest.raises(StepFailed, match="next.arcs\\[0\\].when"):
+        execute_step(p, inputs(strict=True))
+
+
+def test_step_reports_its_lifecycle_to_the_recorder():
+    from airflow_plugin.events import MemoryRecorder, recording
+
+    recorder = MemoryRecorder()
+    p = payload("s", tool=py("result = 2"), routing=arcs({"step": "t"}))
+    with recording(recorder, task_id="s"):
+        execute_step(p, inputs())
+    names = [(e.name, e.alias, e.status) for e in recorder.events]
+    assert names == [
+        ("StepStarted", "step.enter", "in_progress"),
+        ("ToolStarted", None, "in_progress"),
+        ("ToolCompleted", "call.done", "success"),
+        ("StepFinished", "step.exit", "success"),
+        ("NextEvaluated", None, "success"),
+    ]
+    assert all(e.execution_id == "77" and e.task_id == "s" for e in recorder.events)
+    assert recorder.events[3].data["result"] == 2
 
 
 # -- payload validation --------------------------------------------------------------------------
@@ -531,9 +621,3 @@ def test_target_without_task_is_routed_but_not_branched():
     assert routing_targets(p) == []
 
 
-@pytest.mark.parametrize("key", ["sink", "retry", "loop"])
-def test_known_extensions_validate_but_fail_the_step_at_run_time(key):
-    p = payload(tool=py("result = 1"), **{key: {"anything": 1}})
-    validate_payload(p)  # the DAG file still imports
-    with pytest.raises(FeatureNotAvailable, match=f"`{key}` is not built yet"):
-        execute_step(p, inputs())

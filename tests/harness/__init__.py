@@ -1,0 +1,1 @@
+"""Test harness: real services the tests start themselves (Postgres cluster, HTTP server)."""
