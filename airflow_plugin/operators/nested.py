@@ -11,14 +11,17 @@ the compiler (``noetl_compile.lower.names.dag_id_for_path``).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 
-from .loop import not_built, validate_reads, validate_step_payload
+from .base import NoetlTask, fail_task, step_output
+from .loop import validate_reads, validate_step_payload
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
 
@@ -40,9 +43,17 @@ def dag_id_for_path(path: str) -> str:
     return text
 
 
-class NoetlPlaybookOperator(TriggerDagRunOperator):
+class NoetlPlaybookOperator(TriggerDagRunOperator, BranchMixIn):
     template_fields = ()
+    inherits_from_skipmixin = True
     ui_color = "#fdf3e1"
+
+    # The NoETL task helpers (inputs, events, push + branch) without NoetlTask's BaseOperator.
+    workload = staticmethod(NoetlTask.workload)
+    execution_id = NoetlTask.execution_id
+    pull_inputs = NoetlTask.pull_inputs
+    recording = NoetlTask.recording
+    push_and_route = NoetlTask.push_and_route
 
     def __init__(
         self,
@@ -82,5 +93,110 @@ class NoetlPlaybookOperator(TriggerDagRunOperator):
         self.payload = payload
         self.reads = reads
 
+    # -- helpers shared with the inline path ----------------------------------------------------
+
+    def _render_call(self, inputs: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+        """(child dag id, child workload overrides, rendered tool config) for this call."""
+        from ..runtime.catalog import dag_id_for_path
+        from ..runtime.context import build_context
+        from ..runtime.render import render_value
+        from ..tools.playbook import _child_workload
+
+        context = build_context(
+            workload=inputs["workload"],
+            results=inputs["results"],
+            ctx=inputs["ctx"],
+            vars=inputs["vars"],
+            execution_id=inputs["execution_id"],
+            dialect=self.payload.get("dialect") or "canonical",
+            step_names=[self.payload["step"]],
+        )
+        tool = render_value(self.payload["tool"], context, strict=False, field="tool")
+        step_input = render_value(
+            self.payload.get("input") or {}, context, strict=False, field="input"
+        )
+        step_input = {**(step_input if isinstance(step_input, dict) else {}), **inputs["args"]}
+        child = self.payload["playbook"]
+        dag_id = child.get("dag_id") or dag_id_for_path(tool.get("path") or child["path"])
+        return dag_id, _child_workload(tool, step_input), tool
+
+    @staticmethod
+    def _scheduler_absent() -> bool:
+        """True under ``dag.test()`` / ``noetlc run``: no scheduler will ever run a child DAG run,
+        so the child runs inline (``NOETL_NESTED=inline|trigger`` overrides the detection)."""
+        mode = os.environ.get("NOETL_NESTED", "").strip().lower()
+        if mode in ("inline", "trigger"):
+            return mode == "inline"
+        try:
+            from airflow.sdk.execution_time import task_runner
+            from airflow.sdk.execution_time.supervisor import InProcessSupervisorComms
+        except ImportError:  # pragma: no cover
+            return False
+        return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), InProcessSupervisorComms)
+
+    def _finish(self, context: Any, result: Any) -> Any:
+        from ..runtime.render import to_jsonable
+        from ..runtime.step import StepFailed, finish_loop, routing_targets
+
+        # The child's result is this step's result; set/case/routing run on it as on a call.
+        inputs = self.pull_inputs(context, self.payload["step"])
+        try:
+            outcome = finish_loop(self.payload, inputs, to_jsonable(result), event="call.done")
+        except StepFailed as exc:
+            raise fail_task(self.payload["step"], exc) from exc
+        output = step_output(outcome)
+        targets = outcome.next_task_ids if routing_targets(self.payload) else None
+        return self.push_and_route(context, output, targets)
+
+    # -- execution ------------------------------------------------------------------------------
+
     def execute(self, context: Any) -> Any:
-        raise not_built(self, "rendering the child's conf, triggering it and reading its result")
+        from ..runtime.catalog import PlaybookNotFound
+        from ..runtime.step import StepFailed
+        from ..tools.playbook import _child_execution_id, run_child
+
+        step = self.payload["step"]
+        inputs = self.pull_inputs(context, step)
+        dag_id, workload, tool = self._render_call(inputs)
+        if self._scheduler_absent():
+            execution_id = _child_execution_id(inputs["execution_id"], step, step, dag_id)
+            self.log.info("NoETL step %s: running child playbook %s inline", step, dag_id)
+            with self.recording(context):
+                try:
+                    result = run_child(
+                        dag_id,
+                        workload,
+                        execution_id=execution_id,
+                        return_step=tool.get("return_step"),
+                        strict=inputs.get("strict"),
+                    )
+                except (PlaybookNotFound, StepFailed, LookupError) as exc:
+                    raise fail_task(step, exc) from exc
+                return self._finish(context, result)
+        # A deployment: a real child DAG run, waited for deferrably; its result is read after.
+        self.trigger_dag_id = dag_id
+        self.conf = workload
+        self.trigger_run_id = f"noetl__{context['run_id']}__{self.task_id}"[:250]
+        return super().execute(context)
+
+    def execute_complete(self, context: Any, event: Any = None) -> Any:
+        super().execute_complete(context, event)
+        from ..runtime.catalog import find_playbook
+
+        child = find_playbook(self.trigger_dag_id)
+        ti = context["ti"]
+        result = None
+        return_step = (self.payload.get("tool") or {}).get("return_step")
+        for step in reversed(list(child.steps)):
+            if return_step and step != return_step:
+                continue
+            value = ti.xcom_pull(
+                dag_id=self.trigger_dag_id,
+                run_id=self.trigger_run_id,
+                task_ids=step,
+                key="return_value",
+            )
+            if isinstance(value, dict) and "result" in value:
+                result = value["result"]
+                break
+        return self._finish(context, result)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .loop import _CompiledStepOperator, not_built, validate_reads, validate_step_payload
+from .base import fail_task
+from .loop import _CompiledStepOperator, validate_reads, validate_step_payload
 
 __all__ = ["NoetlRegionOperator", "validate_region"]
 
@@ -57,5 +58,45 @@ class NoetlRegionOperator(_CompiledStepOperator):
         validate_reads(reads, f"region {payload.get('region')!r}")
         super().__init__(payload=payload, reads=reads, **kwargs)
 
+    @property
+    def step(self) -> str:
+        return self.payload["region"]
+
     def execute(self, context: Any) -> Any:
-        raise not_built(self, "interpreting a cyclic region")
+        from ..runtime.interpreter import interpret
+        from ..runtime.step import StepFailed
+        from ..tools import ToolNotAvailable
+
+        steps = self.payload["steps"]
+        entries = [(s, a) for s, a in self.upstream_routes(context) if s in steps]
+        if not entries and not self.upstream_task_ids:
+            entries = [(s, {}) for s in self.payload["entry"]]
+        if not entries:
+            entries = [(s, {}) for s in self.payload["entry"]]
+            self.log.warning(
+                "NoETL region %s: no upstream output names an entry step; starting at %s",
+                self.step,
+                self.payload["entry"],
+            )
+        base = self.pull_inputs(context, entries[0][0])
+        base.pop("args", None)
+        with self.recording(context):
+            try:
+                ran = interpret(steps, entries, base)
+            except (StepFailed, ToolNotAvailable) as exc:
+                raise fail_task(getattr(exc, "step", self.step), exc) from exc
+        exits = [target for target, _, _ in ran.exits]
+        output = {
+            "result": ran.last_result,
+            "results": ran.results,
+            "ctx": ran.ctx,
+            "vars": ran.vars,
+            "next": exits,
+            "args": {target: args for target, _, args in ran.exits if args},
+            "status": "ok",
+            "order": ran.order,
+            "attempts": ran.attempts,
+        }
+        self.log.info("NoETL region %s ran %s; exits: %s", self.step, ran.order, exits)
+        chosen = [task_id for _, task_id, _ in ran.exits if task_id is not None]
+        return self.push_and_route(context, output, chosen if self.payload.get("exits") else None)

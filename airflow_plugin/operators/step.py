@@ -26,19 +26,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from airflow.providers.standard.operators.branch import BranchMixIn
-from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
-
-from ..runtime.ids import execution_id_for
 from ..runtime.payload import validate_payload
+from .base import NoetlTask, fail_task, step_output
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
 
 __all__ = ["NoetlStepOperator", "validate_reads"]
 
-XCOM_RETURN_KEY = "return_value"
 _READS_KEYS = ("results", "ctx", "vars", "args", "region_results")
 
 
@@ -74,7 +69,7 @@ def validate_reads(reads: Any, step: str = "?") -> dict[str, Any]:
     return json.loads(json.dumps(dict(reads)))
 
 
-class NoetlStepOperator(BaseOperator, BranchMixIn):
+class NoetlStepOperator(NoetlTask):
     """Run one NoETL step (tool / pipeline, set, vars, case, routing) inside an Airflow task.
 
     :param payload: the compiler's step payload (see ``airflow_plugin.runtime.payload``).
@@ -85,10 +80,6 @@ class NoetlStepOperator(BaseOperator, BranchMixIn):
 
     XCom ``return_value``: ``{"result", "ctx", "vars", "next", "args", "status"}``.
     """
-
-    template_fields = ()
-    inherits_from_skipmixin = True
-    ui_color = "#dfe9f7"
 
     def __init__(self, *, payload: dict, reads: dict | None = None, **kwargs: Any) -> None:
         validate_payload(payload)
@@ -105,115 +96,25 @@ class NoetlStepOperator(BaseOperator, BranchMixIn):
         self.payload = payload
         self.reads = reads
 
-    # -- inputs -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _workload(context: Mapping[str, Any]) -> dict[str, Any]:
-        # Workload = DAG params (playbook defaults) with the run request (dag_run.conf) on top.
-        params = context.get("params") or {}
-        workload = {key: params[key] for key in params}
-        dag_run = context.get("dag_run")
-        conf = getattr(dag_run, "conf", None) or {}
-        workload.update(conf)
-        return workload
-
-    def _inputs(self, context: Mapping[str, Any]) -> dict[str, Any]:
-        ti = context["ti"]
-        pulled: dict[str, Any] = {}
-
-        def output_of(task_id: str) -> Mapping[str, Any] | None:
-            if task_id not in pulled:
-                value = ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
-                # Only NoETL step outputs count; a skipped task has none (None).
-                pulled[task_id] = (
-                    value if isinstance(value, Mapping) and "result" in value else None
-                )
-            return pulled[task_id]
-
-        results: dict[str, Any] = {}
-        for step, task_id in (self.reads.get("results") or {}).items():
-            output = output_of(task_id)
-            if output is not None:
-                results[step] = output.get("result")
-        # A step inside a cyclic region or a v1 loop body ran inside that task: its result is
-        # one entry of the task's `results`.
-        for step, task_id in (self.reads.get("region_results") or {}).items():
-            output = ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
-            inner = output.get("results") if isinstance(output, Mapping) else None
-            if isinstance(inner, Mapping) and step in inner:
-                results[step] = inner[step]
-
-        def latest(namespace: str) -> dict[str, Any]:
-            values: dict[str, Any] = {}
-            for name, task_ids in (self.reads.get(namespace) or {}).items():
-                for task_id in reversed(task_ids):
-                    output = output_of(task_id)
-                    written = output.get(namespace) if output else None
-                    if isinstance(written, Mapping) and name in written:
-                        values[name] = written[name]
-                        break
-            return values
-
-        args: dict[str, Any] = {}
-        senders = self.reads.get("args")
-        if senders is None:
-            senders = sorted(self.upstream_task_ids)
-        for task_id in senders:
-            output = output_of(task_id)
-            sent = (output.get("args") or {}).get(self.payload["step"]) if output else None
-            if isinstance(sent, Mapping):
-                args.update(sent)
-
-        dag_id = getattr(ti, "dag_id", None) or self.dag_id
-        run_id = getattr(ti, "run_id", None) or context["run_id"]
-        return {
-            "workload": self._workload(context),
-            "results": results,
-            "ctx": latest("ctx"),
-            "vars": latest("vars"),
-            "args": args,
-            "execution_id": execution_id_for(dag_id, run_id),
-        }
-
-    # -- execution --------------------------------------------------------------------------
-
     def execute(self, context: Any) -> dict[str, Any]:
-        from ..runtime.step import FeatureNotAvailable, StepFailed, execute_step, routing_targets
+        from ..runtime.step import StepFailed, execute_step, routing_targets
         from ..tools import ToolNotAvailable
 
         step = self.payload["step"]
-        inputs = self._inputs(context)
-        try:
-            outcome = execute_step(self.payload, inputs)
-        except StepFailed as exc:
-            traceback = exc.error.get("traceback")
-            if traceback:
-                self.log.error("NoETL step %s tool error:\n%s", step, traceback)
-            raise AirflowFailException(str(exc)) from exc
-        except (ToolNotAvailable, FeatureNotAvailable) as exc:
-            raise AirflowFailException(f"step {step!r}: {exc}") from exc
-
-        output = {
-            "result": outcome.result,
-            "ctx": outcome.ctx_writes,
-            "vars": outcome.vars_writes,
-            "next": outcome.next_steps,
-            "args": outcome.next_args,
-            "status": outcome.status,
-        }
+        inputs = self.pull_inputs(context, step)
+        with self.recording(context):
+            try:
+                outcome = execute_step(self.payload, inputs)
+            except StepFailed as exc:
+                traceback = exc.error.get("traceback")
+                if traceback:
+                    self.log.error("NoETL step %s tool error:\n%s", step, traceback)
+                raise fail_task(step, exc) from exc
+            except ToolNotAvailable as exc:
+                raise fail_task(step, exc) from exc
+        output = step_output(outcome)
         self.log.info(
             "NoETL step %s finished (%s); next: %s", step, outcome.status, outcome.next_steps
         )
-        if routing_targets(self.payload):
-            self._branch(context, outcome.next_task_ids, output)
-        return output
-
-    def _branch(self, context: Any, task_ids: list[str], output: dict[str, Any]) -> None:
-        try:
-            # An empty list skips every direct downstream task (no arc matched).
-            self.do_branch(context, list(task_ids))
-        except DownstreamTasksSkipped:
-            # The task runner will not push the return value on this path; do it here.
-            if self.do_xcom_push:
-                context["ti"].xcom_push(XCOM_RETURN_KEY, output)
-            raise
+        targets = outcome.next_task_ids if routing_targets(self.payload) else None
+        return self.push_and_route(context, output, targets)

@@ -118,8 +118,12 @@ class StepOutcome:
     next_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     status: str = "ok"  # ok | break | error (an error handled by case/routing)
     error: dict[str, Any] | None = None
-    attempts: int = 1  # tool calls of this step run
+    attempts: int = 1  # tool calls of this step run (iterations for a loop step)
     issues: list[str] = field(default_factory=list)
+    # (step, task id or None) of each chosen target, in order: regions tell members from exits.
+    next_targets: list[tuple[str, str | None]] = field(default_factory=list)
+    # Results of other steps this run produced (a v1 loop's body steps and end_loop step).
+    extra_results: dict[str, Any] = field(default_factory=dict)
 
 
 def strict_mode(inputs: Mapping[str, Any] | None = None) -> bool:
@@ -249,10 +253,12 @@ class _Routing:
     steps: list[str] = field(default_factory=list)
     task_ids: list[str] = field(default_factory=list)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: list[tuple[str, str | None]] = field(default_factory=list)
 
     def add(self, step: str, task_id: str | None, args: Mapping[str, Any] | None) -> None:
         if step not in self.steps:
             self.steps.append(step)
+            self.targets.append((step, task_id))
             # A target without an Airflow task (task_id None) is routed to but not branched to.
             if task_id is not None and task_id not in self.task_ids:
                 self.task_ids.append(task_id)
@@ -906,6 +912,7 @@ def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int)
         status=status,
         error=to_jsonable(error) if error else None,
         attempts=attempts,
+        next_targets=list(run.routing.targets),
     )
 
 
@@ -915,9 +922,11 @@ def finish_loop(
     result: Any,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    event: str = "loop.done",
 ) -> StepOutcome:
-    """The end of a loop step: ``loop.done`` case rules, ``step.exit`` rules, then the arcs, over
-    the aggregated loop ``result``; ctx/vars written by the iterations come in ``inputs``."""
+    """The end of a step whose result was produced elsewhere: ``event`` case rules (``loop.done``
+    for a loop's aggregated result, ``call.done`` for a child playbook's result), ``step.exit``
+    rules, then the arcs; ``set``/``vars`` apply to the result as after a call."""
     validate_payload(payload)
     run = _StepRun(payload, inputs, sleep)
     run.phase = "step"
@@ -925,10 +934,12 @@ def finish_loop(
 
     def body() -> StepOutcome:
         run.after_call_context(ToolOutcome.success(result), result, False, 1)
-        loop_context = with_values(run.context, event={"name": "loop.done", "step": run.step})
+        if event == "call.done" and payload.get("set"):
+            run.write(*run.render_set(payload["set"], run.context, "set"))
+        loop_context = with_values(run.context, event={"name": event, "step": run.step})
         if payload.get("case"):
-            for event in ("loop.done", "step.exit"):
-                matched = run.match_case(event, loop_context, failed=False)
+            for name in (event, "step.exit"):
+                matched = run.match_case(name, loop_context, failed=False)
                 if matched is not None:
                     run.apply_case(*matched, routing=True)
         if not run.case_routed:

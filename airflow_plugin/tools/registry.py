@@ -28,6 +28,9 @@ BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
     "secret_manager": ("secrets", "run_secrets"),
     "credential": ("secrets", "run_secrets"),
     "transfer": ("transfer", "run_transfer"),
+    # A nested playbook inside a pipeline, region or loop body runs inline (tools/playbook.py).
+    "playbook": ("playbook", "run_playbook"),
+    "playbooks": ("playbook", "run_playbook"),
 }
 
 _REGISTRY: dict[str, Executor] = {}

@@ -1,0 +1,183 @@
+"""What every NoETL task does around the runtime: pull its inputs, record events, push, branch.
+
+``NoetlTask`` is the base of the step, loop, region and nested-playbook operators:
+
+* ``template_fields = ()``: the payload is NoETL Jinja that only the NoETL runtime renders;
+* :meth:`pull_inputs`: the workload (DAG params with ``dag_run.conf`` on top) and exactly the
+  upstream XComs the compiler listed in ``reads`` (step results, region members' results,
+  ctx/vars writes: the last listed task that ran wins, incoming ``args``);
+* :meth:`recording`: events of this task are stamped with its Airflow coordinates;
+* :meth:`push_and_route`: Airflow's branch machinery skips the direct downstream tasks the step
+  did not route to (``BranchMixIn.do_branch``); on that path the task runner does not push the
+  return value, so the task pushes it itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow.providers.standard.operators.branch import BranchMixIn
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
+
+from ..runtime.ids import execution_id_for
+
+__all__ = ["XCOM_RETURN_KEY", "NoetlTask", "fail_task", "is_noetl_output"]
+
+XCOM_RETURN_KEY = "return_value"
+
+
+def is_noetl_output(value: Any) -> bool:
+    return isinstance(value, Mapping) and "result" in value
+
+
+def fail_task(step: str, exc: BaseException) -> AirflowFailException:
+    """The task failure for a runtime error: the message names the step once."""
+    text = str(exc)
+    if not text.startswith(f"step {step!r}"):
+        text = f"step {step!r}: {text}"
+    return AirflowFailException(text)
+
+
+class NoetlTask(BaseOperator, BranchMixIn):
+    template_fields = ()
+    inherits_from_skipmixin = True
+    ui_color = "#dfe9f7"
+
+    payload: dict[str, Any]
+    reads: dict[str, Any]
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    @staticmethod
+    def workload(context: Mapping[str, Any]) -> dict[str, Any]:
+        # Workload = DAG params (playbook defaults) with the run request (dag_run.conf) on top.
+        params = context.get("params") or {}
+        workload = {key: params[key] for key in params}
+        dag_run = context.get("dag_run")
+        conf = getattr(dag_run, "conf", None) or {}
+        workload.update(conf)
+        return workload
+
+    def execution_id(self, context: Mapping[str, Any]) -> int:
+        ti = context["ti"]
+        dag_id = getattr(ti, "dag_id", None) or self.dag_id
+        run_id = getattr(ti, "run_id", None) or context["run_id"]
+        return execution_id_for(dag_id, run_id)
+
+    def pull_inputs(self, context: Mapping[str, Any], step: str) -> dict[str, Any]:
+        ti = context["ti"]
+        pulled: dict[str, Any] = {}
+
+        def output_of(task_id: str) -> Mapping[str, Any] | None:
+            if task_id not in pulled:
+                value = ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
+                # Only NoETL outputs count; a skipped task has none (None).
+                pulled[task_id] = value if is_noetl_output(value) else None
+            return pulled[task_id]
+
+        reads = self.reads or {}
+        results: dict[str, Any] = {}
+        for name, task_id in (reads.get("results") or {}).items():
+            output = output_of(task_id)
+            if output is not None:
+                results[name] = output.get("result")
+        # A step inside a cyclic region or a v1 loop body ran inside that task: its result is
+        # one entry of the task's `results`.
+        for name, task_id in (reads.get("region_results") or {}).items():
+            output = output_of(task_id)
+            inner = output.get("results") if output else None
+            if isinstance(inner, Mapping) and name in inner:
+                results[name] = inner[name]
+
+        def latest(namespace: str) -> dict[str, Any]:
+            values: dict[str, Any] = {}
+            for name, task_ids in (reads.get(namespace) or {}).items():
+                for task_id in reversed(task_ids):
+                    output = output_of(task_id)
+                    written = output.get(namespace) if output else None
+                    if isinstance(written, Mapping) and name in written:
+                        values[name] = written[name]
+                        break
+            return values
+
+        args: dict[str, Any] = {}
+        senders = reads.get("args")
+        if senders is None:
+            senders = sorted(self.upstream_task_ids)
+        for task_id in senders:
+            output = output_of(task_id)
+            sent = (output.get("args") or {}).get(step) if output else None
+            if isinstance(sent, Mapping):
+                args.update(sent)
+
+        inputs = {
+            "workload": self.workload(context),
+            "results": results,
+            "ctx": latest("ctx"),
+            "vars": latest("vars"),
+            "args": args,
+            "execution_id": self.execution_id(context),
+        }
+        conf = getattr(context.get("dag_run"), "conf", None) or {}
+        if "noetl_strict" in conf:
+            inputs["strict"] = bool(conf["noetl_strict"])
+        return inputs
+
+    def upstream_routes(self, context: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """(step, args) of every step the direct upstream tasks routed to, in upstream order."""
+        ti = context["ti"]
+        routes: list[tuple[str, dict[str, Any]]] = []
+        for task_id in sorted(self.upstream_task_ids):
+            output = ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
+            if not is_noetl_output(output):
+                continue
+            for step in output.get("next") or []:
+                routes.append((step, dict((output.get("args") or {}).get(step) or {})))
+        return routes
+
+    # -- events -------------------------------------------------------------------------------
+
+    def recording(self, context: Mapping[str, Any]):
+        from ..events import recording
+
+        ti = context["ti"]
+        return recording(
+            dag_id=getattr(ti, "dag_id", None) or self.dag_id,
+            run_id=getattr(ti, "run_id", None) or context.get("run_id"),
+            task_id=self.task_id,
+            map_index=getattr(ti, "map_index", None),
+            try_number=getattr(ti, "try_number", None),
+        )
+
+    # -- output -------------------------------------------------------------------------------
+
+    def push_and_route(
+        self, context: Any, output: dict[str, Any], task_ids: list[str] | None
+    ) -> dict[str, Any]:
+        """Return ``output``; when ``task_ids`` is not None, skip the direct downstream tasks
+        not listed (an empty list skips them all: nothing was routed to)."""
+        if task_ids is None:
+            return output
+        try:
+            self.do_branch(context, list(task_ids))
+        except DownstreamTasksSkipped:
+            # The task runner will not push the return value on this path; do it here.
+            if self.do_xcom_push:
+                context["ti"].xcom_push(XCOM_RETURN_KEY, output)
+            raise
+        return output
+
+
+def step_output(outcome: Any, **extra: Any) -> dict[str, Any]:
+    """The XCom of a task that ran a step: ``{result, ctx, vars, next, args, status}`` (+extra)."""
+    return {
+        "result": outcome.result,
+        "ctx": outcome.ctx_writes,
+        "vars": outcome.vars_writes,
+        "next": outcome.next_steps,
+        "args": outcome.next_args,
+        "status": outcome.status,
+        **extra,
+    }

@@ -1,0 +1,125 @@
+"""Compiled playbooks by DAG id: what an inline child run needs from the child's DAG file.
+
+A ``playbook`` tool inside a pipeline, region or loop body (and every nested call under
+``dag.test()``, which has no scheduler to run a child DAG) runs the child in this process with the
+same runtime. The child's steps are the ones the compiler emitted into its DAG file, so the
+catalog finds that file in the DAG folder (the generated ``dag_id="..."`` line), imports it once
+(cached by path and mtime) and flattens its ``PAYLOADS``: regions into their member steps, loop
+steps stay loop payloads (the interpreter runs them). Entry steps are the DAG's root tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import threading
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CompiledPlaybook", "PlaybookNotFound", "dag_id_for_path", "find_playbook"]
+
+_INVALID_DAG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def dag_id_for_path(path: str) -> str:
+    """The DAG id the compiler gives a catalog path (``noetl_compile.lower.names.dag_id_for_path``;
+    a test keeps the two equal)."""
+    text = unicodedata.normalize("NFKD", str(path)).encode("ascii", "ignore").decode("ascii")
+    text = text.strip().strip("/").replace("/", ".")
+    text = _INVALID_DAG.sub("_", text)
+    text = re.sub(r"\.{2,}", ".", text).strip("._")
+    digest = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    if not text:
+        return f"playbook_{digest}"
+    if len(text) > 200:
+        text = f"{text[:190]}_{digest}"
+    return text
+
+
+class PlaybookNotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class CompiledPlaybook:
+    dag_id: str
+    file: str
+    steps: Mapping[str, Mapping[str, Any]]  # step name -> payload (loops keep their loop payload)
+    entry: list[str]
+    workload: Mapping[str, Any]  # the DAG params' defaults
+
+
+_cache: dict[tuple[str, float], CompiledPlaybook] = {}
+_lock = threading.Lock()
+
+
+def _dags_folder() -> Path:
+    folder = os.environ.get("AIRFLOW__CORE__DAGS_FOLDER")
+    if not folder:
+        try:
+            from airflow.configuration import conf
+
+            folder = conf.get("core", "dags_folder")
+        except Exception:  # noqa: BLE001 - no Airflow config: fall back to the working directory
+            folder = "dags"
+    return Path(folder)
+
+
+def _file_for(dag_id: str, folder: Path) -> Path:
+    needle = f'dag_id="{dag_id}"'
+    for path in sorted(folder.rglob("*.py")):
+        try:
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                head = handle.read(1 << 16)  # generated files name their dag id early
+        except OSError:
+            continue
+        if needle in head or needle in path.read_text(encoding="utf-8", errors="replace"):
+            return path
+    raise PlaybookNotFound(
+        f"no compiled DAG {dag_id!r} in {folder} (compile the child playbook into the DAG folder)"
+    )
+
+
+def _load(path: Path, dag_id: str) -> CompiledPlaybook:
+    name = "noetl_child_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PlaybookNotFound(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    payloads: Mapping[str, Any] = module.PAYLOADS
+    dag = module.dag
+    steps: dict[str, Mapping[str, Any]] = {}
+    for payload in payloads.values():
+        if "region" in payload:
+            steps.update(payload["steps"])
+        else:
+            steps[payload["step"]] = payload
+    entry: list[str] = []
+    for root in sorted(dag.roots, key=lambda t: list(payloads).index(t.task_id.split(".")[0])):
+        payload = payloads[root.task_id.split(".")[0]]
+        for step in payload.get("entry") or [payload["step"]]:
+            if step not in entry:
+                entry.append(step)
+    workload = {key: dag.params[key] for key in dag.params}
+    return CompiledPlaybook(dag_id, str(path), steps, entry, workload)
+
+
+def find_playbook(dag_id: str, folder: str | Path | None = None) -> CompiledPlaybook:
+    """The compiled playbook of ``dag_id`` in the DAG folder (cached while the file is unchanged)."""
+    base = Path(folder) if folder is not None else _dags_folder()
+    path = _file_for(dag_id, base)
+    key = (str(path), path.stat().st_mtime)
+    with _lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    loaded = _load(path, dag_id)
+    with _lock:
+        _cache[key] = loaded
+    return loaded

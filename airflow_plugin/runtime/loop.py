@@ -1,0 +1,339 @@
+"""Loops (``loop.in``): the collection, one iteration, the aggregated result, the loop's end.
+
+The same functions serve every shape the compiler gives a loop: the mapped task group (head
+renders and chunks, each body instance runs its chunk's iterations, the tail aggregates and
+routes), the sequential loop that writes ctx (one task, :func:`run_loop`), and loops inside
+regions or inline children (:func:`run_loop` from the interpreter).
+
+* The collection is ``loop.in`` rendered strictly (NoETL's engine renders it with undefined as an
+  error): a template that cannot be rendered fails the step, naming it. v1 ``filter`` keeps the
+  items for which it is true.
+* An iteration binds ``iter.<iterator>``, the bare iterator, ``loop_index`` and ``loop``; case
+  rules of ``call.*`` run per iteration, routing waits for the end.
+* A v1 loop runs its body steps per item (routed from the loop step's own ``next``, closed by the
+  ``end_loop`` step); an iteration's result is ``{body step: result}``, and the end step's
+  ``result`` mapping is rendered once at the end with ``<loop>_results`` (the list of iteration
+  results), published as the end step's result and merged into the loop step's result.
+* The loop result is NoETL's ``{results, stats: {total, success, failed},
+  omitted_results_count}`` with results in collection order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..events import Event, emit
+from .context import build_context, with_loop
+from .render import RenderError, evaluate_condition, render_value, to_jsonable
+from .step import StepFailed, StepOutcome, execute_step, finish_loop
+
+__all__ = [
+    "aggregate",
+    "chunk",
+    "finish",
+    "render_collection",
+    "run_iteration",
+    "run_loop",
+]
+
+
+def _context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return build_context(
+        workload=inputs.get("workload"),
+        results=inputs.get("results"),
+        ctx=inputs.get("ctx"),
+        vars=inputs.get("vars"),
+        execution_id=inputs.get("execution_id", 0),
+        dialect=payload.get("dialect") or "canonical",
+        step_names=[payload["step"], *(inputs.get("step_names") or ())],
+    )
+
+
+def _fail(step: str, message: str, kind: str = "LoopError") -> StepFailed:
+    return StepFailed(step, {"kind": "loop", "type": kind, "message": message, "retryable": False})
+
+
+def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[Any]:
+    """The items of ``loop.in`` (after ``filter``), or StepFailed naming the step and template."""
+    step, loop = payload["step"], payload["loop"]
+    context = _context(payload, inputs)
+    try:
+        items = render_value(loop.get("in"), context, strict=True, field="loop.in")
+    except RenderError as exc:
+        raise _fail(step, f"field loop.in: {exc}", "TemplateError") from exc
+    if items is None:
+        items = []
+    if isinstance(items, (tuple, set)):
+        items = list(items)
+    if isinstance(items, Mapping):
+        items = [items]  # one object: one iteration (NoETL wraps a single item)
+    if not isinstance(items, list):
+        raise _fail(
+            step, f"loop.in must render to a list, got {type(items).__name__}: {items!r:.200}"
+        )
+    condition = loop.get("filter")
+    if condition is not None:
+        kept = []
+        for index, item in enumerate(items):
+            bound = with_loop(
+                context, iterator=loop["iterator"], item=item, index=index, length=len(items)
+            )
+            if evaluate_condition(condition, bound, flavor="arc", field="loop.filter"):
+                kept.append(item)
+        items = kept
+    return to_jsonable(items)
+
+
+def max_in_flight(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> int | None:
+    """``loop.max_in_flight`` as a number (a template is rendered), None when unbounded."""
+    limit = payload["loop"].get("max_in_flight")
+    if isinstance(limit, str):
+        try:
+            limit = render_value(
+                limit, _context(payload, inputs), strict=True, field="loop.max_in_flight"
+            )
+        except RenderError as exc:
+            raise _fail(
+                payload["step"], f"field loop.max_in_flight: {exc}", "TemplateError"
+            ) from exc
+    if limit is None:
+        return None
+    try:
+        value = int(limit)
+    except (TypeError, ValueError):
+        raise _fail(
+            payload["step"], f"loop.max_in_flight must be a positive integer, got {limit!r}"
+        ) from None
+    if value < 1:
+        raise _fail(payload["step"], f"loop.max_in_flight must be a positive integer, got {value}")
+    return value
+
+
+def chunk(items: Sequence[Any], max_chunks: int) -> list[dict[str, Any]]:
+    """Split ``items`` into at most ``max_chunks`` contiguous chunks ``{offset, items}``: one item
+    per chunk while they fit, so small loops map one instance per item."""
+    if not items:
+        return []
+    count = min(len(items), max(1, max_chunks))
+    size, extra = divmod(len(items), count)
+    chunks, offset = [], 0
+    for number in range(count):
+        length = size + (1 if number < extra else 0)
+        chunks.append({"offset": offset, "items": list(items[offset : offset + length])})
+        offset += length
+    return chunks
+
+
+def _loop_event(
+    payload: Mapping[str, Any], inputs: Mapping[str, Any], name: str, status: str, **fields: Any
+) -> None:
+    step = payload["step"]
+    emit(
+        Event(
+            name=name,
+            entity="loop",
+            entity_id=fields.pop("entity_id", step),
+            status=status,
+            execution_id=str(inputs.get("execution_id", 0)),
+            step=step,
+            loop_id=step,
+            data=to_jsonable(fields.pop("data", {})),
+            **fields,
+        )
+    )
+
+
+def run_iteration(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    item: Any,
+    index: int,
+    length: int,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Run one iteration -> ``{index, status, result, ctx, vars, attempts}``; an unhandled failure
+    raises StepFailed (the loop fails: its task, and the run, fail loudly)."""
+    loop = payload["loop"]
+    binding = {
+        "iterator": loop["iterator"],
+        "item": item,
+        "index": index,
+        "length": length,
+        "loop_id": payload["step"],
+    }
+    _loop_event(
+        payload,
+        inputs,
+        "LoopIterationStarted",
+        "in_progress",
+        iteration=index,
+        entity_id=f"{payload['step']}#{index}",
+    )
+    started = time.monotonic()
+    try:
+        if loop.get("body"):
+            record = _run_v1_body(payload, inputs, binding, sleep)
+        else:
+            outcome = execute_step(
+                payload, {**inputs, "loop": binding}, sleep=sleep, phase="iteration"
+            )
+            record = {
+                "index": index,
+                "status": "ok" if outcome.status != "error" else "error",
+                "result": outcome.result,
+                "ctx": outcome.ctx_writes,
+                "vars": outcome.vars_writes,
+                "attempts": outcome.attempts,
+            }
+    except StepFailed as exc:
+        _loop_event(
+            payload,
+            inputs,
+            "LoopIterationCompleted",
+            "error",
+            iteration=index,
+            entity_id=f"{payload['step']}#{index}",
+            duration=time.monotonic() - started,
+            data={"error": exc.error},
+        )
+        raise
+    _loop_event(
+        payload,
+        inputs,
+        "LoopIterationCompleted",
+        "success" if record["status"] == "ok" else "error",
+        iteration=index,
+        entity_id=f"{payload['step']}#{index}",
+        duration=time.monotonic() - started,
+        data={"result": record["result"]},
+    )
+    return record
+
+
+def _run_v1_body(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    binding: dict[str, Any],
+    sleep: Callable[[float], None],
+) -> dict[str, Any]:
+    from .interpreter import interpret
+
+    body = payload["loop"]["body"]
+    # The loop step's own ``next`` routes into the body: evaluate it with the item bound.
+    router = {
+        "step": payload["step"],
+        "dialect": payload.get("dialect"),
+        "routing": body.get("routing"),
+    }
+    entry = execute_step(router, {**inputs, "loop": binding}, sleep=sleep)
+    ran = interpret(
+        body["steps"],
+        [
+            (step, entry.next_args.get(step, {}))
+            for step in entry.next_steps
+            if step in body["steps"]
+        ],
+        {**inputs, "loop": binding},
+        sleep=sleep,
+    )
+    return {
+        "index": binding["index"],
+        "status": "ok",
+        "result": ran.results,
+        "ctx": ran.ctx,
+        "vars": ran.vars,
+        "attempts": sum(ran.attempts.values()),
+    }
+
+
+def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """NoETL's loop result over iteration records (any order in, index order out)."""
+    ordered = sorted(records, key=lambda r: r["index"])
+    failed = sum(1 for r in ordered if r["status"] != "ok")
+    return {
+        "results": [r["result"] for r in ordered],
+        "stats": {"total": len(ordered), "success": len(ordered) - failed, "failed": failed},
+        "omitted_results_count": 0,
+    }
+
+
+def finish(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[StepOutcome, dict[str, Any]]:
+    """The loop's end over its iteration records -> (loop step outcome, extra step results: the
+    v1 end step's and the body steps' latest)."""
+    step = payload["step"]
+    result = aggregate(records)
+    ctx: dict[str, Any] = {}
+    vars_: dict[str, Any] = {}
+    for record in sorted(records, key=lambda r: r["index"]):
+        ctx.update(record.get("ctx") or {})
+        vars_.update(record.get("vars") or {})
+    extra: dict[str, Any] = {}
+    end = payload["loop"].get("end")
+    end_inputs = {
+        **inputs,
+        "ctx": {**(inputs.get("ctx") or {}), **ctx},
+        "vars": {**(inputs.get("vars") or {}), **vars_},
+    }
+    if payload["loop"].get("body"):
+        for record in sorted(records, key=lambda r: r["index"]):
+            extra.update(record["result"] or {})
+    if end:
+        context = _context(payload, end_inputs)
+        context[f"{step}_results"] = result["results"]
+        context["results"] = result["results"]
+        try:
+            derived = render_value(
+                end.get("result") or {}, context, strict=True, field=f"{end['step']}.result"
+            )
+        except RenderError as exc:
+            raise _fail(end["step"], f"field result: {exc}", "TemplateError") from exc
+        extra[end["step"]] = derived
+        if isinstance(derived, Mapping):
+            result = {**result, **derived}
+    _loop_event(
+        payload,
+        inputs,
+        "LoopFinished",
+        "success",
+        alias="loop.done",
+        data={"stats": result["stats"]},
+    )
+    outcome = finish_loop(payload, end_inputs, result, sleep=sleep)
+    outcome.ctx_writes = {**to_jsonable(ctx), **outcome.ctx_writes}
+    outcome.vars_writes = {**to_jsonable(vars_), **outcome.vars_writes}
+    outcome.attempts = len(records)
+    return outcome, to_jsonable(extra)
+
+
+def run_loop(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> StepOutcome:
+    """The whole loop in this process, one iteration after the other; each iteration sees the
+    ctx/vars written by the earlier ones (what a sequential loop that writes ctx needs)."""
+    items = render_collection(payload, inputs)
+    _loop_event(payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)})
+    records = []
+    ctx = dict(inputs.get("ctx") or {})
+    vars_ = dict(inputs.get("vars") or {})
+    for index, item in enumerate(items):
+        record = run_iteration(
+            payload, {**inputs, "ctx": ctx, "vars": vars_}, item, index, len(items), sleep=sleep
+        )
+        ctx.update(record.get("ctx") or {})
+        vars_.update(record.get("vars") or {})
+        records.append(record)
+    outcome, extra = finish(payload, inputs, records, sleep=sleep)
+    outcome.extra_results = extra
+    return outcome
