@@ -432,6 +432,17 @@ RULES: dict[str, Rule] = {
             "A policy rule needs `when` or `else` and a `then` with a known action.",
             "rules:\n  - when: \"{{ output.status == 'error' }}\"\n    then: {do: retry, attempts: 3}",
         ),
+        _rule(
+            "C515",
+            W,
+            "tool kind the Airflow runtime cannot execute",
+            "The Airflow runtime (airflow_plugin) has no executor for this tool kind, even though "
+            "the NoETL engine may run it: the compiled task fails every time it reaches the tool. "
+            "Found before deploy, the gap can be closed first.",
+            "before:  tool: {kind: snowflake, auth: sf_dw, command: SELECT 1}\n"
+            "after:   tool: {kind: postgres, auth: pg_dw, command: SELECT 1}\n"
+            "         # or add an executor for the kind to airflow_plugin/tools before deploying",
+        ),
         # -- lowering ------------------------------------------------------------------------------
         _rule(
             "L701",

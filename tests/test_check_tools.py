@@ -34,7 +34,8 @@ def findings(tmp_path, text: str, prefix: str = "C") -> list[tuple[str, int, int
     return [
         (d.code, d.position.line, d.position.col, d.message)
         for d in results[0].diagnostics
-        if d.code.startswith(prefix)
+        # C515 (a kind the runtime cannot execute) has tests of its own; keep these about config.
+        if d.code.startswith(prefix) and (d.code != "C515" or prefix == "C515")
     ]
 
 

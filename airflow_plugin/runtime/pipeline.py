@@ -53,6 +53,8 @@ MAX_TASK_RUNS = 10_000
 
 # Keys of a tool/task block that are not tool configuration to render.
 _NOT_CONFIG = ("spec", "name")
+# Tools for which ``name`` is configuration (the secret to fetch), not a task label.
+_NAMED_KINDS = frozenset({"secrets", "secret_manager", "credential"})
 # Keys rendered as text (no value coercion): source code must stay a string.
 _TEXT_KEYS = frozenset({"code", "command", "commands", "query", "script"})
 
@@ -171,7 +173,8 @@ def call_tool(
     config: dict[str, Any] = {}
     where = "tool" if label == step else f"tool.{label}"
     for key, value in tool.items():
-        if key in _NOT_CONFIG:
+        # ``name`` labels a pipeline task, except for the tools whose ``name`` is their subject.
+        if key in _NOT_CONFIG and not (key == "name" and kind in _NAMED_KINDS):
             continue
         config[key] = render_value(
             value, context, strict=False, coerce=key not in _TEXT_KEYS, field=f"{where}.{key}"

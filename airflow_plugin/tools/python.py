@@ -20,6 +20,7 @@ The Jinja sandbox protects template rendering, not this.
 from __future__ import annotations
 
 import base64
+import codecs
 import datetime
 import importlib
 import inspect
@@ -30,14 +31,16 @@ import traceback
 import types
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..runtime.context import PROTECTED_KEY
 from ..runtime.render import to_jsonable
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .registry import ToolNotAvailable
 
-__all__ = ["merged_inputs", "run_python"]
+__all__ = ["SCRIPT_ROOT_ENV", "load_script", "merged_inputs", "run_python", "script_root"]
 
 KIND = "python"
 
@@ -57,19 +60,230 @@ def merged_inputs(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> d
 
 
 def _source(config: Mapping[str, Any]) -> str | None:
+    # NoETL's order: an external `script` first, then `code_b64`, then inline `code`.
+    if config.get("script") is not None:
+        return load_script(config["script"])
     code = config.get("code")
     if isinstance(code, str):
         return code
     encoded = config.get("code_b64")
     if isinstance(encoded, str):
         return base64.b64decode(encoded).decode("utf-8")
-    if config.get("script") is not None:
-        # NoETL loads ``script`` from a file, GCS, S3 or HTTP; none of that exists here yet.
-        raise ToolNotAvailable(
-            "python",
-            "the python tool's `script` source is not built yet in this runtime; use `code`",
-        )
     return None
+
+
+# -- `script`: code loaded from a file, an http(s) URL or inline ----------------------------------
+#
+# NoETL writes ``script: {uri, source: {type: file|http|gcs|s3|inline, ...}}``. The config is
+# already rendered by the runtime, so templated URIs and inline code arrive as plain strings.
+# Every problem raises a ScriptSourceError subclass; ``run_python`` turns it into a failure
+# outcome whose ``type`` is the class name (ScriptNotFound, ScriptSourceNotSupported...).
+
+SCRIPT_ROOT_ENV = "NOETL_SCRIPT_ROOT"
+_SCRIPT_TYPES = ("file", "http", "inline", "gcs", "s3")
+_NO_CLIENT = {"gcs": "Google Cloud Storage", "s3": "Amazon S3"}
+_HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")  # what NoETL's validation accepts
+_HTTP_TIMEOUT_S = 30.0  # NoETL's default
+
+
+class ScriptSourceError(ValueError):
+    """The ``script`` block cannot give code: bad config, unreadable file, failed download."""
+
+
+class ScriptNotFound(ScriptSourceError):
+    """The file does not exist, or the server answered 404."""
+
+
+class ScriptSourceNotSupported(ScriptSourceError):
+    """A source type this runtime has no client for (gcs, s3)."""
+
+
+class ScriptFetchError(ScriptSourceError):
+    """An http(s) download failed (connection, timeout, an error status other than 404)."""
+
+
+def script_root() -> Path:
+    """What a relative ``file`` script path is relative to.
+
+    NoETL's fixtures write paths relative to the checkout the worker runs from
+    (``./tests/fixtures/playbooks/script_execution/scripts/hello_world.py``). An Airflow task's
+    working directory is not something a deployment controls, so ``NOETL_SCRIPT_ROOT`` names
+    that checkout (or any folder the scripts are deployed to); without it, the task process's
+    current directory is used, as NoETL's worker does. Absolute paths are used as they are.
+    Playbook code is trusted like DAG code, so a path is not confined to the root.
+    """
+    root = os.environ.get(SCRIPT_ROOT_ENV, "").strip()
+    return Path(root).expanduser() if root else Path.cwd()
+
+
+def load_script(script: Any) -> str:
+    """The source text a ``script`` block names (also usable by SQL tools with `script`).
+
+    ``script`` is ``{uri, source: {type, ...}, encoding?}``; a missing ``source.type`` is
+    inferred from the URI (``gs://``, ``s3://``, ``http(s)://``, else a file), and a plain
+    string is taken as that URI.
+    """
+    source_type, uri, source, holder = _script_spec(script)
+    if source_type == "inline":
+        code = source.get("code", holder.get("code"))
+        if not isinstance(code, str):
+            raise ScriptSourceError("an inline `script` needs its code in `source.code`")
+        where = "inline script"
+    elif source_type == "file":
+        code = _read_script_file(uri, holder.get("encoding") or "utf-8")
+        where = f"script file {uri!r}"
+    elif source_type == "http":
+        code, where = _fetch_script(uri, source)
+    else:
+        raise ScriptSourceNotSupported(
+            f"python script source type {source_type!r} ({uri!r}) cannot be loaded: this "
+            f"runtime has no {_NO_CLIENT[source_type]} client. Put the script in a file under "
+            f"{SCRIPT_ROOT_ENV} (`source: {{type: file}}`), serve it over http(s), or inline it "
+            "as `code`"
+        )
+    if not code.strip():
+        raise ScriptSourceError(f"python {where} is empty")
+    return code
+
+
+def _script_spec(script: Any) -> tuple[str, Any, Mapping[str, Any], Mapping[str, Any]]:
+    """(source type, uri, source mapping, the script mapping itself)."""
+    if isinstance(script, str):
+        holder: Mapping[str, Any] = {"uri": script}
+    elif isinstance(script, Mapping):
+        holder = script
+    else:
+        raise ScriptSourceError(
+            f"`script` must be a mapping `{{uri, source: {{type}}}}` or a path/URL string, "
+            f"not {type(script).__name__}"
+        )
+    uri = holder.get("uri", holder.get("path"))
+    source = holder.get("source")
+    if source is None:
+        source = {}
+    elif isinstance(source, str):  # `source: file` shorthand
+        source = {"type": source}
+    elif not isinstance(source, Mapping):
+        raise ScriptSourceError("`script.source` must be a mapping with a `type`")
+    source_type = source.get("type")
+    if source_type is None:
+        source_type = _infer_source_type(uri, source)
+    source_type = str(source_type).strip().lower()
+    if source_type not in _SCRIPT_TYPES:
+        raise ScriptSourceError(
+            f"unknown `script.source.type` {source_type!r}; this runtime loads file, http and "
+            "inline scripts (gcs and s3 are recognised but have no client here)"
+        )
+    if source_type in ("file", "gcs", "s3") and not (isinstance(uri, str) and uri.strip()):
+        raise ScriptSourceError(f"a {source_type} `script` needs a `uri`")
+    return source_type, uri, source, holder
+
+
+def _infer_source_type(uri: Any, source: Mapping[str, Any]) -> str:
+    if "endpoint" in source:
+        return "http"
+    if "code" in source:
+        return "inline"
+    if not isinstance(uri, str) or not uri.strip():
+        raise ScriptSourceError("`script` needs a `uri` (or `source.type: inline` with `code`)")
+    scheme = urlsplit(uri.strip()).scheme.lower()
+    return {"gs": "gcs", "s3": "s3", "http": "http", "https": "http"}.get(scheme, "file")
+
+
+def _read_script_file(uri: str, encoding: str) -> str:
+    text = uri.strip()
+    text = text.removeprefix("file://")
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        resolved, note = path, ""
+    else:
+        root = script_root()
+        resolved = root / path
+        origin = (
+            f"${SCRIPT_ROOT_ENV}"
+            if os.environ.get(SCRIPT_ROOT_ENV, "").strip()
+            else f"the task's working directory ({SCRIPT_ROOT_ENV} is not set)"
+        )
+        note = f"; relative paths are resolved against {origin}: {root}"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ScriptSourceError(f"unknown `script.encoding` {encoding!r}") from None
+    if not resolved.exists():
+        raise ScriptNotFound(f"python script file not found: {uri!r} (looked at {resolved}{note})")
+    if not resolved.is_file():
+        raise ScriptSourceError(f"python script {uri!r} is not a regular file ({resolved})")
+    try:
+        return resolved.read_text(encoding=encoding)
+    except UnicodeDecodeError as exc:
+        raise ScriptSourceError(
+            f"python script {uri!r} is not {encoding} text ({exc.reason} at byte {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise ScriptSourceError(
+            f"python script {uri!r} cannot be read ({resolved}): {exc.strerror or exc}"
+        ) from None
+
+
+def _shown_url(url: str) -> str:
+    """The URL for messages: no user:password, query or fragment (they may carry a token)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _fetch_script(uri: Any, source: Mapping[str, Any]) -> tuple[str, str]:
+    # NoETL: `source.endpoint` is the full URL and wins over `uri`.
+    url = source.get("endpoint") or uri
+    if not isinstance(url, str) or not url.strip():
+        raise ScriptSourceError("an http `script` needs `source.endpoint` (or `uri`) with its URL")
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+        shown = _shown_url(url)
+    except ValueError:  # a bad port and the like
+        raise ScriptSourceError("the http `script` URL is malformed") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ScriptSourceError(f"an http `script` needs an http(s) URL, not {shown!r}")
+    method = str(source.get("method") or "GET").strip().upper()
+    if method not in _HTTP_METHODS:
+        raise ScriptSourceError(f"`script.source.method` {method!r} is not one of {_HTTP_METHODS}")
+    headers = source.get("headers") or {}
+    if not isinstance(headers, Mapping):
+        raise ScriptSourceError("`script.source.headers` must be a mapping")
+    try:
+        timeout = float(source.get("timeout") or _HTTP_TIMEOUT_S)
+    except (TypeError, ValueError):
+        raise ScriptSourceError("`script.source.timeout` must be a number of seconds") from None
+    verify = source.get("verify", source.get("verify_ssl", True))
+
+    import httpx  # only steps that fetch a script pay for it
+
+    try:
+        response = httpx.request(
+            method,
+            url,
+            headers={str(k): str(v) for k, v in headers.items()},
+            timeout=timeout,
+            follow_redirects=True,
+            verify=verify if isinstance(verify, (bool, str)) else True,
+        )
+    except httpx.TimeoutException:
+        raise ScriptFetchError(
+            f"timed out after {timeout:g}s fetching the python script from {shown}"
+        ) from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise ScriptFetchError(
+            f"cannot fetch the python script from {shown}: {type(exc).__name__}"
+        ) from None
+    if response.status_code == 404:
+        raise ScriptNotFound(f"python script not found: HTTP 404 from {shown}")
+    if response.status_code >= 400:
+        raise ScriptFetchError(
+            f"HTTP {response.status_code} fetching the python script from {shown}"
+        )
+    return response.text, f"script from {shown}"
 
 
 def _load_libs(libs: Any) -> dict[str, Any]:

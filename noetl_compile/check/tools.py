@@ -1,9 +1,10 @@
-"""Rule family: tool config (C501-C513).
+"""Rule family: tool config (C501-C515).
 
 Every tool invocation is visited once: a step's tool, each task of a pipeline, each workbook
 task and each sink whose `tool` is a mapping. Kind-specific rules live in ``pycode`` (python),
 ``gates`` (gate) and ``quantum`` (quantum), cursor loops in ``cursor``; this module holds the
-dispatch, the http/SQL/postgres rules and tool settings written on the step.
+dispatch, the http/SQL/postgres rules, tool settings written on the step and the kinds the
+Airflow runtime cannot execute (C515, from ``runtime_support``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from ..ast import Step, Task
 from ..diagnostics import Position
 from ..load import YList, YMap
-from ..read.base import TOOL_SETTING_KEYS
+from ..read.base import TOOL_KINDS, TOOL_SETTING_KEYS, is_template
+from ..runtime_support import runtime_executes
 from . import cursor, gates, pycode, quantum
 from .context import CheckContext
 
@@ -83,6 +85,7 @@ def _sinks(step: Step) -> Iterator[YMap]:
 
 def check_site(ctx: CheckContext, site: Site) -> None:
     kind, config = site.task.kind, site.task.config
+    check_runtime_support(ctx, site)
     if not isinstance(config, dict) or kind is None:
         return
     if kind == "python":
@@ -246,6 +249,43 @@ def check_gate_site(ctx: CheckContext, site: Site) -> None:
             f"{site.label} is a gate inside a loop; move the gate into its own step before or after the loop",
         )
     gates.check_gate(ctx, site.task.config, site.label)
+
+
+# -- kinds the Airflow runtime cannot execute ----------------------------------------------------
+def check_runtime_support(ctx: CheckContext, site: Site) -> None:
+    """C515 at the `kind` value of a tool the runtime has no executor for.
+
+    The readers already normalise kinds (v1 `type:` and `tool: <name>`, the task of a v1
+    `type: iterator` step), so ``site.task.kind`` is what reaches the runtime, except for a
+    workbook call: lowering replaces it with the workbook task's tool, and that task is a site
+    of its own, so the warning lands once, on the task, naming the steps that call it.
+    """
+    kind = site.task.kind
+    if not isinstance(kind, str) or is_template(kind) or runtime_executes(kind):
+        return
+    if site.sink is None and kind not in TOOL_KINDS.get(ctx.playbook.dialect, ()):
+        return  # an unknown kind is already an error (S110); sinks are not read for kinds
+    label = site.label
+    if site.step is None:
+        callers = _workbook_callers(ctx, site.task.name)
+        if callers:
+            steps = "step" if len(callers) == 1 else "steps"
+            label += f", called by {steps} " + ", ".join(repr(name) for name in callers)
+    ctx.report(
+        "C515",
+        _kind_pos(site),
+        f"this runtime cannot execute tool kind {kind!r} ({label}), so it fails at run time",
+        hint="use a kind the Airflow runtime executes, or add an executor to airflow_plugin/tools",
+    )
+
+
+def _workbook_callers(ctx: CheckContext, task_name: str | None) -> list[str]:
+    callers = [
+        step.name
+        for step in ctx.playbook.steps
+        if any(task.kind == "workbook" and task.name == task_name for task in step.tasks)
+    ]
+    return list(dict.fromkeys(callers))
 
 
 # -- tool settings on the step -------------------------------------------------------------------
