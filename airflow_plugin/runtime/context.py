@@ -32,6 +32,7 @@ __all__ = [
     "apply_vars_writes",
     "build_context",
     "job_namespace",
+    "reveal",
     "with_loop",
     "with_values",
 ]
@@ -65,6 +66,14 @@ RESERVED_KEYS = frozenset(
         "keychain",
     }
 )
+
+
+def reveal(value: Any) -> Any:
+    """A step result as templates see it: secret references (what the secrets tool stores in
+    XCom instead of a value) replaced by the values, registered with Airflow's log masker."""
+    from ..tools.secrets import resolve_secret_refs
+
+    return resolve_secret_refs(value)
 
 
 def job_namespace(execution_id: int | str) -> dict[str, str]:
@@ -102,7 +111,7 @@ def build_context(
         if isinstance(key, str) and key not in protected:
             context[key] = value
     for name, value in results.items():
-        context[name] = wrap_result(value)
+        context[name] = wrap_result(reveal(value))
 
     eid = str(execution_id)
     context["workload"] = variables

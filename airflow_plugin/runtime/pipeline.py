@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..tools import ToolCall, ToolOutcome, get_tool
-from .context import apply_ctx_writes, with_values
+from .context import apply_ctx_writes, reveal, with_values
 from .proxy import wrap_result
 from .render import evaluate_condition, render_value
 
@@ -273,13 +273,14 @@ def run_pipeline(
             break
         task, label = tasks[i], labels[i]
         task_context = apply_ctx_writes(context, ctx_writes)
-        task_context.update({name: wrap_result(value) for name, value in results.items()})
+        visible = {name: wrap_result(reveal(value)) for name, value in results.items()}
+        task_context.update(visible)
         task_context = with_values(
             task_context,
             _task=label,
-            _prev=wrap_result(prev),
+            _prev=wrap_result(reveal(prev)),
             _attempt=attempt,
-            results={name: wrap_result(value) for name, value in results.items()},
+            results=visible,
             iter=dict(iter_scope),
         )
 

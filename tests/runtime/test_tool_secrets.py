@@ -259,3 +259,27 @@ def test_step_result_holds_the_reference_not_the_value(monkeypatch):
     assert out.status == "ok"
     assert is_secret_ref(out.result["secret_value"])
     assert TOKEN not in json.dumps(out.result)
+
+
+def test_downstream_template_sees_the_value_while_results_keep_the_reference(monkeypatch):
+    from airflow_plugin.runtime import execute_step
+
+    monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", "s3cr3t-token-value")
+    base = {"workload": {}, "ctx": {}, "vars": {}, "execution_id": 5}
+    fetch = execute_step(
+        {"step": "get_token", "tool": {"kind": "secrets", "name": "api_token"}},
+        {**base, "results": {}},
+    )
+    assert "s3cr3t" not in repr(fetch.result)  # XCom and events get the reference only
+    use = execute_step(
+        {
+            "step": "use",
+            "tool": {
+                "kind": "python",
+                "input": {"t": "{{ get_token.secret_value }}"},
+                "code": "result = {'length': len(t), 'starts': t[:6]}",
+            },
+        },
+        {**base, "results": {"get_token": fetch.result}},
+    )
+    assert use.result == {"length": len("s3cr3t-token-value"), "starts": "s3cr3t"}
