@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 # Fixture modules of the harness (each starts a real service on loopback on first use).
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["tests.harness.http_server", "tests.harness.postgres"]
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="noetlc-airflow-test-"))
 atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)

@@ -22,27 +22,23 @@ Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/
   and a ``data`` query are merged (NoETL uses ``params`` only when ``data`` is empty), an explicit
   body on a GET is sent, a string ``payload`` is sent raw. A POST with no body sends none (NoETL
   sends ``{}``).
-* **Auth** names an Airflow Connection (:mod:`.connections`). Which credential it carries:
+* **Auth** names an Airflow Connection (:mod:`.connections`); the extra ``auth_type`` says which
+  credential it carries, and without one the extras and fields decide:
 
-  ====================================================  =========================================
-  connection                                            request header
-  ====================================================  =========================================
-  extra ``{"auth_type": "bearer"}``, token = extra      ``Authorization: Bearer <token>``
-  ``token`` or the password (a ``token`` extra alone
-  implies bearer)
-  extra ``{"auth_type": "api_key", "api_key": ...,      ``<api_key_header>: <key>``
-  "api_key_header": "X-API-Key"}`` (key = extra
-  ``api_key`` or the password; an ``api_key`` extra
-  alone implies api_key; header default ``X-API-Key``)
-  ``auth_type`` ``basic``, or login/password and no     ``Authorization: Basic ...``
-  other hint
-  extra ``{"auth_type": "none"}``                       none (the connection only gives the host)
-  extra ``{"headers": {...}}``                          added as they are (treated as secrets)
-  ====================================================  =========================================
+  - ``bearer`` (or a ``token`` extra alone): ``Authorization: Bearer <token>``, the token being
+    the ``token`` extra or else the password;
+  - ``api_key`` (or an ``api_key`` extra alone): ``<api_key_header>: <key>``, the key being the
+    ``api_key`` extra or else the password, the header ``X-API-Key`` unless ``api_key_header``
+    names another;
+  - ``basic`` (also Airflow's ``requests.auth.HTTPBasicAuth``, or just a login/password):
+    ``Authorization: Basic ...``;
+  - ``none``: no credential, the connection only gives the host;
+  - a ``headers`` extra (a mapping) is added as it is, its values treated as secrets.
 
   A ``type`` in the playbook's auth mapping (``auth: {api: {type: bearer, credential: x}}``)
   overrides ``auth_type``. When the URL is a relative path and the connection has a host, they
-  are joined (``schema`` is the protocol, as for Airflow's HttpHook; default http).
+  are joined (``schema`` is the protocol, as for Airflow's HttpHook; default http). A connection
+  that does not exist, or lacks the secret its type needs, is a ConfigError failure naming it.
 * **Result** ``{status_code, headers, url, elapsed, data}``: response headers (lower-case names),
   ``data`` parsed as JSON when the Content-Type says JSON or the body is a JSON object/array,
   else text. Non-2xx is a failure whose ``data`` is that same result (templates can read an error
@@ -116,6 +112,7 @@ _SECRET_PARAM = re.compile(
     re.IGNORECASE,
 )
 _REDACTED = "***"
+_MIN_SECRET = 4
 _BODY_EXCERPT = 200
 _STEP_INPUT_MERGED = ("params", "headers", "payload", "data")
 
@@ -246,7 +243,11 @@ def _merged_config(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> 
             merged.pop("json", None)
         else:
             current = merged.get(key)
-        merged[key] = {**current, **override} if isinstance(current, Mapping) else dict(override)
+        if key == "headers" and isinstance(current, Mapping):
+            merged[key] = _with_headers(current, override)
+        else:
+            base = current if isinstance(current, Mapping) else {}
+            merged[key] = {**base, **override}
     if "timeout" in step_input and step_input["timeout"] is not None:
         merged["timeout"] = step_input["timeout"]
     if not merged.get("auth") and step_input.get("auth"):
@@ -318,6 +319,13 @@ def _headers(value: Any) -> dict[str, str]:
         raise _ConfigError("http `headers` must be a mapping of header names to values")
     # A header rendered to None (``{{ x | default(none) }}``) is left out, not sent as "None".
     return {str(k): _scalar_text(v) for k, v in value.items() if v is not None}
+
+
+def _with_headers(headers: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """``headers`` updated with ``new``; names compare case-insensitively (one header each)."""
+    replaced = {str(name).lower() for name in new}
+    kept = {k: v for k, v in headers.items() if str(k).lower() not in replaced}
+    return {**kept, **new}
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -496,6 +504,9 @@ def _auth_type(conn: ConnectionInfo, hint: str | None) -> str:
     declared = hint or extra.get("auth_type")
     if declared is not None:
         value = str(declared).strip().lower().replace("-", "_")
+        if value.endswith("httpbasicauth"):
+            # Airflow's HTTP provider names an auth class (requests.auth.HTTPBasicAuth).
+            value = "basic"
         if value not in _AUTH_TYPES:
             raise _ConfigError(
                 f"connection {conn.conn_id!r} has auth_type {declared!r}; "
@@ -594,8 +605,9 @@ def safe_url(url: Any) -> str:
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
-    # Longest first, so a secret that contains another is replaced whole.
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+    # Longest first, so a secret that contains another is replaced whole. Values shorter than
+    # _MIN_SECRET are no secrets worth the name and would shred the message.
+    for secret in sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True):
         text = text.replace(secret, _REDACTED)
     return text
 
@@ -683,6 +695,14 @@ _TRANSPORT_CODES: tuple[tuple[type[Exception], str, bool], ...] = (
 )
 
 
+_TIMEOUT_PHASES: dict[type[Exception], str] = {
+    httpx.ConnectTimeout: "connect",
+    httpx.ReadTimeout: "read",
+    httpx.WriteTimeout: "write",
+    httpx.PoolTimeout: "pool",
+}
+
+
 def _config_failure(message: str, started: float) -> ToolOutcome:
     return ToolOutcome.failure(
         tool_error(KIND, "ConfigError", message, retryable=False),
@@ -722,7 +742,7 @@ def run_http(call: ToolCall) -> ToolOutcome:
         except ValueError as exc:
             return _config_failure(str(exc), started)
         secrets += auth_secrets + _header_secrets(auth_headers)
-        request.headers.update(auth_headers)
+        request.headers = _with_headers(request.headers, auth_headers)
         base = _connection_base(conn)
     for secret in secrets:
         mask(secret)
@@ -754,15 +774,10 @@ def run_http(call: ToolCall) -> ToolOutcome:
         "http": {"status": response.status_code, "headers": dict(result["headers"])},
         "duration_ms": _ms(started),
     }
-    log.info(
-        "http %s %s -> %s in %d ms",
-        request.method,
-        shown,
-        response.status_code,
-        meta["duration_ms"],
-    )
     if response.is_success:
+        log.debug("http %s %s -> %s", request.method, shown, response.status_code)
         return ToolOutcome.success(result, **meta)
+    log.info("http %s %s -> %s", request.method, shown, response.status_code)
 
     status = response.status_code
     message = (
@@ -792,8 +807,14 @@ def _transport_failure(
         if isinstance(exc, kind):
             code, retryable = kind_code, kind_retryable
             break
-    detail = str(exc) or type(exc).__name__
-    message = _scrub(f"{request.method} {shown} failed: {detail}", secrets)
+    if isinstance(exc, httpx.TimeoutException):
+        phase = _TIMEOUT_PHASES.get(type(exc), "read")
+        seconds = getattr(request.timeout, phase, None)
+        limit = f" ({phase} timeout {seconds:g} s)" if seconds else ""
+        message = f"{request.method} {shown} timed out{limit}"
+    else:
+        detail = str(exc) or type(exc).__name__
+        message = _scrub(f"{request.method} {shown} failed: {detail}", secrets)
     log.info("http %s %s failed: %s", request.method, shown, code)
     return ToolOutcome.failure(
         tool_error(KIND, type(exc).__name__, message, retryable=retryable, code=code),
