@@ -247,6 +247,16 @@ def assessments(req: Request) -> Response:
     return Response(body={"data": chunk, "paging": paging})
 
 
+@route(r"/items")
+def example_items(req: Request) -> Response:
+    """playbooks/pagination_region.yaml: page-numbered, ``{items, page, has_more}``."""
+    page = req.arg("page", 1, int)
+    size = req.arg("page_size", ITEMS_PER_PAGE, int)
+    items = [{"id": i} for i in range(1, TOTAL_ITEMS + 1)]
+    chunk, more = _page_slice(items, page, size)
+    return Response(body={"items": chunk, "page": page, "has_more": more})
+
+
 @route(r"/api/v1/users")
 def users_by_offset(req: Request) -> Response:
     offset = req.arg("offset", 0, int)

@@ -64,3 +64,11 @@ def test_nested_parent_runs_child_inline(run_example):
     assert out.state == "success", out.states
     assert out.xcom["call_child"]["result"] == {"greeting": "hello Ada"}
     assert out.xcom["end"]["result"] == {"child": {"greeting": "hello Ada"}}
+
+
+def test_pagination_region_follows_the_cycle_until_the_last_page(run_example, http_server):
+    out = run_example("pagination_region", conf={"api_url": http_server})
+    assert out.state == "success", out.states
+    region = out.xcom["region_fetch_page"]
+    assert region["order"].count("fetch_page") == 3  # max_pages: 3 pages, then the exit arc
+    assert out.states["done"] == "success"
