@@ -8,7 +8,8 @@ import time, before any test module can import Airflow:
 * ``AIRFLOW__CORE__DAGS_FOLDER`` -> ``<home>/dags``: ``dag.test()`` syncs the DAG *bundle* to the
   DB before it can create a run, so a DAG must live in a file of the dags folder — a DAG object
   built inside a test function fails with "the dag is not serialized";
-* ``AIRFLOW__CORE__LOAD_EXAMPLES=False``, ``AIRFLOW__CORE__UNIT_TEST_MODE=True``.
+* ``AIRFLOW__CORE__LOAD_EXAMPLES=False``, ``AIRFLOW__CORE__UNIT_TEST_MODE=True``;
+* ``AIRFLOW__CORE__MAX_MAP_LENGTH=64``: loops past the limit are chunked with small numbers.
 
 ``airflow_db`` (session) creates the schema once (``airflow.utils.db.initdb``, ~3-5 s).
 ``run_dag`` writes a DAG source into the dags folder, imports it, runs ``dag.test()`` and returns
@@ -42,6 +43,9 @@ if "airflow" not in sys.modules:
     os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(_AIRFLOW_HOME / "dags")
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+    # dag.test() runs mapped instances one after another (~0.15 s each): a small map limit keeps
+    # loops that exceed it (and so are chunked, the behaviour under test) fast.
+    os.environ["AIRFLOW__CORE__MAX_MAP_LENGTH"] = "64"
 
 
 @pytest.fixture(scope="session")

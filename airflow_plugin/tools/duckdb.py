@@ -58,6 +58,8 @@ from .sql import (
     render_context,
     result_limits,
     split_statements,
+    table_parts,
+    tokens,
 )
 
 __all__ = [
@@ -162,6 +164,13 @@ _TRANSACTION_CONTROL = frozenset(
 _INSTALL = re.compile(r"^\s*(?:FORCE\s+)?INSTALL\s+['\"]?([A-Za-z0-9_]+)", re.IGNORECASE)
 
 
+def _without_leading_comments(text: str) -> str:
+    pieces = list(tokens(text))
+    while pieces and (pieces[0][0] == "comment" or not pieces[0][1].strip()):
+        pieces.pop(0)
+    return "".join(value for _, value in pieces)
+
+
 # --------------------------------------------------------------------------------------------
 # Executing statements
 # --------------------------------------------------------------------------------------------
@@ -191,7 +200,8 @@ def execute_statements(
 ) -> dict[str, Any]:
     """Run ``statements`` in one transaction; NoETL's keys plus the last statement's rows.
 
-    Raises :class:`StatementError` (after rolling back) or :class:`ExtensionNotInstalled`.
+    Raises :class:`StatementError` (after rolling back) whose ``cause`` is the DuckDB error,
+    an :class:`ExtensionNotInstalled` or a :class:`PytzMissing`.
     """
     limits = limits or result_limits("DUCKDB")
     own_transactions = any(first_keyword(text) in _TRANSACTION_CONTROL for text in statements)
@@ -205,7 +215,7 @@ def execute_statements(
         con.begin()
     try:
         for index, text in enumerate(statements):
-            install = _INSTALL.match(text)
+            install = _INSTALL.match(_without_leading_comments(text))
             if install:
                 name = install.group(1)
                 if not _installed(con, name):
@@ -356,12 +366,33 @@ class _Fetcher:
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str] | None:
-    """Column name -> upper-case type of ``table``; None when the table does not exist."""
-    try:
-        described = con.execute(f"DESCRIBE {quote_table(table)}").fetchall()
-    except duckdb.CatalogException:
+    """Column name -> upper-case type of ``table``; None when the table does not exist.
+
+    Looked up in ``duckdb_columns()`` rather than with DESCRIBE: a failed statement would abort
+    the caller's transaction. Names compare case-insensitively, as DuckDB resolves them.
+    """
+    parts = [str(part) for part in table_parts(table)]
+    if len(parts) == 1:
+        where = "database_name = current_database() AND schema_name = current_schema()"
+        params: list[Any] = []
+    elif len(parts) == 2:
+        # `a.t` is schema a of this database, or DuckDB's other reading: database a, schema main
+        where = (
+            "((database_name = current_database() AND lower(schema_name) = lower(?)) "
+            "OR (lower(database_name) = lower(?) AND schema_name = 'main'))"
+        )
+        params = [parts[0], parts[0]]
+    else:
+        where = "lower(database_name) = lower(?) AND lower(schema_name) = lower(?)"
+        params = parts[:2]
+    rows = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() "
+        f"WHERE {where} AND lower(table_name) = lower(?) ORDER BY column_index",
+        [*params, parts[-1]],
+    ).fetchall()
+    if not rows:
         return None
-    return {str(row[0]): str(row[1]).upper() for row in described}
+    return {str(name): str(kind).upper() for name, kind in rows}
 
 
 def _json_text(value: Any) -> str:

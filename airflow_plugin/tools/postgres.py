@@ -73,13 +73,19 @@ from .sql import (
 __all__ = [
     "INLINE_CONNECTION_KEYS",
     "PgTarget",
+    "StatementError",
     "ToolConfigError",
     "close_pools",
     "connect",
+    "delete_all",
     "execute_statements",
     "failure",
+    "insert_sql",
+    "is_retryable",
     "needs_autocommit",
+    "pool_stats",
     "resolve_target",
+    "rollback_quietly",
     "run_postgres",
     "table_columns",
     "write_rows",
@@ -448,7 +454,9 @@ def needs_autocommit(statement: str) -> bool:
     return head in {"CREATE", "DROP", "REINDEX"} and has_keyword(statement, "CONCURRENTLY")
 
 
-def _rollback(conn: psycopg.Connection[Any]) -> None:
+def rollback_quietly(conn: psycopg.Connection[Any]) -> None:
+    """Roll back if the connection still works; a failed rollback is logged, not raised (the
+    error that led here is the one worth reporting)."""
     if conn.closed or conn.broken:
         return
     try:
@@ -490,7 +498,7 @@ def execute_statements(
             conn.commit()
     except BaseException as exc:
         if not autocommit:
-            _rollback(conn)
+            rollback_quietly(conn)
         if isinstance(exc, Exception):
             raise StatementError(max(index, 0), exc) from exc
         raise

@@ -42,9 +42,14 @@ def test_parallel_loop_maps_items_and_routes_on_loop_done(run_example):
 
 
 def test_large_loop_chunks_past_max_map_length(run_example):
-    out = run_example("large_loop")
+    out = run_example("large_loop")  # 5,000 items, max_map_length 64 in the tests
     assert out.state == "success", out.states
-    assert out.xcom
+    chunks = out.xcom["square.head"]
+    assert len(chunks) == 64 and sum(len(c["items"]) for c in chunks) == 5000
+    result = out.xcom["square.tail"]["result"]
+    assert result["stats"] == {"total": 5000, "success": 5000, "failed": 0}
+    assert [r["square"] for r in result["results"][:3]] == [0, 1, 4]
+    assert out.xcom["total"]["result"] == {"sum_of_squares": sum(n * n for n in range(5000))}
 
 
 def test_sequential_loop_sees_earlier_ctx_writes(run_example):

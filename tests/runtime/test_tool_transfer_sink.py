@@ -1,0 +1,883 @@
+"""``kind: transfer`` and the ``sink`` writer against a real PostgreSQL cluster and DuckDB files."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import psycopg
+import pytest
+from psycopg import sql as pgsql
+
+from airflow_plugin.tools import ToolCall, ToolNotAvailable, get_tool
+from airflow_plugin.tools.sink import run_sink, sink_rows, sink_spec
+from airflow_plugin.tools.transfer import run_transfer
+
+
+def pg(dsn: str, text: Any, params: Any = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(text, params)
+        return cur.fetchall() if cur.description else []
+
+
+def duck(path: str | Path, text: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(path)) as con:
+        cursor = con.execute(text, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def transfer(**config: Any):
+    return run_transfer(ToolCall(step="t", task="t", config={"kind": "transfer", **config}))
+
+
+@pytest.fixture
+def name(pg_test_dsn: str):
+    """A factory of fresh table names, dropped after the test (tests share one database)."""
+    made: list[str] = []
+
+    def make(prefix: str = "t") -> str:
+        made.append(f"{prefix}_{uuid.uuid4().hex[:10]}")
+        return made[-1]
+
+    yield make
+    for table in made:
+        pg(pg_test_dsn, pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(table)))
+
+
+@pytest.fixture
+def source_2500(pg_test_dsn: str, name) -> str:
+    table = name("src")
+    pg(
+        pg_test_dsn,
+        f"CREATE TABLE {table} AS SELECT g AS id, 'name ' || g AS name, "
+        "(g * 1.5)::numeric(10, 2) AS amount, jsonb_build_object('g', g, 'tags', jsonb_build_array('a')) "
+        "AS meta, timestamptz '2024-01-01 00:00:00+00' + g * interval '1 minute' AS created "
+        "FROM generate_series(1, 2500) g",
+    )
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# transfer
+# --------------------------------------------------------------------------------------------
+
+
+def test_postgres_to_postgres_append_in_chunks(pg_connections, pg_test_dsn, source_2500, name):
+    target = name("tgt")
+    pg(
+        pg_test_dsn,
+        f"CREATE TABLE {target} (id int PRIMARY KEY, name text, amount numeric(10, 2), "
+        "meta jsonb, created timestamptz)",
+    )
+    out = transfer(
+        source={
+            "type": "postgres",
+            "auth": "pg_local",
+            "query": f"SELECT * FROM {source_2500} ORDER BY id",
+        },
+        target={"type": "postgres", "auth": "pg_k8s", "table": f"public.{target}"},
+        chunk_size=1000,
+    )
+    assert out.ok, out.error
+    assert out.data == {
+        "status": "success",
+        "rows_transferred": 2500,
+        "chunks": 3,
+        "chunks_processed": 3,
+        "source": "postgres",
+        "target": "postgres",
+        "direction": "postgres_to_postgres",
+        "mode": "append",
+        "target_table": f"public.{target}",
+        "columns": ["id", "name", "amount", "meta", "created"],
+    }
+    assert pg(
+        pg_test_dsn,
+        f"SELECT count(*), sum(amount), count(*) FILTER (WHERE meta = jsonb_build_object('g', id, "
+        f"'tags', jsonb_build_array('a'))) FROM {target}",
+    ) == [(2500, pg(pg_test_dsn, f"SELECT sum(amount) FROM {source_2500}")[0][0], 2500)]
+    # append again: a key collision fails the whole call, nothing of it is written
+    again = transfer(
+        source={
+            "kind": "postgres",
+            "auth": "pg_local",
+            "query": f"SELECT * FROM {source_2500} WHERE id > 2400",
+        },
+        target={"kind": "postgres", "auth": "pg_local", "table": target},
+        mode="insert",
+    )
+    assert again.error["code"] == "23505" and again.error["side"] == "target"
+    assert pg(pg_test_dsn, f"SELECT count(*) FROM {target}") == [(2500,)]
+
+
+def test_postgres_to_duckdb_replace(pg_connections, source_2500, tmp_path):
+    db = tmp_path / "warehouse.duckdb"
+    duck(
+        db,
+        "CREATE TABLE sales (id INTEGER, name VARCHAR, amount DECIMAL(10, 2), meta JSON, created TIMESTAMPTZ)",
+    )
+    duck(db, "INSERT INTO sales VALUES (-1, 'stale', 0, NULL, NULL)")
+    out = transfer(
+        source={"tool": "postgres", "auth": "pg_local", "query": f"SELECT * FROM {source_2500}"},
+        target={"tool": "duckdb", "database": str(db), "table": "sales"},
+        chunk_size=1000,
+        mode="replace",
+    )
+    assert out.ok, out.error
+    assert (out.data["rows_transferred"], out.data["chunks"], out.data["mode"]) == (
+        2500,
+        3,
+        "replace",
+    )
+    assert duck(db, "SELECT count(*), min(id), sum(amount) FROM sales") == [
+        (2500, 1, pytest.approx(2500 * 2501 / 2 * 1.5))
+    ]
+    meta, created = duck(db, "SELECT meta, created::VARCHAR FROM sales WHERE id = 7")[0]
+    assert json.loads(meta) == {"g": 7, "tags": ["a"]}
+    assert created == "2024-01-01 00:07:00+00"
+
+
+def test_duckdb_to_postgres_upsert(pg_connections, pg_test_dsn, name, tmp_path):
+    db = tmp_path / "src.duckdb"
+    duck(db, "CREATE TABLE people AS SELECT i AS id, 'new ' || i AS label FROM range(1, 2501) t(i)")
+    target = name("people")
+    pg(
+        pg_test_dsn,
+        f"CREATE TABLE {target} (id int PRIMARY KEY, label text, note text DEFAULT 'kept')",
+    )
+    pg(
+        pg_test_dsn,
+        f"INSERT INTO {target} (id, label) SELECT g, 'old' FROM generate_series(1, 100) g",
+    )
+    out = transfer(
+        source={
+            "type": "duckdb",
+            "database": str(db),
+            "query": "SELECT id, label FROM people ORDER BY id",
+        },
+        target={"type": "postgres", "auth": "pg_local", "table": target, "key": "id"},
+        chunk_size=1000,
+        mode="upsert",
+    )
+    assert out.ok, out.error
+    assert (out.data["rows_transferred"], out.data["chunks"]) == (2500, 3)
+    assert pg(
+        pg_test_dsn,
+        f"SELECT count(*), count(*) FILTER (WHERE label LIKE 'new %'), min(note) FROM {target}",
+    ) == [(2500, 2500, "kept")]
+
+
+def test_duckdb_to_duckdb_creates_the_target(tmp_path):
+    db = tmp_path / "one.duckdb"
+    duck(db, "CREATE TABLE a AS SELECT i AS id, i * 2 AS twice, now() AS at FROM range(0, 10) t(i)")
+    out = transfer(
+        source={"kind": "duckdb", "database": str(db), "query": "SELECT * FROM a"},
+        target={"kind": "duckdb", "database": str(db), "table": "b"},
+        chunk_size=4,
+    )
+    assert out.ok, out.error
+    assert (out.data["rows_transferred"], out.data["chunks"]) == (10, 3)
+    assert duck(db, "SELECT count(*), sum(twice) FROM b") == [(10, 90)]
+    assert duck(
+        db,
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'b' AND column_name = 'at'",
+    ) == [("TIMESTAMP WITH TIME ZONE",)]
+
+
+def test_custom_target_query_and_mapping(pg_connections, pg_test_dsn, name, tmp_path):
+    source = name("s")
+    target = name("d")
+    pg(
+        pg_test_dsn,
+        f"CREATE TABLE {source} AS SELECT g AS id, 'n' || g AS name, jsonb_build_object('city', 'c' || g) AS addr FROM generate_series(1, 50) g",
+    )
+    pg(pg_test_dsn, f"CREATE TABLE {target} (ident int PRIMARY KEY, label text, city text)")
+    out = transfer(
+        source={"type": "postgres", "auth": "pg_local", "query": f"SELECT * FROM {source}"},
+        target={
+            "type": "postgres",
+            "auth": "pg_local",
+            "table": target,
+            "mapping": {"ident": "id", "label": "name", "city": "addr.city"},
+        },
+        chunk_size=20,
+    )
+    assert out.ok, out.error
+    assert (out.data["chunks"], out.data["columns"]) == (3, ["ident", "label", "city"])
+    assert pg(pg_test_dsn, f"SELECT label, city FROM {target} WHERE ident = 7") == [("n7", "c7")]
+    # NoETL's custom target query: %s markers in source column order, run per row
+    out = transfer(
+        source={
+            "type": "postgres",
+            "auth": "pg_local",
+            "query": f"SELECT id, 'x' || id FROM {source}",
+        },
+        target={
+            "type": "postgres",
+            "auth": "pg_local",
+            "query": f"INSERT INTO {target} (ident, label) VALUES (%s, %s) "
+            "ON CONFLICT (ident) DO UPDATE SET label = EXCLUDED.label",
+        },
+    )
+    assert out.ok, out.error
+    assert out.data["mode"] == "custom"
+    assert pg(pg_test_dsn, f"SELECT label, city FROM {target} WHERE ident = 7") == [("x7", "c7")]
+    # the same into DuckDB, where the markers become ?; a jsonb value arrives as JSON text
+    db = tmp_path / "q.duckdb"
+    duck(db, "CREATE TABLE d (ident INTEGER, label VARCHAR, addr JSON)")
+    out = transfer(
+        source={
+            "type": "postgres",
+            "auth": "pg_local",
+            "query": f"SELECT id, name, addr FROM {source}",
+        },
+        target={
+            "type": "duckdb",
+            "database": str(db),
+            "query": "INSERT INTO d VALUES (%s, %s, %s)",
+        },
+    )
+    assert out.ok, out.error
+    assert duck(db, "SELECT count(*), max(addr->>'city') FROM d") == [(50, "c9")]
+
+
+def test_http_source_with_mapping(pg_connections, pg_test_dsn, name, http_server):
+    target = name("posts")
+    pg(
+        pg_test_dsn,
+        f"CREATE TABLE {target} (user_id int, post_id int PRIMARY KEY, title text, body text)",
+    )
+    out = transfer(
+        source={"type": "http", "url": f"{http_server}/posts", "method": "GET"},
+        target={
+            "type": "postgres",
+            "auth": {"source": "credential", "key": "pg_local"},
+            "table": f"public.{target}",
+            "mapping": {"user_id": "userId", "post_id": "id", "title": "title", "body": "body"},
+        },
+        chunk_size=30,
+    )
+    assert out.ok, out.error
+    assert out.data["records_fetched"] == 100
+    assert (out.data["rows_transferred"], out.data["chunks"]) == (100, 4)
+    assert pg(pg_test_dsn, f"SELECT count(*), count(DISTINCT user_id) FROM {target}") == [(100, 10)]
+
+
+@pytest.mark.parametrize(("status", "retryable"), [(404, False), (503, True)])
+def test_http_source_errors(pg_connections, name, http_server, status, retryable):
+    out = transfer(
+        source={"type": "http", "url": f"{http_server}/status/{status}"},
+        target={"type": "postgres", "auth": "pg_local", "table": name("never")},
+    )
+    assert out.error["side"] == "source"
+    assert out.error["code"] == f"HTTP_{status}"
+    assert out.error["retryable"] is retryable
+
+
+def test_failure_in_a_later_chunk_writes_nothing(pg_connections, pg_test_dsn, name):
+    source = name("s")
+    target = name("d")
+    pg(
+        pg_test_dsn,
+        f"CREATE TABLE {source} AS SELECT g AS id, CASE WHEN g = 1500 THEN NULL ELSE 'v' END AS v FROM generate_series(1, 2500) g",
+    )
+    pg(pg_test_dsn, f"CREATE TABLE {target} (id int, v text NOT NULL)")
+    out = transfer(
+        source={
+            "type": "postgres",
+            "auth": "pg_local",
+            "query": f"SELECT * FROM {source} ORDER BY id",
+        },
+        target={"type": "postgres", "auth": "pg_local", "table": target},
+        chunk_size=1000,
+    )
+    assert (out.error["type"], out.error["code"], out.error["side"]) == (
+        "NotNullViolation",
+        "23502",
+        "target",
+    )
+    assert pg(pg_test_dsn, f"SELECT count(*) FROM {target}") == [(0,)]
+
+
+def test_source_error_keeps_the_target(pg_connections, pg_test_dsn, name):
+    target = name("d")
+    pg(pg_test_dsn, f"CREATE TABLE {target} (id int)")
+    pg(pg_test_dsn, f"INSERT INTO {target} VALUES (1), (2)")
+    out = transfer(
+        source={"type": "postgres", "auth": "pg_local", "query": "SELECT * FROM no_such_table"},
+        target={"type": "postgres", "auth": "pg_local", "table": target},
+        mode="replace",
+    )
+    assert (out.error["type"], out.error["code"], out.error["side"]) == (
+        "UndefinedTable",
+        "42P01",
+        "source",
+    )
+    assert out.meta == {"pg": {"code": "42P01", "sqlstate": "42P01"}}
+    assert pg(pg_test_dsn, f"SELECT count(*) FROM {target}") == [(2,)]
+
+
+def test_replace_with_an_empty_source_empties_the_target(pg_connections, pg_test_dsn, name):
+    target = name("d")
+    pg(pg_test_dsn, f"CREATE TABLE {target} (id int)")
+    pg(pg_test_dsn, f"INSERT INTO {target} VALUES (1)")
+    out = transfer(
+        source={"type": "postgres", "auth": "pg_local", "query": "SELECT 1 AS id WHERE false"},
+        target={"type": "postgres", "auth": "pg_local", "table": target},
+        mode="replace",
+    )
+    assert out.ok and (out.data["rows_transferred"], out.data["chunks"]) == (0, 0)
+    assert pg(pg_test_dsn, f"SELECT count(*) FROM {target}") == [(0,)]
+
+
+def test_unsupported_ends_are_not_available():
+    with pytest.raises(ToolNotAvailable, match="source 'snowflake'"):
+        transfer(
+            source={"tool": "snowflake", "query": "SELECT 1"},
+            target={"tool": "postgres", "table": "t"},
+        )
+    with pytest.raises(ToolNotAvailable, match="target 'http'"):
+        transfer(
+            source={"tool": "postgres", "query": "SELECT 1"}, target={"tool": "http", "url": "x"}
+        )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"source": None}, "needs `source` and `target`"),
+        ({"source": {"query": "x"}, "target": {"type": "postgres"}}, "`source` needs `tool`"),
+        ({"chunk_size": "many"}, "`chunk_size` must be an integer"),
+        ({"chunk_size": 0}, "at least 1"),
+        ({"mode": "merge"}, "transfer mode 'merge'"),
+        ({"mode": "upsert"}, "needs `key`"),
+        ({"target": {"type": "postgres", "auth": "pg_local"}}, "needs `table` or `query`"),
+    ],
+)
+def test_transfer_config_errors(pg_connections, config, message):
+    base = {
+        "source": {"type": "postgres", "auth": "pg_local", "query": "SELECT 1 AS id"},
+        "target": {"type": "postgres", "auth": "pg_local", "table": "whatever"},
+    }
+    out = transfer(**{**base, **config})
+    assert out.error["type"] == "ConfigError", out.error
+    assert message in out.error["message"]
+
+
+def test_registry_resolves_transfer(tmp_path):
+    db = tmp_path / "r.duckdb"
+    out = get_tool("transfer")(
+        ToolCall(
+            step="t",
+            task="t",
+            config={
+                "source": {"type": "duckdb", "database": str(db), "query": "SELECT 1 AS one"},
+                "target": {"type": "duckdb", "database": str(db), "table": "copy"},
+            },
+        )
+    )
+    assert out.ok and duck(db, "FROM copy") == [(1,)]
+
+
+# --------------------------------------------------------------------------------------------
+# sink: spec shapes
+# --------------------------------------------------------------------------------------------
+
+
+def test_sink_spec_shapes():
+    case_v2 = sink_spec(
+        {
+            "tool": {"kind": "postgres", "auth": "pg", "table": "t", "mode": "upsert", "key": "id"},
+            "args": {"id": 1},
+        }
+    )
+    assert (case_v2.kind, case_v2.table, case_v2.mode, case_v2.keys, case_v2.data) == (
+        "postgres",
+        "t",
+        "upsert",
+        ("id",),
+        {"id": 1},
+    )
+    v1_flat = sink_spec(
+        {"save": {"storage": "postgres", "data": {"a": 1}, "auth": "pg", "table": "t"}}
+    )
+    assert (v1_flat.kind, v1_flat.config["auth"], v1_flat.mode, v1_flat.data) == (
+        "postgres",
+        "pg",
+        "insert",
+        {"a": 1},
+    )
+    v1_nested = sink_spec(
+        {
+            "storage": {
+                "type": "duckdb",
+                "args": {"a": 1},
+                "table": "t",
+                "keys": ["a", "b"],
+                "mode": "UPSERT",
+            }
+        }
+    )
+    assert (v1_nested.kind, v1_nested.keys, v1_nested.mode) == ("duckdb", ("a", "b"), "upsert")
+    backend = sink_spec({"backend": "postgres", "table": "noetl.r", "from": [{"x": 1}]})
+    assert (backend.kind, backend.data) == ("postgres", [{"x": 1}])
+    statement = sink_spec({"tool": {"kind": "postgres", "auth": "pg", "statement": "INSERT ..."}})
+    assert statement.mode == "statement"
+    assert sink_spec({"args": {"a": 1}}).kind == ""  # no destination: the event log
+    # the destination mapping wins over the top level
+    assert (
+        sink_spec({"tool": {"kind": "postgres", "table": "inner"}, "table": "outer"}).table
+        == "inner"
+    )
+
+
+def test_sink_rows_shapes():
+    assert sink_rows({"a": 1}) == [{"a": 1}]
+    assert sink_rows([{"a": 1}, {"b": 2}]) == [{"a": 1}, {"b": 2}]
+    assert sink_rows({"rows": [{"a": 1}], "row_count": 1, "columns": ["a"]}) == [{"a": 1}]
+    assert sink_rows({"rows": [{"a": 1}]}) == [{"a": 1}]
+    assert sink_rows({"rows": [1, 2], "other": 3}) == [{"rows": [1, 2], "other": 3}]  # a row
+    assert sink_rows(None) == [] and sink_rows([]) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"tool": {"kind": "postgres", "auth": "pg_local"}, "args": {"a": 1}}, "needs `table`"),
+        (
+            {
+                "tool": {"kind": "postgres", "auth": "pg_local", "table": "t", "mode": "upsert"},
+                "args": {"a": 1},
+            },
+            "needs `key`",
+        ),
+        (
+            {
+                "tool": {"kind": "postgres", "auth": "pg_local", "table": "t", "mode": "merge"},
+                "args": {"a": 1},
+            },
+            "mode 'merge'",
+        ),
+        (
+            {"tool": {"kind": "postgres", "auth": "pg_local", "table": "t"}, "args": [1, 2]},
+            "row 0 is a int",
+        ),
+        (
+            {"tool": {"kind": "postgres", "auth": "pg_local", "table": "t"}, "args": "text"},
+            "got str",
+        ),
+        (
+            {
+                "tool": {
+                    "kind": "postgres",
+                    "auth": "pg_local",
+                    "table": "t",
+                    "mode": "upsert",
+                    "key": "id",
+                },
+                "args": {"a": 1},
+            },
+            "upsert key id is not among",
+        ),
+        ({"tool": 5}, "must be a kind or a mapping"),
+    ],
+)
+def test_sink_config_errors(spec, message):
+    out = run_sink(spec, step="save")
+    assert out.error["type"] == "ConfigError"
+    assert message in out.error["message"] and "step 'save'" in out.error["message"]
+
+
+# --------------------------------------------------------------------------------------------
+# sink: postgres
+# --------------------------------------------------------------------------------------------
+
+
+def test_case_v2_sink_insert_and_seed_upsert(pg_connections, pg_test_dsn, name):
+    table = name("users")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (id int PRIMARY KEY, email text, seen int DEFAULT 1)")
+    spec = {
+        "tool": {
+            "kind": "postgres",
+            "auth": "pg_local",
+            "table": f"public.{table}",
+            "mode": "upsert",
+            "key": "id",
+        },
+        "args": {"id": 1, "email": "a@example.com"},
+    }
+    out = run_sink(spec, step="fetch_user")
+    assert out.ok, out.error
+    assert out.data == {
+        "status": "success",
+        "kind": "postgres",
+        "table": f"public.{table}",
+        "mode": "upsert",
+        "rows_written": 1,
+    }
+    spec["args"] = {"id": 1, "email": "b@example.com"}
+    assert run_sink(spec, step="fetch_user").data["rows_written"] == 1
+    assert pg(pg_test_dsn, f"SELECT id, email, seen FROM {table}") == [(1, "b@example.com", 1)]
+    insert = {"tool": {"kind": "postgres", "auth": "pg_k8s", "table": table}, "args": {"id": 2}}
+    assert run_sink(insert, step="s").data["mode"] == "insert"
+    assert pg(pg_test_dsn, f"SELECT count(*) FROM {table}") == [(2,)]
+
+
+def test_v1_save_shapes(pg_connections, pg_test_dsn, name):
+    table = name("saves")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (id text PRIMARY KEY, execution_id text, message text)")
+    flat = {
+        "storage": "postgres",
+        "data": {"id": "1_flat", "execution_id": "1", "message": "flat"},
+        "auth": "pg_k8s",
+        "table": f"public.{table}",
+        "mode": "upsert",
+        "key": "id",
+    }
+    nested = {
+        "storage": {
+            "type": "postgres",
+            "data": {"id": "1_nested", "execution_id": "1", "message": "nested"},
+            "auth": {"type": "postgres", "credential": "pg_k8s"},
+            "table": f"public.{table}",
+            "mode": "upsert",
+            "key": "id",
+        }
+    }
+    assert run_sink({"save": flat}, step="a").ok
+    assert run_sink(nested, step="b").ok
+    assert pg(pg_test_dsn, f"SELECT id, message FROM {table} ORDER BY id") == [
+        ("1_flat", "flat"),
+        ("1_nested", "nested"),
+    ]
+
+
+def test_rows_with_different_keys_get_column_defaults(pg_connections, pg_test_dsn, name):
+    table = name("mixed")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (id int, a text DEFAULT 'dflt', b int DEFAULT 7)")
+    out = run_sink(
+        {
+            "tool": {"kind": "postgres", "auth": "pg_local", "table": table, "mode": "append"},
+            "data": [{"id": 1, "a": "x"}, {"id": 2, "b": 3}, {"id": 3, "a": "y"}],
+        },
+        step="s",
+    )
+    assert out.data["rows_written"] == 3
+    assert pg(pg_test_dsn, f"SELECT id, a, b FROM {table} ORDER BY id") == [
+        (1, "x", 7),
+        (2, "dflt", 3),
+        (3, "y", 7),
+    ]
+    # a SQL step result is written row by row
+    result = {
+        "status": "success",
+        "rows": [{"id": 4}, {"id": 5}],
+        "row_count": 2,
+        "columns": ["id"],
+    }
+    assert (
+        run_sink(
+            {"tool": {"kind": "postgres", "auth": "pg_local", "table": table}, "args": result},
+            step="s",
+        ).data["rows_written"]
+        == 2
+    )
+
+
+def test_json_values_reach_json_columns(pg_connections, pg_test_dsn, name):
+    table = name("docs")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (jb jsonb, j json, t text, arr int[], items jsonb)")
+    out = run_sink(
+        {
+            "tool": {"kind": "postgres", "auth": "pg_local", "table": table},
+            "args": {
+                "jb": {"a": [1, None]},
+                "j": [1, "x"],
+                "t": {"k": "v"},
+                "arr": [1, 2],
+                "items": '[{"id": 1}]',
+            },
+        },
+        step="s",
+    )
+    assert out.ok, out.error
+    jb, j, t, arr, items = pg(pg_test_dsn, f"SELECT jb, j, t, arr, items FROM {table}")[0]
+    assert jb == {"a": [1, None]} and j == [1, "x"] and json.loads(t) == {"k": "v"}
+    assert arr == [1, 2] and items == [{"id": 1}]  # JSON text (`| tojson`) into jsonb
+
+
+def test_hostile_table_and_column_names(pg_connections, pg_test_dsn, name):
+    victim = name("victim")
+    pg(pg_test_dsn, f"CREATE TABLE {victim} (i int)")
+    table = f'we"ird; DROP TABLE {victim}; --'
+    pg(
+        pg_test_dsn,
+        pgsql.SQL('CREATE TABLE {} ("a""b" text, "Sel;ect" text, "1st col" int)').format(
+            pgsql.Identifier(table)
+        ),
+    )
+    try:
+        hostile_value = "'); DROP TABLE " + victim + "; --"
+        out = run_sink(
+            {
+                "tool": {
+                    "kind": "postgres",
+                    "auth": "pg_local",
+                    "table": f'"{table.replace(chr(34), chr(34) * 2)}"',
+                },
+                "args": {'a"b': hostile_value, "Sel;ect": "ok", "1st col": 1},
+            },
+            step="s",
+        )
+        assert out.ok, out.error
+        assert pg(
+            pg_test_dsn,
+            pgsql.SQL('SELECT "a""b", "Sel;ect", "1st col" FROM {}').format(
+                pgsql.Identifier(table)
+            ),
+        ) == [(hostile_value, "ok", 1)]
+        # an injection attempt through a data key is just an unknown column
+        out = run_sink(
+            {
+                "tool": {"kind": "postgres", "auth": "pg_local", "table": victim},
+                "args": {f"i) VALUES (1); DROP TABLE {victim}; --": 1},
+            },
+            step="s",
+        )
+        assert out.error["code"] == "42703"
+        assert pg(pg_test_dsn, f"SELECT count(*) FROM {victim}") == [(0,)]  # still there, empty
+    finally:
+        pg(pg_test_dsn, pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(table)))
+
+
+def test_sink_is_one_transaction(pg_connections, pg_test_dsn, name):
+    table = name("tx")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    out = run_sink(
+        {
+            "tool": {"kind": "postgres", "auth": "pg_local", "table": table},
+            "data": [{"id": 1}, {"id": 2}, {"id": 1}],
+        },
+        step="s",
+    )
+    assert (out.error["type"], out.error["code"], out.error["retryable"]) == (
+        "UniqueViolation",
+        "23505",
+        False,
+    )
+    assert out.error["table"] == table
+    assert pg(pg_test_dsn, f"SELECT count(*) FROM {table}") == [(0,)]
+
+
+def test_replace_mode(pg_connections, pg_test_dsn, name):
+    table = name("rep")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (id int)")
+    pg(pg_test_dsn, f"INSERT INTO {table} VALUES (100), (200)")
+    out = run_sink(
+        {
+            "tool": {"kind": "postgres", "auth": "pg_local", "table": table, "mode": "replace"},
+            "data": [{"id": 1}],
+        },
+        step="s",
+    )
+    assert out.ok
+    assert pg(pg_test_dsn, f"SELECT id FROM {table}") == [(1,)]
+
+
+def test_statement_sinks(pg_connections, pg_test_dsn, name):
+    table = name("stmt")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (id text PRIMARY KEY, payload jsonb, n int)")
+    # the corpus form: the values were rendered into the statement
+    out = run_sink(
+        {
+            "tool": {
+                "kind": "postgres",
+                "auth": "pg_local",
+                "statement": f"INSERT INTO public.{table} (id, payload) VALUES ('1', '{{\"a\": 1}}'::jsonb);\n",
+            }
+        },
+        step="s",
+    )
+    assert out.ok, out.error
+    assert (out.data["mode"], out.data["rows_written"], out.data["statement_count"]) == (
+        "statement",
+        1,
+        1,
+    )
+    # NoETL's :name markers: bound as parameters, once per row
+    out = run_sink(
+        {
+            "tool": {
+                "kind": "postgres",
+                "auth": "pg_local",
+                "command": f"INSERT INTO {table} (id, payload, n) VALUES (:id, :payload::jsonb, :n) "
+                "ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n -- 100% safe: ':n' in a comment",
+            },
+            "data": [
+                {"id": "2", "payload": {"b": "it's"}, "n": 2},
+                {"id": "1", "payload": None, "n": 5},
+            ],
+        },
+        step="s",
+    )
+    assert out.ok, out.error
+    assert out.data["rows_written"] == 2
+    assert pg(pg_test_dsn, f"SELECT id, payload, n FROM {table} ORDER BY id") == [
+        ("1", {"a": 1}, 5),
+        ("2", {"b": "it's"}, 2),
+    ]
+
+
+def test_postgres_sink_errors(pg_connections, monkeypatch):
+    out = run_sink({"tool": {"kind": "postgres", "table": "t"}, "args": {"a": 1}}, step="s")
+    assert out.error["type"] == "ConfigError" and "needs `auth`" in out.error["message"]
+    out = run_sink(
+        {
+            "tool": {"kind": "postgres", "auth": "pg_local", "table": "no_such_table"},
+            "args": {"a": 1},
+        },
+        step="s",
+    )
+    assert (out.error["type"], out.error["code"]) == ("UndefinedTable", "42P01")
+    out = run_sink(
+        {"tool": {"kind": "postgres", "auth": "missing_conn", "table": "t"}, "args": {"a": 1}},
+        step="s",
+    )
+    assert out.error["type"] == "ConnectionNotFound"
+
+
+# --------------------------------------------------------------------------------------------
+# sink: duckdb, event log, other tools
+# --------------------------------------------------------------------------------------------
+
+
+def test_duckdb_sink_creates_upserts_and_quotes(tmp_path):
+    db = tmp_path / "sink.duckdb"
+    spec = {
+        "tool": {
+            "kind": "duckdb",
+            "database": str(db),
+            "table": 'main."Odd ""Table"""',
+            "mode": "upsert",
+            "key": "id",
+        },
+        "args": [
+            {"id": 1, "Name": "a", "score": 1.5, "tags": ["x"], "meta": {"k": 1}, "ok": True},
+            {"id": 2, "Name": "b", "score": 2.5, "tags": [], "meta": None, "ok": False},
+        ],
+    }
+    out = run_sink(spec, step="s")
+    assert out.ok, out.error
+    assert out.data["rows_written"] == 2 and out.data["database"] == str(db)
+    spec["args"] = [
+        {"id": 2, "Name": "b2", "score": 9.0, "tags": ["y"], "meta": {"k": 2}, "ok": True}
+    ]
+    assert run_sink(spec, step="s").ok
+    rows = duck(db, 'SELECT id, name, score, tags, meta, ok FROM "Odd ""Table""" ORDER BY id')
+    assert rows[0][:3] == (1, "a", 1.5)
+    assert rows[1][:3] == (2, "b2", 9.0)
+    assert json.loads(rows[1][3]) == ["y"] and json.loads(rows[1][4]) == {"k": 2}
+    columns = dict(
+        duck(
+            db,
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'Odd \"Table\"'",
+        )
+    )
+    assert columns == {
+        "id": "BIGINT",
+        "name": "VARCHAR",
+        "score": "DOUBLE",
+        "tags": "JSON",
+        "meta": "JSON",
+        "ok": "BOOLEAN",
+    }
+
+
+def test_duckdb_sink_into_an_existing_table_and_statements(tmp_path):
+    db = tmp_path / "s.duckdb"
+    duck(db, "CREATE TABLE events (id INTEGER, kind VARCHAR DEFAULT 'none', body JSON)")
+    out = run_sink(
+        {
+            "storage": {
+                "type": "duckdb",
+                "database": str(db),
+                "table": "events",
+                "data": [{"id": 1, "body": {"a": 1}}, {"id": 2, "kind": "x"}],
+            }
+        },
+        step="s",
+    )
+    assert out.ok, out.error
+    rows = duck(db, "SELECT id, kind, body FROM events ORDER BY id")
+    assert [(i, kind, body and json.loads(body)) for i, kind, body in rows] == [
+        (1, "none", {"a": 1}),
+        (2, "x", None),
+    ]
+    out = run_sink(
+        {
+            "tool": {
+                "kind": "duckdb",
+                "database": str(db),
+                "commands": "INSERT INTO events (id, kind) VALUES (:id, :kind)",
+            },
+            "args": [{"id": 3, "kind": "y"}, {"id": 4, "kind": "z"}],
+        },
+        step="s",
+    )
+    assert out.ok, out.error
+    assert out.data["rows_written"] == 2
+    assert duck(db, "SELECT count(*) FROM events") == [(4,)]
+    bad = run_sink(
+        {
+            "tool": {"kind": "duckdb", "database": str(db), "table": "events"},
+            "args": [{"id": 5}, {"nope": 1}],
+        },
+        step="s",
+    )
+    assert bad.error["type"] == "BinderException"
+    assert duck(db, "SELECT count(*) FROM events") == [(4,)]  # the good row was rolled back
+
+
+def test_duckdb_sink_uses_the_execution_database(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOETL_DATA_DIR", str(tmp_path))
+    out = run_sink(
+        {"tool": {"kind": "duckdb", "table": "t"}, "args": {"a": 1}},
+        step="s",
+        context={"execution_id": "77"},
+    )
+    assert out.ok, out.error
+    assert duck(tmp_path / "noetldb" / "duckdb_77.duckdb", "FROM t") == [(1,)]
+
+
+def test_event_log_sink_returns_the_data():
+    out = run_sink(
+        {"tool": {"kind": "event_log"}, "args": {"status": "success", "message": "hi"}}, step="s"
+    )
+    assert out.data == {
+        "status": "success",
+        "kind": "event_log",
+        "table": None,
+        "mode": "event",
+        "rows_written": 1,
+        "data": {"status": "success", "message": "hi"},
+    }
+    assert run_sink({"storage": "event_log", "data": [1, 2]}, step="s").data["rows_written"] == 2
+    assert run_sink({"args": None}, step="s").data["rows_written"] == 0
+
+
+def test_other_kinds_run_as_tools():
+    out = run_sink(
+        {"tool": {"kind": "python", "code": "result = {'doubled': x * 2}"}, "args": {"x": 21}},
+        step="s",
+    )
+    assert out.ok, out.error
+    assert out.data["result"] == {"doubled": 42}
+    failed = run_sink(
+        {"tool": {"kind": "python", "code": "raise ValueError('nope')"}, "args": {}}, step="s"
+    )
+    assert not failed.ok and failed.error["type"] == "ValueError"
+    with pytest.raises(ToolNotAvailable):
+        run_sink({"tool": {"kind": "gcs_nowhere"}, "args": {"a": 1}}, step="s")
