@@ -187,7 +187,7 @@ def test_install_of_a_missing_extension_never_downloads(db, tmp_path):
     out = run(
         {
             "database": db,
-            "commands": f"SET extension_directory = '{empty}'; INSTALL spatial; SELECT 1",
+            "commands": f"SET extension_directory = '{empty}';\n-- geo\nINSTALL spatial; SELECT 1",
         }
     )
     assert not out.ok
