@@ -487,7 +487,9 @@ class _StepRun:
             data={"table": table},
         )
         started = time.monotonic()
-        outcome = run_sink(rendered if isinstance(rendered, Mapping) else {}, step=self.step)
+        outcome = run_sink(
+            rendered if isinstance(rendered, Mapping) else {}, step=self.step, context=context
+        )
         duration = time.monotonic() - started
         if not outcome.ok:
             self.emit(

@@ -18,7 +18,9 @@ PLAYBOOKS = ROOT / "playbooks"
 def run_example(airflow_db, run_dag, tmp_path):
     def run(*names: str, conf=None):
         out = tmp_path / "dags"
-        assert main(["compile", *(str(PLAYBOOKS / f"{n}.yaml") for n in names), "-o", str(out)]) == 0
+        assert (
+            main(["compile", *(str(PLAYBOOKS / f"{n}.yaml") for n in names), "-o", str(out)]) == 0
+        )
         sources = {}
         for path in sorted(out.glob("*.py")):
             text = path.read_text()
@@ -77,3 +79,20 @@ def test_pagination_region_follows_the_cycle_until_the_last_page(run_example, ht
     region = out.xcom["region_fetch_page"]
     assert region["order"].count("fetch_page") == 3  # max_pages: 3 pages, then the exit arc
     assert out.states["done"] == "success"
+
+
+def test_case_sink_upserts_into_postgres_and_vars_flow(run_example, pg_connections, pg_test_dsn):
+    import psycopg
+
+    with psycopg.connect(pg_test_dsn, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS order_counts")
+        db.execute("CREATE TABLE order_counts (label text PRIMARY KEY, count int)")
+        db.execute("INSERT INTO order_counts VALUES ('orders', 1)")
+    out = run_example("case_sink_vars")
+    assert out.state == "success", out.states
+    assert out.states["low"] == "skipped" and out.states["failed"] == "skipped"
+    assert out.xcom["high"]["result"] == {"message": "high: 7"}
+    sink = out.xcom["start"]["result"]["_sink"]
+    assert sink["rows_written"] == 1 and sink["mode"] == "upsert"
+    with psycopg.connect(pg_test_dsn) as db:
+        assert db.execute("SELECT label, count FROM order_counts").fetchall() == [("orders", 7)]
