@@ -96,3 +96,52 @@ def test_case_sink_upserts_into_postgres_and_vars_flow(run_example, pg_connectio
     assert sink["rows_written"] == 1 and sink["mode"] == "upsert"
     with psycopg.connect(pg_test_dsn) as db:
         assert db.execute("SELECT label, count FROM order_counts").fetchall() == [("orders", 7)]
+
+
+def test_http_retry_policy_then_body_downstream(run_example, http_server):
+    out = run_example("http_fetch", conf={"api_url": http_server})
+    assert out.state == "success", out.states
+    assert out.xcom["summarize"]["result"] == {"status": 200, "items": 10, "first_id": 1}
+    # The flaky endpoint failed the first call: the policy retried inside the task.
+    assert out.xcom["fetch"]["result"]["status"] == "ok"
+
+
+def test_postgres_and_v1_step_sink_upsert(run_example, pg_connections):
+    out = run_example("postgres_upsert")
+    assert out.state == "success", out.states
+    assert out.xcom["score"]["result"]["_sink"]["rows_written"] == 2
+    assert out.xcom["read_back"]["result"]["rows"] == [
+        {"name": "ada", "score": 10},
+        {"name": "bob", "score": 2},
+        {"name": "cy", "score": 3},
+    ]
+
+
+def test_duckdb_multi_statement_aggregation(run_example):
+    out = run_example("duckdb_report")
+    assert out.state == "success", out.states
+    assert out.xcom["report"]["result"] == {"north": 150, "south": 80}
+
+
+def test_secret_is_used_downstream_and_never_stored(run_example, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", "tok-0123456789abcdef")
+    out = run_example("secrets_use")
+    assert out.state == "success", out.states
+    assert out.xcom["use_token"]["result"] == {"token_length": 20, "looks_like_token": True}
+    assert "0123456789abcdef" not in repr(out.xcom)
+
+
+def test_transfer_postgres_to_duckdb_in_chunks(run_example, pg_connections):
+    out = run_example("transfer_pg_duckdb")
+    assert out.state == "success", out.states
+    transfer = out.xcom["start"]["result"]
+    assert transfer["rows_transferred"] == 2500 and transfer["chunks"] == 3
+    assert out.xcom["check"]["result"]["rows"] == [{"n": 2500, "total": 2500 * 2501}]
+
+
+def test_playbook_task_inside_a_loop_runs_the_child_per_item(run_example):
+    out = run_example("nested_in_loop", "nested_child")
+    assert out.state == "success", out.states
+    assert out.xcom["collect"]["result"] == {
+        "greetings": ["HELLO ADA", "HELLO GRACE", "HELLO LINUS"]
+    }
