@@ -194,6 +194,9 @@ def call_tool(
     outcome = executor(
         ToolCall(step=step, task=label, config=config, step_input=step_input, context=context)
     )
+    if not outcome.ok and isinstance(outcome.error, dict):
+        # Where in the step the failure happened: `tool` or `tool.<pipeline task>`.
+        outcome.error.setdefault("field", where)
     if events is not None:
         events.emit(
             "ToolCompleted" if outcome.ok else "ToolErrored",

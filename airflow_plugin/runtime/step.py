@@ -87,7 +87,7 @@ __all__ = [
     "strict_mode",
 ]
 
-log = logging.getLogger("airflow.task")
+log = logging.getLogger(__name__)
 
 
 class StepFailed(Exception):
@@ -99,7 +99,9 @@ class StepFailed(Exception):
         self.result = result
         kind = self.error.get("type", "Error")
         message = self.error.get("message", "tool call failed")
-        super().__init__(f"step {step!r} failed: {kind}: {message}")
+        where = self.error.get("field")
+        prefix = f"{where}: " if where and not str(message).startswith("field ") else ""
+        super().__init__(f"step {step!r} failed: {prefix}{kind}: {message}")
 
 
 class FeatureNotAvailable(RuntimeError):

@@ -163,8 +163,11 @@ class PostgresCluster:
         with self._lock:
             if self._destroyed:
                 raise PostgresClusterError("the cluster was destroyed")
-            if self._running:
+            if self._running and self._status_running():
                 return self
+            # Not running, or stopped behind our back (a test stops the server mid-run to see
+            # what the runtime does when its database goes away).
+            self._running = False
             first = self.port == 0
             # Another process may take the port between the probe and the bind: try a few.
             for _attempt in range(3 if first else 1):
@@ -178,6 +181,9 @@ class PostgresCluster:
                     self._running = True
                     return self
             raise PostgresClusterError(f"pg_ctl start failed: {done.stderr.strip()}\n{self.log()}")
+
+    def _status_running(self) -> bool:
+        return self._run("pg_ctl", "-D", str(self.data_dir), "status").returncode == 0
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``fast``: roll back open transactions, disconnect clients)."""

@@ -223,7 +223,7 @@ def test_python_code_is_templated_leniently():
 
 def test_tool_failure_raises_step_failed():
     p = payload("boom", tool=py("raise RuntimeError('kaput')"), routing=arcs({"step": "next"}))
-    with pytest.raises(StepFailed, match="step 'boom' failed: RuntimeError: kaput") as info:
+    with pytest.raises(StepFailed, match="step 'boom' failed: tool: RuntimeError: kaput") as info:
         execute_step(p, inputs())
     assert "Traceback" in info.value.error["traceback"]
 

@@ -1,0 +1,193 @@
+"""Failure behaviour of compiled playbooks under ``dag.test()``: an error arc routes a failing
+tool; an unhandled failure fails the run naming step, field and cause; a template error names
+step, field and expression; Postgres stopped mid-run fails the step after its retries with a
+clear error and leaves no half-written data."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from noetl_compile.cli import main
+
+
+@pytest.fixture
+def run_playbook(airflow_db, run_dag, tmp_path):
+    def run(name: str, yaml_text: str, conf=None):
+        source = tmp_path / f"{name}.yaml"
+        source.write_text(textwrap.dedent(yaml_text))
+        out = tmp_path / "dags"
+        assert main(["compile", str(source), "-o", str(out)]) == 0
+        (dag_file,) = out.glob("*.py")
+        return run_dag(dag_file.read_text(), f"failures.{name}", conf)
+
+    return run
+
+
+def _failure_messages(capfd) -> list[str]:
+    """Task failure lines of the task log (Airflow writes it to the process's stdout/stderr)."""
+    captured = capfd.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    return [
+        line for line in lines if line.startswith("airflow.sdk.exceptions.AirflowFailException")
+    ]
+
+
+def test_error_arc_routes_a_failing_tool(run_playbook):
+    out = run_playbook(
+        "error_arc",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: error_arc, path: failures/error_arc}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "raise ValueError('bad input')"}
+            next:
+              arcs:
+                - step: recover
+                  when: "{{ event.name == 'call.error' }}"
+                - step: happy
+          - step: recover
+            tool:
+              kind: python
+              input: {why: "{{ start.error.message }}"}
+              code: "result = {'recovered_from': why}"
+          - step: happy
+            tool: {kind: noop}
+        """,
+    )
+    assert out.state == "success", out.states
+    assert out.states["happy"] == "skipped"
+    assert out.xcom["recover"]["result"] == {"recovered_from": "bad input"}
+
+
+def test_unhandled_failure_fails_the_run_naming_step_field_and_cause(run_playbook, capfd):
+    out = run_playbook(
+        "unhandled",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: unhandled, path: failures/unhandled}
+        workflow:
+          - step: start
+            tool:
+              - {name: prepare, kind: python, code: "result = {'n': 0}"}
+              - {name: divide, kind: python, input: {n: "{{ prepare.n }}"}, code: "result = 1 / n"}
+            next: {arcs: [{step: after}]}
+          - step: after
+            tool: {kind: noop}
+        """,
+    )
+    assert out.state == "failed"
+    assert out.states == {"start": "failed", "after": "upstream_failed"}
+    (message,) = _failure_messages(capfd)
+    assert message.endswith("step 'start' failed: tool.divide: ZeroDivisionError: division by zero")
+    assert message.count("step 'start'") == 1  # the step is named once
+
+
+def test_template_error_names_step_field_and_expression(run_playbook, capfd):
+    out = run_playbook(
+        "template_error",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: template_error, path: failures/template_error}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "result = {'total': 3}"}
+            set:
+              ctx.total: "{{ start.totl + 1 }}"
+        """,
+    )
+    assert out.state == "failed"
+    message = " ".join(_failure_messages(capfd))
+    assert re.search(
+        r"step 'start' failed: TemplateError: field set\.ctx\.total: cannot render "
+        r"'\{\{ start\.totl \+ 1 \}\}'",
+        message,
+    ), message
+
+
+def test_strict_conf_turns_a_kept_template_into_a_failure(run_playbook, capfd):
+    text = """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: strict_run, path: failures/strict_run}
+        workflow:
+          - step: start
+            tool: {kind: python, input: {v: "{{ nowhere.value }}"}, code: "result = v"}
+        """
+    from airflow_plugin.events import MemoryRecorder, set_default_recorder
+
+    recorder = MemoryRecorder()
+    previous = set_default_recorder(recorder)
+    try:
+        lenient = run_playbook("strict_run", text)
+    finally:
+        set_default_recorder(previous)
+    assert lenient.state == "success" and lenient.xcom["start"]["result"] == "{{ nowhere.value }}"
+    (warning,) = recorder.named("TemplateWarning")
+    assert warning.step == "start" and warning.task_id == "start"
+    assert warning.data["field"] == "tool.input.v"
+    assert warning.data["expression"] == "{{ nowhere.value }}"
+    strict = run_playbook("strict_run", text, conf={"noetl_strict": True})
+    assert strict.state == "failed"
+    assert "StrictTemplateError" in " ".join(_failure_messages(capfd))
+
+
+def test_postgres_stopped_mid_run_fails_after_retries_without_half_written_data(
+    run_playbook, pg_cluster, pg_connections, pg_test_dsn, capfd
+):
+    import psycopg
+
+    with psycopg.connect(pg_test_dsn, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS midrun")
+        db.execute("CREATE TABLE midrun (id int PRIMARY KEY, step text)")
+    stop = (
+        "import subprocess\n"
+        f"cmd = ['runuser', '-u', 'postgres', '--', {str(pg_cluster.bin_dir / 'pg_ctl')!r},"
+        f" '-D', {str(pg_cluster.data_dir)!r}, '-m', 'fast', '-w', 'stop']\n"
+        "result = {'stopped': subprocess.run(cmd, capture_output=True).returncode == 0}\n"
+    )
+    try:
+        out = run_playbook(
+            "pg_midrun",
+            f"""
+            apiVersion: noetl.io/v2
+            kind: Playbook
+            metadata: {{name: pg_midrun, path: failures/pg_midrun}}
+            workload: {{pg_auth: pg_local}}
+            workflow:
+              - step: start
+                tool: {{kind: postgres, auth: "{{{{ pg_auth }}}}", command: "INSERT INTO midrun VALUES (1, 'start')"}}
+                next: {{arcs: [{{step: outage}}]}}
+              - step: outage
+                tool:
+                  kind: python
+                  code: {stop!r}
+                next: {{arcs: [{{step: write_more}}]}}
+              - step: write_more
+                tool:
+                  kind: postgres
+                  auth: "{{{{ pg_auth }}}}"
+                  command: |
+                    INSERT INTO midrun VALUES (2, 'write_more');
+                    INSERT INTO midrun VALUES (3, 'write_more');
+                  spec:
+                    policy:
+                      rules:
+                        - when: "{{{{ output.status == 'error' and output.error.retryable }}}}"
+                          then: {{do: retry, attempts: 3, backoff: fixed, delay: 0.2}}
+            """,
+        )
+    finally:
+        pg_cluster.start()
+    assert out.states["outage"] == "success" and out.xcom["outage"]["result"] == {"stopped": True}
+    assert out.state == "failed" and out.states["write_more"] == "failed"
+    message = " ".join(_failure_messages(capfd))
+    assert "step 'write_more' failed: tool.write_more_task: OperationalError" in message
+    with psycopg.connect(pg_test_dsn) as db:
+        assert db.execute("SELECT id, step FROM midrun ORDER BY id").fetchall() == [(1, "start")]
