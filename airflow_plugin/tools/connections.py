@@ -14,11 +14,21 @@ define it, and never the value of anything.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ConnectionInfo", "ConnectionNotFound", "auth_name", "get_connection", "mask"]
+__all__ = [
+    "ConnectionInfo",
+    "ConnectionNotFound",
+    "auth_name",
+    "clear_cache",
+    "get_connection",
+    "mask",
+]
 
 _NAME_KEYS = ("name", "credential", "key", "conn_id", "connection")
 
@@ -26,7 +36,7 @@ _NAME_KEYS = ("name", "credential", "key", "conn_id", "connection")
 class ConnectionNotFound(LookupError):
     def __init__(self, name: str, cause: BaseException | None = None):
         self.name = name
-        env = "AIRFLOW_CONN_" + "".join(c if c.isalnum() else "_" for c in name).upper()
+        env = _env_name(name)
         detail = f" ({type(cause).__name__})" if cause is not None else ""
         super().__init__(
             f"connection {name!r} is not defined{detail}: define it as an Airflow Connection "
@@ -64,8 +74,39 @@ def auth_name(auth: Any) -> str | None:
     return None
 
 
+# Airflow's lookup initialises the secrets backends on every call (~0.35 ms): a step that runs
+# thousands of queries would spend more time finding its credentials than using them. Lookups are
+# kept briefly; the key includes the AIRFLOW_CONN_<ID> value, so a changed env definition is seen
+# at once, and a rotated secret in a backend within CACHE_SECONDS.
+CACHE_SECONDS = 30.0
+_cache: dict[tuple[str, str | None], tuple[float, ConnectionInfo]] = {}
+_cache_lock = threading.Lock()
+
+
+def _env_name(name: str) -> str:
+    return "AIRFLOW_CONN_" + "".join(c if c.isalnum() else "_" for c in name).upper()
+
+
 def get_connection(name: str) -> ConnectionInfo:
     """Look ``name`` up through Airflow (env vars, secrets backends, the metadata DB via the API)."""
+    key = (name, os.environ.get(_env_name(name)))
+    now = time.monotonic()
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None and now - cached[0] < CACHE_SECONDS:
+        return cached[1]
+    info = _lookup(name)
+    with _cache_lock:
+        _cache[key] = (now, info)
+    return info
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def _lookup(name: str) -> ConnectionInfo:
     try:
         from airflow.sdk import Connection
     except ImportError as exc:  # pragma: no cover - the runtime is installed with the airflow extra

@@ -21,7 +21,7 @@ SYSTEM``, ``CALL``, ``... CONCURRENTLY``) make the whole call run in autocommit 
 statement, as NoETL ran them.
 
 Connections come from one ``psycopg_pool.ConnectionPool`` per (connection string, process): small
-(``NOETL_POSTGRES_POOL_MAX_SIZE``, 4), created on first use, checked before each use (a server
+(``NOETL_POSTGRES_POOL_MAX_SIZE``, 4), created on first use, checked before use when idle (a server
 restarted between calls costs nothing), thrown away whole when a connection fails (the next call
 starts afresh instead of waiting out the pool's reconnect backoff). A server that cannot be
 reached fails the call within ``NOETL_POSTGRES_CONNECT_TIMEOUT`` seconds (5) with the connection
@@ -43,6 +43,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -190,6 +191,9 @@ def resolve_target(
             "`credential`/`key`/`name`)"
         )
     info = get_connection(name)
+    cached = _TARGETS.get(name)
+    if cached is not None and cached[0] is info:
+        return cached[1]  # the same lookup (connections caches it briefly): the same target
     mask(info.password)
     params: dict[str, Any] = {
         "host": info.host or None,
@@ -207,7 +211,14 @@ def resolve_target(
     display = (
         f"{info.login or ''}@{info.host or 'localhost'}:{info.port or 5432}/{info.schema or ''}"
     )
-    return PgTarget(conn_id=name, conninfo=conninfo, display=display, password=info.password)
+    target = PgTarget(conn_id=name, conninfo=conninfo, display=display, password=info.password)
+    _TARGETS[name] = (info, target)
+    return target
+
+
+# conn id -> (the ConnectionInfo it was built from, the target): building conninfo is a third of a
+# small statement's cost.
+_TARGETS: dict[str, tuple[Any, PgTarget]] = {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,6 +299,23 @@ class _PoolEntry:
     errors: _ConnectErrors
 
 
+# A health check is one more round trip per checkout; a connection returned moments ago is
+# almost surely alive (and if not, the failure is a retryable error and the pool drops it).
+CHECK_AFTER_IDLE_SECONDS = 1.0
+_last_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def _mark_used(conn: Any) -> None:
+    _last_used[conn] = time.monotonic()
+
+
+def _check_if_idle(conn: Any) -> None:
+    last = _last_used.get(conn)
+    if last is not None and time.monotonic() - last < CHECK_AFTER_IDLE_SECONDS:
+        return
+    ConnectionPool.check_connection(conn)
+
+
 _POOLS: dict[tuple[str, int], _PoolEntry] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -316,7 +344,7 @@ def _pool_entry(target: PgTarget) -> _PoolEntry:
             },
             connection_class=_recording_connection_class(errors),
             configure=_configure,
-            check=ConnectionPool.check_connection,
+            check=_check_if_idle,
             open=True,
         )
         entry = _PoolEntry(key=key, pool=pool, errors=errors)
@@ -420,6 +448,9 @@ def connect(target: PgTarget, *, pooled: bool = True) -> Iterator[psycopg.Connec
         raise
     finally:
         try:
+            # Not a pool `reset` callback: that runs in a pool worker, and the connection would
+            # come back too late for the next checkout, which would then open another one.
+            _mark_used(conn)
             entry.pool.putconn(conn)  # rolls back an open transaction, drops a broken conn
         except Exception as exc:  # noqa: BLE001 - a pool closed meanwhile closes the conn itself
             logger.debug("returning a connection to %s: %s", entry.pool.name, exc)
@@ -701,9 +732,26 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
             {"status": "success", "rows": [], "row_count": 0, "columns": [], "statement_count": 0}
         )
     pooled = config.get("pool", True) is not False
-    try:
-        with connect(target, pooled=pooled) as conn:
-            result = execute_statements(conn, statements)
-    except (psycopg.Error, StatementError) as exc:
-        return failure(exc, target=target)
-    return ToolOutcome.success(result)
+    for attempt in (1, 2):
+        try:
+            with connect(target, pooled=pooled) as conn:
+                result = execute_statements(conn, statements)
+        except (psycopg.Error, StatementError) as exc:
+            if attempt == 1 and pooled and _dead_before_first_statement(exc):
+                # A pooled connection the server dropped while it sat in the pool (a restart,
+                # an idle timeout): the first statement never ran, nothing was committed, and the
+                # pool was discarded with the connection. Once more on a fresh connection.
+                continue
+            return failure(exc, target=target)
+        return ToolOutcome.success(result)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _dead_before_first_statement(exc: BaseException) -> bool:
+    if not isinstance(exc, StatementError) or exc.index != 0:
+        return False
+    cause = exc.cause
+    return isinstance(cause, psycopg.OperationalError) and (
+        isinstance(cause, psycopg.errors.AdminShutdown)
+        or getattr(cause, "sqlstate", None) is None  # the socket went away: no server answer
+    )
