@@ -208,6 +208,10 @@ class NoetlLoopHeadOperator(_CompiledStepOperator):
         chunks = chunk(items, limit)
         for part in chunks:
             part["total"] = len(items)
+            if inputs["args"]:
+                # Args routed into the loop step reach the head (its upstream is the router);
+                # every body instance binds them too.
+                part["args"] = inputs["args"]
         self.log.info("NoETL loop %s: %d items in %d chunks", self.step, len(items), len(chunks))
         return chunks
 
@@ -237,8 +241,9 @@ class NoetlLoopBodyOperator(_CompiledStepOperator):
 
         part = self.chunk if isinstance(self.chunk, dict) else {}
         offset, items, total = part.get("offset", 0), part.get("items") or [], part.get("total")
-        # The loop's upstream routed into the head with args: the same args bind every item.
         inputs = self.pull_inputs(context, self.step)
+        # The loop's upstream routed into the head with args: the same args bind every item.
+        inputs["args"] = dict(part.get("args") or {})
         records = []
         with self.recording(context):
             for position, item in enumerate(items):

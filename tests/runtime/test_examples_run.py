@@ -145,3 +145,26 @@ def test_playbook_task_inside_a_loop_runs_the_child_per_item(run_example):
     assert out.xcom["collect"]["result"] == {
         "greetings": ["HELLO ADA", "HELLO GRACE", "HELLO LINUS"]
     }
+
+
+def test_args_routed_into_a_loop_step_bind_every_iteration(airflow_db, run_dag, tmp_path):
+    # case-v2 `next: [{step, args}]` into a loop step: the args reach the head (the router's
+    # downstream) and must bind in every mapped body instance too.
+    source = tmp_path / "loop_args.yaml"
+    source.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\n"
+        "metadata: {name: loop_args, path: tests/loop_args}\n"
+        "workflow:\n"
+        "  - step: start\n"
+        "    tool: {kind: python, code: 'result = 1'}\n"
+        "    next: [{step: scale, args: {factor: 10}}]\n"
+        "  - step: scale\n"
+        "    loop: {in: '{{ [1, 2, 3] }}', iterator: n, mode: parallel}\n"
+        "    tool: {kind: python, args: {n: '{{ n }}'}, code: 'result = n * factor'}\n"
+    )
+    out_dir = tmp_path / "dags"
+    assert main(["compile", str(source), "-o", str(out_dir)]) == 0
+    (dag_file,) = out_dir.glob("*.py")
+    out = run_dag(dag_file.read_text(), "tests.loop_args")
+    assert out.state == "success", out.states
+    assert out.xcom["scale.tail"]["result"]["results"] == [10, 20, 30]
