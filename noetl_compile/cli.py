@@ -1,6 +1,7 @@
-"""`noetlc`: check, explain, compile and graph NoETL playbooks.
+"""`noetlc`: check, explain, compile, graph and run NoETL playbooks.
 
-Exit status: 0 clean, 1 errors found (warnings too with --strict), 2 usage error.
+Exit status: 0 clean, 1 errors found (warnings too with --strict), 2 usage error; for `run`:
+0 the run succeeded, 1 it failed or did not compile, 2 usage error.
 """
 
 from __future__ import annotations
@@ -80,6 +81,35 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("mermaid", "dot", "svg", "png"), default="mermaid")
     graph.add_argument("-o", "--output", help="file to write (default: stdout for text formats)")
     graph.add_argument("--dialect", choices=("v1", "case-v2", "canonical"))
+
+    run = commands.add_parser(
+        "run", help="run one playbook on a local Airflow (no set-up; needs the airflow extra)"
+    )
+    run.add_argument("playbook", help="the playbook file (the playbooks it calls come along)")
+    run.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a workload key (repeatable); VALUE is JSON unless the key is a string",
+    )
+    run.add_argument("--conf", metavar="JSON", help="run configuration, a JSON object")
+    run.add_argument(
+        "--connections",
+        metavar="FILE",
+        help="as for check; an entry may also define the connection (URI, JSON or fields)",
+    )
+    run.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    run.add_argument(
+        "--strict", action="store_true", help="template warnings fail the step (NOETL_STRICT=1)"
+    )
+    run.add_argument("--dialect", choices=("v1", "case-v2", "canonical"))
+    run.add_argument(
+        "--home",
+        metavar="DIR",
+        help="the managed Airflow home (default: $NOETLC_HOME or ~/.cache/noetlc/airflow)",
+    )
     return parser
 
 
@@ -170,7 +200,161 @@ def run_graph(args: argparse.Namespace) -> int:
     return graph_run(args)
 
 
-COMMANDS = {"check": run_check, "explain": run_explain, "compile": run_compile, "graph": run_graph}
+def _key_value(item: str) -> list[str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip() or key != key.strip():
+        raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+    return [key, value]
+
+
+def _conf(text: str | None) -> dict:
+    import json
+
+    if text is None:
+        return {}
+    try:
+        conf = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--conf is not valid JSON: {exc}") from None
+    if not isinstance(conf, dict):
+        raise UsageError(f"--conf must be a JSON object, got {type(conf).__name__}")
+    return conf
+
+
+def called_playbooks(path: str, dialect: str | None) -> tuple[list[str], list[Diagnostic]]:
+    """``path`` and, transitively, the playbooks it calls (``kind: playbook`` with a literal
+    ``path``), found by catalog path among the YAML files under ``path``'s folder; plus R204
+    for calls that name no playbook there (the check stage's own resolution of nested calls)."""
+    from .check import FileResult, catalog_names, check_results, discover, read_file
+    from .check.references import unresolved_nested_calls
+
+    first = read_file(path, dialect)
+    calls = check_results([first], resolve_nested=False).nested_calls
+    if not calls:
+        return [path], []
+    files, _ = discover([os.path.dirname(os.path.abspath(path))])
+    catalog: dict[str, FileResult] = {}
+    for candidate in files:
+        if os.path.abspath(candidate) == os.path.abspath(path):
+            continue
+        result = read_file(candidate, dialect)
+        for name in catalog_names([result]):
+            catalog.setdefault(name.strip("/"), result)
+    chosen: list[str] = [path]
+    pending, missing = list(calls), []
+    while pending:
+        call = pending.pop(0)
+        result = catalog.get(call.target.strip("/"))
+        if result is None:
+            missing.append(call)
+        elif result.path not in chosen:
+            chosen.append(result.path)
+            pending += check_results([result], resolve_nested=False).nested_calls
+    return chosen, unresolved_nested_calls(missing, set(catalog))
+
+
+def run_run(args: argparse.Namespace) -> int:
+    """`noetlc run`: compile the playbook (and its children) into the managed Airflow home and
+    run it there in a child process (airflow_plugin.local); that process's status is ours."""
+    import importlib.util
+    from pathlib import Path
+
+    sets = [_key_value(item) for item in args.sets]
+    conf = _conf(args.conf)
+    if os.path.isdir(args.playbook):
+        raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
+    if not os.path.isfile(args.playbook):
+        raise UsageError(f"no such playbook file: {args.playbook}")
+    if importlib.util.find_spec("airflow") is None:
+        raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
+    from airflow_plugin.local.connections import (
+        ConnectionsError,
+        env_connection_ids,
+        load_connections_file,
+    )
+    from airflow_plugin.local.home import Home, default_home, locked
+    from airflow_plugin.local.launch import Child, child_environment
+
+    names, conn_env = None, {}
+    if args.connections:
+        try:
+            connections = load_connections_file(args.connections)
+        except ConnectionsError as exc:
+            raise UsageError(str(exc)) from None
+        names, conn_env = connections.names | env_connection_ids(os.environ), connections.env
+    home = Home(Path(args.home).expanduser() if args.home else default_home())
+    try:
+        home.prepare()
+    except OSError as exc:
+        raise UsageError(f"cannot use {home.root} as the Airflow home: {exc.strerror}") from None
+
+    def waiting() -> None:
+        print(f"noetlc: waiting for another run in {home.root}", file=sys.stderr)
+
+    with locked(home, on_wait=waiting) as lock_fd:
+        child = Child(
+            child_environment(home, connections=conn_env, strict=args.strict),
+            home.new_log(os.path.splitext(os.path.basename(args.playbook))[0]),
+            lock_fd,
+        )
+        try:
+            request = _compile_for_run(args, str(home.dags), names)
+        except BaseException:
+            child.abandon()
+            raise
+        if request is None:
+            child.abandon()
+            return EXIT_FINDINGS
+        request.update(conf=conf, set=sets, json=args.json)
+        return child.run(request)
+
+
+def _compile_for_run(args: argparse.Namespace, dags: str, names: set[str] | None) -> dict | None:
+    """Compile into the home's dags folder (which then holds exactly these DAGs); None after
+    printing the diagnostics when a playbook does not compile."""
+    import json
+
+    from .compile import compile_paths
+    from .report import FORMATTERS
+
+    paths, unresolved = called_playbooks(args.playbook, args.dialect)
+    report = compile_paths(paths, dags, dialect=args.dialect, connections=names)
+    if unresolved:
+        sys.stderr.write(FORMATTERS["concise"](unresolved, report.sources))
+    target = os.path.abspath(args.playbook)
+    parent = next((f for f in report.files if os.path.abspath(f.source) == target), None)
+    if report.failed or parent is None:
+        diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
+        text = FORMATTERS["concise"](diagnostics, report.sources)
+        if args.json:
+            sys.stderr.write(text)
+            failed = {"dag_id": None, "run_id": None, "execution_id": None, "state": "failed"}
+            failed.update(steps={}, ctx={}, vars={})
+            failed["diagnostics"] = json.loads(FORMATTERS["json"](diagnostics, report.sources))
+            print(json.dumps(failed))
+        else:
+            sys.stdout.write(text)
+            print(f"{args.playbook}: not run: the playbook does not compile")
+        return None
+    keep = {os.path.abspath(f.output) for f in report.files}
+    for folder, _, files in os.walk(dags):
+        for name in files:
+            path = os.path.abspath(os.path.join(folder, name))
+            if name.endswith(".py") and path not in keep:
+                os.remove(path)  # a DAG of an earlier run: the bundle sync would parse it
+    return {
+        "dag_id": parent.dag_id,
+        "dags": {f.dag_id: os.path.abspath(f.output) for f in report.files},
+    }
+
+
+COMMANDS = {
+    "check": run_check,
+    "explain": run_explain,
+    "compile": run_compile,
+    "graph": run_graph,
+    "run": run_run,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

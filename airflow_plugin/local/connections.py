@@ -1,0 +1,119 @@
+"""`--connections FILE` -> ``AIRFLOW_CONN_<ID>`` variables for the run.
+
+The file is the one ``noetlc check --connections`` reads (a list of names, or a mapping keyed by
+name) where an entry may also define the connection: a URI string
+(``postgresql://user:pass@host:5432/db``), a JSON string, or a mapping of Airflow connection
+fields (``conn_type``, ``host``, ``login``, ``password``, ``schema``, ``port``, ``extra``). Airflow
+reads ``AIRFLOW_CONN_<ID upper-cased>`` itself, as a URI or as JSON, when a task asks for the
+connection; names without a definition only tell the compiler which names exist.
+
+Messages never include an entry's value: it may hold a password.
+
+Pure Python: the CLI side imports this without Airflow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ConnectionsError", "ConnectionsFile", "env_connection_ids", "load_connections_file"]
+
+ENV_PREFIX = "AIRFLOW_CONN_"
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_FIELDS = ("conn_type", "description", "host", "login", "password", "schema", "port", "extra")
+
+
+class ConnectionsError(ValueError):
+    """The connections file cannot be used (the message names the entry, never its value)."""
+
+
+@dataclass
+class ConnectionsFile:
+    names: set[str] = field(default_factory=set)  # every name the file declares
+    env: dict[str, str] = field(default_factory=dict)  # AIRFLOW_CONN_<ID> -> URI or JSON
+
+
+def env_connection_ids(environ: Mapping[str, str]) -> set[str]:
+    """Connection ids defined by ``AIRFLOW_CONN_*`` variables (as written and lower-cased)."""
+    ids: set[str] = set()
+    for key in environ:
+        if key.startswith(ENV_PREFIX) and len(key) > len(ENV_PREFIX):
+            ids.update({key[len(ENV_PREFIX) :], key[len(ENV_PREFIX) :].lower()})
+    return ids
+
+
+def _definition(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if _URI.match(text):
+            return text
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                raise ConnectionsError(f"connection {name!r}: not valid JSON") from None
+            return _definition(name, parsed)
+        raise ConnectionsError(
+            f"connection {name!r}: a string must be a connection URI (scheme://...) or JSON"
+        )
+    if isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in value if k not in _FIELDS and k not in ("conn_id", "name"))
+        if unknown:
+            raise ConnectionsError(
+                f"connection {name!r}: unknown field(s) {', '.join(unknown)}"
+                f" (expected {', '.join(_FIELDS)})"
+            )
+        fields = {k: value[k] for k in _FIELDS if value.get(k) is not None}
+        if "conn_type" not in fields:
+            raise ConnectionsError(f"connection {name!r}: a definition needs `conn_type`")
+        return json.dumps(fields, default=str)
+    raise ConnectionsError(
+        f"connection {name!r}: expected a URI, JSON or a mapping of connection fields,"
+        f" got {type(value).__name__}"
+    )
+
+
+def load_connections_file(path: str) -> ConnectionsFile:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConnectionsError(f"cannot read connections file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConnectionsError(f"connections file {path} is not valid YAML/JSON{where}") from None
+    entries: list[tuple[str, Any]] = []
+    if isinstance(data, Mapping):
+        entries = [(str(name), value) for name, value in data.items()]
+    elif isinstance(data, list):
+        for item in data:
+            if isinstance(item, Mapping):
+                name = item.get("conn_id", item.get("name"))
+                if not isinstance(name, str) or not name:
+                    raise ConnectionsError(
+                        f"connections file {path}: a list entry needs `conn_id` (or `name`)"
+                    )
+                has_fields = any(k in item for k in _FIELDS)
+                entries.append((name, item if has_fields else None))
+            else:
+                entries.append((str(item), None))
+    elif data is not None:
+        raise ConnectionsError(
+            f"connections file {path} must hold a list of names or a mapping keyed by name"
+        )
+    result = ConnectionsFile()
+    for name, value in entries:
+        result.names.add(name)
+        definition = _definition(name, value)
+        if definition is not None:
+            result.env[ENV_PREFIX + name.upper()] = definition
+    return result

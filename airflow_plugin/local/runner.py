@@ -1,0 +1,278 @@
+"""One `noetlc run` request inside the Airflow process: DB, DAGs, run, progress, report.
+
+``execute`` is phase 2 of ``python -m airflow_plugin.local`` (see ``__main__``): it creates the
+metadata DB if the home has none, imports the compiled DAGs, runs the parent DAG with
+``driver.Driver`` (child runs of nested playbooks included), prints a line per step as it
+finishes, and the report at the end. Airflow is imported here, never by the CLI.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import json
+import logging
+import os
+import signal
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .home import Home
+from .report import TaskRow, build_report, complete_units, progress_line, render_summary, units_of
+
+__all__ = ["UsageProblem", "ensure_db", "execute", "run_conf"]
+
+EXIT_OK, EXIT_FAILED = 0, 1
+log = logging.getLogger("noetlc.run")
+
+
+class UsageProblem(Exception):
+    """A request this run cannot honour because of what the user passed (exit 2)."""
+
+
+def ensure_db(home: Home) -> bool:
+    """Create the metadata DB unless this home already has one for this Airflow version.
+
+    The home is a cache: a DB without our marker (a first run that died half-way) or made by
+    another Airflow version is replaced rather than migrated. Returns True when it created one.
+    """
+    import airflow
+
+    try:
+        marker = json.loads(home.marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        marker = None
+    if (
+        home.db.exists()
+        and isinstance(marker, dict)
+        and marker.get("airflow") == airflow.__version__
+    ):
+        return False
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        Path(f"{home.db}{suffix}").unlink(missing_ok=True)
+    from airflow.utils import db
+
+    started = time.monotonic()
+    db.initdb()
+    log.info("created the metadata DB in %.1fs", time.monotonic() - started)
+    record = {"airflow": airflow.__version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    temporary = home.marker.with_suffix(".tmp")
+    temporary.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    os.replace(temporary, home.marker)
+    return True
+
+
+def _import_dag(dag_id: str, path: str) -> tuple[Any, dict[str, Any]]:
+    """The DAG object and PAYLOADS of a compiled DAG file."""
+    from airflow.sdk import DAG
+
+    name = "noetlc_local_" + "".join(c if c.isalnum() else "_" for c in dag_id)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot import the compiled DAG file {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    dags = [v for v in vars(module).values() if isinstance(v, DAG) and v.dag_id == dag_id]
+    if not dags:
+        raise RuntimeError(f"{path} defines no DAG {dag_id!r}")
+    payloads = getattr(module, "PAYLOADS", None)
+    return dags[0], dict(payloads) if isinstance(payloads, Mapping) else {}
+
+
+def run_conf(dag: Any, conf: Mapping[str, Any], sets: list[list[str]]) -> dict[str, Any]:
+    """``--conf`` with each ``--set KEY=VALUE`` on top; VALUE is a string for a string param
+    (``--set name=007`` stays "007") and JSON otherwise (numbers, booleans, lists, objects)."""
+    result = dict(conf)
+    for key, raw in sets:
+        schema: Mapping[str, Any] = {}
+        if key in dag.params:
+            schema = getattr(dag.params.get_param(key), "schema", {}) or {}
+        kind = schema.get("type")
+        kinds = set(kind) if isinstance(kind, list) else {kind}
+        if "string" in kinds:
+            result[key] = raw
+            continue
+        try:
+            result[key] = json.loads(raw)
+        except ValueError:
+            if kinds - {None}:
+                raise UsageProblem(
+                    f"--set {key}: expected {' or '.join(sorted(k for k in kinds if k))}"
+                    f" (JSON), got {raw!r}"
+                ) from None
+            result[key] = raw
+    return result
+
+
+class Progress:
+    """Prints one line per step when the task(s) holding it have all finished."""
+
+    def __init__(
+        self, payloads: Mapping[str, Mapping[str, Any]], stream: IO[str], recorder: Any
+    ) -> None:
+        self.payloads = payloads
+        self.stream = stream
+        self.recorder = recorder
+        self.printed: set[tuple[str, str, str]] = set()
+        self.parents: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self.width = max(
+            (len(step) for units in payloads.values() for step in _step_names(units)), default=4
+        )
+
+    def run_started(self, dag_id: str, run_id: str, parent: tuple[str, str] | None) -> None:
+        self.parents[(dag_id, run_id)] = parent
+        if parent is not None:
+            self.stream.write(f"  > child run of {dag_id}: {run_id}\n")
+
+    def tasks_changed(self, dag_id: str, run_id: str, rows: list[TaskRow]) -> None:
+        from ..runtime.ids import execution_id_for
+
+        payloads = self.payloads.get(dag_id) or {}
+        done = [
+            unit
+            for unit in complete_units(payloads, rows)
+            if (dag_id, run_id, unit) not in self.printed
+        ]
+        if not done:
+            return
+        self.printed.update((dag_id, run_id, unit) for unit in done)
+        report = build_report(
+            payloads=payloads,
+            tasks=rows,
+            xcoms=fetch_xcoms(dag_id, run_id),
+            events=list(self.recorder.events),
+            dag_id=dag_id,
+            run_id=run_id,
+            execution_id=execution_id_for(dag_id, run_id),
+            only_units=done,
+        )
+        prefix = "  " if self.parents.get((dag_id, run_id)) else ""
+        for step, step_report in report["steps"].items():
+            if step_report["state"] != "not_run":
+                self.stream.write(progress_line(step, step_report, self.width, prefix) + "\n")
+
+
+def _step_names(payloads: Mapping[str, Any]) -> list[str]:
+    return [step for unit in units_of(payloads) for step in unit.steps]
+
+
+def fetch_xcoms(dag_id: str, run_id: str) -> dict[str, Any]:
+    """XCom ``return_value`` of the run's unmapped task instances."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = (
+            session.query(XComModel)
+            .filter_by(dag_id=dag_id, run_id=run_id, key="return_value", map_index=-1)
+            .all()
+        )
+        return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+
+
+def fetch_tasks(dag_id: str, run_id: str, errors: Mapping[tuple, str]) -> list[TaskRow]:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    from .driver import task_row
+
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id).all()
+        return [task_row(ti, errors.get((dag_id, run_id, ti.task_id, ti.map_index))) for ti in tis]
+
+
+def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: str, state: str):
+    from ..runtime.ids import execution_id_for
+
+    return build_report(
+        payloads=payloads.get(dag_id) or {},
+        tasks=fetch_tasks(dag_id, run_id, driver.errors),
+        xcoms=fetch_xcoms(dag_id, run_id),
+        events=list(driver.recorder.events),
+        dag_id=dag_id,
+        run_id=run_id,
+        execution_id=execution_id_for(dag_id, run_id),
+        state="success" if state == "success" else "failed",
+    )
+
+
+def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str], err: IO[str]):
+    from airflow.exceptions import ParamValidationError
+
+    from ..events import set_default_recorder
+    from ..runtime.ids import execution_id_for
+    from .driver import Driver, RunRecorder
+
+    started = time.monotonic()
+    as_json = bool(request.get("json"))
+    progress_stream = err if as_json else out
+    if ensure_db(home):
+        err.write(f"noetlc: created the local Airflow home {home.root} (first run only)\n")
+    dags: dict[str, Any] = {}
+    payloads: dict[str, dict[str, Any]] = {}
+    for dag_id, path in request["dags"].items():
+        dags[dag_id], payloads[dag_id] = _import_dag(dag_id, path)
+    parent = request["dag_id"]
+    conf = run_conf(dags[parent], request.get("conf") or {}, request.get("set") or [])
+
+    recorder = RunRecorder()
+    set_default_recorder(recorder)
+    progress = Progress(payloads, progress_stream, recorder)
+    driver = Driver(dags, recorder, progress)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        driver.interrupted = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    stale = driver.fail_stale_runs()
+    if stale:
+        log.info("marked %d run(s) of an interrupted command failed", stale)
+    driver.sync()
+    try:
+        run = driver.create_run(parent, conf)
+    except ParamValidationError as exc:
+        first = (str(exc).strip().splitlines() or ["invalid"])[0]
+        raise UsageProblem(f"the workload does not fit the playbook: {first}") from None
+    progress_stream.write(
+        f"{parent}  run {run.run_id}  execution_id {execution_id_for(parent, run.run_id)}\n"
+    )
+    # Set-up is over: what it built stays (frozen, never scanned again); the tasks, which may
+    # loop for long, run with the collector on.
+    gc.freeze()
+    gc.enable()
+    state = driver.drive(run)
+    for event in recorder.events:  # the event trail, for whoever reads the log
+        log.info(
+            "event %s %s step=%s execution_id=%s task=%s iteration=%s",
+            event.name,
+            event.status,
+            event.step,
+            event.execution_id,
+            event.task_id,
+            event.iteration,
+        )
+    report = run_report(driver, payloads, parent, run.run_id, state)
+    children = [
+        run_report(driver, payloads, dag_id, run_id, _final_state(dag_id, run_id))
+        for dag_id, run_id in driver.driven[1:]
+    ]
+    if children:
+        report["children"] = children
+    report["log"] = str(log_path)
+    if as_json:
+        out.write(json.dumps(report, ensure_ascii=False, default=str) + "\n")
+    else:
+        out.write(render_summary(report, time.monotonic() - started, str(log_path)))
+    return EXIT_OK if report["state"] == "success" else EXIT_FAILED
+
+
+def _final_state(dag_id: str, run_id: str) -> str:
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        run = session.query(DagRun).filter_by(dag_id=dag_id, run_id=run_id).one()
+        return str(getattr(run.state, "value", run.state))

@@ -1,0 +1,571 @@
+"""`noetlc run`: real runs of real playbooks on a real local Airflow, through the CLI.
+
+Every run goes through ``python -m noetl_compile run`` in a subprocess, exactly as a user types
+it. Each xdist worker gets its own managed home (one DB initialisation per worker); the first
+run of the session creates it, every later run reuses it. The report builder has its own tests
+at the end, with runtime events of the kinds a region or loop task emits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_plugin.events import Event
+from airflow_plugin.local.connections import ConnectionsError, load_connections_file
+from airflow_plugin.local.home import Home, locked
+from airflow_plugin.local.launch import child_environment
+from airflow_plugin.local.report import TaskRow, build_report, render_summary
+from airflow_plugin.runtime.ids import execution_id_for
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAYBOOKS = ROOT / "playbooks"
+TIMEOUT = 300  # seconds for one run; a loaded 2-core CI machine needs a few
+
+
+def noetlc_run(home: Path, *args: Any, env: dict[str, str] | None = None):
+    environ = {k: v for k, v in os.environ.items() if k not in ("NOETL_STRICT", "NOETL_NESTED")}
+    environ["NOETLC_HOME"] = str(home)
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "noetl_compile", "run", *map(str, args)],
+        check=False,
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+def report_of(result: subprocess.CompletedProcess) -> dict[str, Any]:
+    assert result.stdout.count("\n") == 1, result.stdout  # exactly one JSON object, one line
+    report = json.loads(result.stdout)
+    assert isinstance(report, dict)
+    return report
+
+
+def write_playbook(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture(scope="session")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("noetlc-run-home")
+
+
+@pytest.fixture(scope="session")
+def first_run(home: Path) -> subprocess.CompletedProcess:
+    """The session's first run: it creates the managed home."""
+    return noetlc_run(home, PLAYBOOKS / "hello_world.yaml")
+
+
+DIVIDE = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata:
+      name: divide
+      path: tests/divide
+    workload:
+      divisor: 0
+      label: none
+    workflow:
+      - step: start
+        tool:
+          kind: python
+          code: |
+            result = {"ok": True}
+        next:
+          arcs:
+            - step: boom
+      - step: boom
+        tool:
+          kind: python
+          input:
+            divisor: "{{ divisor }}"
+            label: "{{ label }}"
+          code: |
+            result = {"value": 1 / divisor, "label": label}
+        next:
+          arcs:
+            - step: after
+      - step: after
+        tool:
+          kind: python
+          code: |
+            result = {"after": True}
+    """
+
+
+# -- the managed home --------------------------------------------------------------------------
+
+
+def test_first_run_creates_the_home_and_prints_steps_and_results(first_run, home):
+    assert first_run.returncode == 0, first_run.stderr
+    assert "created the local Airflow home" in first_run.stderr
+    assert (home / "airflow.db").is_file() and (home / "noetlc-home.json").is_file()
+    lines = first_run.stdout.splitlines()
+    header = lines[0].split()
+    assert header[0] == "examples.hello_world" and header[-2] == "execution_id"
+    assert header[-1] == str(execution_id_for("examples.hello_world", header[2]))
+    progress = [line.split() for line in lines[1:4]]
+    assert [(p[0], p[1], p[3], p[4]) for p in progress] == [
+        ("start", "success", "1", "attempt"),
+        ("greet", "success", "1", "attempt"),
+        ("end", "success", "1", "attempt"),
+    ]
+    assert lines[4].startswith("success in ")
+    assert lines[5:] == [
+        "results:",
+        '  start  {"status": "initialized"}',
+        '  greet  {"greeting": "HELLO WORLD"}',
+        '  end    {"status": "complete", "echo": "HELLO WORLD"}',
+    ]
+    # Airflow's own output went to the run's log file, not to the terminal.
+    assert "DAG TEST" not in first_run.stdout + first_run.stderr
+
+
+def test_second_run_reuses_the_home_and_json_is_one_object(first_run, home):
+    assert first_run.returncode == 0, first_run.stderr
+    db, marker = home / "airflow.db", home / "noetlc-home.json"
+    before = (db.stat().st_ino, marker.stat().st_mtime_ns, marker.read_text())
+    result = noetlc_run(home, PLAYBOOKS / "hello_world.yaml", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "created" not in result.stderr
+    assert (db.stat().st_ino, marker.stat().st_mtime_ns, marker.read_text()) == before
+
+    report = report_of(result)
+    assert report["dag_id"] == "examples.hello_world" and report["state"] == "success"
+    assert report["execution_id"] == execution_id_for(report["dag_id"], report["run_id"])
+    steps = report["steps"]
+    assert list(steps) == ["start", "greet", "end"]
+    assert {name: step["state"] for name, step in steps.items()} == dict.fromkeys(steps, "success")
+    assert steps["greet"]["result"] == {"greeting": "HELLO WORLD"}
+    assert steps["end"]["result"] == {"status": "complete", "echo": "HELLO WORLD"}
+    assert all(step["attempts"] == 1 for step in steps.values())
+    assert steps["greet"]["tasks"] == {"greet": {"state": "success", "attempts": 1}}
+    assert report["ctx"] == {} and report["vars"] == {}
+    assert Path(report["log"]).is_file()
+
+
+def test_a_second_command_waits_for_the_home_lock(first_run, home):
+    assert first_run.returncode == 0, first_run.stderr
+    environ = {k: v for k, v in os.environ.items() if k != "NOETL_STRICT"}
+    environ["NOETLC_HOME"] = str(home)
+    with locked(Home(home)):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "noetl_compile", "run", str(PLAYBOOKS / "hello_world.yaml")],
+            cwd=ROOT,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stderr is not None
+        first_line = process.stderr.readline()  # written before the command blocks
+    out, err = process.communicate(timeout=TIMEOUT)
+    assert f"waiting for another run in {home}" in first_line
+    assert process.returncode == 0, err
+    assert "end    success" in out
+
+
+# -- what a run reports ------------------------------------------------------------------------
+
+
+def test_branches_not_taken_are_skipped(first_run, home):
+    result = noetlc_run(home, PLAYBOOKS / "branching.yaml", "--json")
+    assert result.returncode == 0, result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "success",
+        "small_order": "skipped",
+        "large_order": "success",
+        "notify_finance": "success",
+        "notify_sales": "success",
+        "notify_legal": "skipped",
+        "summary": "success",
+    }
+    assert steps["small_order"] == {
+        "state": "skipped",
+        "result": None,
+        "attempts": 0,
+        "tasks": {"small_order": {"state": "skipped", "attempts": 0}},
+        "duration": None,
+        "error": None,
+    }
+    assert steps["summary"]["result"] == {"tier": "large", "notified": ["finance", "sales"]}
+    # With --json the progress lines go to stderr, skipped steps included.
+    assert any(
+        line.split()[:2] == ["notify_legal", "skipped"] for line in result.stderr.splitlines()
+    )
+
+
+def test_set_and_conf_override_the_workload(first_run, home, tmp_path):
+    playbook = write_playbook(tmp_path, "divide", DIVIDE)
+    result = noetlc_run(
+        home,
+        playbook,
+        "--json",
+        "--conf",
+        '{"divisor": 4, "label": "from conf"}',
+        "--set",
+        "divisor=2",
+        "--set",
+        "label=007",  # a string key keeps the text: "007", not 7
+    )
+    assert result.returncode == 0, result.stderr
+    assert report_of(result)["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
+
+
+def test_a_failing_step_fails_the_run_and_is_named_once(first_run, home, tmp_path):
+    playbook = write_playbook(tmp_path, "divide", DIVIDE)
+    result = noetlc_run(home, playbook)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    failures = [line for line in lines if "failed:" in line]
+    assert failures == ["step boom failed: ZeroDivisionError: division by zero"]
+    assert "not run: after" in lines
+    log = next(line.split(": ", 1)[1] for line in lines if line.startswith("Airflow log: "))
+    assert Path(log).is_file() and "ZeroDivisionError" in Path(log).read_text()
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_strict_turns_template_warnings_into_failures(first_run, home, tmp_path):
+    playbook = write_playbook(
+        tmp_path,
+        "lenient",
+        """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata:
+          name: lenient
+          path: tests/lenient
+        workflow:
+          - step: start
+            tool:
+              kind: python
+              code: |
+                result = {"present": 1}
+            next:
+              arcs:
+                - step: use
+          - step: use
+            tool:
+              kind: python
+              input:
+                value: "{{ start.absent }}"
+              code: |
+                result = {"value": value}
+        """,
+    )
+    lenient = noetlc_run(home, playbook)
+    assert lenient.returncode == 0, lenient.stderr
+    assert any(
+        line.startswith("warning: step use: tool.input.value:")
+        for line in lenient.stdout.splitlines()
+    )
+    strict = noetlc_run(home, playbook, "--strict", "--json")
+    assert strict.returncode == 1, strict.stderr
+    use = report_of(strict)["steps"]["use"]
+    assert use["state"] == "failed" and "strict mode" in use["error"]
+
+
+def test_connections_file_entries_become_airflow_connections(first_run, home, tmp_path):
+    connections = tmp_path / "connections.yaml"
+    connections.write_text(
+        "warehouse: postgresql://ada:s3cret-pw@db.example.com:5433/sales\n"
+        "api: {conn_type: http, host: api.example.com, password: hunter2-pw}\n"
+        "declared_only:\n"
+    )
+    playbook = write_playbook(
+        tmp_path,
+        "conn",
+        """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata:
+          name: conn
+          path: tests/conn
+        workflow:
+          - step: start
+            tool:
+              kind: python
+              code: |
+                from airflow.sdk import Connection
+                w, a = Connection.get("warehouse"), Connection.get("api")
+                result = {
+                    "w": [w.conn_type, w.host, w.port, w.login, w.schema],
+                    "a": [a.conn_type, a.host],
+                    "secrets": [bool(w.password), bool(a.password)],
+                }
+        """,
+    )
+    result = noetlc_run(home, playbook, "--connections", connections, "--json")
+    assert result.returncode == 0, result.stderr
+    report = report_of(result)
+    assert report["steps"]["start"]["result"] == {
+        "w": ["postgres", "db.example.com", 5433, "ada", "sales"],
+        "a": ["http", "api.example.com"],
+        "secrets": [True, True],
+    }
+    for text in (result.stdout, result.stderr, Path(report["log"]).read_text()):
+        assert "s3cret-pw" not in text and "hunter2-pw" not in text
+
+
+# -- nested playbooks and gates ----------------------------------------------------------------
+
+
+def test_nested_playbook_runs_its_child_in_the_same_command(first_run, home):
+    result = noetlc_run(home, PLAYBOOKS / "nested_parent.yaml", "--json")
+    assert result.returncode == 0, result.stderr
+    steps = report_of(result)["steps"]
+    assert steps["call_child"]["result"] == {"greeting": "hello Ada"}
+    assert steps["end"]["result"] == {"child": {"greeting": "hello Ada"}}
+    # The child's own step `start` (events of another execution) is not the parent's `start`.
+    assert steps["start"]["attempts"] == 1
+
+
+def test_nested_playbook_as_a_real_child_dag_run(first_run, home):
+    result = noetlc_run(
+        home, PLAYBOOKS / "nested_parent.yaml", "--json", env={"NOETL_NESTED": "trigger"}
+    )
+    assert result.returncode == 0, result.stderr
+    report = report_of(result)
+    assert report["steps"]["call_child"]["result"] == {"greeting": "hello Ada"}
+    [child] = report["children"]
+    assert child["dag_id"] == "examples.nested_child" and child["state"] == "success"
+    assert child["steps"]["start"]["result"] == {"greeting": "hello Ada"}
+    assert child["execution_id"] == execution_id_for(child["dag_id"], child["run_id"])
+
+
+def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tmp_path):
+    """Through the Airflow side directly, with a hand-written HITL DAG."""
+    managed = Home(home)
+    request = {"dag_id": "local_gate", "dags": {"local_gate": str(managed.dags / "gate.py")}}
+    with locked(managed):
+        (managed.dags / "gate.py").write_text(
+            "from airflow.providers.standard.operators.empty import EmptyOperator\n"
+            "from airflow.providers.standard.operators.hitl import ApprovalOperator\n"
+            "from airflow.sdk import DAG\n"
+            "PAYLOADS = {'ask': {'step': 'ask'}, 'after': {'step': 'after'}}\n"
+            "with DAG(dag_id='local_gate', schedule=None) as dag:\n"
+            "    ApprovalOperator(task_id='ask', subject='Go?') >> EmptyOperator(task_id='after')\n"
+        )
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "airflow_plugin.local", "--log", str(tmp_path / "gate.log")],
+                check=False,
+                input=json.dumps({**request, "json": True}),
+                env=child_environment(managed),
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+            )
+        finally:
+            (managed.dags / "gate.py").unlink()
+    assert result.returncode == 1, result.stderr
+    steps = report_of(result)["steps"]
+    assert steps["ask"]["state"] == "failed" and "waits for a human" in steps["ask"]["error"]
+    assert steps["after"]["state"] == "not_run"
+
+
+# -- errors before anything runs ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["playbooks/missing.yaml"], "no such playbook file: playbooks/missing.yaml"),
+        (["playbooks/hello_world.yaml", "--set", "message"], "--set expects KEY=VALUE"),
+        (["playbooks/hello_world.yaml", "--conf", "{nope"], "--conf is not valid JSON"),
+        (["playbooks/hello_world.yaml", "--conf", "[1]"], "--conf must be a JSON object"),
+        (["playbooks/hello_world.yaml", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path, args, message):
+    result = noetlc_run(tmp_path / "unused-home", *args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_set_value_the_workload_rejects_is_a_usage_error(first_run, home, tmp_path):
+    playbook = write_playbook(tmp_path, "divide", DIVIDE)
+    result = noetlc_run(home, playbook, "--set", "divisor=two")
+    assert result.returncode == 2
+    assert "noetlc: error: --set divisor: expected integer (JSON), got 'two'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_connections_file_is_a_usage_error_without_the_secret(tmp_path):
+    connections = tmp_path / "connections.yaml"
+    connections.write_text("warehouse: not-a-uri-but-a-s3cret\n")
+    result = noetlc_run(
+        tmp_path / "unused-home", "playbooks/hello_world.yaml", "--connections", connections
+    )
+    assert result.returncode == 2
+    assert "connection 'warehouse'" in result.stderr and "s3cret" not in result.stderr
+    with pytest.raises(ConnectionsError, match="needs `conn_type`"):
+        connections.write_text("api: {host: h, password: pw}\n")
+        load_connections_file(str(connections))
+    connections.write_text("- plain_name\n- {conn_id: pg, conn_type: postgres, port: 5432}\n")
+    loaded = load_connections_file(str(connections))
+    assert loaded.names == {"plain_name", "pg"}
+    assert json.loads(loaded.env["AIRFLOW_CONN_PG"]) == {"conn_type": "postgres", "port": 5432}
+
+
+def test_compile_errors_print_in_check_format_and_run_nothing(home, tmp_path):
+    playbook = write_playbook(
+        tmp_path,
+        "broken",
+        """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata:
+          name: broken
+          path: tests/broken
+        workflow:
+          - step: start
+            tool: {kind: noop}
+            next:
+              arcs:
+                - step: nowhere
+        """,
+    )
+    text = noetlc_run(home, playbook)
+    assert text.returncode == 1
+    assert text.stdout.splitlines()[0].startswith(f"{playbook}:11:")
+    assert " R201 " in text.stdout.splitlines()[0]
+    as_json = noetlc_run(home, playbook, "--json")
+    assert as_json.returncode == 1
+    report = report_of(as_json)
+    assert report["state"] == "failed" and report["diagnostics"][0]["code"] == "R201"
+
+
+# -- the report builder ------------------------------------------------------------------------
+
+
+def _event(name: str, step: str, status: str = "success", **fields: Any) -> Event:
+    return Event(name=name, entity="step", entity_id=step, status=status, step=step, **fields)
+
+
+REGION = {
+    "start": {"step": "start", "routing": {}},
+    "region_fetch": {
+        "region": "region_fetch",
+        "entry": ["fetch"],
+        "steps": {"fetch": {"step": "fetch"}, "store": {"step": "store"}},
+        "exits": ["done"],
+    },
+    "done": {"step": "done"},
+}
+
+
+def test_report_attributes_a_failure_inside_a_region_to_its_step():
+    tasks = [
+        TaskRow("start", state="success", try_number=1, duration=0.2, end=1.0),
+        TaskRow(
+            "region_fetch",
+            state="failed",
+            try_number=1,
+            error="step 'store' failed: KeyError: 'items'",
+        ),
+        TaskRow("done", state="upstream_failed"),
+    ]
+    events = [
+        _event("StepStarted", "fetch", "in_progress"),
+        _event("ToolStarted", "fetch", "in_progress"),
+        _event("ToolStarted", "fetch", "in_progress"),  # a retried call: two tool calls
+        _event("StepFinished", "fetch", duration=0.5, data={"result": {"page": 1}}),
+        _event("StepStarted", "store", "in_progress"),
+        _event("ToolStarted", "store", "in_progress"),
+        _event(
+            "StepFinished",
+            "store",
+            "error",
+            data={"error": {"type": "KeyError", "message": "'items'"}},
+        ),
+    ]
+    report = build_report(
+        payloads=REGION,
+        tasks=tasks,
+        xcoms={"start": {"result": {"ok": 1}, "ctx": {"page": 1}}},
+        events=events,
+        state="failed",
+    )
+    steps = report["steps"]
+    assert steps["fetch"]["state"] == "success" and steps["fetch"]["result"] == {"page": 1}
+    assert steps["fetch"]["attempts"] == 2 and steps["fetch"]["duration"] == 0.5
+    assert steps["store"]["state"] == "failed" and steps["store"]["error"] == "KeyError: 'items'"
+    assert steps["done"]["state"] == "not_run"
+    assert report["errors"] == [] and report["ctx"] == {"page": 1}
+    summary = render_summary(report, 1.0, "/tmp/x.log")
+    assert summary.count("store") == 1 and "step store failed: KeyError: 'items'" in summary
+
+
+def test_report_without_events_falls_back_to_tasks_and_xcom():
+    tasks = [
+        TaskRow("start", state="success", try_number=1, end=1.0),
+        TaskRow("region_fetch", state="failed", try_number=1, error="step 'store' failed: boom"),
+        TaskRow("done", state="upstream_failed"),
+    ]
+    steps = build_report(payloads=REGION, tasks=tasks, xcoms={}, state="failed")["steps"]
+    assert [steps[s]["state"] for s in ("start", "fetch", "store", "done")] == [
+        "success",
+        "not_run",
+        "failed",
+        "not_run",
+    ]
+    assert steps["store"]["error"] == "boom" and steps["start"]["attempts"] == 1
+
+
+def test_report_counts_loop_iterations_and_merges_ctx_in_completion_order():
+    payloads = {
+        "items": {
+            "step": "items",
+            "loop": {
+                "iterator": "x",
+                "body": {"steps": {"work": {"step": "work"}}},
+                "end": {"step": "end_items"},
+            },
+        },
+        "last": {"step": "last"},
+    }
+    tasks = [
+        TaskRow("items.head", state="success", try_number=1, end=1.0),
+        TaskRow("items.body", map_index=0, state="success", try_number=1),
+        TaskRow("items.body", map_index=1, state="success", try_number=2),
+        TaskRow("items.tail", state="success", try_number=1, end=3.0),
+        TaskRow("last", state="success", try_number=1, end=2.0),  # ended before the tail
+    ]
+    xcoms = {
+        "items.tail": {
+            "result": [1, 2],
+            "results": {"work": 2, "end_items": {"n": 2}},
+            "ctx": {"n": "tail"},
+        },
+        "last": {"result": "ok", "ctx": {"n": "last", "m": 1}, "vars": {"v": 1}},
+    }
+    events = [_event("LoopIterationCompleted", "items") for _ in range(3)]
+    report = build_report(payloads=payloads, tasks=tasks, xcoms=xcoms, events=events)
+    steps = report["steps"]
+    assert list(steps) == ["items", "work", "end_items", "last"]
+    assert steps["items"]["result"] == [1, 2] and steps["items"]["attempts"] == 3
+    assert steps["items"]["tasks"]["items.body"] == {
+        "state": "success",
+        "attempts": 2,
+        "instances": 2,
+    }
+    assert steps["work"]["result"] == 2 and steps["end_items"]["result"] == {"n": 2}
+    assert report["ctx"] == {"n": "tail", "m": 1} and report["vars"] == {"v": 1}
+    assert report["state"] == "success"
