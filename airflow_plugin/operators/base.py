@@ -23,7 +23,14 @@ from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
 
 from ..runtime.ids import execution_id_for
 
-__all__ = ["XCOM_RETURN_KEY", "NoetlTask", "fail_task", "is_noetl_output"]
+__all__ = [
+    "XCOM_RETURN_KEY",
+    "NoetlTask",
+    "NoetlTaskMixin",
+    "fail_task",
+    "is_noetl_output",
+    "step_output",
+]
 
 XCOM_RETURN_KEY = "return_value"
 
@@ -40,10 +47,12 @@ def fail_task(step: str, exc: BaseException) -> AirflowFailException:
     return AirflowFailException(text)
 
 
-class NoetlTask(BaseOperator, BranchMixIn):
+class NoetlTaskMixin(BranchMixIn):
+    """The NoETL helpers, for operators whose base is another Airflow operator (the nested
+    playbook operator is a TriggerDagRunOperator)."""
+
     template_fields = ()
     inherits_from_skipmixin = True
-    ui_color = "#dfe9f7"
 
     payload: dict[str, Any]
     reads: dict[str, Any]
@@ -158,7 +167,9 @@ class NoetlTask(BaseOperator, BranchMixIn):
     ) -> dict[str, Any]:
         """Return ``output``; when ``task_ids`` is not None, skip the direct downstream tasks
         not listed (an empty list skips them all: nothing was routed to)."""
-        if task_ids is None:
+        if task_ids is None or set(self.downstream_task_ids) <= set(task_ids):
+            # Every direct downstream task was chosen (a chain, a full fan-out): nothing to skip,
+            # so no branch decision to record either.
             return output
         try:
             self.do_branch(context, list(task_ids))
@@ -168,6 +179,13 @@ class NoetlTask(BaseOperator, BranchMixIn):
                 context["ti"].xcom_push(XCOM_RETURN_KEY, output)
             raise
         return output
+
+
+class NoetlTask(BaseOperator, NoetlTaskMixin):
+    # Class attributes of BaseOperator come first in the MRO: restate the mixin's.
+    template_fields = ()
+    inherits_from_skipmixin = True
+    ui_color = "#dfe9f7"
 
 
 def step_output(outcome: Any, **extra: Any) -> dict[str, Any]:

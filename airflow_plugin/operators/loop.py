@@ -188,7 +188,7 @@ class NoetlLoopHeadOperator(_CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        from ..runtime.loop import _loop_event, chunk, max_in_flight, render_collection
+        from ..runtime.loop import chunk, loop_event, max_in_flight, render_collection
         from ..runtime.step import StepFailed
 
         inputs = self.pull_inputs(context, self.step)
@@ -202,7 +202,7 @@ class NoetlLoopHeadOperator(_CompiledStepOperator):
                     limit = min(limit, max_in_flight(self.payload, inputs) or limit)
             except StepFailed as exc:
                 raise fail_task(self.step, exc) from exc
-            _loop_event(
+            loop_event(
                 self.payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)}
             )
         chunks = chunk(items, limit)
@@ -296,7 +296,7 @@ class NoetlSequentialLoopOperator(_CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        from ..runtime.loop import _loop_event, render_collection, run_iteration
+        from ..runtime.loop import loop_event, render_collection, run_iteration
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable
 
@@ -304,7 +304,7 @@ class NoetlSequentialLoopOperator(_CompiledStepOperator):
         with self.recording(context):
             try:
                 items = render_collection(self.payload, inputs)
-                _loop_event(
+                loop_event(
                     self.payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)}
                 )
                 records = []

@@ -17,10 +17,9 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 
-from .base import NoetlTask, fail_task, step_output
+from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads, validate_step_payload
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
@@ -43,17 +42,10 @@ def dag_id_for_path(path: str) -> str:
     return text
 
 
-class NoetlPlaybookOperator(TriggerDagRunOperator, BranchMixIn):
+class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
     template_fields = ()
     inherits_from_skipmixin = True
     ui_color = "#fdf3e1"
-
-    # The NoETL task helpers (inputs, events, push + branch) without NoetlTask's BaseOperator.
-    workload = staticmethod(NoetlTask.workload)
-    execution_id = NoetlTask.execution_id
-    pull_inputs = NoetlTask.pull_inputs
-    recording = NoetlTask.recording
-    push_and_route = NoetlTask.push_and_route
 
     def __init__(
         self,
@@ -100,7 +92,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, BranchMixIn):
         from ..runtime.catalog import dag_id_for_path
         from ..runtime.context import build_context
         from ..runtime.render import render_value
-        from ..tools.playbook import _child_workload
+        from ..tools.playbook import child_workload
 
         context = build_context(
             workload=inputs["workload"],
@@ -118,7 +110,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, BranchMixIn):
         step_input = {**(step_input if isinstance(step_input, dict) else {}), **inputs["args"]}
         child = self.payload["playbook"]
         dag_id = child.get("dag_id") or dag_id_for_path(tool.get("path") or child["path"])
-        return dag_id, _child_workload(tool, step_input), tool
+        return dag_id, child_workload(tool, step_input), tool
 
     @staticmethod
     def _scheduler_absent() -> bool:
@@ -153,13 +145,13 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, BranchMixIn):
     def execute(self, context: Any) -> Any:
         from ..runtime.catalog import PlaybookNotFound
         from ..runtime.step import StepFailed
-        from ..tools.playbook import _child_execution_id, run_child
+        from ..tools.playbook import child_execution_id, run_child
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
         dag_id, workload, tool = self._render_call(inputs)
         if self._scheduler_absent():
-            execution_id = _child_execution_id(inputs["execution_id"], step, step, dag_id)
+            execution_id = child_execution_id(inputs["execution_id"], step, step, dag_id)
             self.log.info("NoETL step %s: running child playbook %s inline", step, dag_id)
             with self.recording(context):
                 try:

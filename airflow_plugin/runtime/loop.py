@@ -33,6 +33,8 @@ __all__ = [
     "aggregate",
     "chunk",
     "finish",
+    "loop_event",
+    "max_in_flight",
     "render_collection",
     "run_iteration",
     "run_loop",
@@ -126,7 +128,7 @@ def chunk(items: Sequence[Any], max_chunks: int) -> list[dict[str, Any]]:
     return chunks
 
 
-def _loop_event(
+def loop_event(
     payload: Mapping[str, Any], inputs: Mapping[str, Any], name: str, status: str, **fields: Any
 ) -> None:
     step = payload["step"]
@@ -164,7 +166,7 @@ def run_iteration(
         "length": length,
         "loop_id": payload["step"],
     }
-    _loop_event(
+    loop_event(
         payload,
         inputs,
         "LoopIterationStarted",
@@ -189,7 +191,7 @@ def run_iteration(
                 "attempts": outcome.attempts,
             }
     except StepFailed as exc:
-        _loop_event(
+        loop_event(
             payload,
             inputs,
             "LoopIterationCompleted",
@@ -200,7 +202,7 @@ def run_iteration(
             data={"error": exc.error},
         )
         raise
-    _loop_event(
+    loop_event(
         payload,
         inputs,
         "LoopIterationCompleted",
@@ -299,7 +301,7 @@ def finish(
         extra[end["step"]] = derived
         if isinstance(derived, Mapping):
             result = {**result, **derived}
-    _loop_event(
+    loop_event(
         payload,
         inputs,
         "LoopFinished",
@@ -323,7 +325,7 @@ def run_loop(
     """The whole loop in this process, one iteration after the other; each iteration sees the
     ctx/vars written by the earlier ones (what a sequential loop that writes ctx needs)."""
     items = render_collection(payload, inputs)
-    _loop_event(payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)})
+    loop_event(payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)})
     records = []
     ctx = dict(inputs.get("ctx") or {})
     vars_ = dict(inputs.get("vars") or {})

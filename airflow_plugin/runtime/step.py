@@ -276,10 +276,18 @@ class _StepRun:
     """State of one step execution (keeps execute_step readable)."""
 
     def __init__(
-        self, payload: Mapping[str, Any], inputs: Mapping[str, Any], sleep: Callable[[float], None]
+        self,
+        payload: Mapping[str, Any],
+        inputs: Mapping[str, Any],
+        sleep: Callable[[float], None],
+        *,
+        phase: str = "step",
+        policies: list[Policy] | None = None,
     ):
         self.payload = payload
         self.step: str = payload["step"]
+        self.phase = phase  # "step", or "iteration": one loop iteration, routing waits for the end
+        self.policies = policies or []
         self.dialect: str = payload.get("dialect") or "canonical"
         self.sleep = sleep
         self.strict = strict_mode(inputs)
@@ -475,12 +483,10 @@ class _StepRun:
         from ..tools.sink import run_sink
 
         rendered = render_value(spec, context, strict=False, field=where)
-        target = rendered.get("tool") if isinstance(rendered, Mapping) else None
-        table = (
-            (target or rendered or {}).get("table")
-            if isinstance(target or rendered, Mapping)
-            else None
-        )
+        if not isinstance(rendered, Mapping):
+            rendered = {}
+        destination = rendered.get("tool")
+        table = (destination if isinstance(destination, Mapping) else rendered).get("table")
         self.emit(
             "SinkStarted",
             "sink",
@@ -489,9 +495,7 @@ class _StepRun:
             data={"table": table},
         )
         started = time.monotonic()
-        outcome = run_sink(
-            rendered if isinstance(rendered, Mapping) else {}, step=self.step, context=context
-        )
+        outcome = run_sink(rendered, step=self.step, context=context)
         duration = time.monotonic() - started
         if not outcome.ok:
             self.emit(
@@ -831,9 +835,9 @@ def execute_step(
     runtime cannot execute.
     """
     validate_payload(payload)
-    run = _StepRun(payload, inputs, sleep)
-    run.phase = phase
-    run.policies = step_policies(payload.get("retry"))
+    run = _StepRun(
+        payload, inputs, sleep, phase=phase, policies=step_policies(payload.get("retry"))
+    )
     return _observed(run, lambda: _execute(run))
 
 
@@ -933,8 +937,6 @@ def finish_loop(
     rules, then the arcs; ``set``/``vars`` apply to the result as after a call."""
     validate_payload(payload)
     run = _StepRun(payload, inputs, sleep)
-    run.phase = "step"
-    run.policies = []
 
     def body() -> StepOutcome:
         run.after_call_context(ToolOutcome.success(result), result, False, 1)

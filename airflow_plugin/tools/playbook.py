@@ -23,7 +23,9 @@ __all__ = ["run_child", "run_playbook"]
 KIND = "playbook"
 
 
-def _child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
+def child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
+    """The call's overrides of the child's workload: ``payload``/``args``/``input``/``with``/
+    ``data`` of the tool block, then the step input."""
     workload: dict[str, Any] = {}
     for key in ("payload", "args", "input", "with", "data"):
         value = config.get(key)
@@ -33,7 +35,9 @@ def _child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) ->
     return workload
 
 
-def _child_execution_id(parent: Any, step: str, task: str, dag_id: str) -> int:
+def child_execution_id(parent: Any, step: str, task: str, dag_id: str) -> int:
+    """A child run's execution id: deterministic from the parent's and the call site, so a retried
+    parent task gives its child the same id."""
     digest = hashlib.sha256(f"{parent}\x1f{step}\x1f{task}\x1f{dag_id}".encode()).digest()
     return (int.from_bytes(digest[:8], "big") & ((1 << 63) - 1)) or 1
 
@@ -89,11 +93,11 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
             )
         dag_id = dag_id_for_path(path)
     parent = call.context.get("execution_id", 0)
-    execution_id = _child_execution_id(parent, call.step, call.task, dag_id)
+    execution_id = child_execution_id(parent, call.step, call.task, dag_id)
     try:
         result = run_child(
             dag_id,
-            _child_workload(config, call.step_input),
+            child_workload(config, call.step_input),
             execution_id=execution_id,
             return_step=config.get("return_step"),
         )

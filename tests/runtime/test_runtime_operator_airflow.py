@@ -345,3 +345,20 @@ def test_ctx_read_takes_the_last_listed_task_that_ran(run_dag):
     run = run_dag(source, "noetl_ctx_last", conf={"via_b": False})
     assert run.states["b"] == "skipped"
     assert run.xcom["d"]["result"] == "from a"
+
+
+def test_every_routing_operator_honours_branch_decisions_on_rerun():
+    # NotPreviouslySkippedDep reads skip decisions only from tasks that say they may skip.
+    from airflow_plugin.operators.loop import NoetlLoopTailOperator, NoetlSequentialLoopOperator
+    from airflow_plugin.operators.nested import NoetlPlaybookOperator
+    from airflow_plugin.operators.region import NoetlRegionOperator
+
+    for operator in (
+        NoetlStepOperator,
+        NoetlLoopTailOperator,
+        NoetlSequentialLoopOperator,
+        NoetlRegionOperator,
+        NoetlPlaybookOperator,
+    ):
+        assert operator.inherits_from_skipmixin is True, operator
+        assert operator.template_fields == (), operator
