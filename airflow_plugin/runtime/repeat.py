@@ -149,11 +149,14 @@ def step_policies(retry: Any) -> list[Policy]:
             )
         )
     if not policies:
+        # v1 ``retry_when`` decides by itself (``{{ error != None or status_code >= 500 }}``);
+        # without it, a v1 retry block retries failures.
+        guard = retry.get("retry_when", retry.get("when"))
         policies.append(
             _policy(
-                "error",
+                "any" if guard is not None else "error",
                 retry,
-                when=retry.get("retry_when", retry.get("when")),
+                when=guard,
                 default_max=DEFAULT_MAX_ATTEMPTS,
             )
         )

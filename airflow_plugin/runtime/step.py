@@ -589,7 +589,7 @@ class _StepRun:
             outcome, result, status = self.call(step_input, overrides, attempt)
             failed = status == "error"
             self.after_call_context(outcome, result, failed, attempt)
-            policy, collect, sink, where = self.choose_repetition(failed)
+            policy, collect, sink, where = self.choose_repetition(failed, outcome, result, attempt)
             if collect:
                 self.collect(collect, collected, where)
             if sink:
@@ -646,7 +646,7 @@ class _StepRun:
         return outcome, result, status, attempt
 
     def choose_repetition(
-        self, failed: bool
+        self, failed: bool, outcome: ToolOutcome, result: Any, attempt: int
     ) -> tuple[Policy | None, Mapping[str, Any] | None, Any, str]:
         """The case rule of this call's event, else the first step-level policy that applies."""
         if self.payload.get("case"):
@@ -669,6 +669,7 @@ class _StepRun:
             collect = actions.get("collect")
             self.apply_case(index, actions, event_context, routing=self.phase == "step")
             return repeat, collect if isinstance(collect, Mapping) else None, sink, where
+        context = self.retry_context(failed, outcome, result, attempt)
         for number, policy in enumerate(self.policies):
             if policy.on == "error" and not failed:
                 continue
@@ -676,14 +677,39 @@ class _StepRun:
                 continue
             where = f"retry[{number}]"
             if policy.stop_when is not None and evaluate_condition(
-                policy.stop_when, self.context, flavor="arc", field=f"{where}.stop_when"
+                policy.stop_when, context, flavor="arc", field=f"{where}.stop_when"
             ):
                 return None, None, None, where
             if policy.when is None or evaluate_condition(
-                policy.when, self.context, flavor="arc", field=f"{where}.when"
+                policy.when, context, flavor="arc", field=f"{where}.when"
             ):
                 return policy, policy.collect, policy.sink, where
         return None, None, None, ""
+
+    def retry_context(
+        self, failed: bool, outcome: ToolOutcome, result: Any, attempt: int
+    ) -> dict[str, Any]:
+        """What a step-level retry condition sees (spec 3.3: the retry evaluator exposes raw
+        fields): ``status_code``, ``error`` (None after a success), ``success``, ``data``,
+        ``attempt``, ``result``, on top of the step context."""
+        http = outcome.meta.get("http") if isinstance(outcome.meta, Mapping) else None
+        status_code = None
+        if isinstance(result, Mapping) and "status_code" in result:
+            status_code = result["status_code"]
+        elif isinstance(http, Mapping):
+            status_code = http.get("status")
+        elif isinstance(outcome.error, Mapping):
+            status_code = outcome.error.get("status_code")
+        data = result.get("data", result) if isinstance(result, Mapping) else result
+        return with_values(
+            self.context,
+            status_code=status_code,
+            error=outcome.error if failed else None,
+            success=not failed,
+            data=wrap_result(data),
+            attempt=attempt,
+            result=wrap_result(result),
+        )
 
     def collect(self, spec: Mapping[str, Any], collected: dict, where: str) -> None:
         into = spec.get("into") or "collected"

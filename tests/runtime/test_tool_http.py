@@ -879,3 +879,27 @@ def test_http_step_with_a_retry_policy_in_a_dag_run(http_server, run_dag):
     assert run.states == {"fetch": "success", "use": "success"}
     assert run.xcom["fetch"]["result"]["status_code"] == 200
     assert run.xcom["use"]["result"] == {"status": 200, "ids": list(range(1, 11)), "n": 2}
+
+
+def test_v1_retry_when_sees_status_code_of_a_failed_call(http_server):
+    # NoETL's retry_test: retry conditions see status_code, error, success, data, attempt.
+    from airflow_plugin.runtime import StepFailed, execute_step
+
+    payload = {
+        "step": "start",
+        "dialect": "v1",
+        "tool": {"kind": "http", "method": "GET", "url": f"{http_server}/status/503"},
+        "retry": {
+            "max_attempts": 3,
+            "initial_delay": 0.01,
+            "retry_when": "{{ status_code >= 500 and status_code < 600 }}",
+        },
+    }
+    inputs = {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 1}
+    from airflow_plugin.events import MemoryRecorder, recording
+
+    recorder = MemoryRecorder()
+    with recording(recorder), pytest.raises(StepFailed, match="HTTP|503"):
+        execute_step(payload, inputs, sleep=lambda s: None)
+    assert len(recorder.named("ToolStarted")) == 3
+    assert not recorder.named("TemplateWarning")  # the guard evaluated; nothing swallowed
