@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .proxy import wrap_result
+from .proxy import V1_FALLBACKS, wrap_result
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
 PROTECTED_KEY = "__noetl_protected__"
@@ -110,8 +110,9 @@ def build_context(
     for key, value in variables.items():
         if isinstance(key, str) and key not in protected:
             context[key] = value
+    fallbacks = V1_FALLBACKS if dialect == "v1" else ("data",)
     for name, value in results.items():
-        context[name] = wrap_result(reveal(value))
+        context[name] = wrap_result(reveal(value), fallbacks)
 
     eid = str(execution_id)
     context["workload"] = variables

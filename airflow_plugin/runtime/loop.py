@@ -189,6 +189,7 @@ def run_iteration(
                 "ctx": outcome.ctx_writes,
                 "vars": outcome.vars_writes,
                 "attempts": outcome.attempts,
+                "next": outcome.deferred_next,
             }
     except StepFailed as exc:
         loop_event(
@@ -309,7 +310,14 @@ def finish(
         alias="loop.done",
         data={"stats": result["stats"]},
     )
-    outcome = finish_loop(payload, end_inputs, result, sleep=sleep)
+    deferred: dict[str, dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: r["index"]):
+        for target in record.get("next") or []:
+            deferred.setdefault(target["step"], {"step": target["step"], "args": {}})
+            deferred[target["step"]]["args"].update(target.get("args") or {})
+    outcome = finish_loop(
+        payload, end_inputs, result, sleep=sleep, deferred=list(deferred.values())
+    )
     outcome.ctx_writes = {**to_jsonable(ctx), **outcome.ctx_writes}
     outcome.vars_writes = {**to_jsonable(vars_), **outcome.vars_writes}
     outcome.attempts = len(records)

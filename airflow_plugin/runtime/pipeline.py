@@ -52,7 +52,9 @@ DEFAULT_RETRY_DELAY = 1.0
 MAX_TASK_RUNS = 10_000
 
 # Keys of a tool/task block that are not tool configuration to render.
-_NOT_CONFIG = ("spec", "name")
+# ``retry`` inside a tool is the step's retry policy (formal spec section 6), read by
+# runtime.step; on ``kind: playbook`` NoETL ignores it.
+_NOT_CONFIG = ("spec", "name", "retry")
 # Tools for which ``name`` is configuration (the secret to fetch), not a task label.
 _NAMED_KINDS = frozenset({"secrets", "secret_manager", "credential"})
 # Keys rendered as text (no value coercion): source code must stay a string.

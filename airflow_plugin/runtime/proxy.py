@@ -17,23 +17,25 @@ from typing import Any
 
 
 class ResultProxy(Mapping):
-    """Read-only view of a dict step result with the ``.data`` fallback."""
+    """Read-only view of a dict step result with the ``.data`` fallback (and, for v1 playbooks,
+    ``.result``: NoETL's v1 result proxy answered both with the result itself)."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_fallbacks", "_value")
 
-    def __init__(self, value: Mapping[str, Any]):
+    def __init__(self, value: Mapping[str, Any], fallbacks: tuple[str, ...] = ("data",)):
         self._value = value
+        self._fallbacks = fallbacks
 
     def __getitem__(self, key: str) -> Any:
         if key in self._value:
             return _wrap_nested(self._value[key])
-        if key == "data":
+        if key in self._fallbacks:
             # Result without a ``data`` key: ``{{ s.data.x }}`` means ``{{ s.x }}``.
             return self
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._value or key == "data"
+        return key in self._value or key in self._fallbacks
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._value)
@@ -102,12 +104,15 @@ def _wrap_nested(value: Any) -> Any:
     return value
 
 
-def wrap_result(value: Any) -> Any:
+V1_FALLBACKS = ("data", "result")
+
+
+def wrap_result(value: Any, fallbacks: tuple[str, ...] = ("data",)) -> Any:
     """Wrap a step result for use in a render context (dicts only)."""
     if isinstance(value, ResultProxy):
         return value
     if isinstance(value, Mapping):
-        return ResultProxy(value)
+        return ResultProxy(value, fallbacks)
     return value
 
 

@@ -126,6 +126,8 @@ class StepOutcome:
     next_targets: list[tuple[str, str | None]] = field(default_factory=list)
     # Results of other steps this run produced (a v1 loop's body steps and end_loop step).
     extra_results: dict[str, Any] = field(default_factory=dict)
+    # Targets a case rule chose during a loop iteration: taken once, when the loop is done.
+    deferred_next: list[dict[str, Any]] = field(default_factory=list)
 
 
 def strict_mode(inputs: Mapping[str, Any] | None = None) -> bool:
@@ -299,6 +301,7 @@ class _StepRun:
         self.case_routed = False
         self.handled = False
         self.sinks: list[dict[str, Any]] = []
+        self.deferred: list[dict[str, Any]] = []
         self.result_override: tuple[bool, Any] = (False, None)
         routing = payload.get("routing") or {}
         self.arcs: list[Mapping[str, Any]] = list(routing.get("arcs") or [])
@@ -430,12 +433,14 @@ class _StepRun:
         if isinstance(call, Mapping) and isinstance(call.get("step"), str):
             # ``call: {step, args}`` invokes another step, i.e. routes to it with args.
             targets.append({"step": call["step"], "args": call.get("args") or {}})
-        if not routing:
-            return context
         for target in targets:
             args = render_value(
                 target.get("args") or {}, context, strict=False, field=f"{where}.next"
             )
+            if not routing:
+                # One loop iteration: NoETL moves on once the loop is done, not per item.
+                self.deferred.append({"step": target["step"], "args": args})
+                continue
             task_id = (
                 target["task_id"]
                 if "task_id" in target
@@ -575,9 +580,8 @@ class _StepRun:
             after["error"] = outcome.error
         else:
             after.pop("error", None)
-        if self.dialect == "case-v2":
-            # Spec 6.3: ``_retry.index`` (1-based try) and ``_retry.count`` (tries so far).
-            after["_retry"] = {"index": attempt, "count": attempt}
+        # Formal spec 6.3: ``_retry.index`` (1-based try) and ``_retry.count`` (tries so far).
+        after["_retry"] = {"index": attempt, "count": attempt}
         self.context = after
 
     def call_loop(self, step_input: dict[str, Any]) -> tuple[ToolOutcome, Any, str, int]:
@@ -736,7 +740,8 @@ class _StepRun:
         """The step result after a collecting repetition: the collected value replaces the
         collected path (``data`` of the last response holds every page), as NoETL merges pages."""
         merged = dict(result) if isinstance(result, Mapping) else {"data": result}
-        for spec, value in collected.values():
+        for into, (spec, value) in collected.items():
+            merged[into] = value  # formal spec 6.2: "aggregate results into then.collect.into"
             path = spec.get("path") if "from" not in spec else None
             key = path.split(".")[0] if isinstance(path, str) and path else "data"
             if (
@@ -785,6 +790,16 @@ def _report_issues(run: _StepRun, issues: list[RenderIssue]) -> list[str]:
             },
         )
     return messages
+
+
+def _retry_policies(payload: Mapping[str, Any]) -> list[Policy]:
+    """Step-level ``retry`` (v1, case-v2), then a ``retry`` inside the tool (the formal spec's
+    list form); NoETL ignores ``retry`` on a ``playbook`` call."""
+    policies = step_policies(payload.get("retry"))
+    tool = payload.get("tool")
+    if isinstance(tool, Mapping) and tool.get("kind") not in ("playbook", "playbooks"):
+        policies += step_policies(tool.get("retry"))
+    return policies
 
 
 def _observed(run: _StepRun, body: Callable[[], StepOutcome]) -> StepOutcome:
@@ -861,9 +876,7 @@ def execute_step(
     runtime cannot execute.
     """
     validate_payload(payload)
-    run = _StepRun(
-        payload, inputs, sleep, phase=phase, policies=step_policies(payload.get("retry"))
-    )
+    run = _StepRun(payload, inputs, sleep, phase=phase, policies=_retry_policies(payload))
     return _observed(run, lambda: _execute(run))
 
 
@@ -947,6 +960,7 @@ def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int)
         error=to_jsonable(error) if error else None,
         attempts=attempts,
         next_targets=list(run.routing.targets),
+        deferred_next=to_jsonable(run.deferred),
     )
 
 
@@ -957,10 +971,13 @@ def finish_loop(
     *,
     sleep: Callable[[float], None] = time.sleep,
     event: str = "loop.done",
+    deferred: list[dict[str, Any]] | None = None,
 ) -> StepOutcome:
     """The end of a step whose result was produced elsewhere: ``event`` case rules (``loop.done``
     for a loop's aggregated result, ``call.done`` for a child playbook's result), ``step.exit``
-    rules, then the arcs; ``set``/``vars`` apply to the result as after a call."""
+    rules, then the arcs; ``set``/``vars`` apply to the result as after a call. For a loop,
+    ``step.exit`` rules already ran per iteration; the targets they chose (``deferred``) are
+    taken now unless a ``loop.done`` rule routes."""
     validate_payload(payload)
     run = _StepRun(payload, inputs, sleep)
 
@@ -970,10 +987,15 @@ def finish_loop(
             run.write(*run.render_set(payload["set"], run.context, "set"))
         loop_context = with_values(run.context, event={"name": event, "step": run.step})
         if payload.get("case"):
-            for name in (event, "step.exit"):
+            for name in (event,) if event == "loop.done" else (event, "step.exit"):
                 matched = run.match_case(name, loop_context, failed=False)
                 if matched is not None:
                     run.apply_case(*matched, routing=True)
+        if not run.case_routed and deferred:
+            for target in deferred:
+                task_id = run.task_id_of.get(target["step"], target["step"])
+                run.routing.add(target["step"], task_id, target.get("args"))
+            run.case_routed = True
         if not run.case_routed:
             run.route_arcs(loop_context, failed=False)
         return _outcome(run, result, "ok", None, 1)

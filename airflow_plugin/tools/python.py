@@ -51,12 +51,25 @@ _UNSET = object()
 
 
 def merged_inputs(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
-    """Tool ``args``, then tool ``input``, then the step input on top (NoETL's worker order)."""
+    """Tool ``args``, then tool ``input``, then the step input on top (NoETL's worker order);
+    text holding a JSON object or array becomes that object, as NoETL's python tool coerces its
+    parameters (``"{{ x | tojson }}"`` arrives as data, not as a string)."""
     merged: dict[str, Any] = {}
     for layer in (config.get("args"), config.get("input"), step_input):
         if isinstance(layer, Mapping):
             merged.update(layer)
-    return merged
+    return {key: _coerce_json_text(value) for key, value in merged.items()}
+
+
+def _coerce_json_text(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) >= 2 and (text[0], text[-1]) in (("{", "}"), ("[", "]")):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return value
+    return value
 
 
 def _source(config: Mapping[str, Any]) -> str | None:

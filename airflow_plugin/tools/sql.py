@@ -414,7 +414,10 @@ def _decode_b64(alias: str, value: Any) -> list[str]:
     texts = []
     for index, item in enumerate(_texts(alias, value)):
         try:
-            texts.append(base64.b64decode(item.encode("ascii"), validate=True).decode("utf-8"))
+            # Whitespace is ignored (a YAML literal block ends with a newline; NoETL's plain
+            # b64decode ignores it too); any other non-alphabet character is still an error.
+            compact = "".join(item.split())
+            texts.append(base64.b64decode(compact.encode("ascii"), validate=True).decode("utf-8"))
         except (binascii.Error, UnicodeError, ValueError) as exc:
             where = alias if isinstance(value, str) else f"{alias}[{index}]"
             raise SqlConfigError(f"`{where}` is not valid base64 of UTF-8 text ({exc})") from None

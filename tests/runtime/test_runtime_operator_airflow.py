@@ -205,7 +205,9 @@ def test_inclusive_arcs_run_both_branches_and_the_join(run_dag):
         "join": "success",
     }
     assert run.xcom["start"]["next"] == ["b", "c"]
-    assert run.xcom["join"]["result"] == '["B", "C"]'  # tojson keeps the string
+    # The renderer keeps `| tojson` output as text; NoETL's python tool then reads JSON text in
+    # its inputs as data (its `_coerce_param`), so the code sees a list.
+    assert run.xcom["join"]["result"] == ["B", "C"]
 
 
 def test_no_arc_chosen_skips_all_targets_and_the_join(run_dag):

@@ -151,3 +151,11 @@ def test_registry_refuses_silent_shadowing_and_lists_kinds():
     assert {"python", "noop"} <= set(available_tools())
     with pytest.raises(ValueError, match="already registered"):
         register_tool("python", lambda call: ToolOutcome("ok"))
+
+
+def test_python_inputs_holding_json_text_arrive_as_data():
+    out = run_python(
+        "result = [type(a).__name__, type(b).__name__, c]",
+        step_input={"a": '{"x": 1}', "b": "[1, 2]", "c": "{not json}"},
+    )
+    assert out.data == ["dict", "list", "{not json}"]
