@@ -110,3 +110,12 @@ def run_dag(airflow_db: Path):
         )
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The corpus run counts (runnable per dialect, skips per reason) at the end of every run."""
+    from tests.corpus_run.test_corpus_run import summary_lines
+
+    terminalreporter.section("NoETL corpus run")
+    for line in summary_lines():
+        terminalreporter.write_line(line)

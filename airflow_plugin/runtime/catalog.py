@@ -71,14 +71,15 @@ def _dags_folder() -> Path:
 
 
 def _file_for(dag_id: str, folder: Path) -> Path:
-    needle = f'dag_id="{dag_id}"'
+    # The `dag_id="..."` argument of `with DAG(`, at the start of its line: a parent's
+    # `trigger_dag_id="<child>"` must never make the parent look like its child.
+    needle = re.compile(rf'^\s*dag_id="{re.escape(dag_id)}"', re.MULTILINE)
     for path in sorted(folder.rglob("*.py")):
         try:
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                head = handle.read(1 << 16)  # generated files name their dag id early
+            text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if needle in head or needle in path.read_text(encoding="utf-8", errors="replace"):
+        if needle.search(text):
             return path
     raise PlaybookNotFound(
         f"no compiled DAG {dag_id!r} in {folder} (compile the child playbook into the DAG folder)"

@@ -569,12 +569,16 @@ class _StepRun:
             output=outcome_envelope(outcome, attempt=attempt),
             result=wrap_result(result),
             response=response_view(result),
-            this={
-                "status": "ok" if not failed else "error",
-                "data": result,
-                "error": outcome.error,
-                "meta": outcome.meta,
-            },
+            # The full envelope (formal spec 3.3), read body first: v1 sinks write
+            # `{{ this.profile_score }}` for the result's own field.
+            this=response_view(
+                {
+                    "status": "ok" if not failed else "error",
+                    "data": result,
+                    "error": outcome.error,
+                    "meta": outcome.meta,
+                }
+            ),
         )
         if failed:
             after["error"] = outcome.error
@@ -854,9 +858,22 @@ def _observed(run: _StepRun, body: Callable[[], StepOutcome]) -> StepOutcome:
 
 
 def _report_issues_quietly(run: _StepRun, issues: list[RenderIssue]) -> None:
-    # The step fails anyway: still say what was swallowed on the way, never raise a second error.
+    # The step fails anyway: still say (log and event) what was swallowed on the way, which is
+    # often why it failed, and never raise a second error.
     for issue in issues:
         log.warning("NoETL %s", issue.describe(run.step))
+        run.emit(
+            "TemplateWarning",
+            "step",
+            "error",
+            entity_id=f"{run.step_run_id}:{issue.field}",
+            data={
+                "kind": issue.kind,
+                "field": issue.field,
+                "expression": issue.expression,
+                "cause": issue.cause,
+            },
+        )
 
 
 def execute_step(

@@ -75,6 +75,19 @@ PAYLOADS = {
         "vars": {},
         "case": [],
         "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "sink": {
+            "storage": "postgres",
+            "args": {
+                "id": "{{ execution_id }}:{{ item.name }}",
+                "execution_id": "{{ execution_id }}",
+                "item_name": "{{ item.name }}",
+                "item_value": "{{ item.value }}",
+            },
+            "auth": "{{ workload.pg_auth }}",
+            "table": "public.iterator_save_test",
+            "mode": "upsert",
+            "key": "id",
+        },
         "loop": {
             "iterator": "item",
             "mode": "sequential",

@@ -143,7 +143,8 @@ class V1Reader(PlaybookReader):
             step.end_loop = self.string(item, "end_loop", f"`end_loop` of {label}")
             step.end_loop_span = self.span(item, "end_loop")
             step.loop_result = item.get("result")
-        step.sink = item.get("sink", item.get("save"))
+        if "sink" in item or "save" in item:
+            step.sink = item.get("sink", item.get("save"))
         step.retry = item.get("retry")
         step.router = self.read_next(item, label) if "next" in item else Router(mode="exclusive")
         return step
@@ -177,6 +178,9 @@ class V1Reader(PlaybookReader):
             kind_span=self.span(task, "type"),
             config=task,
         )
+        if step.sink is None:
+            # The task's own `save` writes each item's result: the step's sink, run per item.
+            step.sink = task.get("sink", task.get("save"))
 
     def first_mapping(self, item: YMap, keys: tuple[str, ...], label: str) -> Any:
         for key in keys:
