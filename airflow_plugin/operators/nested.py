@@ -5,41 +5,25 @@ rendered with the NoETL context (Airflow's Jinja never sees the DSL: ``template_
 with ``logical_date=None`` and a unique ``trigger_run_id`` so one parent run may call the same
 child many times, waiting deferrably for the child; the step result is then read from the
 child run. A templated ``path`` is resolved at run time with the same path -> dag id mapping as
-the compiler (``noetl_compile.lower.names.dag_id_for_path``).
+the compiler (``runtime.catalog.dag_id_for_path``, held equal to
+``noetl_compile.lower.names.dag_id_for_path`` by a test).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 
+from ..runtime.catalog import dag_id_for_path
 from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads, validate_step_payload
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
 
-_INVALID_DAG = re.compile(r"[^A-Za-z0-9_.-]+")
 UNRESOLVED_DAG_ID = "__noetl_child_resolved_at_run_time__"
-
-
-def dag_id_for_path(path: str) -> str:
-    """Mirror of ``noetl_compile.lower.names.dag_id_for_path`` (a test keeps them equal)."""
-    text = unicodedata.normalize("NFKD", str(path)).encode("ascii", "ignore").decode("ascii")
-    text = text.strip().strip("/").replace("/", ".")
-    text = _INVALID_DAG.sub("_", text)
-    text = re.sub(r"\.{2,}", ".", text).strip("._")
-    digest = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    if not text:
-        return f"playbook_{digest}"
-    if len(text) > 200:
-        text = f"{text[:190]}_{digest}"
-    return text
 
 
 class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
@@ -89,7 +73,6 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def _render_call(self, inputs: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
         """(child dag id, child workload overrides, rendered tool config) for this call."""
-        from ..runtime.catalog import dag_id_for_path
         from ..runtime.context import build_context
         from ..runtime.render import render_value
         from ..tools.playbook import child_workload

@@ -764,25 +764,30 @@ def _has_rules(tool: Mapping[str, Any]) -> bool:
     return isinstance(policy, Mapping) and bool(policy.get("rules"))
 
 
+def _warn(run: _StepRun, issue: RenderIssue, status: str) -> None:
+    """One render issue: a warning in the task log and a ``TemplateWarning`` event."""
+    log.warning("NoETL %s", issue.describe(run.step))
+    run.emit(
+        "TemplateWarning",
+        "step",
+        status,
+        entity_id=f"{run.step_run_id}:{issue.field}",
+        data={
+            "kind": issue.kind,
+            "field": issue.field,
+            "expression": issue.expression,
+            "cause": issue.cause,
+        },
+    )
+
+
 def _report_issues(run: _StepRun, issues: list[RenderIssue]) -> list[str]:
     """Log each issue loudly, report it as an event; in strict mode fail the step."""
     messages = []
     for issue in issues:
         message = issue.describe(run.step)
         messages.append(message)
-        log.warning("NoETL %s", message)
-        run.emit(
-            "TemplateWarning",
-            "step",
-            "error" if run.strict else "success",
-            entity_id=f"{run.step_run_id}:{issue.field}",
-            data={
-                "kind": issue.kind,
-                "field": issue.field,
-                "expression": issue.expression,
-                "cause": issue.cause,
-            },
-        )
+        _warn(run, issue, "error" if run.strict else "success")
     if messages and run.strict:
         raise StepFailed(
             run.step,
@@ -861,19 +866,7 @@ def _report_issues_quietly(run: _StepRun, issues: list[RenderIssue]) -> None:
     # The step fails anyway: still say (log and event) what was swallowed on the way, which is
     # often why it failed, and never raise a second error.
     for issue in issues:
-        log.warning("NoETL %s", issue.describe(run.step))
-        run.emit(
-            "TemplateWarning",
-            "step",
-            "error",
-            entity_id=f"{run.step_run_id}:{issue.field}",
-            data={
-                "kind": issue.kind,
-                "field": issue.field,
-                "expression": issue.expression,
-                "cause": issue.cause,
-            },
-        )
+        _warn(run, issue, "error")
 
 
 def execute_step(
