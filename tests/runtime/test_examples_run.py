@@ -168,3 +168,18 @@ def test_args_routed_into_a_loop_step_bind_every_iteration(airflow_db, run_dag, 
     out = run_dag(dag_file.read_text(), "tests.loop_args")
     assert out.state == "success", out.states
     assert out.xcom["scale.tail"]["result"]["results"] == [10, 20, 30]
+
+
+def test_catalog_never_takes_a_parent_for_its_child(tmp_path):
+    from airflow_plugin.runtime.catalog import find_playbook
+
+    # The parent sorts first and names the child in `trigger_dag_id=`.
+    (tmp_path / "a_parent.py").write_text('x = Op(trigger_dag_id="z.child")\n')
+    (tmp_path / "z_child.py").write_text(
+        'PAYLOADS = {"start": {"step": "start"}}\n'
+        "class _T:\n    task_id = 'start'\n"
+        "class _D:\n    roots = [_T()]\n    params = {}\n"
+        "dag = _D()\n"
+        'SOURCE = """\nwith DAG(\n    dag_id="z.child",\n"""\n'
+    )
+    assert find_playbook("z.child", tmp_path).file.endswith("z_child.py")

@@ -621,3 +621,12 @@ def test_target_without_task_is_routed_but_not_branched():
     assert routing_targets(p) == []
 
 
+def test_render_issues_of_a_failing_step_are_still_reported_as_events():
+    from airflow_plugin.events import MemoryRecorder, recording
+
+    recorder = MemoryRecorder()
+    p = payload("s", tool=py("raise ValueError(v)", input={"v": "{{ nowhere.x }}"}))
+    with recording(recorder), pytest.raises(StepFailed):
+        execute_step(p, inputs())
+    (warning,) = recorder.named("TemplateWarning")
+    assert warning.data["field"] == "tool.input.v" and warning.status == "error"
