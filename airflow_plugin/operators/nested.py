@@ -111,12 +111,12 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def _finish(self, context: Any, result: Any) -> Any:
         from ..runtime.render import to_jsonable
-        from ..runtime.step import StepFailed, finish_loop, routing_targets
+        from ..runtime.step import StepFailed, complete_step, routing_targets
 
         # The child's result is this step's result; set/case/routing run on it as on a call.
         inputs = self.pull_inputs(context, self.payload["step"])
         try:
-            outcome = finish_loop(self.payload, inputs, to_jsonable(result), event="call.done")
+            outcome = complete_step(self.payload, inputs, to_jsonable(result), event="call.done")
         except StepFailed as exc:
             raise fail_task(self.payload["step"], exc) from exc
         output = step_output(outcome)

@@ -27,7 +27,7 @@ from typing import Any
 from ..events import Event, emit
 from .context import build_context, with_loop
 from .render import RenderError, evaluate_condition, render_value, to_jsonable
-from .step import StepFailed, StepOutcome, execute_step, finish_loop
+from .step import StepFailed, StepOutcome, complete_step, execute_step
 
 __all__ = [
     "aggregate",
@@ -315,7 +315,7 @@ def finish(
         for target in record.get("next") or []:
             deferred.setdefault(target["step"], {"step": target["step"], "args": {}})
             deferred[target["step"]]["args"].update(target.get("args") or {})
-    outcome = finish_loop(
+    outcome = complete_step(
         payload, end_inputs, result, sleep=sleep, deferred=list(deferred.values())
     )
     outcome.ctx_writes = {**to_jsonable(ctx), **outcome.ctx_writes}

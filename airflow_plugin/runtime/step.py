@@ -26,8 +26,10 @@ where to go (a rule that only retries does not handle the failure it gives up on
 successful one.
 
 Phases: ``execute_step(phase="iteration")`` runs one loop iteration (the loop binding comes in
-``inputs["loop"]``; case ``next`` and routing wait for the loop's end); :func:`finish_loop` is the
-loop's end (``loop.done``, then ``step.exit``, then the arcs) over the aggregated loop result.
+``inputs["loop"]``; a ``next`` chosen by a case rule waits for the loop's end);
+:func:`complete_step` ends a step whose result came from elsewhere: a loop's end (``loop.done``
+rules, the deferred ``next``, then the arcs, over the aggregated result) or a child playbook's
+result (``call.done`` and ``step.exit`` rules, then the arcs).
 
 Nothing is silently wrong: a template kept as text by lenient rendering and a guard that could not
 be evaluated are :class:`~.render.RenderIssue` s, logged as warnings naming step, field and
@@ -81,8 +83,8 @@ __all__ = [
     "FeatureNotAvailable",
     "StepFailed",
     "StepOutcome",
+    "complete_step",
     "execute_step",
-    "finish_loop",
     "routing_targets",
     "strict_mode",
 ]
@@ -823,24 +825,19 @@ def _observed(run: _StepRun, body: Callable[[], StepOutcome]) -> StepOutcome:
                 _report_issues_quietly(run, issues)
                 raise
             outcome.issues = _report_issues(run, issues)
-    except StepFailed as exc:
-        run.emit(
-            "StepFinished",
-            "step",
-            "error",
-            alias="step.exit",
-            duration=time.monotonic() - started,
-            data={"error": exc.error},
-        )
-        raise
     except Exception as exc:
+        error = (
+            exc.error
+            if isinstance(exc, StepFailed)
+            else {"type": type(exc).__name__, "message": str(exc)}
+        )
         run.emit(
             "StepFinished",
             "step",
             "error",
             alias="step.exit",
             duration=time.monotonic() - started,
-            data={"error": {"type": type(exc).__name__, "message": str(exc)}},
+            data={"error": error},
         )
         raise
     run.emit(
@@ -974,7 +971,7 @@ def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int)
     )
 
 
-def finish_loop(
+def complete_step(
     payload: Mapping[str, Any],
     inputs: Mapping[str, Any],
     result: Any,
