@@ -1,7 +1,18 @@
-"""NoETL events: what the runtime reports, and where it goes.
+"""NoETL events: what the runtime and the listener report, and where it goes.
 
-``recorder`` defines the event envelope and the one interface every producer calls
-(``emit``); stores (in memory today, durable ones with the event-log work) implement it.
+* ``recorder``: the event envelope, the one interface every producer calls (``emit``), and the
+  process default recorder (configured from the environment on first use);
+* ``identity``: deterministic event ids (idempotency);
+* ``redact``: secrets out, size bounded, before anything is queued;
+* ``schema`` + ``migrations/``: the one table (and views) on Postgres or SQLite;
+* ``store``: reads and idempotent batched writes; ``outbox``: durable local spill;
+  ``writer``: the background batching recorder over both; ``config``: the environment settings;
+* ``listener``: Airflow listener hooks (DAG-run and task-instance transitions);
+* ``projection``: the execution state rebuilt from events alone (replay, ``noetlc status``);
+* ``timeline`` and ``cli``: ``noetlc events`` / ``noetlc status``.
+
+Only ``recorder`` and ``identity`` load with this package; the rest import SQLAlchemy and load
+when first used.
 """
 
 from __future__ import annotations
@@ -11,8 +22,11 @@ from .recorder import (
     MemoryRecorder,
     NullRecorder,
     Recorder,
+    TeeRecorder,
     current_recorder,
+    default_recorder,
     emit,
+    flush,
     recording,
     set_default_recorder,
 )
@@ -22,8 +36,11 @@ __all__ = [
     "MemoryRecorder",
     "NullRecorder",
     "Recorder",
+    "TeeRecorder",
     "current_recorder",
+    "default_recorder",
     "emit",
+    "flush",
     "recording",
     "set_default_recorder",
 ]

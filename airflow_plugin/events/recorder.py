@@ -36,22 +36,36 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .identity import event_id
+
 __all__ = [
     "COORDINATES",
     "Event",
     "MemoryRecorder",
     "NullRecorder",
     "Recorder",
+    "TeeRecorder",
     "current_recorder",
+    "default_recorder",
     "emit",
+    "flush",
     "recording",
     "set_default_recorder",
 ]
 
 log = logging.getLogger(__name__)
 
-# Airflow coordinates a recording scope stamps on its events.
-COORDINATES = ("dag_id", "run_id", "task_id", "map_index", "try_number")
+# What a recording scope stamps on its events: the Airflow coordinates of the task attempt and
+# the playbook the DAG was compiled from.
+COORDINATES = (
+    "dag_id",
+    "run_id",
+    "task_id",
+    "map_index",
+    "try_number",
+    "playbook_path",
+    "playbook_hash",
+)
 
 
 def _now() -> _dt.datetime:
@@ -85,6 +99,28 @@ class Event:
     task_id: str | None = None
     map_index: int | None = None
     try_number: int | None = None
+    playbook_path: str | None = None
+    playbook_hash: str | None = None
+    parent_execution_id: str | None = None
+    parent_event_id: str | None = None
+    # Deterministic (see ``identity``); assigned by :func:`emit` unless the producer set it.
+    event_id: str | None = None
+
+    def identity_key(self) -> tuple[Any, ...]:
+        """What makes this transition this one (``occurrence`` aside)."""
+        return (
+            self.execution_id,
+            self.dag_id,
+            self.run_id,
+            self.task_id,
+            self.map_index,
+            self.try_number,
+            self.entity,
+            self.entity_id,
+            self.name,
+            self.attempt,
+            self.iteration,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -124,8 +160,49 @@ class MemoryRecorder:
             self.events.clear()
 
 
-_default: Recorder = NullRecorder()
-_scope: contextvars.ContextVar[tuple[Recorder, dict[str, Any]] | None] = contextvars.ContextVar(
+class TeeRecorder:
+    """Sends every event to several recorders (``noetlc run``: its report and the store)."""
+
+    def __init__(self, *recorders: Recorder) -> None:
+        self.recorders = recorders
+
+    def record(self, event: Event) -> None:
+        for recorder in self.recorders:
+            recorder.record(event)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        return all(flush(recorder, timeout) for recorder in self.recorders)
+
+
+def flush(recorder: Recorder, timeout: float | None = None) -> bool:
+    """Flush ``recorder`` if it buffers (a store writer); True when nothing is left behind."""
+    method = getattr(recorder, "flush", None)
+    if method is None:
+        return True
+    try:
+        return bool(method(timeout))
+    except Exception:  # observing must never break the observed work
+        log.exception("NoETL event recorder failed to flush")
+        return False
+
+
+class _Scope:
+    """One recording scope: where events go, what is stamped on them, and how many events of
+    each identity key it emitted (the ``occurrence`` that keeps repeated transitions apart)."""
+
+    __slots__ = ("coordinates", "occurrences", "recorder")
+
+    def __init__(self, recorder: Recorder, coordinates: dict[str, Any]) -> None:
+        self.recorder = recorder
+        self.coordinates = coordinates
+        self.occurrences: dict[tuple[Any, ...], int] = {}
+
+
+_UNSET: Any = object()
+_default: Recorder = _UNSET
+_default_lock = threading.Lock()
+_unscoped = _Scope(NullRecorder(), {})
+_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
     "noetl_recording", default=None
 )
 
@@ -133,25 +210,65 @@ _scope: contextvars.ContextVar[tuple[Recorder, dict[str, Any]] | None] = context
 def set_default_recorder(recorder: Recorder | None) -> Recorder:
     """Install the process-wide recorder (None = drop events); returns the previous one."""
     global _default
-    previous = _default
-    _default = recorder if recorder is not None else NullRecorder()
-    return previous
+    with _default_lock:
+        previous = _default
+        _default = recorder if recorder is not None else NullRecorder()
+        _unscoped.occurrences.clear()
+    return previous if previous is not _UNSET else NullRecorder()
+
+
+def default_recorder() -> Recorder:
+    """The process-wide recorder; on first use, the one the environment configures (the store
+    of ``config.settings()``, or nothing when ``NOETL_EVENTS=off``)."""
+    global _default
+    if _default is _UNSET:
+        with _default_lock:
+            if _default is _UNSET:
+                _default = _configured()
+    return _default
+
+
+def _configured() -> Recorder:
+    try:
+        from .config import settings
+
+        options = settings()
+        if not options.enabled:
+            return NullRecorder()
+        from .outbox import Outbox
+        from .store import EventStore
+        from .writer import StoreRecorder
+
+        return StoreRecorder(
+            EventStore(options.url),
+            Outbox(options.outbox),
+            max_data_bytes=options.max_data_bytes,
+            flush_timeout=options.flush_timeout,
+        )
+    except Exception:
+        # A broken setting must not break tasks, but it must be heard: every task log says it.
+        log.exception("NoETL event log is misconfigured; events of this process are dropped")
+        return NullRecorder()
 
 
 def current_recorder() -> Recorder:
     scope = _scope.get()
-    return scope[0] if scope is not None else _default
+    return scope.recorder if scope is not None else default_recorder()
 
 
 @contextlib.contextmanager
 def recording(recorder: Recorder | None = None, **coordinates: Any) -> Iterator[Recorder]:
     """Scope in which events go to ``recorder`` (default: the current one) stamped with the given
-    Airflow ``coordinates`` (dag_id, run_id, task_id, map_index, try_number) and any outer ones."""
+    ``coordinates`` (:data:`COORDINATES`) and any outer ones."""
     outer = _scope.get()
     target = recorder or current_recorder()
-    merged = dict(outer[1]) if outer is not None else {}
+    merged = dict(outer.coordinates) if outer is not None else {}
     merged.update({k: v for k, v in coordinates.items() if k in COORDINATES and v is not None})
-    token = _scope.set((target, merged))
+    scope = _Scope(target, merged)
+    if outer is not None and outer.recorder is target:
+        # Same destination, same task attempt: keep counting where the outer scope is.
+        scope.occurrences = outer.occurrences
+    token = _scope.set(scope)
     try:
         yield target
     finally:
@@ -159,16 +276,24 @@ def recording(recorder: Recorder | None = None, **coordinates: Any) -> Iterator[
 
 
 def emit(event: Event) -> None:
-    """Send ``event`` to the current recorder; a failing recorder is logged, never raised."""
+    """Send ``event`` to the current recorder, stamped and with its deterministic id; a failing
+    recorder is logged, never raised."""
     scope = _scope.get()
-    recorder, coordinates = scope if scope is not None else (_default, {})
+    if scope is None:
+        scope = _unscoped
+        scope.recorder = default_recorder()
+    recorder = scope.recorder
     if isinstance(recorder, NullRecorder):
         return
-    if coordinates:
-        event = replace(
-            event, **{k: v for k, v in coordinates.items() if getattr(event, k) is None}
-        )
     try:
+        stamps = {k: v for k, v in scope.coordinates.items() if getattr(event, k) is None}
+        if stamps:
+            event = replace(event, **stamps)
+        if event.event_id is None:
+            key = event.identity_key()
+            occurrence = scope.occurrences.get(key, 0)
+            scope.occurrences[key] = occurrence + 1
+            event = replace(event, event_id=event_id(*key, occurrence))
         recorder.record(event)
     except Exception:  # observing must never break the observed work
         log.exception("NoETL event recorder failed; event %s of %s dropped", event.name, event.step)

@@ -37,7 +37,7 @@ from airflow.sdk import timezone
 from airflow.utils.state import DagRunState, TaskInstanceState
 from airflow.utils.types import DagRunTriggeredByType, DagRunType
 
-from ..events import Event, MemoryRecorder
+from ..events import Event, MemoryRecorder, Recorder
 from .report import FINISHED, TaskRow
 
 __all__ = ["DriveListener", "Driver", "RunRecorder", "task_row"]
@@ -52,17 +52,21 @@ MAX_RETRY_WAIT = 1.0  # seconds slept at a time while an Airflow retry waits for
 
 
 class RunRecorder(MemoryRecorder):
-    """Keeps every event; stamps the run being driven on events without coordinates."""
+    """Keeps every event for the report; stamps the run being driven on events without
+    coordinates, then hands them on to ``forward`` (the event log)."""
 
-    def __init__(self) -> None:
+    def __init__(self, forward: Recorder | None = None) -> None:
         super().__init__()
         self.active: list[tuple[str, str]] = []
+        self.forward = forward
 
     def record(self, event: Event) -> None:
         if self.active and event.dag_id is None:
             dag_id, run_id = self.active[-1]
             event = dataclasses.replace(event, dag_id=dag_id, run_id=run_id)
         super().record(event)
+        if self.forward is not None:
+            self.forward.record(event)
 
 
 class DriveListener(Protocol):

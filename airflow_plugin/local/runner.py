@@ -201,7 +201,7 @@ def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: st
 def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str], err: IO[str]):
     from airflow.exceptions import ParamValidationError
 
-    from ..events import set_default_recorder
+    from ..events import NullRecorder, default_recorder, flush, set_default_recorder
     from ..runtime.ids import execution_id_for
     from .driver import Driver, RunRecorder
 
@@ -217,7 +217,8 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     parent = request["dag_id"]
     conf = run_conf(dags[parent], request.get("conf") or {}, request.get("set") or [])
 
-    recorder = RunRecorder()
+    event_log = default_recorder()  # the store the environment configures (or none)
+    recorder = RunRecorder(None if isinstance(event_log, NullRecorder) else event_log)
     set_default_recorder(recorder)
     progress = Progress(payloads, progress_stream, recorder)
     driver = Driver(dags, recorder, progress)
@@ -236,14 +237,16 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     except ParamValidationError as exc:
         first = (str(exc).strip().splitlines() or ["invalid"])[0]
         raise UsageProblem(f"the workload does not fit the playbook: {first}") from None
-    progress_stream.write(
-        f"{parent}  run {run.run_id}  execution_id {execution_id_for(parent, run.run_id)}\n"
-    )
+    execution_id = execution_id_for(parent, run.run_id)
+    progress_stream.write(f"{parent}  run {run.run_id}  execution_id {execution_id}\n")
+    progress_stream.write(f"events  {_event_log_location(event_log, execution_id)}\n")
     # Set-up is over: what it built stays (frozen, never scanned again); the tasks, which may
     # loop for long, run with the collector on.
     gc.freeze()
     gc.enable()
     state = driver.drive(run)
+    if recorder.forward is not None and not flush(recorder.forward, 30.0):
+        err.write("noetlc: the event log is unreachable; events wait in its outbox\n")
     for event in recorder.events:  # the event trail, for whoever reads the log
         log.info(
             "event %s %s step=%s execution_id=%s task=%s iteration=%s",
@@ -267,6 +270,13 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     else:
         out.write(render_summary(report, time.monotonic() - started, str(log_path)))
     return EXIT_OK if report["state"] == "success" else EXIT_FAILED
+
+
+def _event_log_location(event_log: Any, execution_id: int) -> str:
+    store = getattr(event_log, "store", None)
+    if store is None:
+        return "off (NOETL_EVENTS=off)"
+    return f"{store.describe()}  (noetlc events {execution_id})"
 
 
 def _final_state(dag_id: str, run_id: str) -> str:

@@ -150,14 +150,18 @@ class NoetlTaskMixin(BranchMixIn):
 
     def recording(self, context: Mapping[str, Any]):
         from ..events import recording
+        from ..events.listener import playbook_identity
 
         ti = context["ti"]
+        path, digest = playbook_identity(getattr(self, "dag", None))
         return recording(
             dag_id=getattr(ti, "dag_id", None) or self.dag_id,
             run_id=getattr(ti, "run_id", None) or context.get("run_id"),
             task_id=self.task_id,
             map_index=getattr(ti, "map_index", None),
             try_number=getattr(ti, "try_number", None),
+            playbook_path=path,
+            playbook_hash=digest,
         )
 
     # -- output -------------------------------------------------------------------------------

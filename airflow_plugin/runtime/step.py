@@ -847,7 +847,13 @@ def _observed(run: _StepRun, body: Callable[[], StepOutcome]) -> StepOutcome:
         alias="step.exit",
         attempt=outcome.attempts,
         duration=time.monotonic() - started,
-        data={"result": outcome.result, "next": outcome.next_steps, "status": outcome.status},
+        data={
+            "result": outcome.result,
+            "next": outcome.next_steps,
+            "status": outcome.status,
+            "ctx": outcome.ctx_writes,
+            "vars": outcome.vars_writes,
+        },
     )
     if outcome.next_steps or run.arcs:
         run.emit(

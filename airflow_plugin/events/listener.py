@@ -1,0 +1,363 @@
+"""Airflow listener hooks -> NoETL events: the workflow and task lifecycle.
+
+Where each hook runs in Airflow 3.3 (shared/reference/airflow3.md section 7b) decides what it can
+see and what it must not do:
+
+| hook | process | events |
+|---|---|---|
+| ``on_task_instance_running`` | task runner (worker) | PlaybookExecutionRequested, WorkflowStarted (first task of a run; ids dedupe the rest), TaskStarted |
+| ``on_task_instance_success/failed/skipped`` | task runner; scheduler for a killed worker, a timeout, a lost heartbeat; API server for a manual state change | TaskFinished (status success, error, skipped), then the task's events are flushed |
+| ``on_dag_run_running`` | scheduler (not under ``dag.test``) | PlaybookExecutionRequested, WorkflowStarted |
+| ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed), WorkflowFinished, PlaybookProcessed |
+| ``before_stopping`` | every task runner and Airflow job | flush |
+
+One transition can be told twice (the worker and the scheduler both report a failure; every task
+of a run announces its start): ids are derived from the transition alone, so the store keeps one
+row, and a task attempt has exactly one TaskFinished whoever reported it first. Hooks never raise
+(pluggy stops at the first raising listener, which would silence the others) and never touch
+Airflow's metadata DB from a worker (Airflow 3 forbids it there).
+
+Only DAGs compiled by noetlc are recorded (their operators carry a NoETL ``payload``, or the DAG
+is tagged ``noetl``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pluggy
+
+from ..runtime.ids import execution_id_for
+from .identity import event_id
+from .recorder import Event, default_recorder, emit, flush
+
+__all__ = ["EventLogListener", "playbook_identity"]
+
+log = logging.getLogger(__name__)
+
+hookimpl = pluggy.HookimplMarker("airflow")
+
+_SOURCE = re.compile(r"^Source: (?P<path>.+)$", re.M)
+_HASH = re.compile(r"^SHA-256: (?P<hash>[0-9a-f]{64})$", re.M)
+_NEVER_RAN = ("skipped", "upstream_failed", "removed")
+
+
+def playbook_identity(dag: Any) -> tuple[str | None, str | None]:
+    """(playbook path, content sha256) from a compiled DAG's docstring (emitter 1 writes both)."""
+    doc = getattr(dag, "doc_md", None) or ""
+    path, digest = _SOURCE.search(doc), _HASH.search(doc)
+    return (path["path"].strip() if path else None, digest["hash"] if digest else None)
+
+
+def _state(value: Any) -> str | None:
+    value = getattr(value, "value", value)
+    return None if value is None else str(value)
+
+
+def _is_worker_ti(task_instance: Any) -> bool:
+    # The task runner passes a RuntimeTaskInstance; scheduler and API server pass the ORM model.
+    return type(task_instance).__name__ == "RuntimeTaskInstance"
+
+
+class EventLogListener:
+    """Registered by ``airflow_plugin.plugin.NoetlPlugin``; one instance per process."""
+
+    def __init__(self) -> None:
+        self._announced: set[int] = set()
+        self._noetl_dags: dict[str, bool] = {}
+
+    # -- task instances -----------------------------------------------------------------------
+
+    @hookimpl
+    def on_task_instance_running(self, previous_state: Any, task_instance: Any) -> None:
+        self._guard(self._task_running, task_instance)
+
+    @hookimpl
+    def on_task_instance_success(self, previous_state: Any, task_instance: Any) -> None:
+        self._guard(self._task_finished, task_instance, "success", None)
+
+    @hookimpl
+    def on_task_instance_failed(self, previous_state: Any, task_instance: Any, error: Any) -> None:
+        self._guard(self._task_finished, task_instance, "error", error)
+
+    @hookimpl
+    def on_task_instance_skipped(self, previous_state: Any, task_instance: Any) -> None:
+        self._guard(self._task_finished, task_instance, "skipped", None)
+
+    # -- DAG runs -----------------------------------------------------------------------------
+
+    @hookimpl
+    def on_dag_run_running(self, dag_run: Any, msg: str) -> None:
+        self._guard(self._run_started, dag_run)
+
+    @hookimpl
+    def on_dag_run_success(self, dag_run: Any, msg: str) -> None:
+        self._guard(self._run_finished, dag_run, "success", msg)
+
+    @hookimpl
+    def on_dag_run_failed(self, dag_run: Any, msg: str) -> None:
+        self._guard(self._run_finished, dag_run, "error", msg)
+
+    @hookimpl
+    def before_stopping(self, component: Any) -> None:
+        self._guard(lambda: flush(default_recorder()))
+
+    # -- what the hooks do --------------------------------------------------------------------
+
+    def _guard(self, action: Any, *args: Any) -> None:
+        try:
+            action(*args)
+        except BaseException:  # a listener must never fail or silence anything else
+            log.exception("NoETL event log listener failed")
+
+    def _is_noetl(self, dag_id: str, dag: Any = None, task: Any = None) -> bool:
+        if task is not None and isinstance(getattr(task, "payload", None), Mapping):
+            self._noetl_dags[dag_id] = True
+            return True
+        if dag_id not in self._noetl_dags:
+            tags = getattr(dag, "tags", None) if dag is not None else _tags_from_db(dag_id)
+            self._noetl_dags[dag_id] = "noetl" in set(tags or ())
+        return self._noetl_dags[dag_id]
+
+    def _task_running(self, ti: Any) -> None:
+        task = getattr(ti, "task", None)
+        dag = getattr(task, "dag", None)
+        if not self._is_noetl(ti.dag_id, dag, task):
+            return
+        execution_id = execution_id_for(ti.dag_id, ti.run_id)
+        path, digest = playbook_identity(dag)
+        if execution_id not in self._announced:
+            conf = _conf_of(ti)
+            self._announce(ti.dag_id, ti.run_id, execution_id, path, digest, "worker", conf)
+        payload = getattr(task, "payload", None) or {}
+        emit(
+            self._task_event(
+                ti,
+                "TaskStarted",
+                "in_progress",
+                execution_id,
+                path,
+                digest,
+                step=payload.get("step"),
+                data={"operator": type(task).__name__ if task is not None else None},
+            )
+        )
+
+    def _task_finished(self, ti: Any, status: str, error: Any) -> None:
+        task = getattr(ti, "task", None)
+        dag = getattr(task, "dag", None)
+        if not self._is_noetl(ti.dag_id, dag, task):
+            return
+        execution_id = execution_id_for(ti.dag_id, ti.run_id)
+        path, digest = playbook_identity(dag)
+        state = _state(getattr(ti, "state", None))
+        data: dict[str, Any] = {"state": state}
+        if error is not None:
+            data["error"] = _error_text(error)
+        if state == "up_for_retry":
+            data["will_retry"] = True
+        payload = getattr(task, "payload", None) or {}
+        emit(
+            self._task_event(
+                ti,
+                "TaskFinished",
+                status,
+                execution_id,
+                path,
+                digest,
+                step=payload.get("step"),
+                data=data,
+                duration=_float(getattr(ti, "duration", None)),
+            )
+        )
+        # The task is over: its events must be stored (or in the outbox) before the process
+        # ends (the supervisor gives listeners task_success_overtime, 20 s by default).
+        flush(default_recorder())
+
+    def _task_event(
+        self,
+        ti: Any,
+        name: str,
+        status: str,
+        execution_id: int,
+        path: str | None,
+        digest: str | None,
+        **fields: Any,
+    ) -> Event:
+        map_index = ti.map_index if ti.map_index is not None else -1
+        try_number = int(ti.try_number or 0)
+        entity_id = ti.task_id if map_index < 0 else f"{ti.task_id}[{map_index}]"
+        return Event(
+            name=name,
+            entity="task",
+            entity_id=entity_id,
+            status=status,
+            execution_id=str(execution_id),
+            source="worker" if _is_worker_ti(ti) else "server",
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+            task_id=ti.task_id,
+            map_index=map_index,
+            try_number=try_number,
+            playbook_path=path,
+            playbook_hash=digest,
+            # One id per task attempt and name, whichever process tells it.
+            event_id=event_id("task", execution_id, ti.task_id, map_index, try_number, name),
+            **fields,
+        )
+
+    def _announce(
+        self,
+        dag_id: str,
+        run_id: str,
+        execution_id: int,
+        path: str | None,
+        digest: str | None,
+        source: str,
+        conf: Mapping[str, Any],
+    ) -> None:
+        self._announced.add(execution_id)
+        common = {
+            "entity_id": dag_id,
+            "execution_id": str(execution_id),
+            "source": source,
+            "dag_id": dag_id,
+            "run_id": run_id,
+            "playbook_path": path,
+            "playbook_hash": digest,
+        }
+        emit(
+            Event(
+                name="PlaybookExecutionRequested",
+                entity="playbook",
+                status="success",
+                data={"workload": dict(conf)},
+                event_id=event_id("run", execution_id, "PlaybookExecutionRequested"),
+                **common,
+            )
+        )
+        emit(
+            Event(
+                name="WorkflowStarted",
+                entity="workflow",
+                status="in_progress",
+                event_id=event_id("run", execution_id, "WorkflowStarted"),
+                **common,
+            )
+        )
+
+    def _run_started(self, dag_run: Any) -> None:
+        dag = getattr(dag_run, "dag", None)
+        if not self._is_noetl(dag_run.dag_id, dag):
+            return
+        execution_id = execution_id_for(dag_run.dag_id, dag_run.run_id)
+        path, digest = playbook_identity(dag)
+        conf = getattr(dag_run, "conf", None) or {}
+        self._announce(dag_run.dag_id, dag_run.run_id, execution_id, path, digest, "server", conf)
+
+    def _run_finished(self, dag_run: Any, status: str, msg: str | None) -> None:
+        dag = getattr(dag_run, "dag", None)
+        if not self._is_noetl(dag_run.dag_id, dag):
+            return
+        execution_id = execution_id_for(dag_run.dag_id, dag_run.run_id)
+        path, digest = playbook_identity(dag)
+        if execution_id not in self._announced:
+            conf = getattr(dag_run, "conf", None) or {}
+            self._announce(
+                dag_run.dag_id, dag_run.run_id, execution_id, path, digest, "server", conf
+            )
+        # Tasks the scheduler skipped never ran, so no task hook told of them.
+        never_ran = []
+        for ti in _task_instances(dag_run):
+            state = _state(ti.state)
+            if state in _NEVER_RAN:
+                never_ran.append(ti.task_id)
+                emit(
+                    self._task_event(
+                        ti, "TaskFinished", "skipped", execution_id, path, digest,
+                        data={"state": state},
+                    )
+                )
+        common = {
+            "entity_id": dag_run.dag_id,
+            "execution_id": str(execution_id),
+            "source": "server",
+            "dag_id": dag_run.dag_id,
+            "run_id": dag_run.run_id,
+            "playbook_path": path,
+            "playbook_hash": digest,
+            "duration": _run_duration(dag_run),
+        }
+        data = {"state": _state(getattr(dag_run, "state", None)), "message": msg}
+        emit(
+            Event(
+                name="WorkflowFinished",
+                entity="workflow",
+                status=status,
+                data=data,
+                event_id=event_id("run", execution_id, "WorkflowFinished"),
+                **common,
+            )
+        )
+        emit(
+            Event(
+                name="PlaybookProcessed",
+                entity="playbook",
+                status=status,
+                data=data,
+                event_id=event_id("run", execution_id, "PlaybookProcessed"),
+                **common,
+            )
+        )
+        flush(default_recorder())
+
+
+def _conf_of(ti: Any) -> Mapping[str, Any]:
+    try:
+        dag_run = ti.get_template_context().get("dag_run")
+    except Exception:
+        return {}
+    conf = getattr(dag_run, "conf", None)
+    return conf if isinstance(conf, Mapping) else {}
+
+
+def _task_instances(dag_run: Any) -> list[Any]:
+    try:
+        return list(dag_run.get_task_instances())
+    except Exception:  # no DB access here (a worker): the scheduler's hook reports them
+        log.debug("NoETL event log: task instances of %s not readable here", dag_run.run_id)
+        return []
+
+
+def _tags_from_db(dag_id: str) -> list[str]:
+    try:
+        from airflow.models.dag import DagModel
+
+        model = DagModel.get_dagmodel(dag_id)
+    except Exception:
+        return []
+    return [getattr(tag, "name", tag) for tag in (getattr(model, "tags", None) or [])]
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, BaseException):
+        text = str(error).strip()
+        return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return str(error)
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _run_duration(dag_run: Any) -> float | None:
+    start, end = getattr(dag_run, "start_date", None), getattr(dag_run, "end_date", None)
+    if start is None or end is None:
+        return None
+    return (end - start).total_seconds()

@@ -1,0 +1,17 @@
+"""Alembic environment: always called by ``store.migrate`` with an open connection."""
+
+from alembic import context
+
+from airflow_plugin.events.schema import SCHEMA
+
+VERSION_TABLE = "event_log_version"
+
+connection = context.config.attributes["connection"]
+context.configure(
+    connection=connection,
+    version_table=VERSION_TABLE,
+    version_table_schema=SCHEMA if connection.dialect.name == "postgresql" else None,
+    transactional_ddl=True,
+)
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,121 @@
+"""The local outbox: where events wait while the store cannot take them.
+
+A batch that could not be stored becomes one file, written whole or not at all (a ``.tmp``
+file, fsync, rename to ``.jsonl``), so a reader never sees half a batch and a crash never
+leaves a torn one. Delivery reads a file, stores its rows (duplicates are ignored by the store,
+so a file delivered twice, by two processes or after a crash between insert and unlink, adds
+nothing) and only then removes it. A file that cannot be parsed is never deleted: it is renamed
+``.bad`` and reported, so no event is lost silently.
+
+Layout: ``<dir>/<utc time>-<pid>-<random>.jsonl``, one JSON row per line; the names sort in
+the order the batches were written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Outbox"]
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def put(self, rows: Sequence[Mapping[str, Any]]) -> Path | None:
+        """Write ``rows`` as one durable batch file; returns its path."""
+        if not rows:
+            return None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+        name = f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp = self.directory / f".{name}.tmp"
+        final = self.directory / f"{name}.jsonl"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, separators=(",", ":"), default=_json_default))
+                handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+        _fsync_dir(self.directory)
+        return final
+
+    def pending(self) -> list[Path]:
+        try:
+            return sorted(self.directory.glob("*.jsonl"))
+        except OSError:
+            return []
+
+    def count(self) -> int:
+        """Events waiting (lines in pending files)."""
+        total = 0
+        for path in self.pending():
+            try:
+                with open(path, "rb") as handle:
+                    total += sum(1 for _ in handle)
+            except FileNotFoundError:
+                continue
+        return total
+
+    def deliver(self, store: Callable[[list[dict[str, Any]]], None]) -> int:
+        """Hand every pending batch to ``store`` (which raises when it cannot take it), oldest
+        first; stop at the first failure. Returns the number of rows delivered."""
+        delivered = 0
+        for path in self.pending():
+            rows = self._read(path)
+            if rows is None:
+                continue
+            store(rows)  # raises: the file stays for the next attempt
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass  # another process delivered it too: the store kept one copy
+            delivered += len(rows)
+        return delivered
+
+    def _read(self, path: Path) -> list[dict[str, Any]] | None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            return [json.loads(line) for line in _lines(text)]
+        except ValueError as exc:
+            bad = path.with_suffix(".bad")
+            os.replace(path, bad)
+            log.error("NoETL event outbox: %s is not readable (%s); kept as %s", path, exc, bad)
+            return None
+
+
+def _lines(text: str) -> Iterable[str]:
+    return (line for line in text.splitlines() if line.strip())
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # The rename is durable only once the directory entry is.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

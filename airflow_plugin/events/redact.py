@@ -1,0 +1,103 @@
+"""What an event may carry into storage: secrets redacted, size bounded.
+
+Applied to every event before it is queued, so neither the store nor the outbox file ever holds
+a secret:
+
+* every value Airflow's secrets masker knows (connection passwords and secret extras fetched
+  through Airflow, values the secrets tool resolved, anything ``mask_secret`` registered) is
+  replaced wherever it occurs, also inside longer strings;
+* values under secret-looking keys (the masker's sensitive names, plus ``credential(s)``,
+  ``passwd``, ``pwd``, ``dsn``... as :data:`SECRET_KEY` reads them) are replaced whole;
+* credentials inside URLs and DSNs (``scheme://user:password@host``, ``password=...``) lose the
+  password;
+* a payload larger than ``max_bytes`` once serialised is replaced by its size, its sha256 and a
+  short preview of the redacted text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["REDACTED", "SECRET_KEY", "bound", "redact"]
+
+REDACTED = "***"
+PREVIEW_CHARS = 512
+
+# Key names whose values are secrets whatever they hold (case-insensitive, anywhere in the key).
+SECRET_KEY = re.compile(
+    r"passw(or)?d|passwd|\bpwd\b|_pwd$|^pwd|passphrase|secret|token|api[-_ ]?key|apikey"
+    r"|private[-_ ]?key|credential|authorization|\bauth[-_]?header|cookie|\bdsn\b|_dsn$"
+    r"|access[-_]?key|client[-_]?secret|session[-_]?key",
+    re.IGNORECASE,
+)
+# user:password@ in any URL; password=... / pwd=... in libpq, JDBC and ODBC strings.
+_URL_CREDENTIALS = re.compile(r"(?P<head>[a-z][a-z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)@")
+_KV_PASSWORD = re.compile(r"(?P<head>\b(?:password|pwd|passwd)\s*=\s*)(?P<secret>'[^']*'|[^\s;&]+)", re.I)
+
+
+def redact(value: Any, *, key: str | None = None, _depth: int = 0) -> Any:
+    """``value`` with every secret replaced by :data:`REDACTED` (a new object)."""
+    if key is not None and SECRET_KEY.search(key) and value not in (None, "", {}, []):
+        return REDACTED
+    if isinstance(value, Mapping):
+        return {k: redact(v, key=str(k), _depth=_depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v, _depth=_depth + 1) for v in value]
+    if isinstance(value, str):
+        return _redact_text(value)
+    return value
+
+
+def _redact_text(text: str) -> str:
+    if "@" in text:
+        text = _URL_CREDENTIALS.sub(lambda m: m["head"] + REDACTED + "@", text)
+    if "=" in text:
+        text = _KV_PASSWORD.sub(lambda m: m["head"] + REDACTED, text)
+    return _masker_redact(text)
+
+
+def _masker_redact(text: str) -> str:
+    masker = _masker()
+    if masker is None:
+        return text
+    try:
+        return masker(text)
+    except Exception:  # a masker failure must not drop the event; the key rules still applied
+        return text
+
+
+_MASKER: Any = False
+
+
+def _masker() -> Any:
+    """Airflow's task-SDK masker ``redact`` (the one ``mask_secret`` feeds), or None without
+    Airflow. Looked up once per process."""
+    global _MASKER
+    if _MASKER is False:
+        try:
+            from airflow.sdk.log import redact as masker_redact
+        except Exception:
+            _MASKER = None
+        else:
+            _MASKER = masker_redact
+    return _MASKER
+
+
+def bound(data: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
+    """``data`` itself when its JSON is at most ``max_bytes``; else a stand-in that says what
+    was dropped: ``{"truncated": true, "size": bytes, "sha256": hex, "preview": text}``."""
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True, default=str)
+    encoded = text.encode()
+    if len(encoded) <= max_bytes:
+        return dict(data)
+    return {
+        "truncated": True,
+        "size": len(encoded),
+        "sha256": hashlib.sha256(encoded).hexdigest(),
+        "keys": sorted(str(k) for k in data)[:50],
+        "preview": text[:PREVIEW_CHARS],
+    }

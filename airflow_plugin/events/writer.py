@@ -1,0 +1,235 @@
+"""The durable recorder: events to the store in batches, never blocking, never lost.
+
+``StoreRecorder.record`` redacts and bounds the event, turns it into a row and puts it on a
+bounded in-memory queue; it never waits on the database. A background thread (one per process,
+started on first use and again after a fork) drains the queue in batches into the store. When the
+store fails, the batch goes to the outbox (``outbox``) and for a short back-off the following
+batches go there directly; the first batch stored after that also delivers the outbox. So a store
+that is down costs a task nothing but a local file write, and what was written while it was down
+arrives later, exactly once (ids are deterministic, inserts ignore duplicates).
+
+:meth:`flush` is called where a task ends (the listener's terminal hooks, process exit): it waits
+up to its timeout for the queue to drain, then writes whatever is still queued or in flight to
+the outbox. A batch that was in flight may then be stored twice; the store keeps one copy.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .outbox import Outbox
+from .recorder import Event
+from .redact import bound, redact
+from .schema import COLUMNS
+from .store import EventStore, StoreUnavailable
+
+__all__ = ["StoreRecorder", "event_row"]
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 1000
+QUEUE_LIMIT = 50_000  # events; beyond it record() writes straight to the outbox
+BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)  # seconds the store is left alone after failures
+
+
+def event_row(event: Event, max_data_bytes: int) -> dict[str, Any]:
+    """The stored form of ``event``: redacted, bounded, one key per column."""
+    row = {name: getattr(event, name, None) for name in COLUMNS if name not in _RENAMED}
+    row["duration_sec"] = event.duration
+    row["timestamp"] = event.timestamp.isoformat()
+    row["execution_id"] = _int_or_none(event.execution_id) or 0
+    row["parent_execution_id"] = _int_or_none(event.parent_execution_id)
+    row["data"] = bound(redact(dict(event.data)), max_data_bytes)
+    return row
+
+
+_RENAMED = {"duration_sec", "timestamp", "execution_id", "parent_execution_id", "data"}
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class StoreRecorder:
+    def __init__(
+        self,
+        store: EventStore,
+        outbox: Outbox,
+        *,
+        max_data_bytes: int = 65536,
+        flush_timeout: float = 2.0,
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.max_data_bytes = max_data_bytes
+        self.flush_timeout = flush_timeout
+        self.stored = 0  # rows handed to the store by this process
+        self.spilled = 0  # rows written to the outbox by this process
+        self._fresh_state()
+        # A forked task process starts with no queue, no thread and an unlocked lock of its own
+        # (the parent's lock may have been held by its writer thread at the fork).
+        os.register_at_fork(after_in_child=self._fresh_state)
+        atexit.register(self._at_exit)
+
+    def _fresh_state(self) -> None:
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._pid = 0
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(QUEUE_LIMIT)
+        self._inflight: list[dict[str, Any]] = []
+        self._pending = 0  # rows recorded and not yet stored or spilled
+        self._thread: threading.Thread | None = None
+        self._failures = 0
+        self._down_until = 0.0
+        self._outbox_checked = False
+
+    def __repr__(self) -> str:
+        return f"StoreRecorder({self.store.describe()}, outbox {self.outbox.directory})"
+
+    # -- the Recorder interface ---------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        row = event_row(event, self.max_data_bytes)
+        self._ensure_thread()
+        with self._lock:
+            self._pending += 1
+        try:
+            self._queue.put_nowait(row)
+        except queue.Full:
+            self._spill([row])
+            self._settle(1)
+
+    # -- ending -------------------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` s for every recorded event to be stored; what is not stored by
+        then goes to the outbox. True when everything reached the store."""
+        if self._pid != os.getpid():
+            return True  # nothing was recorded in this process
+        deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
+        with self._lock:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._settled.wait(remaining)
+            if not self._pending:
+                return True
+            left = self._drain() + list(self._inflight)
+            # Spilled here, so settled; an in-flight batch may still land in the store too.
+            self._pending = 0
+        self._spill(left)
+        return False
+
+    def deliver_outbox(self) -> int:
+        """Store what waits in the outbox now (``noetlc events flush``); raises StoreUnavailable."""
+        return self.outbox.deliver(self._store)
+
+    def _at_exit(self) -> None:
+        try:
+            self.flush()
+        except Exception:  # interpreter shutdown: never raise from here
+            log.exception("NoETL event log: flush at exit failed")
+
+    # -- the background thread ----------------------------------------------------------------
+
+    def _ensure_thread(self) -> None:
+        pid = os.getpid()
+        if self._pid == pid and self._thread is not None:
+            return
+        with self._lock:
+            if self._pid == pid and self._thread is not None:
+                return
+            self._pid = pid
+            self._thread = threading.Thread(
+                target=self._run, name="noetl-event-writer", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            row = self._queue.get()
+            with self._lock:
+                batch = [row, *self._drain(BATCH_SIZE - 1)]
+                self._inflight = batch
+            try:
+                self._write(batch)
+            except Exception:  # the writer must outlive any bug in one batch
+                log.exception("NoETL event log: writing a batch failed; kept in the outbox")
+                self._spill(batch)
+            finally:
+                with self._lock:
+                    self._inflight = []
+                self._settle(len(batch))
+
+    def _settle(self, count: int) -> None:
+        with self._lock:
+            self._pending = max(0, self._pending - count)
+            if not self._pending:
+                self._settled.notify_all()
+
+    def _drain(self, limit: int | None = None) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        while limit is None or len(rows) < limit:
+            try:
+                rows.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return rows
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
+        if time.monotonic() < self._down_until:
+            self._spill(batch)
+            return
+        try:
+            self._store(batch)
+        except StoreUnavailable as exc:
+            delay = BACKOFF[min(self._failures, len(BACKOFF) - 1)]
+            self._failures += 1
+            self._down_until = time.monotonic() + delay
+            log.warning(
+                "NoETL event log unavailable (%s); %d event(s) kept in the outbox %s, "
+                "delivered when it is back",
+                exc,
+                len(batch),
+                self.outbox.directory,
+            )
+            self._spill(batch)
+            return
+        recovered = self._failures > 0
+        self._failures = 0
+        if recovered or not self._outbox_checked:
+            self._outbox_checked = True
+            try:
+                delivered = self.outbox.deliver(self._store)
+            except StoreUnavailable:
+                return
+            if delivered:
+                log.info("NoETL event log: delivered %d event(s) from the outbox", delivered)
+
+    def _store(self, rows: list[dict[str, Any]]) -> None:
+        self.store.append(rows)
+        self.stored += len(rows)
+
+    def _spill(self, rows: list[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        try:
+            self.outbox.put(rows)
+            self.spilled += len(rows)
+        except OSError:
+            # Both the store and the local disk refuse: say so with everything needed to
+            # recover the events from the log line itself.
+            log.exception("NoETL event log: outbox %s not writable; events lost", self.outbox)
