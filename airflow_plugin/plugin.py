@@ -6,6 +6,8 @@ triggerer, each task runner) loads it and gets the event-log listener (``events.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from airflow.plugins_manager import AirflowPlugin
 
 from .events.listener import EventLogListener
@@ -14,4 +16,4 @@ from .events.listener import EventLogListener
 class NoetlPlugin(AirflowPlugin):
     name = "noetl"
     # An instance: a bare function or class registers nothing (airflow3.md section 7b).
-    listeners = [EventLogListener()]
+    listeners: ClassVar[list[EventLogListener]] = [EventLogListener()]

@@ -110,7 +110,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the managed Airflow home (default: $NOETLC_HOME or ~/.cache/noetlc/airflow)",
     )
+    events = commands.add_parser(
+        "events", help="the event log of runs: executions, one timeline, or flush the outbox"
+    )
+    events.add_argument(
+        "execution",
+        nargs="?",
+        help="an execution id (timeline), or `flush` (deliver the outbox); none: list executions",
+    )
+    events.add_argument("--dag", help="with --run: the timeline of this DAG run")
+    events.add_argument("--run", help="with --dag: the Airflow run id")
+    events.add_argument("--json", action="store_true", help="one JSON object per event")
+    events.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
+    status = commands.add_parser(
+        "status", help="the state of an execution, rebuilt from its events alone"
+    )
+    status.add_argument("execution", help="the execution id (`noetlc run` prints it)")
+    status.add_argument("--json", action="store_true", help="the state as one JSON object")
+    status.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
     return parser
+
+
+def run_event_log(args: argparse.Namespace) -> int:
+    """`noetlc events` / `noetlc status`: read the event log (airflow_plugin.events.cli)."""
+    import importlib.util
+
+    if importlib.util.find_spec("sqlalchemy") is None:
+        raise UsageError(
+            f"`noetlc {args.command}` needs the airflow extra: pip install 'noetlc[airflow]'"
+        )
+    from airflow_plugin.events import cli as events_cli
+
+    return (events_cli.run_events if args.command == "events" else events_cli.run_status)(args)
 
 
 def load_connections(path: str | None) -> set[str] | None:
@@ -354,6 +385,8 @@ COMMANDS = {
     "compile": run_compile,
     "graph": run_graph,
     "run": run_run,
+    "events": run_event_log,
+    "status": run_event_log,
 }
 
 

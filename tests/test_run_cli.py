@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -116,15 +117,29 @@ def test_first_run_creates_the_home_and_prints_steps_and_results(first_run, home
     lines = first_run.stdout.splitlines()
     header = lines[0].split()
     assert header[0] == "examples.hello_world" and header[-2] == "execution_id"
-    assert header[-1] == str(execution_id_for("examples.hello_world", header[2]))
-    progress = [line.split() for line in lines[1:4]]
+    execution_id = execution_id_for("examples.hello_world", header[2])
+    assert header[-1] == str(execution_id)
+    # Where the run's events are: the default event log, SQLite inside the managed home.
+    events_db = home / "noetl" / "events.db"
+    assert lines[1] == f"events  sqlite {events_db}  (noetlc events {execution_id})"
+    progress = [line.split() for line in lines[2:5]]
     assert [(p[0], p[1], p[3], p[4]) for p in progress] == [
         ("start", "success", "1", "attempt"),
         ("greet", "success", "1", "attempt"),
         ("end", "success", "1", "attempt"),
     ]
-    assert lines[4].startswith("success in ")
-    assert lines[5:] == [
+    assert lines[5].startswith("success in ")
+    with sqlite3.connect(events_db) as db:
+        names = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM event_log WHERE execution_id = ? ORDER BY seq", (execution_id,)
+            )
+        ]
+    assert names[:2] == ["PlaybookExecutionRequested", "WorkflowStarted"]
+    assert names[-2:] == ["WorkflowFinished", "PlaybookProcessed"]
+    assert names.count("StepFinished") == 3 and names.count("TaskFinished") == 3
+    assert lines[6:] == [
         "results:",
         '  start  {"status": "initialized"}',
         '  greet  {"greeting": "HELLO WORLD"}',

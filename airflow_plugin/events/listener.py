@@ -33,6 +33,7 @@ import pluggy
 from ..runtime.ids import execution_id_for
 from .identity import event_id
 from .recorder import Event, default_recorder, emit, flush
+from .workflow import run_finished, run_started
 
 __all__ = ["EventLogListener", "playbook_identity"]
 
@@ -40,14 +41,15 @@ log = logging.getLogger(__name__)
 
 hookimpl = pluggy.HookimplMarker("airflow")
 
-_SOURCE = re.compile(r"^Source: (?P<path>.+)$", re.M)
-_HASH = re.compile(r"^SHA-256: (?P<hash>[0-9a-f]{64})$", re.M)
+_SOURCE = re.compile(r"^Source: (?P<path>.+)$", re.MULTILINE)
+_HASH = re.compile(r"^SHA-256: (?P<hash>[0-9a-f]{64})$", re.MULTILINE)
 _NEVER_RAN = ("skipped", "upstream_failed", "removed")
 
 
 def playbook_identity(dag: Any) -> tuple[str | None, str | None]:
-    """(playbook path, content sha256) from a compiled DAG's docstring (emitter 1 writes both)."""
-    doc = getattr(dag, "doc_md", None) or ""
+    """(playbook path, content sha256) from a compiled DAG's docstring (emitter 1 writes both);
+    ``dag`` may also be the docstring itself."""
+    doc = dag if isinstance(dag, str) else getattr(dag, "doc_md", None) or ""
     path, digest = _SOURCE.search(doc), _HASH.search(doc)
     return (path["path"].strip() if path else None, digest["hash"] if digest else None)
 
@@ -220,33 +222,15 @@ class EventLogListener:
         conf: Mapping[str, Any],
     ) -> None:
         self._announced.add(execution_id)
-        common = {
-            "entity_id": dag_id,
-            "execution_id": str(execution_id),
-            "source": source,
-            "dag_id": dag_id,
-            "run_id": run_id,
-            "playbook_path": path,
-            "playbook_hash": digest,
-        }
-        emit(
-            Event(
-                name="PlaybookExecutionRequested",
-                entity="playbook",
-                status="success",
-                data={"workload": dict(conf)},
-                event_id=event_id("run", execution_id, "PlaybookExecutionRequested"),
-                **common,
-            )
-        )
-        emit(
-            Event(
-                name="WorkflowStarted",
-                entity="workflow",
-                status="in_progress",
-                event_id=event_id("run", execution_id, "WorkflowStarted"),
-                **common,
-            )
+        run_started(
+            execution_id,
+            dag_id,
+            workload=conf,
+            source=source,
+            dag_id=dag_id,
+            run_id=run_id,
+            playbook_path=path,
+            playbook_hash=digest,
         )
 
     def _run_started(self, dag_run: Any) -> None:
@@ -270,47 +254,31 @@ class EventLogListener:
                 dag_run.dag_id, dag_run.run_id, execution_id, path, digest, "server", conf
             )
         # Tasks the scheduler skipped never ran, so no task hook told of them.
-        never_ran = []
         for ti in _task_instances(dag_run):
             state = _state(ti.state)
             if state in _NEVER_RAN:
-                never_ran.append(ti.task_id)
                 emit(
                     self._task_event(
-                        ti, "TaskFinished", "skipped", execution_id, path, digest,
+                        ti,
+                        "TaskFinished",
+                        "skipped",
+                        execution_id,
+                        path,
+                        digest,
                         data={"state": state},
                     )
                 )
-        common = {
-            "entity_id": dag_run.dag_id,
-            "execution_id": str(execution_id),
-            "source": "server",
-            "dag_id": dag_run.dag_id,
-            "run_id": dag_run.run_id,
-            "playbook_path": path,
-            "playbook_hash": digest,
-            "duration": _run_duration(dag_run),
-        }
-        data = {"state": _state(getattr(dag_run, "state", None)), "message": msg}
-        emit(
-            Event(
-                name="WorkflowFinished",
-                entity="workflow",
-                status=status,
-                data=data,
-                event_id=event_id("run", execution_id, "WorkflowFinished"),
-                **common,
-            )
-        )
-        emit(
-            Event(
-                name="PlaybookProcessed",
-                entity="playbook",
-                status=status,
-                data=data,
-                event_id=event_id("run", execution_id, "PlaybookProcessed"),
-                **common,
-            )
+        run_finished(
+            execution_id,
+            dag_run.dag_id,
+            status=status,
+            data={"state": _state(getattr(dag_run, "state", None)), "message": msg},
+            source="server",
+            dag_id=dag_run.dag_id,
+            run_id=dag_run.run_id,
+            playbook_path=path,
+            playbook_hash=digest,
+            duration=_run_duration(dag_run),
         )
         flush(default_recorder())
 
@@ -318,7 +286,7 @@ class EventLogListener:
 def _conf_of(ti: Any) -> Mapping[str, Any]:
     try:
         dag_run = ti.get_template_context().get("dag_run")
-    except Exception:
+    except Exception:  # noqa: BLE001 - an ORM task instance has no template context: no conf
         return {}
     conf = getattr(dag_run, "conf", None)
     return conf if isinstance(conf, Mapping) else {}
@@ -327,7 +295,7 @@ def _conf_of(ti: Any) -> Mapping[str, Any]:
 def _task_instances(dag_run: Any) -> list[Any]:
     try:
         return list(dag_run.get_task_instances())
-    except Exception:  # no DB access here (a worker): the scheduler's hook reports them
+    except Exception:  # noqa: BLE001 - no DB access here (a worker): the scheduler's hook reports them
         log.debug("NoETL event log: task instances of %s not readable here", dag_run.run_id)
         return []
 
@@ -337,7 +305,7 @@ def _tags_from_db(dag_id: str) -> list[str]:
         from airflow.models.dag import DagModel
 
         model = DagModel.get_dagmodel(dag_id)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no metadata DB in this process: not known as NoETL
         return []
     return [getattr(tag, "name", tag) for tag in (getattr(model, "tags", None) or [])]
 

@@ -45,6 +45,7 @@ __all__ = [
     "NullRecorder",
     "Recorder",
     "TeeRecorder",
+    "current_event_id",
     "current_recorder",
     "default_recorder",
     "emit",
@@ -190,12 +191,13 @@ class _Scope:
     """One recording scope: where events go, what is stamped on them, and how many events of
     each identity key it emitted (the ``occurrence`` that keeps repeated transitions apart)."""
 
-    __slots__ = ("coordinates", "occurrences", "recorder")
+    __slots__ = ("coordinates", "last_event_id", "occurrences", "recorder")
 
     def __init__(self, recorder: Recorder, coordinates: dict[str, Any]) -> None:
         self.recorder = recorder
         self.coordinates = coordinates
         self.occurrences: dict[tuple[Any, ...], int] = {}
+        self.last_event_id: str | None = None
 
 
 _UNSET: Any = object()
@@ -275,6 +277,12 @@ def recording(recorder: Recorder | None = None, **coordinates: Any) -> Iterator[
         _scope.reset(token)
 
 
+def current_event_id() -> str | None:
+    """Id of the event this scope emitted last: the parent of what starts now (a nested run)."""
+    scope = _scope.get()
+    return scope.last_event_id if scope is not None else None
+
+
 def emit(event: Event) -> None:
     """Send ``event`` to the current recorder, stamped and with its deterministic id; a failing
     recorder is logged, never raised."""
@@ -294,6 +302,7 @@ def emit(event: Event) -> None:
             occurrence = scope.occurrences.get(key, 0)
             scope.occurrences[key] = occurrence + 1
             event = replace(event, event_id=event_id(*key, occurrence))
+        scope.last_event_id = event.event_id
         recorder.record(event)
     except Exception:  # observing must never break the observed work
         log.exception("NoETL event recorder failed; event %s of %s dropped", event.name, event.step)

@@ -36,7 +36,9 @@ SECRET_KEY = re.compile(
 )
 # user:password@ in any URL; password=... / pwd=... in libpq, JDBC and ODBC strings.
 _URL_CREDENTIALS = re.compile(r"(?P<head>[a-z][a-z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)@")
-_KV_PASSWORD = re.compile(r"(?P<head>\b(?:password|pwd|passwd)\s*=\s*)(?P<secret>'[^']*'|[^\s;&]+)", re.I)
+_KV_PASSWORD = re.compile(
+    r"(?P<head>\b(?:password|pwd|passwd)\s*=\s*)(?P<secret>'[^']*'|[^\s;&]+)", re.IGNORECASE
+)
 
 
 def redact(value: Any, *, key: str | None = None, _depth: int = 0) -> Any:
@@ -66,7 +68,7 @@ def _masker_redact(text: str) -> str:
         return text
     try:
         return masker(text)
-    except Exception:  # a masker failure must not drop the event; the key rules still applied
+    except Exception:  # noqa: BLE001 - a masker failure must not drop the event; the key rules still applied
         return text
 
 
@@ -80,7 +82,7 @@ def _masker() -> Any:
     if _MASKER is False:
         try:
             from airflow.sdk.log import redact as masker_redact
-        except Exception:
+        except Exception:  # noqa: BLE001 - no Airflow (or a broken one): key rules only
             _MASKER = None
         else:
             _MASKER = masker_redact

@@ -12,6 +12,7 @@ the compiler (``runtime.catalog.dag_id_for_path``, held equal to
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -137,6 +138,9 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             execution_id = child_execution_id(inputs["execution_id"], step, step, dag_id)
             self.log.info("NoETL step %s: running child playbook %s inline", step, dag_id)
             with self.recording(context):
+                # The call is a tool call of this step: its events frame the child's run, and
+                # the child's first event points back at ToolStarted.
+                call = _CallEvents(step, inputs["execution_id"], dag_id, execution_id)
                 try:
                     result = run_child(
                         dag_id,
@@ -144,9 +148,12 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                         execution_id=execution_id,
                         return_step=tool.get("return_step"),
                         strict=inputs.get("strict"),
+                        parent_execution_id=inputs["execution_id"],
                     )
                 except (PlaybookNotFound, StepFailed, LookupError) as exc:
+                    call.errored(exc)
                     raise fail_task(step, exc) from exc
+                call.completed(result)
                 return self._finish(context, result)
         # A deployment: a real child DAG run, waited for deferrably; its result is read after.
         self.trigger_dag_id = dag_id
@@ -175,3 +182,44 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                 result = value["result"]
                 break
         return self._finish(context, result)
+
+
+class _CallEvents:
+    """ToolStarted now, ToolCompleted or ToolErrored later, for an inline nested call."""
+
+    def __init__(self, step: str, execution_id: int, dag_id: str, child: int) -> None:
+        self.step = step
+        self.fields = {
+            "entity": "tool",
+            "entity_id": f"{step}:playbook",
+            "tool_run_id": f"{step}:playbook",
+            "execution_id": str(execution_id),
+            "step": step,
+            "step_run_id": step,
+            "attempt": 1,
+        }
+        self.data = {"kind": "playbook", "dag_id": dag_id, "child_execution_id": str(child)}
+        self.started = time.monotonic()
+        self._emit("ToolStarted", "in_progress", None, {})
+
+    def completed(self, result: Any) -> None:
+        from ..runtime.render import to_jsonable
+
+        self._emit("ToolCompleted", "success", "call.done", {"result": to_jsonable(result)})
+
+    def errored(self, exc: BaseException) -> None:
+        self._emit("ToolErrored", "error", "call.error", {"error": str(exc)})
+
+    def _emit(self, name: str, status: str, alias: str | None, extra: dict[str, Any]) -> None:
+        from ..events import Event, emit
+
+        emit(
+            Event(
+                name=name,
+                status=status,
+                alias=alias,
+                data={**self.data, **extra},
+                duration=None if name == "ToolStarted" else time.monotonic() - self.started,
+                **self.fields,
+            )
+        )

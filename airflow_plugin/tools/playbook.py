@@ -35,6 +35,13 @@ def child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> 
     return workload
 
 
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def child_execution_id(parent: Any, step: str, task: str, dag_id: str) -> int:
     """A child run's execution id: deterministic from the parent's and the call site, so a retried
     parent task gives its child the same id."""
@@ -49,17 +56,18 @@ def run_child(
     execution_id: int,
     return_step: str | None = None,
     strict: bool | None = None,
+    parent_execution_id: int | None = None,
 ) -> Any:
     """Run the compiled playbook ``dag_id`` inline; returns its result (see module docstring).
 
     Raises ``runtime.catalog.PlaybookNotFound`` and ``runtime.step.StepFailed``.
     """
     from ..runtime.catalog import find_playbook
-    from ..runtime.interpreter import interpret
 
     child = find_playbook(dag_id)
+    workload = {**child.workload, **overrides}
     base = {
-        "workload": {**child.workload, **overrides},
+        "workload": workload,
         "results": {},
         "ctx": {},
         "vars": {},
@@ -67,7 +75,7 @@ def run_child(
     }
     if strict is not None:
         base["strict"] = strict
-    ran = interpret(child.steps, [(step, {}) for step in child.entry], base)
+    ran = _observed_child(child, workload, base, execution_id, parent_execution_id)
     if return_step:
         if return_step not in ran.results:
             raise LookupError(
@@ -75,6 +83,48 @@ def run_child(
             )
         return ran.results[return_step]
     return ran.last_result
+
+
+def _observed_child(
+    child: Any,
+    workload: Mapping[str, Any],
+    base: Mapping[str, Any],
+    execution_id: int,
+    parent_execution_id: int | None,
+) -> Any:
+    """Interpret the child between its run events: the child's own execution in the log,
+    linked to the parent's execution and to the parent event that started it."""
+    from pathlib import Path
+
+    from ..events import current_event_id, recording
+    from ..events.listener import playbook_identity
+    from ..events.workflow import run_finished, run_started
+    from ..runtime.interpreter import interpret
+
+    try:
+        path, digest = playbook_identity(Path(child.file).read_text(encoding="utf-8")[:2000])
+    except OSError:
+        path, digest = None, None
+    link = {
+        "parent_execution_id": None if parent_execution_id is None else str(parent_execution_id),
+        "parent_event_id": current_event_id(),
+    }
+    # Coordinates stay the parent task's (where it ran); the playbook stamps are the child's.
+    with recording(playbook_path=path, playbook_hash=digest):
+        run_started(execution_id, child.dag_id, workload=workload, **link)
+        try:
+            ran = interpret(child.steps, [(step, {}) for step in child.entry], base)
+        except BaseException as exc:
+            run_finished(
+                execution_id,
+                child.dag_id,
+                status="error",
+                data={"error": f"{type(exc).__name__}: {exc}"},
+                **link,
+            )
+            raise
+        run_finished(execution_id, child.dag_id, status="success", data={}, **link)
+    return ran
 
 
 def run_playbook(call: ToolCall) -> ToolOutcome:
@@ -100,6 +150,7 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
             child_workload(config, call.step_input),
             execution_id=execution_id,
             return_step=config.get("return_step"),
+            parent_execution_id=_int(parent),
         )
     except PlaybookNotFound as exc:
         return ToolOutcome.failure(tool_error(KIND, "PlaybookNotFound", str(exc)))

@@ -1,0 +1,207 @@
+"""``noetlc events`` and ``noetlc status``: reading the event log from a shell.
+
+* ``noetlc events`` lists the latest executions; ``noetlc events EXECUTION`` (or ``--dag D --run
+  R``) prints its timeline, one event a line, in stored order; ``--json`` prints the rows;
+* ``noetlc events flush`` delivers what waits in the local outbox;
+* ``noetlc status EXECUTION`` prints the execution state rebuilt from the events alone.
+
+Which log: ``--url``, else the environment (``config``), else, when no ``AIRFLOW_HOME`` is set
+and ``noetlc run``'s managed home has one, that home's log (so the id that ``noetlc run``
+printed works as is).
+
+Called by ``noetl_compile.cli`` (which never imports Airflow); this module needs SQLAlchemy,
+which comes with the airflow extra.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import IO, Any
+
+from .config import settings
+from .outbox import Outbox
+from .projection import project
+from .store import EventStore, StoreUnavailable
+
+__all__ = ["resolve", "run_events", "run_status"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def resolve(url: str | None, environ: Mapping[str, str] | None = None) -> tuple[EventStore, Outbox]:
+    env = os.environ if environ is None else environ
+    options = settings(env)
+    if url:
+        return EventStore(url), Outbox(options.outbox)
+    explicit = any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID"))
+    if not explicit and not env.get("AIRFLOW_HOME") and not env.get("NOETL_EVENTS_DIR"):
+        from ..local.home import default_home
+
+        local = default_home(env) / "noetl"
+        if (local / "events.db").exists():
+            return EventStore(str(local / "events.db")), Outbox(local / "outbox")
+    return EventStore(options.url), Outbox(options.outbox)
+
+
+def run_events(args: Any, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+    store, outbox = resolve(getattr(args, "url", None))
+    target = getattr(args, "execution", None)
+    try:
+        if target == "flush":
+            return _flush(store, outbox, out)
+        if target is None and not (args.dag and args.run):
+            if args.dag or args.run:
+                err.write("noetlc: error: --dag and --run go together\n")
+                return EXIT_USAGE
+            return _list(store, outbox, out, as_json=args.json)
+        execution = _execution(target) if target is not None else None
+        if target is not None and execution is None:
+            err.write(f"noetlc: error: not an execution id: {target!r}\n")
+            return EXIT_USAGE
+        rows = store.events(execution, dag_id=args.dag, run_id=args.run)
+    except StoreUnavailable as exc:
+        err.write(f"noetlc: the event log is unreachable: {exc}\n")
+        return EXIT_FAILED
+    if not rows:
+        err.write(
+            f"noetlc: no events for {target or f'{args.dag} {args.run}'} in {store.describe()}\n"
+        )
+        return EXIT_FAILED
+    if args.json:
+        for row in rows:
+            out.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
+    else:
+        out.write(timeline(rows))
+    return EXIT_OK
+
+
+def run_status(args: Any, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+    store, _ = resolve(getattr(args, "url", None))
+    execution = _execution(args.execution)
+    if execution is None:
+        err.write(f"noetlc: error: not an execution id: {args.execution!r}\n")
+        return EXIT_USAGE
+    try:
+        rows = store.events(execution)
+    except StoreUnavailable as exc:
+        err.write(f"noetlc: the event log is unreachable: {exc}\n")
+        return EXIT_FAILED
+    if not rows:
+        err.write(f"noetlc: no events for execution {execution} in {store.describe()}\n")
+        return EXIT_FAILED
+    state = project(rows)
+    if args.json:
+        out.write(json.dumps(state, default=str, ensure_ascii=False, indent=2) + "\n")
+    else:
+        out.write(render_status(state))
+    return EXIT_OK
+
+
+def _flush(store: EventStore, outbox: Outbox, out: IO[str]) -> int:
+    waiting = outbox.count()
+    delivered = outbox.deliver(store.append)
+    out.write(f"delivered {delivered} of {waiting} waiting event(s) to {store.describe()}\n")
+    return EXIT_OK
+
+
+def _list(store: EventStore, outbox: Outbox, out: IO[str], *, as_json: bool) -> int:
+    rows = store.executions()
+    if as_json:
+        for row in rows:
+            out.write(json.dumps(row, default=str) + "\n")
+        return EXIT_OK
+    out.write(f"event log: {store.describe()}\n")
+    waiting = outbox.count()
+    if waiting:
+        out.write(f"outbox: {waiting} event(s) waiting (noetlc events flush)\n")
+    for row in rows:
+        out.write(
+            f"{row['execution_id']:>20}  {row['dag_id'] or '-'}  {row['run_id'] or '-'}  "
+            f"{row['events']} events  last {_clock(row['last'])}\n"
+        )
+    return EXIT_OK
+
+
+def timeline(rows: list[Mapping[str, Any]]) -> str:
+    """One line per event: time, name, entity, status, and the correlation that applies."""
+    first = rows[0]
+    header = (
+        f"execution {first['execution_id']}  {first.get('dag_id') or '-'}  "
+        f"run {first.get('run_id') or '-'}  playbook {first.get('playbook_path') or '-'}"
+    )
+    lines = [header]
+    width = max(len(str(r["name"])) for r in rows)
+    for row in rows:
+        extra = []
+        for key, label in (("iteration", "iter"), ("attempt", "attempt"), ("try_number", "try")):
+            if row.get(key) is not None:
+                extra.append(f"{label} {row[key]}")
+        if row.get("duration_sec") is not None:
+            extra.append(f"{row['duration_sec']:.3f}s")
+        data = row.get("data") or {}
+        if row.get("status") == "error" and data.get("error"):
+            extra.append(f"error: {_short(data['error'])}")
+        lines.append(
+            f"  {_clock(row['timestamp'])}  {row['name']:<{width}}  {row['entity']:<8}  "
+            f"{row['entity_id']}  {row['status']}" + ("  " + "  ".join(extra) if extra else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_status(state: Mapping[str, Any]) -> str:
+    header = (
+        f"execution {state['execution_id']}  {state.get('dag_id') or '-'}  "
+        f"{state['status']}  ({state['events']} events)"
+    )
+    lines = [header]
+    if state.get("playbook"):
+        lines.append(f"playbook {state['playbook']}")
+    lines.append("steps:")
+    for step, entry in state["steps"].items():
+        text = f"  {step}  {entry['status']}  runs {entry['runs']}"
+        if entry.get("error"):
+            text += f"  error: {_short(entry['error'])}"
+        lines.append(text)
+    for title in ("ctx", "vars", "retries"):
+        if state.get(title):
+            lines.append(f"{title}: {json.dumps(state[title], default=str, sort_keys=True)}")
+    for loop_id, loop in state["loops"].items():
+        lines.append(
+            f"loop {loop_id}: {loop['finished']}/{loop['total']} iterations, "
+            f"{loop['failed']} failed, {'done' if loop['done'] else 'running'}"
+        )
+    for gate in state["gates"]:
+        lines.append(f"waiting: gate {gate['gate']} since {gate['since']}")
+    if state["results"]:
+        lines.append("results:")
+        for step, result in state["results"].items():
+            lines.append(f"  {step}  {_short(result, 200)}")
+    return "\n".join(lines) + "\n"
+
+
+def _execution(text: Any) -> int | None:
+    try:
+        return int(str(text))
+    except ValueError:
+        return None
+
+
+def _clock(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, _dt.datetime):
+        return value.strftime("%H:%M:%S.%f")[:-3]
+    return str(value)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."

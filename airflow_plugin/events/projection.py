@@ -1,0 +1,148 @@
+"""The execution state rebuilt from its events alone (formal spec 9.4: replay).
+
+``project(events)`` folds an execution's events, in ``seq`` order, into what ``noetlc status``
+shows and what a replay test compares with the run's real outcome:
+
+* ``status``: the run's terminal status (PlaybookProcessed), else ``running``;
+* ``steps``: per step, its last status, how many times it ran, its last error;
+* ``results``: per step, the result of its last finished run outside any loop iteration (a loop
+  step's aggregate, a region member's last visit);
+* ``ctx`` / ``vars``: every write, in order;
+* ``loops``: per loop, items, iterations finished, failed, done;
+* ``retries``: per step, retries started; ``tasks``: per Airflow task instance, its last try
+  and status (a task killed before its step could report still shows its failure);
+* ``gates``: gates paused and not yet answered; ``children``: nested executions started here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["project"]
+
+
+def project(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "execution_id": None,
+        "dag_id": None,
+        "run_id": None,
+        "playbook": None,
+        "status": "unknown",
+        "steps": {},
+        "results": {},
+        "ctx": {},
+        "vars": {},
+        "loops": {},
+        "retries": {},
+        "tasks": {},
+        "gates": {},
+        "children": [],
+        "events": 0,
+    }
+    for event in events:
+        state["events"] += 1
+        _apply(state, event)
+    state["gates"] = sorted(state["gates"].values(), key=lambda g: g["since"] or "")
+    return state
+
+
+def _apply(state: dict[str, Any], event: Mapping[str, Any]) -> None:
+    name = event.get("name")
+    data = event.get("data") or {}
+    step = event.get("step")
+    if state["execution_id"] is None:
+        state["execution_id"] = event.get("execution_id")
+    if name == "PlaybookExecutionRequested":
+        state["dag_id"] = state["dag_id"] or event.get("entity_id")
+        state["run_id"] = state["run_id"] or event.get("run_id")
+        state["playbook"] = event.get("playbook_path")
+        state["workload"] = data.get("workload")
+        if state["status"] == "unknown":
+            state["status"] = "running"
+    elif name == "WorkflowStarted" and state["status"] == "unknown":
+        state["status"] = "running"
+    elif name == "PlaybookProcessed":
+        state["status"] = event.get("status")
+    elif name == "StepStarted" and step:
+        entry = _step(state, step)
+        if event.get("iteration") is None:
+            entry["status"] = "running"
+    elif name == "StepFinished" and step:
+        _step_finished(state, step, event, data)
+    elif name == "TaskStarted":
+        state["tasks"][event["entity_id"]] = {
+            "step": step,
+            "status": "running",
+            "try_number": event.get("try_number"),
+        }
+    elif name == "TaskFinished":
+        _task_finished(state, event, data)
+    elif name == "RetryStarted" and step:
+        state["retries"][step] = state["retries"].get(step, 0) + 1
+    elif name in ("LoopStarted", "LoopIterationCompleted", "LoopFinished"):
+        _loop(state, name, event, data)
+    elif name == "ToolStarted" and data.get("child_execution_id"):
+        state["children"].append(str(data["child_execution_id"]))
+    elif name == "PlaybookPaused":
+        state["gates"][event.get("entity_id")] = {
+            "gate": event.get("entity_id"),
+            "step": step,
+            "since": event.get("timestamp"),
+            "data": data,
+        }
+    elif name == "SignalReceived":
+        state["gates"].pop(event.get("entity_id"), None)
+
+
+def _step(state: dict[str, Any], step: str) -> dict[str, Any]:
+    return state["steps"].setdefault(step, {"status": "pending", "runs": 0, "error": None})
+
+
+def _step_finished(
+    state: dict[str, Any], step: str, event: Mapping[str, Any], data: Mapping[str, Any]
+) -> None:
+    entry = _step(state, step)
+    entry["runs"] += 1
+    if event.get("status") == "error":
+        entry["error"] = data.get("error")
+    if event.get("iteration") is not None:
+        return  # one iteration of a loop body: the loop step reports the aggregate
+    entry["status"] = event.get("status")
+    if "result" in data:
+        state["results"][step] = data["result"]
+    state["ctx"].update(data.get("ctx") or {})
+    state["vars"].update(data.get("vars") or {})
+
+
+def _task_finished(
+    state: dict[str, Any], event: Mapping[str, Any], data: Mapping[str, Any]
+) -> None:
+    key = event["entity_id"]
+    task = state["tasks"].setdefault(key, {"step": event.get("step"), "try_number": None})
+    task["status"] = data.get("state") or event.get("status")
+    task["try_number"] = event.get("try_number")
+    if event.get("status") == "error":
+        task["error"] = data.get("error")
+        step = task.get("step")
+        # A task that died without its step saying so (killed, timed out): the step failed.
+        if step and state["steps"].get(step, {}).get("status") in (None, "pending", "running"):
+            entry = _step(state, step)
+            entry["status"] = "error"
+            entry["error"] = entry["error"] or data.get("error")
+
+
+def _loop(state: dict[str, Any], name: str, event: Mapping[str, Any], data: Mapping[str, Any]):
+    loop_id = event.get("loop_id") or event.get("step")
+    loop = state["loops"].setdefault(
+        loop_id, {"total": None, "finished": 0, "failed": 0, "done": False}
+    )
+    if name == "LoopStarted":
+        loop["total"] = data.get("total")
+    elif name == "LoopIterationCompleted":
+        loop["finished"] += 1
+        if event.get("status") == "error":
+            loop["failed"] += 1
+    else:
+        loop["done"] = True
+        loop["stats"] = data.get("stats")
