@@ -1,0 +1,181 @@
+"""The durable recorder: batches reach the store; a store that is down costs an outbox file;
+delivery later gives exactly the rows an undisturbed run gives; secrets and size are bounded."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+
+import pytest
+
+from airflow_plugin.events import Event, emit, recording
+from airflow_plugin.events.outbox import Outbox
+from airflow_plugin.events.store import EventStore
+from airflow_plugin.events.writer import StoreRecorder
+
+
+def events(n: int, execution_id: str = "42") -> list[Event]:
+    return [
+        Event(
+            name="LoopIterationCompleted",
+            entity="loop",
+            entity_id=f"loop#{i}",
+            status="success",
+            execution_id=execution_id,
+            step="loop",
+            iteration=i,
+            data={"result": {"i": i}},
+        )
+        for i in range(n)
+    ]
+
+
+def record_all(recorder: StoreRecorder, batch: list[Event]) -> None:
+    with recording(recorder, dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1):
+        for event in batch:
+            emit(event)
+
+
+def test_flush_stores_every_event_once_in_order(event_store, tmp_path):
+    recorder = StoreRecorder(event_store, Outbox(tmp_path / "outbox"))
+    record_all(recorder, events(500))
+    assert recorder.flush(30) is True
+    rows = event_store.events(42)
+    assert [r["iteration"] for r in rows] == list(range(500))
+    assert len({r["event_id"] for r in rows}) == 500
+    assert Outbox(tmp_path / "outbox").pending() == []
+
+
+def test_ids_are_deterministic_across_processes_and_runs(event_store, tmp_path):
+    first = StoreRecorder(event_store, Outbox(tmp_path / "a"))
+    record_all(first, events(20))
+    first.flush(30)
+    # The same transitions told again (a re-delivery, a second reporter): nothing new stored.
+    second = StoreRecorder(event_store, Outbox(tmp_path / "b"))
+    record_all(second, events(20))
+    second.flush(30)
+    assert len(event_store.events(42)) == 20
+
+
+def test_store_down_spills_to_the_outbox_and_delivery_matches_an_undisturbed_run(
+    event_store, tmp_path
+):
+    # The undisturbed run, into its own store.
+    reference = EventStore(str(tmp_path / "reference.db"))
+    ok = StoreRecorder(reference, Outbox(tmp_path / "ref-outbox"))
+    record_all(ok, events(300))
+    assert ok.flush(30)
+    expected = [r["event_id"] for r in reference.events(42)]
+
+    # The same events while the store is unreachable: nothing blocks, all of it is spilled.
+    outbox = Outbox(tmp_path / "outbox")
+    down = StoreRecorder(EventStore("postgresql://nobody@127.0.0.1:1/none"), outbox)
+    started = time.monotonic()
+    record_all(down, events(300))
+    assert down.flush(30) is True  # every event is settled: in the outbox
+    assert time.monotonic() - started < 15
+    assert outbox.count() == 300 and down.spilled == 300
+
+    # The store is back: delivery gives exactly the reference ids, and twice changes nothing.
+    assert outbox.deliver(event_store.append) == 300
+    assert outbox.pending() == []
+    assert [r["event_id"] for r in event_store.events(42)] == expected
+    again = Outbox(tmp_path / "again")
+    again.put(reference.events(42))
+    again.deliver(event_store.append)
+    assert len(event_store.events(42)) == 300
+
+
+def test_a_recovered_store_also_receives_what_waited_in_the_outbox(event_store, tmp_path):
+    outbox = Outbox(tmp_path / "outbox")
+    waiting = StoreRecorder(EventStore("postgresql://nobody@127.0.0.1:1/none"), outbox)
+    record_all(waiting, events(10))
+    waiting.flush(30)
+    assert outbox.count() == 10
+    # A later process whose store works delivers the outbox with its first batch.
+    later = StoreRecorder(event_store, outbox)
+    record_all(later, events(15, execution_id="43"))
+    assert later.flush(30)
+    deadline = time.monotonic() + 10
+    while outbox.pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(event_store.events(42)) == 10 and len(event_store.events(43)) == 15
+
+
+def test_an_unreadable_outbox_file_is_kept_aside_never_deleted(event_store, tmp_path):
+    outbox = Outbox(tmp_path / "outbox")
+    outbox.directory.mkdir()
+    broken = outbox.directory / "20260101T000000000000-1-deadbeef.jsonl"
+    broken.write_text('{"event_id": "x"\n')
+    assert outbox.deliver(event_store.append) == 0
+    assert not broken.exists() and broken.with_suffix(".bad").read_text() == '{"event_id": "x"\n'
+
+
+def test_secrets_are_redacted_before_queueing(event_store, tmp_path):
+    from airflow.sdk.log import mask_secret
+
+    mask_secret("registered-masked-value-123")
+    outbox = Outbox(tmp_path / "outbox")
+    recorder = StoreRecorder(EventStore("postgresql://nobody@127.0.0.1:1/none"), outbox)
+    data = {
+        "password": "hunter2-password",
+        "headers": {"Authorization": "Bearer abc.def.ghi", "X-Api-Key": "key-123456"},
+        "url": "postgresql://app:pg-secret-pw@db:5432/app",
+        "dsn": "host=db user=app",
+        "jdbc": "jdbc:postgresql://db/app?user=app&password=jdbc-secret",
+        "note": "value registered-masked-value-123 inside text",
+        "client_secret": {"nested": "deep-secret"},
+        "rows": [{"token": "tok-987654"}],
+    }
+    record_all(recorder, [Event("ToolCompleted", "tool", "t", "success", "42", data=data)])
+    recorder.flush(30)
+    text = "".join(p.read_text() for p in outbox.pending())
+    for secret in (
+        "hunter2-password",
+        "abc.def.ghi",
+        "key-123456",
+        "pg-secret-pw",
+        "jdbc-secret",
+        "registered-masked-value-123",
+        "deep-secret",
+        "tok-987654",
+    ):
+        assert secret not in text
+    stored = json.loads(text.splitlines()[0])["data"]
+    assert stored["url"] == "postgresql://app:***@db:5432/app"
+    assert stored["dsn"] == "***"  # a secret-looking key hides its whole value
+    assert stored["note"] == "value *** inside text"
+
+
+def test_large_payloads_are_truncated_with_size_and_digest(event_store, tmp_path):
+    recorder = StoreRecorder(event_store, Outbox(tmp_path / "outbox"), max_data_bytes=1000)
+    big = {"blob": "x" * 5000}
+    record_all(recorder, [Event("ToolCompleted", "tool", "t", "success", "42", data=big)])
+    recorder.flush(30)
+    (row,) = event_store.events(42)
+    encoded = json.dumps(big, separators=(",", ":"), sort_keys=True).encode()
+    assert row["data"]["truncated"] is True
+    assert row["data"]["size"] == len(encoded)
+    assert row["data"]["sha256"] == hashlib.sha256(encoded).hexdigest()
+    assert len(row["data"]["preview"]) == 512
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork-only platform feature")
+def test_a_forked_child_records_with_its_own_thread_and_connection(event_store, tmp_path):
+    recorder = StoreRecorder(event_store, Outbox(tmp_path / "outbox"))
+    record_all(recorder, events(5))
+    assert recorder.flush(30)
+    pid = os.fork()
+    if pid == 0:  # the child: what an Airflow task runner is to its supervisor
+        try:
+            record_all(recorder, events(5, execution_id="77"))
+            os._exit(0 if recorder.flush(30) else 3)
+        except BaseException:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(event_store.events(77)) == 5
+    record_all(recorder, events(3, execution_id="78"))  # the parent still works too
+    assert recorder.flush(30) and len(event_store.events(78)) == 3
