@@ -106,13 +106,14 @@ def _step_finished(
     entry["runs"] += 1
     if event.get("status") == "error":
         entry["error"] = data.get("error")
+    # Writes count wherever they happen (a sequential loop's iterations write ctx).
+    state["ctx"].update(data.get("ctx") or {})
+    state["vars"].update(data.get("vars") or {})
     if event.get("iteration") is not None:
         return  # one iteration of a loop body: the loop step reports the aggregate
     entry["status"] = event.get("status")
     if "result" in data:
         state["results"][step] = data["result"]
-    state["ctx"].update(data.get("ctx") or {})
-    state["vars"].update(data.get("vars") or {})
 
 
 def _task_finished(

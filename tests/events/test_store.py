@@ -37,9 +37,12 @@ def test_migrates_on_first_use_to_the_head_revision(event_store):
     assert event_store.current_revision() is None
     assert event_store.count() == 0  # first use migrates
     assert event_store.current_revision() == HEAD_REVISION
-    columns = {c["name"] for c in sa.inspect(event_store.engine).get_columns(
-        "event_log", schema=None if event_store.dialect == "sqlite" else "noetl"
-    )}
+    columns = {
+        c["name"]
+        for c in sa.inspect(event_store.engine).get_columns(
+            "event_log", schema=None if event_store.dialect == "sqlite" else "noetl"
+        )
+    }
     assert columns == {c.name for c in event_log.columns}
 
 
@@ -51,7 +54,9 @@ def test_migration_file_and_schema_module_define_the_same_table(event_store):
         c["name"]: (type(c["type"]).__name__, c["nullable"])
         for c in inspector.get_columns("event_log", schema=schema)
     }
-    reflected = sa.Table("event_log", sa.MetaData(), schema=schema, autoload_with=event_store.engine)
+    reflected = sa.Table(
+        "event_log", sa.MetaData(), schema=schema, autoload_with=event_store.engine
+    )
     assert set(migrated) == {c.name for c in event_log.columns}
     for column in event_log.columns:
         assert reflected.c[column.name].nullable == column.nullable, column.name
@@ -83,7 +88,9 @@ def test_append_ignores_duplicates_and_keeps_emission_order(event_store, size):
     event_store.append(rows)
     event_store.append([rows[0], rows[0], row(size)])
     stored = event_store.events(7)
-    assert [r["event_id"] for r in stored] == [r["event_id"] for r in rows] + [row(size)["event_id"]]
+    assert [r["event_id"] for r in stored] == [r["event_id"] for r in rows] + [
+        row(size)["event_id"]
+    ]
     assert [r["seq"] for r in stored] == sorted(r["seq"] for r in stored)
     assert stored[3]["data"] == {"n": 3, "nested": {"list": [1, 2, 3]}}
     assert stored[0]["timestamp"] == "2026-01-01T00:00:00+00:00"
@@ -110,15 +117,21 @@ def test_views_answer_durations_errors_retries_and_loop_throughput(event_store):
     )
     prefix = "" if event_store.dialect == "sqlite" else "noetl."
     with event_store.engine.connect() as conn:
-        rates = conn.execute(sa.text(f"SELECT step, calls, errors, error_rate FROM {prefix}error_rates")).all()
+        rates = conn.execute(
+            sa.text(f"SELECT step, calls, errors, error_rate FROM {prefix}error_rates")
+        ).all()
         assert [tuple(r) for r in rates] == [("a", 2, 1, 0.5)]
         retries = conn.execute(sa.text(f"SELECT step, retries FROM {prefix}retry_counts")).all()
         assert [tuple(r) for r in retries] == [("a", 1)]
         loops = conn.execute(
-            sa.text(f"SELECT loop_id, iterations, busy_sec, mean_iteration_sec FROM {prefix}loop_throughput")
+            sa.text(
+                f"SELECT loop_id, iterations, busy_sec, mean_iteration_sec FROM {prefix}loop_throughput"
+            )
         ).all()
         assert [tuple(r) for r in loops] == [("L", 2, 6.0, 3.0)]
-        durations = conn.execute(sa.text(f"SELECT step, duration_sec FROM {prefix}step_durations")).all()
+        durations = conn.execute(
+            sa.text(f"SELECT step, duration_sec FROM {prefix}step_durations")
+        ).all()
         assert [tuple(r) for r in durations] == [("s1", 0.5)]
 
 
