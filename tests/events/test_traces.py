@@ -156,6 +156,23 @@ def compile_case(names: list[str], tmp_path: Path, dags_folder: Path) -> dict[st
     return texts
 
 
+def canonical_order(rows: list[dict], task_order: list[str]) -> list[dict]:
+    """Rows grouped by task attempt, the attempts in DAG order. Within a task attempt the order
+    is the stored one (one process emits them in sequence); across tasks Airflow may run ready
+    tasks (mapped instances, parallel branches) in any order, which a trace must not depend on."""
+
+    def key(row):
+        task = row.get("task_id")
+        if task is None:
+            early = row["name"] in ("PlaybookExecutionRequested", "WorkflowStarted")
+            return (0 if early else 2, 0, 0, 0, row["seq"])
+        root = task.split(".")[0]
+        index = task_order.index(root) if root in task_order else len(task_order)
+        return (1, index, task, row.get("map_index") or 0, row.get("try_number") or 0, row["seq"])
+
+    return sorted(rows, key=key)
+
+
 def normalise(rows: list[dict]) -> list[str]:
     ids: dict[str, str] = {}
     executions: dict[str, str] = {}
@@ -185,10 +202,16 @@ def normalise(rows: list[dict]) -> list[str]:
     return lines
 
 
-def actual_state(out, payload_steps: dict[str, str]) -> tuple[dict, dict]:
-    """(step -> last result, ctx writes) from the run's XComs."""
+def actual_state(out, payload_steps: dict[str, str], order: list[str]) -> tuple[dict, dict]:
+    """(step -> last result, ctx writes) from the run's XComs, later tasks (DAG order) last."""
     results, ctx = {}, {}
-    for task_id, output in out.xcom.items():
+
+    def position(task_id: str) -> int:
+        root = task_id.split(".")[0]
+        return order.index(root) if root in order else len(order)
+
+    for task_id in sorted(out.xcom, key=position):
+        output = out.xcom[task_id]
         if not isinstance(output, dict):
             continue
         step = payload_steps.get(task_id)
@@ -216,7 +239,7 @@ def test_event_trace_and_replay(case, request, airflow_db, run_dag, sqlite_log, 
     rows = store.events(dag_id=parent, run_id=out.run_id)
 
     trace = TRACES / f"{case}.trace"
-    lines = normalise(rows)
+    lines = normalise(canonical_order(rows, _payload_keys(texts[parent])))
     if REGEN:
         TRACES.mkdir(exist_ok=True)
         trace.write_text("\n".join(lines) + "\n")
@@ -228,7 +251,7 @@ def test_event_trace_and_replay(case, request, airflow_db, run_dag, sqlite_log, 
     state = project(r for r in rows if r["execution_id"] == execution_id)
     assert state["status"] == ("success" if expected_state == "success" else "error")
     module_steps = _task_steps(texts[parent])
-    results, ctx = actual_state(out, module_steps)
+    results, ctx = actual_state(out, module_steps, _payload_keys(texts[parent]))
     assert {k: state["results"].get(k) for k in results} == results
     assert state["ctx"] == ctx
     for step, entry in state["steps"].items():
@@ -254,15 +277,22 @@ def test_event_trace_and_replay(case, request, airflow_db, run_dag, sqlite_log, 
     assert len(finished) == len(set(finished))
 
 
-def _task_steps(source: str) -> dict[str, str]:
-    """task id -> step name for the tasks that carry one step's final output."""
+def _payloads(source: str) -> dict:
     import ast
 
-    module = ast.parse(source)
-    payloads = {}
-    for node in module.body:
+    for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "PAYLOADS":
-            payloads = ast.literal_eval(node.value)
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def _payload_keys(source: str) -> list[str]:
+    return list(_payloads(source))
+
+
+def _task_steps(source: str) -> dict[str, str]:
+    """task id -> step name for the tasks that carry one step's final output."""
+    payloads = _payloads(source)
     mapping = {}
     for key, payload in payloads.items():
         if "region" in payload:

@@ -172,7 +172,7 @@ def test_a_forked_child_records_with_its_own_thread_and_connection(event_store, 
         try:
             record_all(recorder, events(5, execution_id="77"))
             os._exit(0 if recorder.flush(30) else 3)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child must never return into pytest
             os._exit(4)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
