@@ -68,7 +68,9 @@ class EventLogListener:
     """Registered by ``airflow_plugin.plugin.NoetlPlugin``; one instance per process."""
 
     def __init__(self) -> None:
-        self._announced: set[int] = set()
+        # (execution, destination) pairs whose start this process already told: every task of
+        # a run would tell it again (the store would keep one), this saves the round trips.
+        self._announced: set[tuple[int, int]] = set()
         self._noetl_dags: dict[str, bool] = {}
 
     # -- task instances -----------------------------------------------------------------------
@@ -131,7 +133,7 @@ class EventLogListener:
             return
         execution_id = execution_id_for(ti.dag_id, ti.run_id)
         path, digest = playbook_identity(dag)
-        if execution_id not in self._announced:
+        if (execution_id, id(default_recorder())) not in self._announced:
             conf = _conf_of(ti)
             self._announce(ti.dag_id, ti.run_id, execution_id, path, digest, "worker", conf)
         payload = getattr(task, "payload", None) or {}
@@ -221,7 +223,7 @@ class EventLogListener:
         source: str,
         conf: Mapping[str, Any],
     ) -> None:
-        self._announced.add(execution_id)
+        self._announced.add((execution_id, id(default_recorder())))
         run_started(
             execution_id,
             dag_id,
@@ -248,7 +250,7 @@ class EventLogListener:
             return
         execution_id = execution_id_for(dag_run.dag_id, dag_run.run_id)
         path, digest = playbook_identity(dag)
-        if execution_id not in self._announced:
+        if (execution_id, id(default_recorder())) not in self._announced:
             conf = getattr(dag_run, "conf", None) or {}
             self._announce(
                 dag_run.dag_id, dag_run.run_id, execution_id, path, digest, "server", conf
