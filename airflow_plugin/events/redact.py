@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_KEY", "bound", "redact"]
+__all__ = ["REDACTED", "SECRET_KEY", "bound", "mask_secret_values", "redact"]
 
 REDACTED = "***"
 PREVIEW_CHARS = 512
@@ -52,6 +52,30 @@ def redact(value: Any, *, key: str | None = None, _depth: int = 0) -> Any:
     if isinstance(value, str):
         return _redact_text(value)
     return value
+
+
+def mask_secret_values(value: Any, *, key: str | None = None) -> None:
+    """Register with Airflow's masker every value under a secret-looking key of ``value`` (a
+    workload): from then on it is hidden wherever it appears in this process (task logs, and
+    events, whose text goes through the masker), also when a step copies it under another name."""
+    if key is not None and SECRET_KEY.search(key):
+        if isinstance(value, (str, int, float)) and str(value):
+            _mask(str(value))
+            return
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            mask_secret_values(v, key=str(k))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            mask_secret_values(v, key=key)
+
+
+def _mask(text: str) -> None:
+    try:
+        from airflow.sdk.log import mask_secret
+    except Exception:  # noqa: BLE001 - no Airflow: events still get the key rules
+        return
+    mask_secret(text)
 
 
 def _redact_text(text: str) -> str:

@@ -21,6 +21,7 @@ from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
 
+from ..events.redact import mask_secret_values
 from ..runtime.ids import execution_id_for
 
 __all__ = [
@@ -67,6 +68,9 @@ class NoetlTaskMixin(BranchMixIn):
         dag_run = context.get("dag_run")
         conf = getattr(dag_run, "conf", None) or {}
         workload.update(conf)
+        # Values under secret-looking keys (`db_password: ...`) are hidden from here on, in the
+        # task log and in events, even where a step copies them under another name.
+        mask_secret_values(workload)
         return workload
 
     def execution_id(self, context: Mapping[str, Any]) -> int:
