@@ -200,12 +200,11 @@ class EventStore:
         if not rows:
             return
         self.migrate()
-        prepared = [_db_row(row) for row in rows]
         with self._begin() as conn:
-            if self.dialect == "postgresql" and len(prepared) >= COPY_THRESHOLD:
-                _copy_insert(conn, prepared)
+            if self.dialect == "postgresql" and len(rows) >= COPY_THRESHOLD:
+                _copy_insert(conn, rows)
             else:
-                conn.execute(_insert_ignoring(self.dialect), prepared)
+                conn.execute(_insert_ignoring(self.dialect), [_db_row(row) for row in rows])
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -278,7 +277,7 @@ def _insert_ignoring(dialect: str) -> Any:
     return insert(event_log).on_conflict_do_nothing(index_elements=["event_id"])
 
 
-def _copy_insert(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+def _copy_insert(conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """COPY the rows into a temporary table, then move the new ones over in one statement."""
     raw = conn.connection.dbapi_connection
     columns = ", ".join(COLUMNS)
@@ -290,8 +289,18 @@ def _copy_insert(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
             f"SELECT 0 AS ord, {columns} FROM {SCHEMA}.{TABLE} WITH NO DATA"
         )
         with cursor.copy(f"COPY _noetl_event_stage (ord, {columns}) FROM STDIN") as copy:
+            # The hot loop of a batch: one list per row; timestamps go as ISO text (COPY's text
+            # format parses them), data as JSON text.
             for ord_, row in enumerate(rows):
-                copy.write_row([ord_, *(_copy_value(name, row[name]) for name in COLUMNS)])
+                get = row.get
+                values = [ord_, *[get(name) for name in COLUMNS]]
+                values[_DATA_AT] = json.dumps(
+                    values[_DATA_AT] or {}, separators=_COMPACT, default=str
+                )
+                stamp = values[_TIMESTAMP_AT]
+                if isinstance(stamp, _dt.datetime):
+                    values[_TIMESTAMP_AT] = stamp.isoformat()
+                copy.write_row(values)
         # DISTINCT ON: a batch may itself hold one id twice (a retried flush); keep the first.
         cursor.execute(
             f"INSERT INTO {SCHEMA}.{TABLE} ({columns}) "
@@ -300,10 +309,9 @@ def _copy_insert(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         )
 
 
-def _copy_value(name: str, value: Any) -> Any:
-    if name == "data":
-        return json.dumps(value, separators=(",", ":"), default=str)
-    return value
+_DATA_AT = 1 + COLUMNS.index("data")  # positions in a COPY row (after `ord`)
+_TIMESTAMP_AT = 1 + COLUMNS.index("timestamp")
+_COMPACT = (",", ":")
 
 
 def _db_row(row: Mapping[str, Any]) -> dict[str, Any]:

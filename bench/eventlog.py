@@ -1,0 +1,239 @@
+"""What the event log costs and carries, each figure measured in this one run.
+
+(a) listener + recorder overhead per task: a 20-step chain of python steps under ``dag.test()``
+    with the event log on (SQLite default: listener hooks, runtime events, a flush at every task
+    end) vs off (``NOETL_EVENTS=off`` semantics: the null recorder), runs alternated; the median
+    per-task difference (target <= 5 ms);
+(b) Postgres store throughput, events/s, for batches of 1,000 (``EventStore.append``: COPY into
+    a stage, then INSERT .. ON CONFLICT DO NOTHING) next to a plain COPY of the same rows into a
+    plain table with no index or conflict check (the ceiling) (target >= 20,000 events/s);
+(c) events per loop iteration: a 200-item parallel loop (64 mapped chunks) under ``dag.test()``;
+(d) SQLite store throughput, events/s, the same batches as (b).
+
+Usage: ``python bench/eventlog.py [--only a,b,c,d] [--events N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+HOME = Path(tempfile.mkdtemp(prefix="noetlc-bench-eventlog-"))
+(HOME / "dags").mkdir()
+os.environ.update(
+    AIRFLOW_HOME=str(HOME),
+    AIRFLOW__CORE__LOAD_EXAMPLES="False",
+    AIRFLOW__CORE__DAGS_FOLDER=str(HOME / "dags"),
+    AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{HOME}/airflow.db",
+    AIRFLOW__CORE__MAX_MAP_LENGTH="64",
+    AIRFLOW__LOGGING__LOGGING_LEVEL="ERROR",
+)
+
+
+def rows(n: int) -> list[dict]:
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    return [
+        {
+            "event_id": str(uuid.uuid4()),
+            "execution_id": 1 + i // 1000,
+            "timestamp": start + dt.timedelta(microseconds=i),
+            "source": "worker",
+            "name": "LoopIterationCompleted",
+            "alias": None,
+            "entity": "loop",
+            "entity_id": f"square#{i}",
+            "status": "success",
+            "step": "square",
+            "step_run_id": f"square#{i}",
+            "loop_id": "square",
+            "iteration": i,
+            "attempt": 1,
+            "dag_id": "examples.large_loop",
+            "run_id": "manual__bench",
+            "task_id": "square.body",
+            "map_index": i % 64,
+            "try_number": 1,
+            "playbook_path": "playbooks/large_loop.yaml",
+            "playbook_hash": "e" * 64,
+            "data": {"result": {"square": i * i}},
+            "duration_sec": 0.001,
+        }
+        for i in range(n)
+    ]
+
+
+def throughput(store, events: list[dict], batch: int = 1000) -> float:
+    store.migrate()
+    started = time.perf_counter()
+    for offset in range(0, len(events), batch):
+        store.append(events[offset : offset + batch])
+    return len(events) / (time.perf_counter() - started)
+
+
+# -- (b), (d) stores ------------------------------------------------------------------------------
+
+
+def bench_postgres(n: int) -> None:
+    from airflow_plugin.events.schema import COLUMNS
+    from airflow_plugin.events.store import EventStore
+    from tests.harness.postgres import PostgresCluster
+
+    cluster = PostgresCluster().start()
+    try:
+        store = EventStore(cluster.create_database("bench_events"))
+        events = rows(n)
+        ours = throughput(store, events)
+        # The ceiling: the same rows COPYed into a plain table (no index, no conflict check).
+        import psycopg
+
+        with psycopg.connect(cluster.create_database("bench_copy")) as conn:
+            conn.execute(
+                "CREATE TABLE plain (event_id text, execution_id bigint, parent_execution_id"
+                " bigint, timestamp timestamptz, source text, name text, alias text, entity text,"
+                " entity_id text, status text, step text, parent_event_id text, step_run_id text,"
+                " tool_run_id text, loop_id text, iteration int, attempt int, dag_id text, run_id"
+                " text, task_id text, map_index int, try_number int, playbook_path text,"
+                " playbook_hash text, data jsonb, duration_sec float8)"
+            )
+            conn.commit()
+            started = time.perf_counter()
+            for offset in range(0, n, 1000):
+                with conn.cursor().copy(f"COPY plain ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+                    for row in events[offset : offset + 1000]:
+                        copy.write_row(
+                            [json.dumps(row.get(c)) if c == "data" else row.get(c) for c in COLUMNS]
+                        )
+                conn.commit()
+            ceiling = n / (time.perf_counter() - started)
+        print(
+            f"(b) postgres store, {n} events in batches of 1000: {ours:,.0f} events/s; plain COPY"
+            f" {ceiling:,.0f} events/s; ratio {ours / ceiling:.2f}x of the ceiling"
+            f" (target >= 20,000 events/s)"
+        )
+    finally:
+        cluster.destroy()
+
+
+def bench_sqlite(n: int) -> None:
+    from airflow_plugin.events.store import EventStore
+
+    store = EventStore(str(HOME / "bench-events.db"))
+    print(f"(d) sqlite store, {n} events in batches of 1000: {throughput(store, rows(n)):,.0f} events/s")
+
+
+# -- (a), (c) dag.test -----------------------------------------------------------------------------
+
+
+def _dag(name: str, yaml_text: str):
+    import importlib.util
+
+    from noetl_compile.cli import main
+
+    source = HOME / f"{name}.yaml"
+    source.write_text(yaml_text)
+    out = HOME / "compiled"
+    assert main(["compile", str(source), "-o", str(out)]) == 0
+    text = (out / f"{name}.py").read_text()
+    dag_id = text.split('dag_id="', 1)[1].split('"', 1)[0]
+    path = HOME / "dags" / f"{dag_id}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+def _chain(steps: int) -> str:
+    lines = ["apiVersion: noetl.io/v2", "kind: Playbook", "metadata: {name: chain, path: bench/chain}"]
+    lines.append("workflow:")
+    for i in range(steps):
+        lines.append(f"  - step: s{i}")
+        lines.append("    tool: {kind: python, code: 'result = 1'}")
+        if i + 1 < steps:
+            lines.append(f"    next: {{arcs: [{{step: s{i + 1}}}]}}")
+    return "\n".join(lines) + "\n"
+
+
+def bench_overhead(steps: int = 20, repeat: int = 5) -> None:
+    from airflow.utils import db
+
+    from airflow_plugin.events import NullRecorder, set_default_recorder
+    from airflow_plugin.events.outbox import Outbox
+    from airflow_plugin.events.store import EventStore
+    from airflow_plugin.events.writer import StoreRecorder
+
+    db.initdb()
+    dag = _dag("chain", _chain(steps))
+    recorder = StoreRecorder(EventStore(str(HOME / "events.db")), Outbox(HOME / "outbox"))
+    dag.test()  # warm-up: imports, DB, the store's migration
+    on, off = [], []
+    for _ in range(repeat):
+        for target, times in ((recorder, on), (NullRecorder(), off)):
+            set_default_recorder(target)
+            started = time.perf_counter()
+            dag.test()
+            times.append(time.perf_counter() - started)
+    set_default_recorder(None)
+    per_task = (statistics.median(on) - statistics.median(off)) / steps * 1000
+    print(
+        f"(a) {steps}-step chain under dag.test: events on {statistics.median(on):.2f}s, off"
+        f" {statistics.median(off):.2f}s (median of {repeat}); overhead per task"
+        f" {per_task:.2f} ms; ratio {statistics.median(on) / statistics.median(off):.2f}x"
+        f" (target <= 5 ms)"
+    )
+
+
+def bench_loop_events(items: int = 200) -> None:
+    from airflow.utils import db
+
+    from airflow_plugin.events import set_default_recorder
+    from airflow_plugin.events.outbox import Outbox
+    from airflow_plugin.events.store import EventStore
+    from airflow_plugin.events.writer import StoreRecorder
+    from airflow_plugin.runtime.ids import execution_id_for
+
+    db.initdb()
+    dag = _dag("large_loop", (ROOT / "playbooks" / "large_loop.yaml").read_text())
+    store = EventStore(str(HOME / "loop-events.db"))
+    recorder = StoreRecorder(store, Outbox(HOME / "outbox"))
+    set_default_recorder(recorder)
+    run = dag.test(run_conf={"count": items})
+    recorder.flush(30)
+    set_default_recorder(None)
+    events = store.events(execution_id_for(dag.dag_id, run.run_id))
+    loop = [e for e in events if e["loop_id"] == "square" or e["task_id"] == "square.body"]
+    print(
+        f"(c) {items}-item loop (64 mapped chunks): {len(events)} events in all,"
+        f" {len(loop)} for the loop: {len(loop) / items:.1f} per iteration"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="a,b,c,d")
+    parser.add_argument("--events", type=int, default=100_000)
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    if "a" in only:
+        bench_overhead()
+    if "b" in only:
+        bench_postgres(args.events)
+    if "c" in only:
+        bench_loop_events()
+    if "d" in only:
+        bench_sqlite(args.events)
+
+
+if __name__ == "__main__":
+    main()
