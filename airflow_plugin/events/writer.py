@@ -85,6 +85,7 @@ class StoreRecorder:
 
     def _fresh_state(self) -> None:
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one batch written at a time (thread or flush)
         self._settled = threading.Condition(self._lock)
         self._pid = 0
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue(QUEUE_LIMIT)
@@ -114,17 +115,29 @@ class StoreRecorder:
     # -- ending -------------------------------------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` s for every recorded event to be stored; what is not stored by
-        then goes to the outbox. True when everything reached the store."""
+        """Wait up to ``timeout`` s until every recorded event is settled (stored, or spilled to
+        the outbox because the store failed); then what is still queued or in flight is spilled.
+        Returns False only when the timeout forced that spill.
+
+        The caller writes queued batches itself when the writer thread is idle: a task's end
+        then costs one insert, not also a thread wake-up (which a busy machine delays)."""
         if self._pid != os.getpid():
             return True  # nothing was recorded in this process
         deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
+        while self._pending and time.monotonic() < deadline:
+            if self._writing.acquire(blocking=False):
+                try:
+                    with self._lock:
+                        batch = self._drain(BATCH_SIZE)
+                        self._inflight = batch
+                    if batch:
+                        self._write_settled(batch)
+                finally:
+                    self._writing.release()
+            with self._lock:
+                if self._pending:
+                    self._settled.wait(min(0.01, max(0.0, deadline - time.monotonic())))
         with self._lock:
-            while self._pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._settled.wait(remaining)
             if not self._pending:
                 return True
             left = self._drain() + list(self._inflight)
@@ -161,18 +174,23 @@ class StoreRecorder:
     def _run(self) -> None:
         while True:
             row = self._queue.get()
-            with self._lock:
-                batch = [row, *self._drain(BATCH_SIZE - 1)]
-                self._inflight = batch
-            try:
-                self._write(batch)
-            except Exception:  # the writer must outlive any bug in one batch
-                log.exception("NoETL event log: writing a batch failed; kept in the outbox")
-                self._spill(batch)
-            finally:
+            with self._writing:
                 with self._lock:
-                    self._inflight = []
-                self._settle(len(batch))
+                    batch = [row, *self._drain(BATCH_SIZE - 1)]
+                    self._inflight = batch
+                self._write_settled(batch)
+
+    def _write_settled(self, batch: list[dict[str, Any]]) -> None:
+        """Write one batch (holding ``_writing``), then count it settled whatever happened."""
+        try:
+            self._write(batch)
+        except Exception:  # the writer must outlive any bug in one batch
+            log.exception("NoETL event log: writing a batch failed; kept in the outbox")
+            self._spill(batch)
+        finally:
+            with self._lock:
+                self._inflight = []
+            self._settle(len(batch))
 
     def _settle(self, count: int) -> None:
         with self._lock:
