@@ -301,11 +301,18 @@ def _copy_insert(conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None
                 if isinstance(stamp, _dt.datetime):
                     values[_TIMESTAMP_AT] = stamp.isoformat()
                 copy.write_row(values)
-        # DISTINCT ON: a batch may itself hold one id twice (a retried flush); keep the first.
+        ids = {row.get("event_id") for row in rows}
+        if len(ids) == len(rows):
+            source = "_noetl_event_stage"
+        else:
+            # A batch may itself hold one id twice (a re-delivered file); keep the first.
+            source = (
+                "(SELECT DISTINCT ON (event_id) * FROM _noetl_event_stage "
+                "ORDER BY event_id, ord) AS batch"
+            )
         cursor.execute(
-            f"INSERT INTO {SCHEMA}.{TABLE} ({columns}) "
-            f"SELECT {columns} FROM (SELECT DISTINCT ON (event_id) * FROM _noetl_event_stage "
-            f"ORDER BY event_id, ord) AS batch ORDER BY ord ON CONFLICT (event_id) DO NOTHING"
+            f"INSERT INTO {SCHEMA}.{TABLE} ({columns}) SELECT {columns} FROM {source} "
+            f"ORDER BY ord ON CONFLICT (event_id) DO NOTHING"
         )
 
 
