@@ -129,7 +129,9 @@ def bench_sqlite(n: int) -> None:
     from airflow_plugin.events.store import EventStore
 
     store = EventStore(str(HOME / "bench-events.db"))
-    print(f"(d) sqlite store, {n} events in batches of 1000: {throughput(store, rows(n)):,.0f} events/s")
+    print(
+        f"(d) sqlite store, {n} events in batches of 1000: {throughput(store, rows(n)):,.0f} events/s"
+    )
 
 
 # -- (a), (c) dag.test -----------------------------------------------------------------------------
@@ -155,7 +157,11 @@ def _dag(name: str, yaml_text: str):
 
 
 def _chain(steps: int) -> str:
-    lines = ["apiVersion: noetl.io/v2", "kind: Playbook", "metadata: {name: chain, path: bench/chain}"]
+    lines = [
+        "apiVersion: noetl.io/v2",
+        "kind: Playbook",
+        "metadata: {name: chain, path: bench/chain}",
+    ]
     lines.append("workflow:")
     for i in range(steps):
         lines.append(f"  - step: s{i}")

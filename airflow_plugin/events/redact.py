@@ -58,10 +58,10 @@ def mask_secret_values(value: Any, *, key: str | None = None) -> None:
     """Register with Airflow's masker every value under a secret-looking key of ``value`` (a
     workload): from then on it is hidden wherever it appears in this process (task logs, and
     events, whose text goes through the masker), also when a step copies it under another name."""
-    if key is not None and SECRET_KEY.search(key):
-        if isinstance(value, (str, int, float)) and str(value):
-            _mask(str(value))
-            return
+    secret = key is not None and SECRET_KEY.search(key)
+    if secret and isinstance(value, (str, int, float)) and str(value):
+        _mask(str(value))
+        return
     if isinstance(value, Mapping):
         for k, v in value.items():
             mask_secret_values(v, key=str(k))
