@@ -136,7 +136,11 @@ def test_first_run_creates_the_home_and_prints_steps_and_results(first_run, home
                 "SELECT name FROM event_log WHERE execution_id = ? ORDER BY seq", (execution_id,)
             )
         ]
-    assert names[:2] == ["PlaybookExecutionRequested", "WorkflowStarted"]
+    assert names[:3] == [
+        "PlaybookExecutionRequested",
+        "PlaybookRequestEvaluated",
+        "WorkflowStarted",
+    ]
     assert names[-2:] == ["WorkflowFinished", "PlaybookProcessed"]
     assert names.count("StepFinished") == 3 and names.count("TaskFinished") == 3
     assert lines[6:] == [

@@ -47,7 +47,8 @@ def resolve(url: str | None, environ: Mapping[str, str] | None = None) -> tuple[
     return EventStore(options.url), Outbox(options.outbox)
 
 
-def run_events(args: Any, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
     store, outbox = resolve(getattr(args, "url", None))
     target = getattr(args, "execution", None)
     try:
@@ -79,7 +80,8 @@ def run_events(args: Any, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) 
     return EXIT_OK
 
 
-def run_status(args: Any, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+def run_status(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
     store, _ = resolve(getattr(args, "url", None))
     execution = _execution(args.execution)
     if execution is None:

@@ -24,7 +24,9 @@ def _common(execution_id: int, entity_id: str, fields: Mapping[str, Any]) -> dic
 def run_started(
     execution_id: int, entity_id: str, *, workload: Mapping[str, Any], **fields: Any
 ) -> None:
-    """PlaybookExecutionRequested (data: the workload) and WorkflowStarted."""
+    """PlaybookExecutionRequested (data: the workload), PlaybookRequestEvaluated and
+    WorkflowStarted. The request reached a run of a compiled DAG, so it was evaluated valid: the
+    playbook passed `noetlc check` at compile time and the workload Airflow's params validation."""
     common = _common(execution_id, entity_id, fields)
     emit(
         Event(
@@ -33,6 +35,16 @@ def run_started(
             status="success",
             data={"workload": dict(workload)},
             event_id=event_id("run", execution_id, "PlaybookExecutionRequested"),
+            **common,
+        )
+    )
+    emit(
+        Event(
+            name="PlaybookRequestEvaluated",
+            entity="playbook",
+            status="success",
+            data={"valid": True},
+            event_id=event_id("run", execution_id, "PlaybookRequestEvaluated"),
             **common,
         )
     )

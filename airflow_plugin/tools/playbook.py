@@ -43,8 +43,9 @@ def _int(value: Any) -> int | None:
 
 
 def child_execution_id(parent: Any, step: str, task: str, dag_id: str) -> int:
-    """A child run's execution id: deterministic from the parent's and the call site, so a retried
-    parent task gives its child the same id."""
+    """A child run's execution id: deterministic from the parent's execution and the call
+    (``task``: the call's ToolStarted event id, or the pipeline task label), so replaying the same
+    parent attempt derives the same ids and two calls never share one."""
     digest = hashlib.sha256(f"{parent}\x1f{step}\x1f{task}\x1f{dag_id}".encode()).digest()
     return (int.from_bytes(digest[:8], "big") & ((1 << 63) - 1)) or 1
 
@@ -142,8 +143,12 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
                 )
             )
         dag_id = dag_id_for_path(path)
+    from ..events import current_event_id
+
     parent = call.context.get("execution_id", 0)
-    execution_id = child_execution_id(parent, call.step, call.task, dag_id)
+    # The call's own ToolStarted id tells this call from every other one of the same call site
+    # (loop iterations, region visits, retry attempts, Airflow tries); without events, the site.
+    execution_id = child_execution_id(parent, call.step, current_event_id() or call.task, dag_id)
     try:
         result = run_child(
             dag_id,

@@ -20,8 +20,6 @@ from airflow_plugin.events.outbox import Outbox
 from airflow_plugin.events.store import EventStore
 from airflow_plugin.events.writer import StoreRecorder
 
-pytest_plugins = ["tests.harness.postgres"]
-
 
 def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> EventStore:
     if backend == "sqlite":

@@ -164,7 +164,11 @@ def canonical_order(rows: list[dict], task_order: list[str]) -> list[dict]:
     def key(row):
         task = row.get("task_id")
         if task is None:
-            early = row["name"] in ("PlaybookExecutionRequested", "WorkflowStarted")
+            early = row["name"] in (
+                "PlaybookExecutionRequested",
+                "PlaybookRequestEvaluated",
+                "WorkflowStarted",
+            )
             return (0 if early else 2, 0, 0, 0, row["seq"])
         root = task.split(".")[0]
         index = task_order.index(root) if root in task_order else len(task_order)

@@ -1,6 +1,10 @@
 """The event log table, its indexes and the observability views.
 
 Revision ID: 0001
+
+A frozen copy of ``schema.event_log`` as it was at this revision: a migration must keep creating
+what it created when it shipped, so it does not import the table definition that later revisions
+change. ``tests/events/test_store.py`` keeps the newest revision equal to ``schema.py``.
 """
 
 import sqlalchemy as sa
