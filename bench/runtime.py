@@ -57,6 +57,19 @@ def _median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def _paired_medians(ours, base, rounds: int = 5) -> tuple[float, float]:
+    """Median seconds of ``ours()`` and ``base()``, run alternately ``rounds`` times each.
+
+    Alternating (not all of one, then all of the other) spreads a change in machine load over
+    both sides, so the ratio measures the code rather than what else ran meanwhile.
+    """
+    ours_times, base_times = [], []
+    for _ in range(rounds):
+        ours_times.append(_timed(ours))
+        base_times.append(_timed(base))
+    return statistics.median(ours_times), statistics.median(base_times)
+
+
 def _row(label: str, ours: float, base: float, unit: str, target: str) -> None:
     print(
         f"{label:<44} noetlc {ours:10.4f} {unit:<6} baseline {base:10.4f} {unit:<6} "
@@ -258,7 +271,7 @@ def bench_http(requests: int) -> None:
                 response.json()
 
         ours(), plain()
-        ours_t, plain_t = _median_time(ours, 3), _median_time(plain, 3)
+        ours_t, plain_t = _paired_medians(ours, plain)
         client.close()
     finally:
         stop()
@@ -305,7 +318,7 @@ def bench_postgres(inserts: int) -> None:
                         db.execute(f"INSERT INTO t_plain VALUES ({i})")
 
         ours(), plain()
-        ours_t, plain_t = _median_time(ours, 3), _median_time(plain, 3)
+        ours_t, plain_t = _paired_medians(ours, plain)
     finally:
         cluster.destroy()
     print(

@@ -64,6 +64,7 @@ from .sql import (
     collect_rows,
     first_keyword,
     has_keyword,
+    leading_keyword,
     quote_ident,
     quote_table,
     read_sql,
@@ -470,8 +471,14 @@ class StatementError(Exception):
         super().__init__(str(cause))
 
 
+_AUTOCOMMIT_HEADS = frozenset({"VACUUM", "CALL", "CREATE", "DROP", "ALTER", "REINDEX"})
+
+
 def needs_autocommit(statement: str) -> bool:
     """Whether PostgreSQL refuses ``statement`` inside a transaction block."""
+    head = leading_keyword(statement)
+    if head is not None and head not in _AUTOCOMMIT_HEADS:
+        return False  # INSERT, SELECT...: no need to tokenize the whole statement
     words = first_keyword(statement, 3)
     if not words:
         return False
@@ -724,7 +731,7 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
     target: PgTarget | None = None
     try:
         target = resolve_target(config, call.step_input)
-        statements = read_sql(config, context=render_context(call))
+        statements = read_sql(config, context=lambda: render_context(call))
     except (ToolConfigError, SqlConfigError, ConnectionNotFound) as exc:
         return failure(exc, target=target)
     if not statements:

@@ -295,6 +295,14 @@ def test_statements_refused_in_a_transaction_run_in_autocommit(pg_connections, p
     assert run({"auth": "pg_local", "command": f"DROP DATABASE {name}"}).ok
 
 
+def test_a_refused_statement_behind_a_comment_still_runs_in_autocommit(pg_connections):
+    # the statement does not start with its keyword: classified through the tokenizer
+    out = run({"auth": "pg_local", "command": "/* nightly */ VACUUM; SELECT 1 AS ok"})
+    assert out.ok, out.error
+    assert out.data["transaction"] == "autocommit"
+    assert out.data["rows"] == [{"ok": 1}]
+
+
 def test_comment_only_sql_runs_nothing(pg_connections):
     out = run({"auth": "pg_local", "query": "-- nothing\n"})
     assert out.data == {
