@@ -66,6 +66,8 @@ def check(ctx: CheckContext) -> None:
                 )
             elif kind == "step":
                 _check_step_reference(ctx, site, ref, names, probed=probing)
+            elif ref.root in ("response", "result") and ref.path and ref.path[0] in STALE_FIELDS:
+                _report_stale_field(ctx, site, ref)  # the current step's result
             elif ref.root == "output" and ctx.playbook.dialect == "canonical":
                 _check_output_field(ctx, site, ref)
 
@@ -82,16 +84,20 @@ def _check_output_field(ctx: CheckContext, site, ref) -> None:
     )
 
 
+def _report_stale_field(ctx: CheckContext, site, ref) -> None:
+    # Point at the stale field itself (`load.command_0` -> `command_0`), not at the root name.
+    field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
+    ctx.report(
+        "T305",
+        ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset),
+        f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
+        f"`{ref.root}.row_count` (the last statement's result)",
+    )
+
+
 def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) -> None:
     if ref.path and ref.path[0] in STALE_FIELDS:
-        # Point at the stale field itself (`load.command_0` -> `command_0`), not at the step name.
-        field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
-        ctx.report(
-            "T305",
-            ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset),
-            f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
-            f"`{ref.root}.row_count` (the last statement's result)",
-        )
+        _report_stale_field(ctx, site, ref)
         return
     reader, producer = site.step, ref.root
     if reader is None or reader == producer or ref.guarded or probed or ref.root in names.workload:
