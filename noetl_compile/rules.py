@@ -288,7 +288,9 @@ RULES: dict[str, Rule] = {
             W,
             "stale result field",
             "The engine no longer produces this field (postgres returns only the last statement's result "
-            "since 2026-03: `rows`, `row_count`, `columns`).",
+            "since 2026-03: `rows`, `row_count`, `columns`; python code that looks `command_N` up is "
+            "reported too), or the field belongs to another dialect (a canonical `output` has no "
+            "case-v2 `response`: the tool result is `output.data`).",
             'before:  "{{ load.command_0.rows }}"\nafter:   "{{ load.rows }}"',
         ),
         _rule(

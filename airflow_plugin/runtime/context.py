@@ -33,6 +33,7 @@ __all__ = [
     "build_context",
     "job_namespace",
     "reveal",
+    "with_bindings",
     "with_loop",
     "with_values",
 ]
@@ -171,6 +172,17 @@ def apply_ctx_writes(context: Mapping[str, Any], writes: Mapping[str, Any]) -> d
     protected = context.get(PROTECTED_KEY, RESERVED_KEYS)
     for key, value in writes.items():
         if key not in protected:
+            new[key] = value
+    return new
+
+
+def with_bindings(context: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``context`` where ``values`` are visible as bare names; reserved namespaces and
+    step results keep their meaning (a binding never shadows them)."""
+    new = dict(context)
+    protected = context.get(PROTECTED_KEY, RESERVED_KEYS)
+    for key, value in values.items():
+        if isinstance(key, str) and key not in protected:
             new[key] = value
     return new
 

@@ -50,7 +50,14 @@ from jinja2 import TemplateSyntaxError, nodes
 
 from ..events import Event, emit
 from ..tools import ToolOutcome
-from .context import apply_ctx_writes, apply_vars_writes, build_context, with_loop, with_values
+from .context import (
+    apply_ctx_writes,
+    apply_vars_writes,
+    build_context,
+    with_bindings,
+    with_loop,
+    with_values,
+)
 from .payload import arc_task_id, normalise_case_next, validate_payload
 from .pipeline import (
     call_tool,
@@ -339,6 +346,11 @@ class _StepRun:
         incoming = inputs.get("args")
         self.incoming_args: dict[str, Any] = dict(incoming) if isinstance(incoming, Mapping) else {}
         self.context["args"] = dict(self.incoming_args)
+        if self.dialect == "v1":
+            # A v1 `next` entry's `with`/`data`/`args` are the target step's bindings, which its
+            # templates read by bare name (`{{ city }}`), as the v1 engine merged them into the
+            # step's context.
+            self.context = with_bindings(self.context, self.incoming_args)
 
     # -- events -------------------------------------------------------------------------------
 

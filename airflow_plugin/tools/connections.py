@@ -14,6 +14,7 @@ define it, and never the value of anything.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -83,6 +84,7 @@ _cache: dict[tuple[str, str | None], tuple[float, ConnectionInfo]] = {}
 _cache_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=256)  # looked up on every call of a SQL tool
 def _env_name(name: str) -> str:
     return "AIRFLOW_CONN_" + "".join(c if c.isalnum() else "_" for c in name).upper()
 

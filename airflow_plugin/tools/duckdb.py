@@ -590,7 +590,7 @@ def run_duckdb(call: ToolCall) -> ToolOutcome:
     """Execute the call's SQL (see the module docstring)."""
     config = call.config
     try:
-        statements = read_sql(config, context=render_context(call))
+        statements = read_sql(config, context=lambda: render_context(call))
         database = database_path(config, call.context)
     except SqlConfigError as exc:
         return failure(exc)

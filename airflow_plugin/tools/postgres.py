@@ -15,7 +15,9 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
 
 Where this runtime is stricter than NoETL (which committed statement by statement): all
 statements of one call run in **one transaction**, committed at the end and rolled back on any
-error, so a failed call leaves no half-written data. Statements PostgreSQL refuses inside a
+error, so a failed call leaves no half-written data (a call of a single INSERT/UPDATE/DELETE/
+MERGE/SELECT/WITH statement gets that from PostgreSQL's implicit per-statement transaction, in
+one round trip). Statements PostgreSQL refuses inside a
 transaction block (``CREATE/DROP DATABASE``, ``CREATE/DROP TABLESPACE``, ``VACUUM``, ``ALTER
 SYSTEM``, ``CALL``, ``... CONCURRENTLY``) make the whole call run in autocommit mode, statement by
 statement, as NoETL ran them.
@@ -64,6 +66,7 @@ from .sql import (
     collect_rows,
     first_keyword,
     has_keyword,
+    leading_keyword,
     quote_ident,
     quote_table,
     read_sql,
@@ -470,8 +473,14 @@ class StatementError(Exception):
         super().__init__(str(cause))
 
 
+_AUTOCOMMIT_HEADS = frozenset({"VACUUM", "CALL", "CREATE", "DROP", "ALTER", "REINDEX"})
+
+
 def needs_autocommit(statement: str) -> bool:
     """Whether PostgreSQL refuses ``statement`` inside a transaction block."""
+    head = leading_keyword(statement)
+    if head is not None and head not in _AUTOCOMMIT_HEADS:
+        return False  # INSERT, SELECT...: no need to tokenize the whole statement
     words = first_keyword(statement, 3)
     if not words:
         return False
@@ -483,6 +492,16 @@ def needs_autocommit(statement: str) -> bool:
     if head == "ALTER" and len(words) > 1 and words[1] == "SYSTEM":
         return True
     return head in {"CREATE", "DROP", "REINDEX"} and has_keyword(statement, "CONCURRENTLY")
+
+
+# A call of one plain statement runs in autocommit mode: PostgreSQL then runs the statement in an
+# implicit transaction of its own (all or nothing, committed when it ends), so the call keeps its
+# one-transaction guarantee in one round trip instead of three (BEGIN, the statement, COMMIT).
+# Only statement kinds that mean the same in that implicit transaction (not DECLARE or LOCK, which
+# need a transaction block).
+_IMPLICIT_TRANSACTION = frozenset(
+    {"INSERT", "UPDATE", "DELETE", "MERGE", "SELECT", "WITH", "VALUES", "TABLE"}
+)
 
 
 def rollback_quietly(conn: psycopg.Connection[Any]) -> None:
@@ -507,7 +526,8 @@ def execute_statements(
     Raises :class:`StatementError` (after rolling back) when a statement fails.
     """
     limits = limits or result_limits("POSTGRES")
-    autocommit = any(needs_autocommit(statement) for statement in statements)
+    implicit = len(statements) == 1 and leading_keyword(statements[0]) in _IMPLICIT_TRANSACTION
+    autocommit = implicit or any(needs_autocommit(statement) for statement in statements)
     result: dict[str, Any] = {"status": "success", "rows": [], "row_count": 0, "columns": []}
     index = -1
     previous_autocommit = conn.autocommit
@@ -540,7 +560,7 @@ def execute_statements(
             except psycopg.Error as exc:
                 logger.debug("restoring autocommit: %s", exc)
     result["statement_count"] = len(statements)
-    if autocommit:
+    if autocommit and not implicit:
         result["transaction"] = "autocommit"
     return result
 
@@ -724,7 +744,7 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
     target: PgTarget | None = None
     try:
         target = resolve_target(config, call.step_input)
-        statements = read_sql(config, context=render_context(call))
+        statements = read_sql(config, context=lambda: render_context(call))
     except (ToolConfigError, SqlConfigError, ConnectionNotFound) as exc:
         return failure(exc, target=target)
     if not statements:

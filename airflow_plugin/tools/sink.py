@@ -37,7 +37,9 @@ table (42P01).
 Destinations: ``postgres`` and ``duckdb`` are written here, in one transaction per call (nothing
 written when any row fails). ``event``/``event_log`` writes nothing outside the event log: the
 result carries the data for the runtime's sink event. Any other kind with an executor in the
-registry (``python``, ``http``...) is called as a tool with the data as its ``args``.
+registry (``python``, ``http``...) is called as a tool with the data as its ``args``; a python
+sink's code sees the data as ``data`` (a mapping, ``{}`` when there is none) and the other
+``args`` keys as themselves, as NoETL binds them.
 
 Result: ``{status: "success", kind, table, mode, rows_written}`` (plus ``statement_count`` for SQL
 sinks, ``data`` for event_log, ``result`` for delegated tools). Failures are outcomes like the
@@ -352,6 +354,22 @@ def _write_duckdb(
     return _success(spec, written, database=database, **extra)
 
 
+def _python_sink_args(data: Any, args: Any) -> dict[str, Any]:
+    """The names a python sink's code sees, as NoETL binds them (``core/storage/python.py``).
+
+    ``data`` is the sink data when it is a non-empty mapping (for ``tool: {args: {...}}`` that is
+    the whole ``args`` mapping), else ``{}``: never None, and an ``args.data`` key does not
+    replace it. Every other ``args`` key is bound under its own name.
+    """
+    bound = (
+        {key: value for key, value in args.items() if key != "data"}
+        if isinstance(args, Mapping)
+        else {}
+    )
+    bound["data"] = dict(data) if isinstance(data, Mapping) and data else {}
+    return bound
+
+
 def _delegate(spec: SinkSpec, step: str, context: Mapping[str, Any] | None) -> ToolOutcome:
     from ..runtime.render import to_jsonable
     from .registry import get_tool
@@ -359,7 +377,9 @@ def _delegate(spec: SinkSpec, step: str, context: Mapping[str, Any] | None) -> T
     executor = get_tool(spec.kind)  # ToolNotAvailable: this runtime cannot write that sink
     config = {key: value for key, value in spec.config.items() if key not in ("tool", "storage")}
     config["kind"] = spec.kind
-    if "args" not in config and isinstance(spec.data, Mapping):
+    if spec.kind == "python":
+        config["args"] = _python_sink_args(spec.data, config.get("args"))
+    elif "args" not in config and isinstance(spec.data, Mapping):
         config["args"] = spec.data
     elif "args" not in config and spec.data is not None:
         config["args"] = {"data": spec.data}

@@ -70,6 +70,7 @@ __all__ = [
     "has_sql",
     "jsonable_row",
     "jsonable_value",
+    "leading_keyword",
     "positional_markers",
     "quote_ident",
     "quote_table",
@@ -199,8 +200,17 @@ def _is_blank(pieces: Sequence[tuple[TokenKind, str]]) -> bool:
     return all(kind == "comment" or not value.strip() for kind, value in pieces)
 
 
+# SQL without any of these has no strings, identifiers, dollar quotes or comments: every ``;`` is
+# a separator and no piece is comment-only, so a plain split gives what the tokenizer gives.
+_QUOTING = ("'", '"', "$", "--", "/*")
+
+
 def split_statements(text: str) -> list[str]:
     """Statements of ``text``, split on top-level ``;``, without empty/comment-only ones."""
+    if not any(marker in text for marker in _QUOTING):
+        # The common case (one generated INSERT per call): the tokenizer would cost more than the
+        # round trip's Python side.
+        return [piece for piece in (part.strip() for part in text.split(";")) if piece]
     statements: list[str] = []
     current: list[tuple[TokenKind, str]] = []
     for kind, value in tokens(text):
@@ -223,6 +233,17 @@ def _code_words(statement: str) -> Iterator[str]:
         if kind == "code":
             for match in _WORD.finditer(value):
                 yield match.group(0).upper()
+
+
+_LEADING_WORD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def leading_keyword(statement: str) -> str | None:
+    """The first word of ``statement`` upper-cased, when the statement starts with it (after
+    whitespace); None when it starts with anything else (a comment, a parenthesis...), where
+    :func:`first_keyword` must walk the tokens."""
+    match = _LEADING_WORD.match(statement)
+    return match.group(1).upper() if match else None
 
 
 def first_keyword(statement: str, count: int = 1) -> tuple[str, ...]:
@@ -458,13 +479,15 @@ def _read_script(script: Any) -> str:
 def read_sql(
     config: Mapping[str, Any],
     *,
-    context: Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     extra_aliases: Sequence[str] = (),
 ) -> list[str]:
     """The statements of ``config`` in NoETL's alias order (see the module docstring).
 
     ``extra_aliases`` are read after the inline aliases (sinks pass :data:`SINK_ALIASES`).
-    ``context``: when given, base64 and script SQL is rendered with it (lenient, kept as text).
+    ``context``: when given, base64 and script SQL is rendered with it (lenient, kept as text);
+    a zero-argument callable is called only then (building the context costs more than reading
+    inline SQL, which the runtime has already rendered).
     Raises :class:`SqlConfigError` when no alias holds SQL. The list may be empty (a script of
     comments only): running nothing is the caller's decision.
     """
@@ -489,6 +512,9 @@ def read_sql(
         raise SqlConfigError(f"no SQL given: expected one of {aliases}")
     if rendered_here and context is not None:
         from ..runtime.render import render_value
+
+        if callable(context):
+            context = context()
 
         texts = [
             render_value(text, context, strict=False, coerce=False, field="sql") for text in texts
@@ -649,13 +675,24 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+# (prefix, raw rows value, raw bytes value) -> limits: read on every call (a changed variable is
+# seen at once), parsed once per distinct value.
+_LIMITS: dict[tuple[str, str | None, str | None], ResultLimits] = {}
+
+
 def result_limits(prefix: str) -> ResultLimits:
     """Limits from ``NOETL_<PREFIX>_MAX_RESULT_ROWS`` / ``..._BYTES`` (NoETL's variable names)."""
-    defaults = ResultLimits()
-    return ResultLimits(
-        max_rows=_env_int(f"NOETL_{prefix}_MAX_RESULT_ROWS", defaults.max_rows),
-        max_bytes=_env_int(f"NOETL_{prefix}_MAX_RESULT_BYTES", defaults.max_bytes),
-    )
+    rows_name, bytes_name = f"NOETL_{prefix}_MAX_RESULT_ROWS", f"NOETL_{prefix}_MAX_RESULT_BYTES"
+    key = (prefix, os.environ.get(rows_name), os.environ.get(bytes_name))
+    limits = _LIMITS.get(key)
+    if limits is None:
+        defaults = ResultLimits()
+        limits = ResultLimits(
+            max_rows=_env_int(rows_name, defaults.max_rows),
+            max_bytes=_env_int(bytes_name, defaults.max_bytes),
+        )
+        _LIMITS[key] = limits
+    return limits
 
 
 def collect_rows(

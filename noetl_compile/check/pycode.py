@@ -1,13 +1,18 @@
-"""C501: python `code` that does not compile.
+"""C501: python `code` that does not compile; T305: code that looks up a stale result field.
 
 The engine exec()s the code at module level (convention: assign `result`; v1 defines `def main`),
 so we compile it the same way: a module-level `return` is a real error there. Code may itself be
 a Jinja template that the engine renders first; each `{{ ... }}` is masked with text of the same
 length (so line/column survive) and errors that can only come from the templating are dropped.
+
+Code that compiles is also searched for key lookups of the fields postgres results no longer carry
+(`r.get("command_0")`, `r["command_1"]`): the template rule T305 cannot see them, and such code
+silently reads nothing.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import functools
@@ -17,6 +22,7 @@ from typing import Any
 
 from ..analyze.expressions import scan_template
 from .context import CheckContext
+from .templates import STALE_FIELDS
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 # Maskings tried in turn: a name, a number, an empty tuple. One of them fits where the rendered
@@ -54,6 +60,7 @@ def check_task_code(ctx: CheckContext, config: Any, label: str) -> None:
 def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=None) -> None:
     error = compile_error(code)
     if error is None:
+        _check_stale_reads(ctx, code, yaml_value, label, anchor)
         return
     line, column, message = error
     offset = _offset_of(code, line, column)
@@ -67,6 +74,53 @@ def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=Non
         if "'return' outside function" in message
         else None,
     )
+
+
+def _check_stale_reads(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor) -> None:
+    for line, column, field in stale_reads(code):
+        if yaml_value is not None:
+            position = ctx.position_in_string(yaml_value, _offset_of(code, line, column))
+        else:
+            position = anchor
+        ctx.report(
+            "T305",
+            position,
+            f"python code of {label} looks up `{field}` of a result: no tool produces it any "
+            "more (postgres returns the last statement's `rows` / `row_count`)",
+        )
+
+
+@functools.lru_cache(maxsize=2048)
+def stale_reads(code: str) -> tuple[tuple[int, int, str], ...]:
+    """(line, column, field) of every `x.get("command_N")` / `x["command_N"]` in ``code``
+    (1-based; the code must compile once its Jinja parts are masked)."""
+    regions = [m.span() for m in _TEMPLATE.finditer(code)]
+    tree = None
+    for mask in _MASKS if regions else _MASKS[:1]:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(_masked(code, regions, mask))
+            break
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    if tree is None:
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+        ):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and key.value in STALE_FIELDS:
+            found.append((key.lineno, key.col_offset + 1, key.value))
+    return tuple(sorted(found))
 
 
 @functools.lru_cache(maxsize=2048)  # the same code block recurs across steps and files

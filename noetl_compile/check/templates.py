@@ -14,6 +14,11 @@ KNOWN_FILTERS = frozenset(DEFAULT_FILTERS) | NOETL_FILTERS
 KNOWN_TESTS = frozenset(DEFAULT_TESTS)
 # Fields postgres results stopped carrying when the tool began returning only the last statement.
 STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
+# What a canonical pipeline's `output` holds (the engine's task output envelope); `response` is
+# the case-v2 name of the tool result, which canonical templates read as `output.data`.
+CANONICAL_OUTPUT_FIELDS = frozenset(
+    {"status", "data", "ref", "error", "context", "http", "pg", "py", "meta"}
+)
 
 
 def check(ctx: CheckContext) -> None:
@@ -61,18 +66,38 @@ def check(ctx: CheckContext) -> None:
                 )
             elif kind == "step":
                 _check_step_reference(ctx, site, ref, names, probed=probing)
+            elif ref.root in ("response", "result") and ref.path and ref.path[0] in STALE_FIELDS:
+                _report_stale_field(ctx, site, ref)  # the current step's result
+            elif ref.root == "output" and ctx.playbook.dialect == "canonical":
+                _check_output_field(ctx, site, ref)
+
+
+def _check_output_field(ctx: CheckContext, site, ref) -> None:
+    if not ref.path or ref.path[0] in CANONICAL_OUTPUT_FIELDS:
+        return
+    field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
+    ctx.report(
+        "T305",
+        ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset),
+        f"`output.{ref.path[0]}` is not produced: a canonical `output` holds "
+        f"{', '.join(sorted(CANONICAL_OUTPUT_FIELDS))} (the tool result is `output.data`)",
+    )
+
+
+def _report_stale_field(ctx: CheckContext, site, ref) -> None:
+    # Point at the stale field itself (`load.command_0` -> `command_0`), not at the root name.
+    field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
+    ctx.report(
+        "T305",
+        ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset),
+        f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
+        f"`{ref.root}.row_count` (the last statement's result)",
+    )
 
 
 def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) -> None:
     if ref.path and ref.path[0] in STALE_FIELDS:
-        # Point at the stale field itself (`load.command_0` -> `command_0`), not at the step name.
-        field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
-        ctx.report(
-            "T305",
-            ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset),
-            f"`{ref.root}.{ref.path[0]}` is no longer produced; read `{ref.root}.rows` / "
-            f"`{ref.root}.row_count` (the last statement's result)",
-        )
+        _report_stale_field(ctx, site, ref)
         return
     reader, producer = site.step, ref.root
     if reader is None or reader == producer or ref.guarded or probed or ref.root in names.workload:

@@ -55,6 +55,13 @@ GET /status                             ``{"status": "ok"}`` — seeds/whitepape
 GET /patients/<id>/assessments?page     ``{has_more, items}`` — seeds/cursor_work_queue
 GET /data?page&pageSize                 ``{items, paging}`` — examples/http_pagination_v2,
                                         v10_canonical_example
+GET /v1/forecast, GET /forecast         Open-Meteo-shaped forecast (``hourly``,
+  ?latitude&longitude[&hourly]          ``current_weather``; synthetic, deterministic) —
+  [&current_weather&forecast_days]      v1 examples/weather (``base_url``), weather_loop_v2
+GET /repos/<owner>/<repo>               GitHub-shaped repository (microsoft/vscode; 404 as
+                                        GitHub otherwise) — api_integration/github_metrics
+GET /example-api/users/<id>             ``{id, name, email, status, created_at}`` (odd ids
+                                        active) — examples/variable_lifecycle_example
 ======================================  ===========================================================
 
 Run it with :func:`start_server` (127.0.0.1, a free port, a daemon thread), the session fixture
@@ -67,10 +74,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import datetime as dt
 import email.parser
 import email.policy
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -914,6 +923,189 @@ def data_pages(req: Request) -> Response:
     chunk, more = _page_slice(items, page, size)
     paging = {"hasMore": more, "page": page, "pageSize": size, "total": TOTAL_ITEMS}
     return Response(body={"items": chunk, "paging": paging})
+
+
+# -- Open-Meteo-shaped forecasts ---------------------------------------------------------------
+#
+# The corpus weather playbooks take the API's base URL from their workload (``base_url``,
+# ``weather_api_url``). The body has the fields of Open-Meteo's /v1/forecast documentation; the
+# values are synthetic and deterministic: one fixed day, a daily temperature curve that peaks at
+# 15:00 and is warmer nearer the equator (New York, 40.71 N: 17.8 C at 09:00, 22.8 C at 15:00).
+
+FORECAST_DAY = "2025-06-01"
+_HOURLY_VARIABLES = {
+    "temperature_2m": "°C",
+    "relative_humidity_2m": "%",
+    "precipitation": "mm",
+    "wind_speed_10m": "km/h",
+    "windspeed_10m": "km/h",
+}
+
+
+def forecast_temperature(latitude: float, hour: int) -> float:
+    """The server's temperature (C) at ``latitude`` and ``hour`` of any forecast day."""
+    base = 32.0 - 0.35 * abs(latitude)
+    return round(base + 5.0 * math.sin(2 * math.pi * (hour - 9) / 24), 1)
+
+
+def _hourly_value(variable: str, latitude: float, longitude: float, hour: int) -> float:
+    if variable == "temperature_2m":
+        return forecast_temperature(latitude, hour)
+    if variable == "relative_humidity_2m":
+        return float(60 + (hour * 3 + int(abs(longitude))) % 30)
+    if variable == "precipitation":
+        return 0.0 if hour < 16 else 0.2
+    return round(8.0 + abs(longitude) % 7 + hour % 5, 1)  # wind speed
+
+
+@route(r"/(?:v1/)?forecast")
+def forecast(req: Request) -> Response:
+    try:
+        latitude = float(req.required("latitude"))
+        longitude = float(req.required("longitude"))
+    except ValueError:
+        return Response(400, {"error": True, "reason": "latitude and longitude must be numbers"})
+    days = req.arg("forecast_days", 7, int)
+    fahrenheit = req.arg("temperature_unit", "celsius") == "fahrenheit"
+    hourly = [v for v in (req.arg("hourly", "") or "").split(",") if v]
+    unknown = [v for v in hourly if v not in _HOURLY_VARIABLES]
+    if unknown:
+        reason = f"Cannot initialize WeatherVariable from invalid String value {unknown[0]}"
+        return Response(400, {"error": True, "reason": reason})
+
+    def temp(value: float) -> float:
+        return round(value * 9 / 5 + 32, 1) if fahrenheit else value
+
+    body: dict[str, Any] = {
+        "latitude": round(latitude, 4),
+        "longitude": round(longitude, 4),
+        "generationtime_ms": 0.05,
+        "utc_offset_seconds": 0,
+        "timezone": "GMT",
+        "timezone_abbreviation": "GMT",
+        "elevation": 10.0,
+    }
+    unit = "°F" if fahrenheit else "°C"
+    if req.arg("current_weather", "false").lower() == "true":
+        body["current_weather_units"] = {
+            "time": "iso8601",
+            "interval": "seconds",
+            "temperature": unit,
+            "windspeed": "km/h",
+            "winddirection": "°",
+            "is_day": "",
+            "weathercode": "wmo code",
+        }
+        body["current_weather"] = {
+            "time": f"{FORECAST_DAY}T12:00",
+            "interval": 900,
+            "temperature": temp(forecast_temperature(latitude, 12)),
+            "windspeed": _hourly_value("wind_speed_10m", latitude, longitude, 12),
+            "winddirection": int(abs(longitude) * 7) % 360,
+            "is_day": 1,
+            "weathercode": 3,
+        }
+    if hourly:
+        hours = range(24 * max(1, min(days, 16)))
+        body["hourly_units"] = {"time": "iso8601"} | {
+            v: (unit if v == "temperature_2m" else _HOURLY_VARIABLES[v]) for v in hourly
+        }
+        series: dict[str, Any] = {
+            "time": [f"{_forecast_date(h // 24)}T{h % 24:02d}:00" for h in hours]
+        }
+        for variable in hourly:
+            values = [_hourly_value(variable, latitude, longitude, h % 24) for h in hours]
+            series[variable] = [temp(v) for v in values] if variable == "temperature_2m" else values
+        body["hourly"] = series
+    return Response(body=body)
+
+
+def _forecast_date(offset: int) -> str:
+    return (dt.date.fromisoformat(FORECAST_DAY) + dt.timedelta(days=offset)).isoformat()
+
+
+# -- GitHub-shaped repositories ----------------------------------------------------------------
+#
+# api_integration/github_metrics takes the API base from its workload (``api_base_url``). The body
+# has the fields of GitHub's "get a repository" REST response; the figures of microsoft/vscode are
+# the snapshot the playbook itself writes to its table (175000 stars, 34000 forks, TypeScript).
+
+_REPOSITORIES = {
+    "microsoft/vscode": {
+        "id": 41881900,
+        "description": "Visual Studio Code",
+        "homepage": "https://code.visualstudio.com",
+        "language": "TypeScript",
+        "stargazers_count": 175000,
+        "forks_count": 34000,
+        "open_issues_count": 9000,
+        "created_at": "2015-09-03T20:23:38Z",
+        "updated_at": "2025-06-01T00:00:00Z",
+        "pushed_at": "2025-06-01T00:00:00Z",
+        "license": {"key": "mit", "name": "MIT License", "spdx_id": "MIT"},
+        "topics": ["editor", "electron", "typescript", "visual-studio-code"],
+    }
+}
+
+
+@route(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)")
+def repository(req: Request) -> Response:
+    full_name = f"{req.params['owner']}/{req.params['repo']}"
+    known = _REPOSITORIES.get(full_name.lower())
+    if known is None:
+        docs = "https://docs.github.com/rest/repos/repos#get-a-repository"
+        return Response(404, {"message": "Not Found", "documentation_url": docs, "status": "404"})
+    api = f"{req.base_url}/repos/{full_name}"
+    owner = req.params["owner"]
+    return Response(
+        body={
+            **known,
+            "node_id": base64.b64encode(f"R_{known['id']}".encode()).decode(),
+            "name": req.params["repo"],
+            "full_name": full_name,
+            "private": False,
+            "owner": {
+                "login": owner,
+                "type": "Organization",
+                "url": f"{req.base_url}/users/{owner}",
+            },
+            "html_url": f"https://github.com/{full_name}",
+            "fork": False,
+            "url": api,
+            "size": 500000,
+            "watchers_count": known["stargazers_count"],
+            "watchers": known["stargazers_count"],
+            "forks": known["forks_count"],
+            "open_issues": known["open_issues_count"],
+            "default_branch": "main",
+            "visibility": "public",
+            "archived": False,
+            "disabled": False,
+        }
+    )
+
+
+# -- the user API of examples/variable_lifecycle_example ---------------------------------------
+#
+# The playbook reads `{api_base_url}/users/{user_id}` from api.example.com, a placeholder host with
+# no API behind it: the record has the fields the playbook reads (email, status, created_at).
+# Odd ids are active users, even ids inactive, so both of its branches can run.
+
+
+@route(r"/example-api/users/(?P<id>[0-9]+)")
+def example_user(req: Request) -> Response:
+    i = int(req.params["id"])
+    if not 1 <= i <= 10:
+        return Response(404, {"error": "user not found"})
+    return Response(
+        body={
+            "id": i,
+            "name": f"Example User {i}",
+            "email": f"user{i}@example.com",
+            "status": "active" if i % 2 else "inactive",
+            "created_at": f"2025-01-{i:02d}T09:00:00Z",
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -205,6 +205,23 @@ def test_incoming_args_overlay_input_and_are_visible():
     assert out.result == [1, 20, 30]
 
 
+def test_v1_arc_bindings_are_bare_names_of_the_target_step():
+    # v1 `next: [{step: b, with: {city: ...}}]`: the target's templates read `{{ city }}`.
+    tool = {"kind": "duckdb", "query": "SELECT '{{ city }}' AS c, {{ n }} AS n"}
+    p = payload("b", dialect="v1", input={"label": "{{ city }}!"}, tool=tool)
+    out = execute_step(p, inputs(args={"city": "Oslo", "n": 2}, results={"a": {"n": 1}}))
+    assert out.result["rows"] == [{"c": "Oslo", "n": 2}]
+    # a binding never shadows a step result or a runtime namespace
+    p = payload("b", dialect="v1", input={"r": "{{ a.n }}", "w": "{{ workload.k }}"})
+    p["tool"] = py("result = [r, w]")
+    args = {"a": "x", "workload": "y"}
+    out = execute_step(p, inputs(args=args, results={"a": {"n": 1}}, workload={"k": 5}))
+    assert out.result == [1, 5]
+    # other dialects read them as `args.<name>` only
+    p = payload("b", input={"v": "{{ city }}"}, tool=py("result = v"))
+    assert execute_step(p, inputs(args={"city": "Oslo"})).result == "{{ city }}"
+
+
 def test_lenient_input_keeps_unresolvable_template():
     p = payload(input={"q": "{{ missing_step.rows }}"}, tool=py("result = q"))
     assert execute_step(p, inputs()).result == "{{ missing_step.rows }}"

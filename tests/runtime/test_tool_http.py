@@ -724,10 +724,64 @@ def _get(base: str, path: str, **params: Any) -> Any:
         # httpbin-style: retry_test (test_url), simple_http_v2, batch_execution (/anything/...)
         ("/get", {"test": "hello"}, lambda b: b["args"] == {"test": "hello"}),
         ("/anything/heavy-item-detail", {}, lambda b: b["path"] == "/anything/heavy-item-detail"),
+        # examples/weather (v1, base_url), weather_loop_v2: Open-Meteo's /v1/forecast fields
+        (
+            "/v1/forecast",
+            {
+                "latitude": 40.71,
+                "longitude": -74.01,
+                "hourly": "temperature_2m",
+                "forecast_days": 1,
+            },
+            lambda b: (
+                len(b["hourly"]["time"]) == len(b["hourly"]["temperature_2m"]) == 24
+                and max(b["hourly"]["temperature_2m"]) == 22.8
+                and b["hourly_units"]["temperature_2m"] == "°C"
+            ),
+        ),
+        (
+            "/forecast",
+            {"latitude": 51.5, "longitude": 0, "current_weather": "true", "forecast_days": 2},
+            lambda b: (
+                set(b["current_weather"]) >= {"temperature", "windspeed", "time"}
+                and "hourly" not in b
+            ),
+        ),
+        # api_integration/github_metrics: GitHub's repository fields
+        (
+            "/repos/microsoft/vscode",
+            {},
+            lambda b: (
+                b["full_name"] == "microsoft/vscode"
+                and b["stargazers_count"] == 175000
+                and b["forks_count"] == 34000
+                and b["owner"]["login"] == "microsoft"
+            ),
+        ),
+        # examples/variable_lifecycle_example: the record the playbook reads
+        (
+            "/example-api/users/2",
+            {},
+            lambda b: b["email"] == "user2@example.com" and b["status"] == "inactive",
+        ),
     ],
 )
 def test_server_routes_serve_the_shapes_the_corpus_reads(http_server, path, params, check):
     assert check(_get(http_server, path, **params))
+
+
+def test_new_api_shapes_refuse_what_the_real_apis_refuse(http_server):
+    forecast = call({"url": f"{http_server}/v1/forecast", "params": {"latitude": 1}})
+    assert not forecast.ok and forecast.error["code"] == "HTTP_400"
+    unknown = call(
+        {
+            "url": f"{http_server}/v1/forecast",
+            "params": {"latitude": 1, "longitude": 2, "hourly": "snow_depth_cm"},
+        }
+    )
+    assert not unknown.ok and unknown.data["data"]["error"] is True
+    repo = call({"url": f"{http_server}/repos/no/such-repo"})
+    assert not repo.ok and repo.data["data"]["message"] == "Not Found"
 
 
 def test_probes_overlap_and_are_counted(http_server):

@@ -219,6 +219,30 @@ def test_statements_share_one_transaction_and_roll_back(pg_connections, pg_test_
     assert sql(pg_test_dsn, f'SELECT id FROM "{table}"') == [(9,)]
 
 
+def test_a_single_statement_is_all_or_nothing_and_leaves_no_transaction(
+    pg_connections, pg_test_dsn, table
+):
+    # one plain statement runs in PostgreSQL's implicit transaction (one round trip): a failure
+    # half-way through its rows writes none of them, a success is committed and visible at once
+    sql(pg_test_dsn, f'CREATE TABLE "{table}" (id int primary key)')
+    out = run(
+        {
+            "auth": "pg_local",
+            "command": f'INSERT INTO "{table}" SELECT 10 / (3 - g) FROM generate_series(1, 5) g',
+        }
+    )
+    assert not out.ok and out.error["code"] == "22012"  # division by zero at the third row
+    assert sql(pg_test_dsn, f'SELECT count(*) FROM "{table}"') == [(0,)]
+    out = run({"auth": "pg_local", "command": f'INSERT INTO "{table}" VALUES (1), (2)'})
+    assert out.ok and out.data["row_count"] == 2 and "transaction" not in out.data
+    assert sql(pg_test_dsn, f'SELECT id FROM "{table}" ORDER BY id') == [(1,), (2,)]
+    # the pooled connection went back idle and out of autocommit: the next call is a transaction
+    target = pg.resolve_target({"auth": "pg_local"})
+    with pg.connect(target) as conn:
+        assert conn.autocommit is False
+        assert conn.info.transaction_status.name == "IDLE"
+
+
 def test_syntax_error(pg_connections):
     out = run({"auth": "pg_local", "query": "SELECT 1; SELEC 2"})
     assert out.error["type"] == "SyntaxError"
@@ -293,6 +317,14 @@ def test_statements_refused_in_a_transaction_run_in_autocommit(pg_connections, p
     assert out.data["transaction"] == "autocommit"
     assert sql(pg_cluster.dsn(), "SELECT 1 FROM pg_database WHERE datname = %s", [name]) == [(1,)]
     assert run({"auth": "pg_local", "command": f"DROP DATABASE {name}"}).ok
+
+
+def test_a_refused_statement_behind_a_comment_still_runs_in_autocommit(pg_connections):
+    # the statement does not start with its keyword: classified through the tokenizer
+    out = run({"auth": "pg_local", "command": "/* nightly */ VACUUM; SELECT 1 AS ok"})
+    assert out.ok, out.error
+    assert out.data["transaction"] == "autocommit"
+    assert out.data["rows"] == [{"ok": 1}]
 
 
 def test_comment_only_sql_runs_nothing(pg_connections):

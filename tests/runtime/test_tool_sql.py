@@ -24,6 +24,7 @@ from airflow_plugin.tools.sql import (
     has_keyword,
     jsonable_row,
     jsonable_value,
+    leading_keyword,
     positional_markers,
     quote_ident,
     quote_table,
@@ -136,6 +137,42 @@ def test_tokens_give_the_text_back(text):
 )
 def test_split_is_inverse_of_join(statements):
     assert split_statements(";\n".join(statements)) == statements
+
+
+def _split_by_tokens(text):
+    """The statements as the token stream delimits them (what the plain-split shortcut of
+    split_statements must agree with)."""
+    statements, current = [], []
+    for kind, value in [*tokens(text), ("semicolon", ";")]:
+        if kind != "semicolon":
+            current.append((kind, value))
+            continue
+        if any(k != "comment" and v.strip() for k, v in current):
+            statements.append("".join(v for _, v in current).strip())
+        current = []
+    return statements
+
+
+@given(st.text(alphabet="ab1 ;\n\t()-/*'\"$", max_size=60))
+def test_split_shortcut_agrees_with_the_tokenizer(text):
+    # Texts without quotes, dollars or comment markers take a plain split; others the tokenizer.
+    assert split_statements(text) == _split_by_tokens(text)
+
+
+@pytest.mark.parametrize(
+    ("statement", "head", "first"),
+    [
+        ("INSERT INTO t VALUES (1)", "INSERT", ("INSERT",)),
+        ("  \n vacuum t", "VACUUM", ("VACUUM",)),
+        ("-- c\nCREATE DATABASE x", None, ("CREATE",)),
+        ("(SELECT 1)", None, ("SELECT",)),
+        ("", None, ()),
+    ],
+)
+def test_leading_keyword_is_first_keyword_or_none(statement, head, first):
+    assert leading_keyword(statement) == head
+    assert head is None or (head,) == first_keyword(statement)
+    assert first_keyword(statement) == first
 
 
 # --------------------------------------------------------------------------------------------

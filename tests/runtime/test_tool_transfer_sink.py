@@ -881,3 +881,19 @@ def test_other_kinds_run_as_tools():
     assert not failed.ok and failed.error["type"] == "ValueError"
     with pytest.raises(ToolNotAvailable):
         run_sink({"tool": {"kind": "gcs_nowhere"}, "args": {"a": 1}}, step="s")
+
+
+def test_a_python_sink_sees_the_sink_data_as_data_never_none():
+    # NoETL (core/storage/python.py): `data` is the sink's data mapping (here the whole `args`),
+    # or {}; an explicit `args.data` never replaces it; the other args keys are bound as well.
+    code = "result = {'data': data, 'keys': sorted(data), 'n': n}"
+    out = run_sink(
+        {"tool": {"kind": "python", "args": {"data": None, "n": 2}, "code": code}}, step="s"
+    )
+    assert out.ok, out.error
+    assert out.data["result"] == {"data": {"data": None, "n": 2}, "keys": ["data", "n"], "n": 2}
+    empty = run_sink({"tool": {"kind": "python", "code": "result = data"}}, step="s")
+    assert empty.ok, empty.error
+    assert empty.data["result"] == {}
+    rows = run_sink({"tool": {"kind": "python", "code": "result = data"}, "data": [1]}, step="s")
+    assert rows.ok and rows.data["result"] == {}  # not a mapping: NoETL passes {}
