@@ -114,26 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_connections(path: str | None) -> set[str] | None:
-    """Connection names from a JSON/YAML file: a list of names, or a mapping keyed by name."""
+    """The connection names of ``--connections FILE`` (formats: ``connections.py``)."""
     if path is None:
         return None
-    import yaml
+    from .connections import ConnectionsError, load_connections_file
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"cannot read connections file {path}: {exc}") from exc
-    if isinstance(data, dict):
-        return {str(k) for k in data}
-    if isinstance(data, list):
-        return {
-            str(item.get("conn_id", item.get("name")) if isinstance(item, dict) else item)
-            for item in data
-        }
-    raise UsageError(
-        f"connections file {path} must hold a list of names or a mapping keyed by name"
-    )
+        return load_connections_file(path).names
+    except ConnectionsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def selected(
@@ -191,7 +180,7 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_compile(args: argparse.Namespace) -> int:
     from .compile import run as compile_run
 
-    return compile_run(args)
+    return compile_run(args, load_connections(args.connections))
 
 
 def run_graph(args: argparse.Namespace) -> int:
@@ -267,13 +256,10 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError(f"no such playbook file: {args.playbook}")
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
-    from airflow_plugin.local.connections import (
-        ConnectionsError,
-        env_connection_ids,
-        load_connections_file,
-    )
     from airflow_plugin.local.home import Home, default_home, locked
     from airflow_plugin.local.launch import Child, child_environment
+
+    from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
     names, conn_env = None, {}
     if args.connections:

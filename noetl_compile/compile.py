@@ -16,11 +16,23 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .check import FileResult, check_paths
 from .diagnostics import Diagnostic, Position, Severity
 
-__all__ = ["CompileReport", "CompiledFile", "compile_paths", "compile_result", "run"]
+if TYPE_CHECKING:
+    from .lower.ir import IR
+
+__all__ = [
+    "CompileReport",
+    "CompiledFile",
+    "compile_paths",
+    "compile_result",
+    "file_sha256",
+    "lower_result",
+    "run",
+]
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 LOWERING_FAILED = "L701"
@@ -49,7 +61,7 @@ class CompileReport:
     playbooks: int = 0
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
     with open(path, "rb") as handle:
         return hashlib.sha256(handle.read()).hexdigest()
 
@@ -77,15 +89,23 @@ def _output_name(relative: str) -> str:
     return "/".join(clean) + ".py"
 
 
-def compile_result(
-    result: FileResult, display: str, dag_id: str | None = None
-) -> tuple[str, object]:
-    """Lower and emit one checked playbook -> (DAG file text, IR)."""
-    from .emit.python import emit_python
+def lower_result(result: FileResult, display: str, dag_id: str | None = None) -> IR:
+    """The IR of one checked playbook, as `compile` and `graph` both need it."""
     from .lower import lower
 
     assert result.playbook is not None
-    ir = lower(result.playbook, source=display, source_sha256=_sha256(result.path), dag_id=dag_id)
+    return lower(
+        result.playbook, source=display, source_sha256=file_sha256(result.path), dag_id=dag_id
+    )
+
+
+def compile_result(
+    result: FileResult, display: str, dag_id: str | None = None
+) -> tuple[str, IR]:
+    """Lower and emit one checked playbook -> (DAG file text, IR)."""
+    from .emit.python import emit_python
+
+    ir = lower_result(result, display, dag_id)
     return emit_python(ir), ir
 
 
@@ -210,16 +230,12 @@ def _sync(report: CompileReport, output: str, check_only: bool, owned: tuple[str
                     os.remove(path)
 
 
-def run(args: argparse.Namespace) -> int:
-    from .cli import load_connections
+def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
+    """`noetlc compile` after the CLI parsed its arguments (and read ``--connections``)."""
     from .report import FORMATTERS
 
     report = compile_paths(
-        args.paths,
-        args.output,
-        dialect=args.dialect,
-        connections=load_connections(getattr(args, "connections", None)),
-        check_only=args.check,
+        args.paths, args.output, dialect=args.dialect, connections=connections, check_only=args.check
     )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:

@@ -209,8 +209,7 @@ def to_dot(ir: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .check import check_results, read_file
-    from .compile import _sha256
-    from .lower import lower
+    from .compile import lower_result
     from .report import FORMATTERS
 
     if not os.path.isfile(args.path):
@@ -222,9 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if errors or result.playbook is None:
         sys.stderr.write(FORMATTERS["concise"](errors, {result.path: result.document.text}))
         return EXIT_FINDINGS
-    ir = lower(
-        result.playbook, source=os.path.basename(args.path), source_sha256=_sha256(args.path)
-    )
+    ir = lower_result(result, os.path.basename(args.path))
     if args.format == "mermaid":
         return _write_text(to_mermaid(ir), args.output)
     dot = to_dot(ir)

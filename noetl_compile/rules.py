@@ -7,9 +7,19 @@ family: Y yaml, S structure, R references, T templates, F flow, C tool config, X
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-from .diagnostics import Severity
+
+class Severity(enum.IntEnum):
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
