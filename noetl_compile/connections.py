@@ -102,7 +102,9 @@ def _env_entries(path: str, text: str) -> list[tuple[str, Any]]:
 
 
 def _looks_like_env(text: str) -> bool:
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
     return bool(lines) and all(_ENV_LINE.match(line) and ": " not in line for line in lines)
 
 

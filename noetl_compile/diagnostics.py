@@ -7,11 +7,12 @@ this module stands on (``Severity`` is defined there and re-exported here).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .rules import Severity, severity_of
 
-__all__ = ["Diagnostic", "DiagnosticSink", "Position", "Severity"]
+__all__ = ["Diagnostic", "DiagnosticSink", "Position", "Severity", "select_codes"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -53,3 +54,18 @@ class DiagnosticSink:
         self.items.append(
             Diagnostic(code, severity or severity_of(code), self.path, position, message, hint)
         )
+
+
+def select_codes(
+    diagnostics: Sequence[Diagnostic], select: Sequence[str], ignore: Sequence[str]
+) -> list[Diagnostic]:
+    """``--select``/``--ignore``: codes or prefixes (``T3``); an empty selection keeps all."""
+
+    def matches(code: str, patterns: Sequence[str]) -> bool:
+        return any(code.startswith(p) for p in patterns)
+
+    return [
+        d
+        for d in diagnostics
+        if (not select or matches(d.code, select)) and not matches(d.code, ignore)
+    ]

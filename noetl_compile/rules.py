@@ -57,6 +57,16 @@ RULES: dict[str, Rule] = {
             "report the playbook and the message to the noetlc maintainers",
         ),
         _rule(
+            "E003",
+            I,
+            "not a playbook: skipped",
+            "A YAML file found under a folder that has no NoETL `apiVersion`, no `kind: Playbook` and "
+            "no `workflow` (a docker-compose.yml, a CI config) is not checked: reporting its keys "
+            "as playbook mistakes would bury the real findings. Files named on the command line "
+            "are always checked.",
+            "noetlc check playbooks/ --exclude 'docker-compose*.yml'   # or name the file to check it",
+        ),
+        _rule(
             "Y001",
             E,
             "invalid YAML",
@@ -239,7 +249,10 @@ RULES: dict[str, Rule] = {
             "R204",
             W,
             "nested playbook not found",
-            "A `playbook` tool names a path that none of the checked playbooks declares.",
+            "A `playbook` tool names a path that none of the checked playbooks declares. NoETL's "
+            "catalog finds a child by its exact catalog path (`metadata.path`, else `path`, else "
+            "the name), so a call by the name of a playbook that has a path runs nothing; the "
+            "compiled call triggers the DAG id of the path as written.",
             "tool: {kind: playbook, path: tests/child}   # metadata.path of the child",
         ),
         _rule(
@@ -262,6 +275,26 @@ RULES: dict[str, Rule] = {
             "executor names an unknown step",
             "`executor.spec.entry_step`/`final_step` must name a step of the workflow.",
             "executor: {spec: {entry_step: start}}",
+        ),
+        _rule(
+            "R208",
+            E,
+            "two playbooks claim one catalog path or DAG id",
+            "NoETL registers the second playbook with a catalog path as a newer version of the "
+            "first, so which one a nested call runs depends on registration order; and a DAG id is "
+            "the catalog path alone (`a/b` -> `a.b`, never a suffix that would change when another "
+            "file comes or goes), so Airflow would load only one of the two DAGs. Both files are "
+            "reported; check or compile them in separate runs if they are separate deployments.",
+            "before:  v1/x.yaml and v2/x.yaml both with metadata.path: tests/x\n"
+            "after:   metadata.path: tests/x_v2   # in one of them",
+        ),
+        _rule(
+            "R209",
+            E,
+            "nested playbook is ambiguous",
+            "More than one playbook of the run has the catalog path a `playbook` tool calls; NoETL "
+            "runs whichever was registered last, so the call cannot be compiled to one child DAG.",
+            "give each playbook its own metadata.path, or check them in separate runs",
         ),
         # -- templates -----------------------------------------------------------------------------
         _rule(

@@ -33,11 +33,9 @@ TAIL_TRIGGER_RULE = "none_failed_min_one_success"
 
 
 def dag_id_for(playbook: Playbook, fallback: str) -> str:
-    """`metadata.path` (the catalog key), else the name, else the file name."""
-    for candidate in (playbook.catalog_path, playbook.name, fallback):
-        if isinstance(candidate, str) and candidate.strip():
-            return dag_id_for_path(candidate)
-    return dag_id_for_path(fallback)
+    """The DAG id of the playbook's catalog key (``Playbook.catalog_key``), else of the file name
+    (a playbook without one has S101 errors and is not compiled)."""
+    return dag_id_for_path(playbook.catalog_key or fallback)
 
 
 def step_graph(playbook: Playbook) -> tuple[nx.DiGraph, list[str]]:
