@@ -209,10 +209,15 @@ RULES: dict[str, Rule] = {
         ),
         _rule(
             "S114",
-            W,
-            "key of another DSL generation",
-            "The key belongs to another generation of the DSL; the engine of this playbook's generation ignores or rejects it.",
-            "canonical: replace `case` with `next.arcs` guards and `tool.spec.policy.rules`",
+            E,
+            "form of another DSL generation",
+            "The key or routing shape belongs to another generation of the DSL, and the engine of "
+            "this playbook's generation rejects it or silently drops it: a `next` list of "
+            "`when`/`then` blocks in a canonical playbook is never routed, a `case` there is "
+            "dropped, a canonical `next: {arcs}` is not a v2 or v1 router. noetlc never gives it the "
+            "other generation's meaning; the message names the form this generation expects.",
+            'canonical, before:  next: [{when: "{{ ok }}", then: [{step: a}]}]\n'
+            'canonical, after:   next: {arcs: [{step: a, when: "{{ ok }}"}]}',
         ),
         # -- references ----------------------------------------------------------------------------
         _rule(
@@ -309,8 +314,22 @@ RULES: dict[str, Rule] = {
             W,
             "unknown name in template",
             "The name is not a workload key, step, loop iterator, ctx/vars variable or runtime name; "
-            "lenient rendering leaves the template text unrendered, strict rendering fails.",
+            "lenient rendering leaves the template text unrendered, strict rendering fails. It is "
+            "a warning, not an error, because it is close to no declared name (that would be "
+            "T307) and may come from the runtime; `--strict` or `--select T302` makes it count.",
             'before:  "{{ wokload.url }}"\nafter:   "{{ workload.url }}"',
+        ),
+        _rule(
+            "T307",
+            E,
+            "misspelt name in template",
+            "The name resolves to nothing, and it is one typo away from a name the playbook declares "
+            "in plain sight: a step, a workload key or a loop iterator. The lenient runtime renders "
+            "an unknown name by keeping the template text, so the step would receive the text "
+            "`{{ transfrom.total }}` as its value and the run would still be green. A name that is "
+            "close to none of these stays a warning (T302): it may be one the runtime provides "
+            "that noetlc does not model.",
+            'before:  "{{ transfrom.total }}"\nafter:   "{{ transform.total }}"',
         ),
         _rule(
             "T303",
