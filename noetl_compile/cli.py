@@ -100,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=_version(), help="print the version and exit"
     )
     commands = parser.add_subparsers(
-        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+        dest="command",
+        required=True,
+        parser_class=_Parser,
+        metavar="COMMAND",
+        help="check, explain, compile, graph or run (`noetlc COMMAND --help` for its options)",
     )
 
     check = commands.add_parser("check", help="parse and check playbooks, report diagnostics")
@@ -199,9 +203,11 @@ def validated_codes(codes: list[str], option: str) -> list[str]:
     for code in codes:
         if not any(known.startswith(code) for known in RULES):
             families = sorted({known[0] for known in RULES} | {known[:2] for known in RULES})
+            hint = did_you_mean(code, [*RULES, *families])
+            letters = ", ".join(dict.fromkeys(known[0] for known in RULES))
             raise UsageError(
                 f"{option}: unknown code or prefix {code!r}"
-                + did_you_mean(code, [*RULES, *families])
+                + (hint or f"; codes start with one of {letters}")
                 + " (run `noetlc explain` for the list)"
             )
     return codes
