@@ -235,3 +235,21 @@ def test_png_is_never_written_to_a_terminal(project: Path) -> None:
     assert done.returncode == 2
     assert b"PNG" not in written  # no binary on the terminal
     assert b"a PNG is binary: write it to a file with -o FILE.png" in done.stderr
+
+
+def test_the_readme_connections_examples_load(tmp_path: Path) -> None:
+    """The documented connections file forms are accepted as written in README.md."""
+    import re
+
+    from noetl_compile.connections import load_connections_file
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Connections file", 1)[1].split("Anything else", 1)[0]
+    blocks = re.findall(r"```(yaml|sh)\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 3
+    names = []
+    for index, (kind, text) in enumerate(blocks):
+        path = tmp_path / f"example{index}.{'env' if kind == 'sh' else 'yaml'}"
+        path.write_text(text, encoding="utf-8")
+        names.append(sorted(load_connections_file(str(path)).names))
+    assert names == [["http_api", "pg_prod"], ["http_api", "pg_dev", "pg_prod"], ["pg_prod"]]
