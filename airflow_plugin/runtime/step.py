@@ -51,7 +51,7 @@ from jinja2 import TemplateSyntaxError, nodes
 from ..events import Event, emit
 from ..tools import ToolOutcome
 from .context import apply_ctx_writes, apply_vars_writes, build_context, with_loop, with_values
-from .payload import arc_task_id, normalise_case_next, validate_payload
+from .payload import arc_task_id, normalise_case_next, validate_payload, with_defaults
 from .pipeline import (
     call_tool,
     outcome_envelope,
@@ -883,6 +883,7 @@ def execute_step(
     runtime cannot execute.
     """
     validate_payload(payload)
+    payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep, phase=phase, policies=_retry_policies(payload))
     return _observed(run, lambda: _execute(run))
 
@@ -986,6 +987,7 @@ def complete_step(
     ``step.exit`` rules already ran per iteration; the targets they chose (``deferred``) are
     taken now unless a ``loop.done`` rule routes."""
     validate_payload(payload)
+    payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep)
 
     def body() -> StepOutcome:

@@ -15,46 +15,27 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"status": "initialized"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "greet", "task_id": "greet", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "greet"}]},
     },
     "greet": {
         "step": "greet",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"message": "{{ message }}"},
             "code": 'result = {"greeting": message.upper()}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"greeting": "{{ greet.greeting }}"},
             "code": 'result = {"status": "complete", "echo": greeting}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 

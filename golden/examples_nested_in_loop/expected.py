@@ -16,22 +16,12 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "greet_all", "task_id": "greet_all.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "greet_all", "task_id": "greet_all.head"}]},
     },
     "greet_all": {
         "step": "greet_all",
         "dialect": "canonical",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "call_child",
@@ -46,19 +36,7 @@ PAYLOADS = {
                 "code": 'result = {"shout": greeting.upper()}\n',
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "collect",
-                    "task_id": "collect",
-                    "when": "{{ event.name == 'loop.done' }}",
-                },
-            ],
-        },
+        "routing": {"arcs": [{"step": "collect", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {
             "iterator": "person",
             "mode": "parallel",
@@ -69,17 +47,11 @@ PAYLOADS = {
     "collect": {
         "step": "collect",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"rows": "{{ greet_all.results }}"},
             "code": 'result = {"greetings": [r["shout"] for r in rows]}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 

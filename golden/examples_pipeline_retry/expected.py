@@ -15,8 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "load",
@@ -58,25 +56,16 @@ PAYLOADS = {
                 },
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"answer": "{{ ctx.answer }}"},
             "code": 'result = {"answer": answer}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 

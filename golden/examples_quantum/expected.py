@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "quantum",
             "provider": "aer",
@@ -29,29 +28,16 @@ PAYLOADS = {
             "shots": "{{ shots }}",
             "seed": 7,
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "summarize", "task_id": "summarize", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "summarize"}]},
     },
     "summarize": {
         "step": "summarize",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"counts": "{{ start.counts }}"},
             "code": 'result = {"outcomes": sorted(counts)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 

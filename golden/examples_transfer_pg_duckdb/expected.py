@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "transfer",
             "source": {
@@ -27,28 +26,15 @@ PAYLOADS = {
             "mode": "replace",
             "chunk_size": 1000,
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "check", "task_id": "check", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "check"}]},
     },
     "check": {
         "step": "check",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "duckdb",
             "query": "SELECT count(*) AS n, sum(doubled) AS total FROM numbers",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 

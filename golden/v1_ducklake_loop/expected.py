@@ -17,40 +17,21 @@ PAYLOADS = {
         "step": "start",
         "dialect": "v1",
         "desc": "Initialize DuckLake test",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "create_catalog_db", "task_id": "create_catalog_db", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "create_catalog_db"}]},
     },
     "create_catalog_db": {
         "step": "create_catalog_db",
         "dialect": "v1",
         "desc": "Create ducklake_catalog database in Postgres",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": {"type": "postgres", "credential": "noetl_connection"},
             "command": "SELECT 1 FROM pg_database WHERE datname = 'ducklake_catalog';\n",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {
-                    "step": "create_db_sql",
-                    "task_id": "create_db_sql",
-                    "when": "{{ result.data.command_0.rows | length == 0 }}",
-                },
-                {"step": "create_users_table", "task_id": "create_users_table", "when": None},
+                {"step": "create_db_sql", "when": "{{ result.data.command_0.rows | length == 0 }}"},
+                {"step": "create_users_table"},
             ],
         },
     },
@@ -58,26 +39,17 @@ PAYLOADS = {
         "step": "create_db_sql",
         "dialect": "v1",
         "desc": "Actually create the database",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": {"type": "postgres", "credential": "noetl_connection"},
             "command": "CREATE DATABASE ducklake_catalog;\n",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "create_users_table", "task_id": "create_users_table", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "create_users_table"}]},
     },
     "create_users_table": {
         "step": "create_users_table",
         "dialect": "v1",
         "desc": "Create users table in DuckLake catalog",
-        "input": {},
         "tool": {
             "kind": "ducklake",
             "catalog_connection": "{{ workload.catalog_connection }}",
@@ -92,22 +64,12 @@ PAYLOADS = {
                 ");\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [
-                {"step": "insert_initial_users", "task_id": "insert_initial_users", "when": None},
-            ],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "insert_initial_users"}]},
     },
     "insert_initial_users": {
         "step": "insert_initial_users",
         "dialect": "v1",
         "desc": "Insert initial user data",
-        "input": {},
         "tool": {
             "kind": "ducklake",
             "catalog_connection": "{{ workload.catalog_connection }}",
@@ -119,20 +81,12 @@ PAYLOADS = {
                 "  (2, 'Bob', 'bob@example.com', NOW());\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "query_users", "task_id": "query_users", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "query_users"}]},
     },
     "query_users": {
         "step": "query_users",
         "dialect": "v1",
         "desc": "Query users table",
-        "input": {},
         "tool": {
             "kind": "ducklake",
             "catalog_connection": "{{ workload.catalog_connection }}",
@@ -140,22 +94,15 @@ PAYLOADS = {
             "data_path": "{{ workload.data_path }}",
             "command": "SELECT * FROM users ORDER BY id;\n",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
             "mode": "inclusive",
-            "arcs": [
-                {"step": "loop_insert_events", "task_id": "loop_insert_events.head", "when": None},
-            ],
+            "arcs": [{"step": "loop_insert_events", "task_id": "loop_insert_events.head"}],
         },
     },
     "loop_insert_events": {
         "step": "loop_insert_events",
         "dialect": "v1",
         "desc": "Insert events for users in parallel",
-        "input": {},
         "tool": {
             "kind": "ducklake",
             "catalog_connection": "{{ workload.catalog_connection }}",
@@ -171,32 +118,13 @@ PAYLOADS = {
                 "VALUES ({{ loop.element }}, 'test_event', NOW());\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "count_events",
-                    "task_id": "count_events",
-                    "when": "{{ event.name == 'loop.done' }}",
-                },
-            ],
-        },
-        "loop": {
-            "iterator": "user_id",
-            "mode": "async",
-            "in": "{{ workload.user_ids }}",
-            "max_in_flight": None,
-        },
+        "routing": {"arcs": [{"step": "count_events", "when": "{{ event.name == 'loop.done' }}"}]},
+        "loop": {"iterator": "user_id", "mode": "async", "in": "{{ workload.user_ids }}"},
     },
     "count_events": {
         "step": "count_events",
         "dialect": "v1",
         "desc": "Count events inserted by distributed workers",
-        "input": {},
         "tool": {
             "kind": "ducklake",
             "catalog_connection": "{{ workload.catalog_connection }}",
@@ -204,20 +132,12 @@ PAYLOADS = {
             "data_path": "{{ workload.data_path }}",
             "command": "SELECT COUNT(*) as event_count FROM user_events;\n",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "get_catalog_info", "task_id": "get_catalog_info", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "get_catalog_info"}]},
     },
     "get_catalog_info": {
         "step": "get_catalog_info",
         "dialect": "v1",
         "desc": "Get DuckLake catalog snapshots and table info",
-        "input": {},
         "tool": {
             "kind": "ducklake",
             "catalog_connection": "{{ workload.catalog_connection }}",
@@ -228,11 +148,7 @@ PAYLOADS = {
                 "SELECT * FROM ducklake_table_info('{{ workload.catalog_name }}');",
             ],
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
@@ -244,13 +160,6 @@ PAYLOADS = {
             "- Snapshots: {{ vars.snapshot_count }}\n"
             "- Tables: {{ vars.table_count }}\n"
         ),
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 

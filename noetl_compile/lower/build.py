@@ -17,7 +17,7 @@ from ..ast import Playbook, Step
 from .dataflow import data_dependencies
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
-from .payload import is_gate, is_nested, loop_payload, plain, step_payload
+from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
 
 __all__ = ["dag_id_for", "lower", "step_graph"]
@@ -413,6 +413,10 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
                 "ctx": lowering.deps.ctx.get(member, {}),
                 "vars": lowering.deps.vars.get(member, {}),
             }
+    # What the DAG file carries: each unit's payload without default-valued keys, so a reviewer
+    # sees what the playbook says (graph nodes keep the full payloads for drawing).
+    for unit in units:
+        unit.payload = compact_unit(unit.payload)
     metadata = playbook.raw.get("metadata") if isinstance(playbook.raw, Mapping) else None
     description = metadata.get("description") if isinstance(metadata, Mapping) else None
     if not isinstance(description, str):
