@@ -109,19 +109,25 @@ def _repository_root(folder: str) -> str:
         current = parent
 
 
-def _ignored(path: str, is_folder: bool, root: str) -> bool:
-    """Whether the ``.gitignore`` files from ``root`` down to ``path``'s folder ignore it."""
-    ignored = False
-    folder = os.path.dirname(path)
+@lru_cache(maxsize=1024)
+def _governing(folder: str, root: str) -> tuple[tuple[str, tuple[_Rule, ...]], ...]:
+    """The (folder, rules) of the ``.gitignore`` files from ``root`` down to ``folder`` that
+    hold rules, outermost first (one answer per folder, shared by all its files)."""
     chain = []
     while True:
         chain.append(folder)
         if folder == root or os.path.dirname(folder) == folder:
             break
         folder = os.path.dirname(folder)
-    for base in reversed(chain):  # deeper .gitignore files decide last
+    return tuple((base, _rules(base)) for base in reversed(chain) if _rules(base))
+
+
+def _ignored(path: str, is_folder: bool, root: str) -> bool:
+    """Whether the ``.gitignore`` files from ``root`` down to ``path``'s folder ignore it."""
+    ignored = False
+    for base, rules in _governing(os.path.dirname(path), root):  # deeper files decide last
         relative = os.path.relpath(path, base).replace(os.sep, "/")
-        for rule in _rules(base):
+        for rule in rules:
             if rule.folders_only and not is_folder:
                 # `build/` ignores what is under a folder named build, not a file of that name
                 if not any(rule.regex.match(p) for p in _parents(relative)):
@@ -138,6 +144,8 @@ def _parents(relative: str) -> list[str]:
 
 
 def _excluded(path: str, start: str, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return False
     relative = os.path.relpath(path, start).replace(os.sep, "/")
     name = os.path.basename(path)
     return any(fnmatch.fnmatchcase(relative, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
