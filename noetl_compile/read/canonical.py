@@ -208,7 +208,14 @@ class CanonicalReader(PlaybookReader):
         loop = self.mapping(item, "loop", f"`loop` of {label}")
         if loop is None:
             return None
-        self.check_keys(loop, LOOP_KEYS, f"the loop of {label}")
+        # `loop.mode` is the v2 form; the canonical engine drops it (the loop runs sequentially).
+        foreign = {"mode": ("the engine drops it; use `loop.spec.mode`", E)}
+        self.check_keys(
+            loop,
+            LOOP_KEYS,
+            f"the loop of {label}",
+            foreign=foreign if self.dialect == "canonical" else None,
+        )
         spec = self.mapping(loop, "spec", f"`loop.spec` of {label}") or {}
         if spec:
             self.check_keys(spec, LOOP_SPEC_KEYS, f"the loop spec of {label}")
