@@ -78,20 +78,18 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "small_order": {"results": {}, "ctx": {}, "vars": {}},
-    "large_order": {"results": {}, "ctx": {}, "vars": {}},
-    "notify_finance": {"results": {}, "ctx": {}, "vars": {}},
-    "notify_sales": {"results": {}, "ctx": {}, "vars": {}},
-    "notify_legal": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "small_order": {},
+    "large_order": {},
+    "notify_finance": {},
+    "notify_sales": {},
+    "notify_legal": {},
     "summary": {
         "results": {
             "large_order": "large_order",
             "notify_finance": "notify_finance",
             "notify_sales": "notify_sales",
         },
-        "ctx": {},
-        "vars": {},
     },
 }
 

@@ -73,11 +73,11 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "high": {"results": {}, "ctx": {"verdict": ["start"]}, "vars": {"count": ["start"]}},
-    "low": {"results": {}, "ctx": {}, "vars": {"count": ["start"]}},
-    "failed": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "high": {"ctx": {"verdict": ["start"]}, "vars": {"count": ["start"]}},
+    "low": {"vars": {"count": ["start"]}},
+    "failed": {},
+    "end": {},
 }
 
 with DAG(

@@ -57,11 +57,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch": {"results": {}, "ctx": {}, "vars": {}},
-    "summarize": {"results": {"fetch": "fetch"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "fetch": {}, "summarize": {"results": {"fetch": "fetch"}}}
 
 with DAG(
     dag_id="examples.http_fetch",

@@ -47,11 +47,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "square": {"results": {}, "ctx": {}, "vars": {}},
-    "total": {"results": {"square": "square.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "square": {}, "total": {"results": {"square": "square.tail"}}}
 
 with DAG(
     dag_id="examples.large_loop",

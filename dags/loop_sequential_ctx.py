@@ -43,11 +43,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "accumulate": {"results": {}, "ctx": {}, "vars": {}},
-    "report": {"results": {}, "ctx": {"running_total": ["accumulate"]}, "vars": {}},
-}
+READS = {"start": {}, "accumulate": {}, "report": {"ctx": {"running_total": ["accumulate"]}}}
 
 with DAG(
     dag_id="examples.loop_sequential_ctx",

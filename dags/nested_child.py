@@ -24,7 +24,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {"start": {"results": {}, "ctx": {}, "vars": {}}}
+READS = {"start": {}}
 
 with DAG(
     dag_id="examples.nested_child",

@@ -42,11 +42,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "call_child": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {"call_child": "call_child"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "call_child": {}, "end": {"results": {"call_child": "call_child"}}}
 
 with DAG(
     dag_id="examples.nested_parent",

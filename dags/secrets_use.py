@@ -30,10 +30,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "use_token": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "use_token": {"results": {"start": "start"}}}
 
 with DAG(
     dag_id="examples.secrets_use",

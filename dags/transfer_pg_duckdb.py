@@ -39,10 +39,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "check": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "check": {}}
 
 with DAG(
     dag_id="examples.transfer_pg_duckdb",

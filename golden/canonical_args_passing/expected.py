@@ -64,9 +64,9 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "use_vars": {"results": {}, "ctx": {"computed": ["start"], "test_var": ["start"]}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "use_vars": {"ctx": {"computed": ["start"], "test_var": ["start"]}},
+    "end": {},
 }
 
 with DAG(

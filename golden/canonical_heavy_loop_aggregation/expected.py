@@ -296,23 +296,14 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "process_items": {
-        "results": {"start": "start"},
-        "ctx": {"loop_results": ["start"]},
-        "vars": {},
-    },
+    "start": {},
+    "process_items": {"results": {"start": "start"}, "ctx": {"loop_results": ["start"]}},
     "aggregate_results": {
         "results": {"start": "start"},
         "ctx": {"loop_results": ["process_items"]},
-        "vars": {},
     },
-    "validate_results": {
-        "results": {"aggregate_results": "aggregate_results"},
-        "ctx": {},
-        "vars": {},
-    },
-    "end": {"results": {"validate_results": "validate_results"}, "ctx": {}, "vars": {}},
+    "validate_results": {"results": {"aggregate_results": "aggregate_results"}},
+    "end": {"results": {"validate_results": "validate_results"}},
 }
 
 with DAG(

@@ -29,10 +29,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "step1": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "step1": {}}
 
 with DAG(
     dag_id="test.test_implicit_end_routing",

@@ -136,20 +136,18 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "run_http_test": {"results": {}, "ctx": {}, "vars": {}},
-    "run_weather_processing": {"results": {}, "ctx": {}, "vars": {}},
-    "run_data_transformation": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "run_http_test": {},
+    "run_weather_processing": {},
+    "run_data_transformation": {},
     "store_results": {
         "results": {
             "run_http_test": "run_http_test",
             "run_weather_processing": "run_weather_processing",
             "run_data_transformation": "run_data_transformation",
         },
-        "ctx": {},
-        "vars": {},
     },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "end": {},
 }
 
 with DAG(

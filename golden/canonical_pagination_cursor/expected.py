@@ -152,23 +152,17 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
     "region_fetch_page": {
-        "results": {},
         "ctx": {
             "collected_events": ["start"],
             "cursor": ["start"],
             "has_more": ["start"],
             "limit": ["start"],
         },
-        "vars": {},
     },
-    "validate_results": {
-        "results": {},
-        "ctx": {"collected_events": ["region_fetch_page"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "validate_results": {"ctx": {"collected_events": ["region_fetch_page"]}},
+    "end": {},
 }
 
 with DAG(

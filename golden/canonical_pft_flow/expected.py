@@ -1819,15 +1819,11 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "region_load_next_facility": {"results": {}, "ctx": {}, "vars": {}},
-    "validate_all_results": {"results": {}, "ctx": {}, "vars": {}},
-    "check_results": {
-        "results": {},
-        "ctx": {"final_validation_rows": ["validate_all_results"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {"final_check_summary": ["check_results"]}, "vars": {}},
+    "start": {},
+    "region_load_next_facility": {},
+    "validate_all_results": {},
+    "check_results": {"ctx": {"final_validation_rows": ["validate_all_results"]}},
+    "end": {"ctx": {"final_check_summary": ["check_results"]}},
 }
 
 with DAG(

@@ -69,9 +69,9 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "process": {"results": {"start": "start"}, "ctx": {"from_start": ["start"]}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "process": {"results": {"start": "start"}, "ctx": {"from_start": ["start"]}},
+    "end": {},
 }
 
 with DAG(

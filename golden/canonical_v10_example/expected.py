@@ -151,15 +151,11 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_data": {"results": {}, "ctx": {}, "vars": {}},
-    "process_data": {"results": {"fetch_data": "fetch_data"}, "ctx": {}, "vars": {}},
-    "store_results": {"results": {"process_data": "process_data"}, "ctx": {}, "vars": {}},
-    "end": {
-        "results": {},
-        "ctx": {"fetch_completed": ["fetch_data"], "transform_done": ["process_data"]},
-        "vars": {},
-    },
+    "start": {},
+    "fetch_data": {},
+    "process_data": {"results": {"fetch_data": "fetch_data"}},
+    "store_results": {"results": {"process_data": "process_data"}},
+    "end": {"ctx": {"fetch_completed": ["fetch_data"], "transform_done": ["process_data"]}},
 }
 
 with DAG(

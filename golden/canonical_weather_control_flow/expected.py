@@ -118,19 +118,11 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_weather": {"results": {}, "ctx": {}, "vars": {}},
-    "report_warm": {
-        "results": {},
-        "ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]},
-        "vars": {},
-    },
-    "report_cold": {
-        "results": {},
-        "ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "fetch_weather": {},
+    "report_warm": {"ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]}},
+    "report_cold": {"ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]}},
+    "end": {},
 }
 
 with DAG(

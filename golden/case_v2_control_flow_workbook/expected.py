@@ -165,14 +165,14 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "eval_flag": {"results": {}, "ctx": {}, "vars": {}},
-    "hot_path": {"results": {}, "ctx": {}, "vars": {}},
-    "hot_task_a": {"results": {}, "ctx": {}, "vars": {}},
-    "hot_task_b": {"results": {}, "ctx": {}, "vars": {}},
-    "cold_path": {"results": {}, "ctx": {}, "vars": {}},
-    "cold_task": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "eval_flag": {},
+    "hot_path": {},
+    "hot_task_a": {},
+    "hot_task_b": {},
+    "cold_path": {},
+    "cold_task": {},
+    "end": {},
 }
 
 with DAG(

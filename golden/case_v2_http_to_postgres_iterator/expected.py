@@ -95,12 +95,12 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_table": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_http_data": {"results": {}, "ctx": {}, "vars": {}},
-    "insert_posts": {"results": {"fetch_http_data": "fetch_http_data"}, "ctx": {}, "vars": {}},
-    "show_count": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "create_table": {},
+    "fetch_http_data": {},
+    "insert_posts": {"results": {"fetch_http_data": "fetch_http_data"}},
+    "show_count": {},
+    "end": {},
 }
 
 with DAG(

@@ -209,13 +209,13 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_tables": {"results": {}, "ctx": {}, "vars": {}},
-    "truncate_tables": {"results": {}, "ctx": {}, "vars": {}},
-    "event_test": {"results": {}, "ctx": {}, "vars": {}},
-    "postgres_test": {"results": {}, "ctx": {}, "vars": {}},
-    "duckdb_test": {"results": {}, "ctx": {}, "vars": {}},
-    "http_test": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "create_tables": {},
+    "truncate_tables": {},
+    "event_test": {},
+    "postgres_test": {},
+    "duckdb_test": {},
+    "http_test": {},
 }
 
 with DAG(

@@ -215,16 +215,12 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "city_loop": {"results": {}, "ctx": {}, "vars": {}},
-    "evaluate_weather": {"results": {}, "ctx": {}, "vars": {}},
-    "send_alert": {"results": {}, "ctx": {}, "vars": {}},
-    "generate_summary": {
-        "results": {},
-        "ctx": {"alerts": ["city_loop"], "weather_results": ["city_loop"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "city_loop": {},
+    "evaluate_weather": {},
+    "send_alert": {},
+    "generate_summary": {"ctx": {"alerts": ["city_loop"], "weather_results": ["city_loop"]}},
+    "end": {},
 }
 
 with DAG(

@@ -64,11 +64,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "work": {"results": {}, "ctx": {}, "vars": {}},
-    "verify": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "work": {}, "verify": {}}
 
 with DAG(
     dag_id="examples.cursor_queue",

@@ -77,12 +77,12 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "price": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-    "cool_down": {"results": {}, "ctx": {}, "vars": {}},
-    "approve": {"results": {"price": "price"}, "ctx": {}, "vars": {}},
-    "charge": {"results": {"price": "price"}, "ctx": {}, "vars": {}},
-    "cancel": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "price": {"results": {"start": "start"}},
+    "cool_down": {},
+    "approve": {"results": {"price": "price"}},
+    "charge": {"results": {"price": "price"}},
+    "cancel": {},
 }
 
 with DAG(

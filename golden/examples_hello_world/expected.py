@@ -40,11 +40,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "greet": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {"greet": "greet"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "greet": {}, "end": {"results": {"greet": "greet"}}}
 
 with DAG(
     dag_id="examples.hello_world",

@@ -42,11 +42,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "measure": {"results": {}, "ctx": {}, "vars": {}},
-    "report": {"results": {"measure": "measure.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "measure": {}, "report": {"results": {"measure": "measure.tail"}}}
 
 with DAG(
     dag_id="examples.loop_parallel",

@@ -56,11 +56,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "greet_all": {"results": {}, "ctx": {}, "vars": {}},
-    "collect": {"results": {"greet_all": "greet_all.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "greet_all": {}, "collect": {"results": {"greet_all": "greet_all.tail"}}}
 
 with DAG(
     dag_id="examples.nested_in_loop",

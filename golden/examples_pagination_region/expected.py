@@ -72,9 +72,9 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "region_fetch_page": {"results": {}, "ctx": {"page": ["start"]}, "vars": {}},
-    "done": {"results": {}, "ctx": {"page": ["region_fetch_page"]}, "vars": {}},
+    "start": {},
+    "region_fetch_page": {"ctx": {"page": ["start"]}},
+    "done": {"ctx": {"page": ["region_fetch_page"]}},
 }
 
 with DAG(

@@ -70,10 +70,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {"answer": ["start"]}, "vars": {}},
-}
+READS = {"start": {}, "end": {"ctx": {"answer": ["start"]}}}
 
 with DAG(
     dag_id="examples.pipeline_retry",

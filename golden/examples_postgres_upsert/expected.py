@@ -60,12 +60,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "score": {"results": {}, "ctx": {}, "vars": {}},
-    "read_back": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "score": {}, "read_back": {}, "end": {}}
 
 with DAG(
     dag_id="examples.postgres_upsert",

@@ -42,10 +42,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "summarize": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "summarize": {"results": {"start": "start"}}}
 
 with DAG(
     dag_id="examples.quantum_bell",

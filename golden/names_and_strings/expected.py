@@ -72,14 +72,14 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_hello_world": {"results": {}, "ctx": {}, "vars": {}},
-    "params_step": {"results": {}, "ctx": {}, "vars": {}},
-    "run_id_step": {"results": {}, "ctx": {}, "vars": {}},
-    "Run_Id": {"results": {}, "ctx": {}, "vars": {}},
-    "etape_finale": {"results": {}, "ctx": {}, "vars": {}},
-    "step_cf2abf0c": {"results": {}, "ctx": {}, "vars": {}},
-    "def": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "tests_fixtures_playbooks_hello_world": {},
+    "params_step": {},
+    "run_id_step": {},
+    "Run_Id": {},
+    "etape_finale": {},
+    "step_cf2abf0c": {},
+    "def": {},
 }
 
 with DAG(

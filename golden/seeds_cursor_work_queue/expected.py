@@ -166,11 +166,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_assessments": {"results": {}, "ctx": {}, "vars": {}},
-    "verify": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "fetch_assessments": {}, "verify": {}}
 
 with DAG(
     dag_id="seeds.cursor_work_queue",

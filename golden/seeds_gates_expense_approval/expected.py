@@ -78,16 +78,12 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "calculate_expense": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-    "cooling_off": {"results": {}, "ctx": {}, "vars": {}},
-    "approve_payment": {
-        "results": {"calculate_expense": "calculate_expense"},
-        "ctx": {},
-        "vars": {},
-    },
-    "pay": {"results": {"calculate_expense": "calculate_expense"}, "ctx": {}, "vars": {}},
-    "notify_rejected": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "calculate_expense": {"results": {"start": "start"}},
+    "cooling_off": {},
+    "approve_payment": {"results": {"calculate_expense": "calculate_expense"}},
+    "pay": {"results": {"calculate_expense": "calculate_expense"}},
+    "notify_rejected": {},
 }
 
 with DAG(

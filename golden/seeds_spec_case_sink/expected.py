@@ -67,11 +67,11 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_user": {"results": {}, "ctx": {}, "vars": {}},
-    "success_handler": {"results": {}, "ctx": {"user_email": ["fetch_user"]}, "vars": {}},
-    "error_handler": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "fetch_user": {},
+    "success_handler": {"ctx": {"user_email": ["fetch_user"]}},
+    "error_handler": {},
+    "end": {},
 }
 
 with DAG(

@@ -89,10 +89,10 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "poll": {"results": {}, "ctx": {"job_id": ["start"]}, "vars": {}},
-    "fetch_results": {"results": {}, "ctx": {"job_id": ["start"]}, "vars": {}},
-    "failed": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "poll": {"ctx": {"job_id": ["start"]}},
+    "fetch_results": {"ctx": {"job_id": ["start"]}},
+    "failed": {},
 }
 
 with DAG(

@@ -56,11 +56,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "sweep": {"results": {}, "ctx": {}, "vars": {}},
-    "persist": {"results": {"sweep": "sweep.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "sweep": {}, "persist": {"results": {"sweep": "sweep.tail"}}}
 
 with DAG(
     dag_id="seeds.quantum_sweep",

@@ -55,8 +55,8 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "summarize": {"results": {"start": "start"}, "ctx": {}, "vars": {"total_pages": ["start"]}},
+    "start": {},
+    "summarize": {"results": {"start": "start"}, "vars": {"total_pages": ["start"]}},
 }
 
 with DAG(

@@ -35,10 +35,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "use_vars": {"results": {}, "ctx": {}, "vars": {"user_email": ["start"], "user_id": ["start"]}},
-}
+READS = {"start": {}, "use_vars": {"vars": {"user_email": ["start"], "user_id": ["start"]}}}
 
 with DAG(
     dag_id="seeds.spec_vars",

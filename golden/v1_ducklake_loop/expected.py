@@ -165,16 +165,16 @@ PAYLOADS = {
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_catalog_db": {"results": {}, "ctx": {}, "vars": {}},
-    "create_db_sql": {"results": {}, "ctx": {}, "vars": {}},
-    "create_users_table": {"results": {}, "ctx": {}, "vars": {}},
-    "insert_initial_users": {"results": {}, "ctx": {}, "vars": {}},
-    "query_users": {"results": {}, "ctx": {}, "vars": {}},
-    "loop_insert_events": {"results": {}, "ctx": {}, "vars": {}},
-    "count_events": {"results": {}, "ctx": {}, "vars": {}},
-    "get_catalog_info": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "create_catalog_db": {},
+    "create_db_sql": {},
+    "create_users_table": {},
+    "insert_initial_users": {},
+    "query_users": {},
+    "loop_insert_events": {},
+    "count_events": {},
+    "get_catalog_info": {},
+    "end": {},
 }
 
 with DAG(

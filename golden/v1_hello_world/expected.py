@@ -48,11 +48,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "test_step": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {"test_step": "test_step"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "test_step": {}, "end": {"results": {"test_step": "test_step"}}}
 
 with DAG(
     dag_id="tests.fixtures.playbooks.hello_world",

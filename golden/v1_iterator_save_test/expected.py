@@ -75,12 +75,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_table": {"results": {}, "ctx": {}, "vars": {}},
-    "process_items": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "create_table": {}, "process_items": {}, "end": {}}
 
 with DAG(
     dag_id="tests.iterator_save_test",

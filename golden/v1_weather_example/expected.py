@@ -128,13 +128,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_weather": {"results": {}, "ctx": {}, "vars": {}},
-    "report_warm": {"results": {}, "ctx": {}, "vars": {}},
-    "report_cold": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "fetch_weather": {}, "report_warm": {}, "report_cold": {}, "end": {}}
 
 with DAG(
     dag_id="examples.weather.weather_example",

@@ -370,11 +370,14 @@ class _Lowering:
                     for producer in sorted(tasks, key=lambda u: position[u.id]):
                         if producer.result_task not in out[var]:
                             out[var].append(producer.result_task)
-        reads: dict[str, Any] = {
+        # Empty tables are left out like default payload keys: the runtime reads an absent table
+        # as empty (`reads.get(...) or {}`), and the DAG file shows only real dependencies.
+        tables = {
             "results": dict(sorted(results.items(), key=lambda kv: self.order[kv[0]])),
             "ctx": {k: v for k, v in sorted(ctx.items()) if v},
             "vars": {k: v for k, v in sorted(vars_.items()) if v},
         }
+        reads: dict[str, Any] = {key: table for key, table in tables.items() if table}
         if region_results:
             reads["region_results"] = dict(
                 sorted(region_results.items(), key=lambda kv: self.order[kv[0]])
