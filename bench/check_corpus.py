@@ -9,6 +9,7 @@ Targets (issue 2): <= 2 ms per playbook in-process, <= 1 s wall for the corpus.
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 import yaml
 
 from noetl_compile.check import check_results, read_file
+from noetl_compile.discover import find_files
 from tests.corpus import CORPUS, corpus_files
 
 
@@ -68,6 +70,19 @@ def main() -> None:
     )
     for seconds, path in sorted(per_file, reverse=True)[:5]:
         print(f"  {seconds * 1000:7.3f} ms  {Path(path).relative_to(CORPUS)}")
+
+    # File discovery honours .gitignore files and --exclude (issue 11); its baseline is a bare
+    # os.walk listing the same YAML files.
+    def bare_walk() -> None:
+        for _folder, _dirs, names in os.walk(CORPUS):
+            [name for name in names if name.endswith((".yaml", ".yml"))]
+
+    walk = best_of(5, bare_walk)
+    found = best_of(5, lambda: find_files([str(CORPUS)], ("docker-compose*.yml",)))
+    print(
+        f"discovery (.gitignore + --exclude): {found * 1000:.2f} ms; bare os.walk: "
+        f"{walk * 1000:.2f} ms; ratio {found / walk:.1f}x"
+    )
 
     cli = [sys.executable, "-m", "noetl_compile", "check", str(CORPUS), "--quiet"]
     bare = [sys.executable, "-c", "import yaml"]

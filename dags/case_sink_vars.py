@@ -15,10 +15,7 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "case-v2",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"count": 7, "label": "orders"}\n'},
-        "pipeline": None,
-        "set": {},
         "vars": {"count": "{{ result.count }}"},
         "case": [
             {
@@ -43,69 +40,44 @@ PAYLOADS = {
                 "then": {"next": [{"step": "failed", "task_id": "failed"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "low", "task_id": "low", "when": None}]},
+        "routing": {"arcs": [{"step": "low"}]},
     },
     "high": {
         "step": "high",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "args": {"count": "{{ vars.count }}", "verdict": "{{ ctx.verdict }}"},
             "code": 'result = {"message": f"{verdict}: {count}"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "low": {
         "step": "low",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "args": {"count": "{{ vars.count }}"},
             "code": 'result = {"message": f"low: {count}"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "failed": {
         "step": "failed",
         "dialect": "case-v2",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"message": "failed"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
-    "end": {
-        "step": "end",
-        "dialect": "case-v2",
-        "input": {},
-        "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "case-v2", "tool": {"kind": "noop"}},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "high": {"results": {}, "ctx": {"verdict": ["start"]}, "vars": {"count": ["start"]}},
-    "low": {"results": {}, "ctx": {}, "vars": {"count": ["start"]}},
-    "failed": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "high": {"ctx": {"verdict": ["start"]}, "vars": {"count": ["start"]}},
+    "low": {"vars": {"count": ["start"]}},
+    "failed": {},
+    "end": {},
 }
 
 with DAG(

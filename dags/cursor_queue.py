@@ -17,7 +17,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ pg_auth }}",
@@ -26,34 +25,17 @@ PAYLOADS = {
                 "INSERT INTO jobs (id) SELECT g FROM generate_series(1, 20) g ON CONFLICT DO NOTHING;\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "work", "task_id": "work.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "work", "task_id": "work.head"}]},
     },
     "work": {
         "step": "work",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ pg_auth }}",
             "command": "UPDATE jobs SET status = 'done' WHERE id = {{ iter.job.id }};",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "verify", "task_id": "verify", "when": "{{ event.name == 'loop.done' }}"},
-            ],
-        },
+        "routing": {"arcs": [{"step": "verify", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {
             "iterator": "job",
             "mode": "cursor",
@@ -73,26 +55,16 @@ PAYLOADS = {
     "verify": {
         "step": "verify",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ pg_auth }}",
             "query": "SELECT count(*) AS done FROM jobs WHERE status = 'done';",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "work": {"results": {}, "ctx": {}, "vars": {}},
-    "verify": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "work": {}, "verify": {}}
 
 with DAG(
     dag_id="examples.cursor_queue",

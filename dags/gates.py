@@ -16,7 +16,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "gate",
             "gate": "input",
@@ -27,51 +26,27 @@ PAYLOADS = {
             "timeout": "1d",
             "on_timeout": "default",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "price", "task_id": "price", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "price"}]},
     },
     "price": {
         "step": "price",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"amount": "{{ amount }}", "discount": "{{ start.values.discount }}"},
             "code": 'result = {"price": round(amount * (1 - discount), 2)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "cool_down", "task_id": "cool_down", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "cool_down"}]},
     },
     "cool_down": {
         "step": "cool_down",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "gate", "gate": "sleep", "duration": "5s"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "approve", "task_id": "approve", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "approve"}]},
     },
     "approve": {
         "step": "approve",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "gate",
             "gate": "approve",
@@ -80,54 +55,34 @@ PAYLOADS = {
             "on_timeout": "default",
             "default": "reject",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "charge", "task_id": "charge", "when": "{{ approve.approved }}"},
-                {"step": "cancel", "task_id": "cancel", "when": None},
-            ],
+            "arcs": [{"step": "charge", "when": "{{ approve.approved }}"}, {"step": "cancel"}],
         },
     },
     "charge": {
         "step": "charge",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"price": "{{ price.price }}"},
             "code": 'result = {"charged": price}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "cancel": {
         "step": "cancel",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"charged": 0}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "price": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-    "cool_down": {"results": {}, "ctx": {}, "vars": {}},
-    "approve": {"results": {"price": "price"}, "ctx": {}, "vars": {}},
-    "charge": {"results": {"price": "price"}, "ctx": {}, "vars": {}},
-    "cancel": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "price": {"results": {"start": "start"}},
+    "cool_down": {},
+    "approve": {"results": {"price": "price"}},
+    "charge": {"results": {"price": "price"}},
+    "cancel": {},
 }
 
 with DAG(

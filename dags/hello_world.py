@@ -15,55 +15,32 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"status": "initialized"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "greet", "task_id": "greet", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "greet"}]},
     },
     "greet": {
         "step": "greet",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"message": "{{ message }}"},
             "code": 'result = {"greeting": message.upper()}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"greeting": "{{ greet.greeting }}"},
             "code": 'result = {"status": "complete", "echo": greeting}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "greet": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {"greet": "greet"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "greet": {}, "end": {"results": {"greet": "greet"}}}
 
 with DAG(
     dag_id="examples.hello_world",

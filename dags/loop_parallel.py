@@ -16,61 +16,33 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "measure", "task_id": "measure.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "measure", "task_id": "measure.head"}]},
     },
     "measure": {
         "step": "measure",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"city": "{{ iter.city }}"},
             "code": 'result = {"city": city, "letters": len(city)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "report", "task_id": "report", "when": "{{ event.name == 'loop.done' }}"},
-            ],
-        },
+        "routing": {"arcs": [{"step": "report", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {"iterator": "city", "mode": "parallel", "in": "{{ cities }}", "max_in_flight": 2},
     },
     "report": {
         "step": "report",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"rows": "{{ measure.results }}"},
             "code": 'result = {"total_letters": sum(r["letters"] for r in rows)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "measure": {"results": {}, "ctx": {}, "vars": {}},
-    "report": {"results": {"measure": "measure.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "measure": {}, "report": {"results": {"measure": "measure.tail"}}}
 
 with DAG(
     dag_id="examples.loop_parallel",

@@ -16,16 +16,9 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
         "set": {"ctx.page": "{{ page }}"},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "fetch_page", "task_id": "region_fetch_page", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "fetch_page", "task_id": "region_fetch_page"}]},
     },
     "region_fetch_page": {
         "region": "region_fetch_page",
@@ -35,44 +28,31 @@ PAYLOADS = {
             "fetch_page": {
                 "step": "fetch_page",
                 "dialect": "canonical",
-                "input": {},
                 "tool": {
                     "kind": "http",
                     "method": "GET",
                     "url": "{{ api_url }}/items",
                     "params": {"page": "{{ ctx.page }}"},
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [{"step": "store_page", "task_id": None, "when": None}],
-                },
+                "routing": {"arcs": [{"step": "store_page", "task_id": None}]},
             },
             "store_page": {
                 "step": "store_page",
                 "dialect": "canonical",
-                "input": {},
                 "tool": {
                     "kind": "python",
                     "input": {"items": "{{ fetch_page.data.items }}", "page": "{{ ctx.page }}"},
                     "code": 'result = {"stored": len(items), "next_page": int(page) + 1}\n',
                 },
-                "pipeline": None,
                 "set": {"ctx.page": "{{ store_page.next_page }}"},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_page",
                             "task_id": None,
                             "when": "{{ fetch_page.data.has_more and ctx.page <= max_pages }}",
                         },
-                        {"step": "done", "task_id": "done", "when": None},
+                        {"step": "done"},
                     ],
                 },
             },
@@ -82,25 +62,19 @@ PAYLOADS = {
     "done": {
         "step": "done",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"pages": "{{ ctx.page }}"},
             "code": 'result = {"pages_read": int(pages) - 1}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "region_fetch_page": {"results": {}, "ctx": {"page": ["start"]}, "vars": {}},
-    "done": {"results": {}, "ctx": {"page": ["region_fetch_page"]}, "vars": {}},
+    "start": {},
+    "region_fetch_page": {"ctx": {"page": ["start"]}},
+    "done": {"ctx": {"page": ["region_fetch_page"]}},
 }
 
 with DAG(

@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "transfer",
             "source": {
@@ -27,36 +26,20 @@ PAYLOADS = {
             "mode": "replace",
             "chunk_size": 1000,
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "check", "task_id": "check", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "check"}]},
     },
     "check": {
         "step": "check",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "duckdb",
             "query": "SELECT count(*) AS n, sum(doubled) AS total FROM numbers",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "check": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "check": {}}
 
 with DAG(
     dag_id="examples.transfer_pg_duckdb",

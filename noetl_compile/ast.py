@@ -130,3 +130,12 @@ class Playbook(Node):
     @property
     def step_names(self) -> list[str]:
         return [step.name for step in self.steps]
+
+    @property
+    def catalog_key(self) -> str | None:
+        """The key NoETL registers this playbook under and nested calls name it by:
+        ``metadata.path``, else the root ``path``, else the name (the reader merged those)."""
+        for key in (self.catalog_path, self.name):
+            if isinstance(key, str) and key.strip("/ "):
+                return key
+        return None

@@ -1,6 +1,7 @@
 """`noetlc`: check, explain, compile, graph and run NoETL playbooks.
 
-Exit status: 0 clean, 1 errors found (warnings too with --strict), 2 usage error; for `run`:
+Exit status: 0 clean, 1 errors found (warnings too with --strict), 2 usage error (an unknown
+option or code, a path that does not exist, an unreadable connections file); for `run`:
 0 the run succeeded, 1 it failed or did not compile, 2 usage error.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from .diagnostics import Diagnostic, Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+MISSING_PATH = "E001"
 
 
 class UsageError(Exception):
@@ -32,28 +34,81 @@ def _codes(value: str) -> list[str]:
     return [code.strip().upper() for code in value.split(",") if code.strip()]
 
 
+DIALECTS = ("v1", "case-v2", "canonical")
+FORMATS = ("concise", "full", "json", "github", "sarif")
+GRAPH_FORMATS = ("mermaid", "dot", "svg", "png")
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"noetlc {__version__}"
+
+
+def _add_front_end_options(command: argparse.ArgumentParser) -> None:
+    """The options `check` and `compile` share: what to read and which findings count."""
+    command.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="playbook files or folders (folders: every .yaml/.yml that is a playbook)",
+    )
+    command.add_argument(
+        "--format", choices=FORMATS, default="concise", help="how to print diagnostics"
+    )
+    command.add_argument(
+        "--select",
+        type=_codes,
+        default=[],
+        metavar="CODES",
+        help="only these codes or prefixes, comma-separated (e.g. T3,F401)",
+    )
+    command.add_argument(
+        "--ignore",
+        type=_codes,
+        default=[],
+        metavar="CODES",
+        help="drop these codes or prefixes, comma-separated",
+    )
+    command.add_argument(
+        "--strict", action="store_true", help="warnings fail the run (and the playbook) too"
+    )
+    command.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files or folders matching GLOB under a folder (repeatable; "
+        ".gitignore files are respected too)",
+    )
+    command.add_argument(
+        "--dialect", choices=DIALECTS, help="force the DSL generation (default: detected per file)"
+    )
+    command.add_argument(
+        "--connections",
+        metavar="FILE",
+        help="connection names the deployment has (R203): a list or mapping in YAML/JSON, or "
+        "the output of `airflow connections export` (json, yaml or env); see README",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="noetlc", description="Check and compile NoETL playbooks for Apache Airflow 3."
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument(
+        "--version", action="version", version=_version(), help="print the version and exit"
+    )
+    commands = parser.add_subparsers(
+        dest="command",
+        required=True,
+        parser_class=_Parser,
+        metavar="COMMAND",
+        help="check, explain, compile, graph or run (`noetlc COMMAND --help` for its options)",
+    )
 
     check = commands.add_parser("check", help="parse and check playbooks, report diagnostics")
-    check.add_argument("paths", nargs="+", help="playbook files or folders")
-    check.add_argument(
-        "--format", choices=("concise", "full", "json", "github", "sarif"), default="concise"
-    )
-    check.add_argument(
-        "--select", type=_codes, default=[], help="only these codes or prefixes (e.g. T3,F401)"
-    )
-    check.add_argument("--ignore", type=_codes, default=[], help="drop these codes or prefixes")
-    check.add_argument("--strict", action="store_true", help="warnings fail the run too")
-    check.add_argument(
-        "--dialect", choices=("v1", "case-v2", "canonical"), help="force the DSL generation"
-    )
-    check.add_argument(
-        "--connections", metavar="FILE", help="JSON/YAML file of known connection names"
-    )
+    _add_front_end_options(check)
     check.add_argument("--quiet", action="store_true", help="no summary line")
     check.add_argument(
         "-j",
@@ -64,23 +119,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     explain = commands.add_parser("explain", help="what a diagnostic code means and how to fix it")
-    explain.add_argument("code", nargs="?", help="e.g. T301; without a code, list all codes")
+    explain.add_argument(
+        "code", nargs="?", metavar="CODE", help="e.g. T301; without a code, list all codes"
+    )
 
     compile_ = commands.add_parser("compile", help="compile playbooks into Airflow DAG files")
-    compile_.add_argument("paths", nargs="+")
-    compile_.add_argument("-o", "--output", required=True, help="folder for the DAG files")
-    compile_.add_argument("--check", action="store_true", help="fail if the output folder is stale")
-    compile_.add_argument("--dialect", choices=("v1", "case-v2", "canonical"))
-    compile_.add_argument("--connections", metavar="FILE")
+    _add_front_end_options(compile_)
     compile_.add_argument(
-        "--format", choices=("concise", "full", "json", "github", "sarif"), default="concise"
+        "-o", "--output", required=True, metavar="DIR", help="folder for the DAG files"
+    )
+    compile_.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the output folder is stale"
     )
 
     graph = commands.add_parser("graph", help="draw the compiled graph of one playbook")
-    graph.add_argument("path")
-    graph.add_argument("--format", choices=("mermaid", "dot", "svg", "png"), default="mermaid")
-    graph.add_argument("-o", "--output", help="file to write (default: stdout for text formats)")
-    graph.add_argument("--dialect", choices=("v1", "case-v2", "canonical"))
+    graph.add_argument("path", metavar="PLAYBOOK", help="the playbook file to draw")
+    graph.add_argument(
+        "--format",
+        choices=GRAPH_FORMATS,
+        help="mermaid (default), dot, or svg/png through graphviz; default: from -o's extension",
+    )
+    graph.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="file to write (.mmd/.md, .dot/.gv, .svg, .png); default: stdout, text formats only",
+    )
+    graph.add_argument(
+        "--dialect", choices=DIALECTS, help="force the DSL generation (default: detected)"
+    )
 
     run = commands.add_parser(
         "run", help="run one playbook on a local Airflow (no set-up; needs the airflow extra)"
@@ -104,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--strict", action="store_true", help="template warnings fail the step (NOETL_STRICT=1)"
     )
-    run.add_argument("--dialect", choices=("v1", "case-v2", "canonical"))
+    run.add_argument(
+        "--dialect", choices=DIALECTS, help="force the DSL generation (default: detected)"
+    )
     run.add_argument(
         "--home",
         metavar="DIR",
@@ -145,58 +214,59 @@ def run_event_log(args: argparse.Namespace) -> int:
 
 
 def load_connections(path: str | None) -> set[str] | None:
-    """Connection names from a JSON/YAML file: a list of names, or a mapping keyed by name."""
+    """The connection names of ``--connections FILE`` (formats: ``connections.py``)."""
     if path is None:
         return None
-    import yaml
+    from .connections import ConnectionsError, load_connections_file
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"cannot read connections file {path}: {exc}") from exc
-    if isinstance(data, dict):
-        return {str(k) for k in data}
-    if isinstance(data, list):
-        return {
-            str(item.get("conn_id", item.get("name")) if isinstance(item, dict) else item)
-            for item in data
-        }
-    raise UsageError(
-        f"connections file {path} must hold a list of names or a mapping keyed by name"
-    )
+        return load_connections_file(path).names
+    except ConnectionsError as exc:
+        raise UsageError(str(exc)) from None
 
 
-def selected(
-    diagnostics: Sequence[Diagnostic], select: list[str], ignore: list[str]
-) -> list[Diagnostic]:
-    def matches(code: str, patterns: list[str]) -> bool:
-        return any(code.startswith(p) for p in patterns)
+def validated_codes(codes: list[str], option: str) -> list[str]:
+    """``--select``/``--ignore`` values, each a known code or a prefix of one: a typo would
+    otherwise select nothing (every rule off, exit 0) or ignore nothing."""
+    from .read.base import did_you_mean
+    from .rules import RULES
 
-    return [
-        d
-        for d in diagnostics
-        if (not select or matches(d.code, select)) and not matches(d.code, ignore)
-    ]
+    for code in codes:
+        if not any(known.startswith(code) for known in RULES):
+            families = sorted({known[0] for known in RULES} | {known[:2] for known in RULES})
+            hint = did_you_mean(code, [*RULES, *families])
+            letters = ", ".join(dict.fromkeys(known[0] for known in RULES))
+            raise UsageError(
+                f"{option}: unknown code or prefix {code!r}"
+                + (hint or f"; codes start with one of {letters}")
+                + " (run `noetlc explain` for the list)"
+            )
+    return codes
 
 
 def run_check(args: argparse.Namespace) -> int:
     from .check import report_paths
+    from .diagnostics import select_codes
     from .report import FORMATTERS, summary
 
+    select = validated_codes(args.select, "--select")
+    ignore = validated_codes(args.ignore, "--ignore")
     results, problems = report_paths(
         args.paths,
         dialect=args.dialect,
         connections=load_connections(args.connections),
         jobs=max(1, args.jobs),
+        exclude=args.exclude,
     )
-    diagnostics = selected(
-        problems + [d for r in results for d in r.diagnostics], args.select, args.ignore
+    diagnostics = select_codes(
+        problems + [d for r in results for d in r.diagnostics], select, ignore
     )
     sources = {r.path: r.text for r in results}
     sys.stdout.write(FORMATTERS[args.format](diagnostics, sources))
     if args.format in ("concise", "full") and not args.quiet:
         sys.stdout.write(summary(diagnostics, len(results)))
+    if any(d.code == MISSING_PATH for d in problems):
+        return EXIT_USAGE  # a path that does not exist is a mistake in the command, not a finding
     failing = Severity.WARNING if args.strict else Severity.ERROR
     return EXIT_FINDINGS if any(d.severity >= failing for d in diagnostics) else EXIT_OK
 
@@ -222,7 +292,9 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_compile(args: argparse.Namespace) -> int:
     from .compile import run as compile_run
 
-    return compile_run(args)
+    validated_codes(args.select, "--select")
+    validated_codes(args.ignore, "--ignore")
+    return compile_run(args, load_connections(args.connections))
 
 
 def run_graph(args: argparse.Namespace) -> int:
@@ -254,34 +326,39 @@ def _conf(text: str | None) -> dict:
 
 def called_playbooks(path: str, dialect: str | None) -> tuple[list[str], list[Diagnostic]]:
     """``path`` and, transitively, the playbooks it calls (``kind: playbook`` with a literal
-    ``path``), found by catalog path among the YAML files under ``path``'s folder; plus R204
-    for calls that name no playbook there (the check stage's own resolution of nested calls)."""
-    from .check import FileResult, catalog_names, check_results, discover, read_file
-    from .check.references import unresolved_nested_calls
+    ``path``), found by exact catalog path among the YAML files under ``path``'s folder; plus
+    R204/R209 for calls that name no playbook there, or more than one (the check stage's own
+    resolution of nested calls)."""
+    from .check import check_results, discover, read_file
+    from .check.references import catalog_claim, unresolved_nested_calls
 
     first = read_file(path, dialect)
     calls = check_results([first], resolve_nested=False).nested_calls
     if not calls:
         return [path], []
     files, _ = discover([os.path.dirname(os.path.abspath(path))])
-    catalog: dict[str, FileResult] = {}
+    results = {os.path.abspath(path): first}
     for candidate in files:
-        if os.path.abspath(candidate) == os.path.abspath(path):
-            continue
-        result = read_file(candidate, dialect)
-        for name in catalog_names([result]):
-            catalog.setdefault(name.strip("/"), result)
+        results.setdefault(os.path.abspath(candidate), read_file(candidate, dialect))
+    claims = [
+        claim
+        for result in results.values()
+        if result.playbook is not None
+        and (claim := catalog_claim(result.playbook, result.path)) is not None
+    ]
     chosen: list[str] = [path]
-    pending, missing = list(calls), []
+    pending, unresolved = list(calls), []
     while pending:
         call = pending.pop(0)
-        result = catalog.get(call.target.strip("/"))
-        if result is None:
-            missing.append(call)
-        elif result.path not in chosen:
+        matches = [c for c in claims if c.key == call.target.strip("/")]
+        if len(matches) != 1:
+            unresolved.append(call)
+            continue
+        result = results[os.path.abspath(matches[0].file)]
+        if result.path not in chosen and os.path.abspath(result.path) != os.path.abspath(path):
             chosen.append(result.path)
             pending += check_results([result], resolve_nested=False).nested_calls
-    return chosen, unresolved_nested_calls(missing, set(catalog))
+    return chosen, unresolved_nested_calls(unresolved, claims)
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -298,13 +375,10 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError(f"no such playbook file: {args.playbook}")
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
-    from airflow_plugin.local.connections import (
-        ConnectionsError,
-        env_connection_ids,
-        load_connections_file,
-    )
     from airflow_plugin.local.home import Home, default_home, locked
     from airflow_plugin.local.launch import Child, child_environment
+
+    from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
     names, conn_env = None, {}
     if args.connections:

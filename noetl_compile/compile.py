@@ -1,7 +1,8 @@
 """`noetlc compile`: playbooks -> one Airflow DAG file each (stages lower + emit).
 
-A file with check errors is not compiled; its diagnostics are printed in check's format and the
-run exits 1, while every other playbook still compiles. Output is deterministic: the same
+A file with check errors (with ``--strict``, warnings too) is not compiled and the run exits 1,
+while every other playbook still compiles; every diagnostic ``--select``/``--ignore`` keeps is
+printed in check's format, warnings included. A path that does not exist exits 2. Output is deterministic: the same
 playbooks give the same bytes from any working directory. Unchanged files are not rewritten;
 files this compiler generated earlier whose playbook is gone are removed. ``--check`` writes
 nothing and exits 1 when the output folder is stale (a file missing, different, or orphaned).
@@ -16,13 +17,25 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .check import FileResult, check_paths
-from .diagnostics import Diagnostic, Position, Severity
+from .diagnostics import Diagnostic, Position, Severity, select_codes
 
-__all__ = ["CompileReport", "CompiledFile", "compile_paths", "compile_result", "run"]
+if TYPE_CHECKING:
+    from .lower.ir import IR
 
-EXIT_OK, EXIT_FINDINGS = 0, 1
+__all__ = [
+    "CompileReport",
+    "CompiledFile",
+    "compile_paths",
+    "compile_result",
+    "file_sha256",
+    "lower_result",
+    "run",
+]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 LOWERING_FAILED = "L701"
 _MARKER_SCAN = 4096  # bytes at the top of a .py file searched for the generated marker
 
@@ -47,9 +60,10 @@ class CompileReport:
     stale: list[str] = field(default_factory=list)  # --check: files that would change
     removed: list[str] = field(default_factory=list)  # orphans (removed, or stale in --check)
     playbooks: int = 0
+    dag_ids: dict[str, str] = field(default_factory=dict)  # playbook path -> its DAG id (all read)
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
     with open(path, "rb") as handle:
         return hashlib.sha256(handle.read()).hexdigest()
 
@@ -77,15 +91,21 @@ def _output_name(relative: str) -> str:
     return "/".join(clean) + ".py"
 
 
-def compile_result(
-    result: FileResult, display: str, dag_id: str | None = None
-) -> tuple[str, object]:
-    """Lower and emit one checked playbook -> (DAG file text, IR)."""
-    from .emit.python import emit_python
+def lower_result(result: FileResult, display: str, dag_id: str | None = None) -> IR:
+    """The IR of one checked playbook, as `compile` and `graph` both need it."""
     from .lower import lower
 
     assert result.playbook is not None
-    ir = lower(result.playbook, source=display, source_sha256=_sha256(result.path), dag_id=dag_id)
+    return lower(
+        result.playbook, source=display, source_sha256=file_sha256(result.path), dag_id=dag_id
+    )
+
+
+def compile_result(result: FileResult, display: str, dag_id: str | None = None) -> tuple[str, IR]:
+    """Lower and emit one checked playbook -> (DAG file text, IR)."""
+    from .emit.python import emit_python
+
+    ir = lower_result(result, display, dag_id)
     return emit_python(ir), ir
 
 
@@ -105,27 +125,38 @@ def compile_paths(
     dialect: str | None = None,
     connections: set[str] | None = None,
     check_only: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    strict: bool = False,
+    exclude: Sequence[str] = (),
 ) -> CompileReport:
     from .lower import dag_id_for
 
     paths = list(paths)
-    results, problems = check_paths(paths, dialect=dialect, connections=connections)
+    results, problems = check_paths(
+        paths, dialect=dialect, connections=connections, exclude=exclude
+    )
     report = CompileReport(playbooks=len(results))
-    report.diagnostics.extend(problems)
+    report.diagnostics.extend(select_codes(problems, select, ignore))
+    failing = Severity.WARNING if strict else Severity.ERROR
     report.sources = {r.path: r.document.text for r in results}
-    dag_ids: set[str] = set()
     outputs: set[str] = set()
     for result in results:
-        if result.has_errors or result.playbook is None:
+        if result.playbook is not None:
+            stem = os.path.basename(result.path).rsplit(".", 1)[0]
+            report.dag_ids[result.path] = dag_id_for(result.playbook, stem)
+        findings = select_codes(result.diagnostics, select, ignore)
+        report.diagnostics.extend(findings)
+        if result.playbook is None or any(d.severity >= failing for d in findings):
             report.failed.append(result.path)
-            report.diagnostics.extend(d for d in result.diagnostics if d.severity is Severity.ERROR)
             continue
         display, relative = _display_and_output(result.path, paths)
         name = _output_name(relative)
         base = name[:-3]
         name = _unique(base, outputs) + ".py"
-        stem = os.path.basename(display).rsplit(".", 1)[0]
-        dag_id = _unique(dag_id_for(result.playbook, stem), dag_ids)
+        # The playbook's own id, never made unique against the other files of the run: two
+        # playbooks with one id are R208 errors and were not compiled (see dag_ids.py).
+        dag_id = report.dag_ids[result.path]
         try:
             text, _ = compile_result(result, display, dag_id)
         except Exception as exc:  # noqa: BLE001 - one playbook the lowering cannot handle never hides the others
@@ -210,16 +241,20 @@ def _sync(report: CompileReport, output: str, check_only: bool, owned: tuple[str
                     os.remove(path)
 
 
-def run(args: argparse.Namespace) -> int:
-    from .cli import load_connections
+def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
+    """`noetlc compile` after the CLI parsed its arguments (and read ``--connections``)."""
     from .report import FORMATTERS
 
     report = compile_paths(
         args.paths,
         args.output,
         dialect=args.dialect,
-        connections=load_connections(getattr(args, "connections", None)),
+        connections=connections,
         check_only=args.check,
+        select=args.select,
+        ignore=args.ignore,
+        strict=args.strict,
+        exclude=args.exclude,
     )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:
@@ -242,4 +277,6 @@ def run(args: argparse.Namespace) -> int:
             f", {len(report.removed)} removed" if report.removed else ""
         )
     print(summary + ".", file=out)
+    if any(d.code == "E001" for d in report.diagnostics):
+        return EXIT_USAGE  # a path that does not exist is a mistake in the command
     return EXIT_FINDINGS if report.failed or stale else EXIT_OK

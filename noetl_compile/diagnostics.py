@@ -1,23 +1,18 @@
 """Diagnostics: what every stage reports instead of raising.
 
 A diagnostic always has a file, a 1-based line and column, a stable code and a message.
-The codes themselves, their severity and their explanation live in ``rules.py``.
+The codes themselves, their severity and their explanation live in ``rules.py``, the catalogue
+this module stands on (``Severity`` is defined there and re-exported here).
 """
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .rules import Severity, severity_of
 
-class Severity(enum.IntEnum):
-    INFO = 1
-    WARNING = 2
-    ERROR = 3
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
+__all__ = ["Diagnostic", "DiagnosticSink", "Position", "Severity", "select_codes"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -56,8 +51,21 @@ class DiagnosticSink:
         hint: str | None = None,
         severity: Severity | None = None,
     ) -> None:
-        from .rules import severity_of  # local: rules imports nothing from here at import time
-
         self.items.append(
             Diagnostic(code, severity or severity_of(code), self.path, position, message, hint)
         )
+
+
+def select_codes(
+    diagnostics: Sequence[Diagnostic], select: Sequence[str], ignore: Sequence[str]
+) -> list[Diagnostic]:
+    """``--select``/``--ignore``: codes or prefixes (``T3``); an empty selection keeps all."""
+
+    def matches(code: str, patterns: Sequence[str]) -> bool:
+        return any(code.startswith(p) for p in patterns)
+
+    return [
+        d
+        for d in diagnostics
+        if (not select or matches(d.code, select)) and not matches(d.code, ignore)
+    ]

@@ -207,39 +207,76 @@ def to_dot(ir: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+_EXTENSIONS = {
+    ".mmd": "mermaid",
+    ".mermaid": "mermaid",
+    ".md": "mermaid",
+    ".dot": "dot",
+    ".gv": "dot",
+    ".svg": "svg",
+    ".png": "png",
+}
+
+
+def _usage(message: str) -> int:
+    print(f"noetlc: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def output_format(requested: str | None, output: str | None) -> str:
+    """The format to draw: ``--format``, else the one ``-o FILE``'s extension names, else mermaid.
+    Raises ``ValueError`` when the two disagree or the extension names no format."""
+    extension = os.path.splitext(output)[1].lower() if output else ""
+    implied = _EXTENSIONS.get(extension)
+    if output and extension and implied is None and requested is None:
+        raise ValueError(
+            f"cannot tell the format from {output!r}: use an extension among "
+            f"{', '.join(sorted(_EXTENSIONS))} or --format"
+        )
+    if requested and implied and requested != implied:
+        raise ValueError(f"--format {requested} does not match the extension of {output!r}")
+    return requested or implied or "mermaid"
+
+
 def run(args: argparse.Namespace) -> int:
     from .check import check_results, read_file
-    from .compile import _sha256
-    from .lower import lower
+    from .compile import lower_result
     from .report import FORMATTERS
 
+    if os.path.isdir(args.path):
+        return _usage(f"graph draws one playbook file; {args.path} is a folder")
     if not os.path.isfile(args.path):
-        print(f"noetlc: error: no such file: {args.path}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage(f"no such file: {args.path}")
+    if args.output and os.path.isdir(args.output):
+        return _usage(f"-o names a file to write; {args.output} is a folder")
+    try:
+        fmt = output_format(args.format, args.output)
+    except ValueError as exc:
+        return _usage(str(exc))
+    if fmt == "png" and not args.output and sys.stdout.isatty():
+        return _usage("a PNG is binary: write it to a file with -o FILE.png (or redirect stdout)")
     result = read_file(args.path, args.dialect)
     check_results([result])
     errors = [d for d in result.diagnostics if d.severity.label == "error"]
     if errors or result.playbook is None:
         sys.stderr.write(FORMATTERS["concise"](errors, {result.path: result.document.text}))
         return EXIT_FINDINGS
-    ir = lower(
-        result.playbook, source=os.path.basename(args.path), source_sha256=_sha256(args.path)
-    )
-    if args.format == "mermaid":
+    ir = lower_result(result, os.path.basename(args.path))
+    if fmt == "mermaid":
         return _write_text(to_mermaid(ir), args.output)
     dot = to_dot(ir)
-    if args.format == "dot":
+    if fmt == "dot":
         return _write_text(dot, args.output)
     binary = shutil.which("dot")
     if binary is None:
         print(
-            f"noetlc: graphviz is not installed (no `dot` on PATH), so {args.format} cannot be drawn; "
+            f"noetlc: graphviz is not installed (no `dot` on PATH), so {fmt} cannot be drawn; "
             "install graphviz, or use --format mermaid or --format dot",
             file=sys.stderr,
         )
         return EXIT_USAGE
     rendered = subprocess.run(
-        [binary, f"-T{args.format}"], input=dot.encode("utf-8"), capture_output=True, check=False
+        [binary, f"-T{fmt}"], input=dot.encode("utf-8"), capture_output=True, check=False
     )
     if rendered.returncode != 0:
         print(

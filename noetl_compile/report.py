@@ -13,8 +13,10 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.I
 
 
 def concise(diagnostic: Diagnostic) -> str:
+    """``path:line:col: CODE [severity] message``: the severity where ruff puts its fix marker,
+    so that errors and warnings can be told apart (and grepped) without the rule table."""
     d = diagnostic
-    return f"{d.path}:{d.position.line}:{d.position.col}: {d.code} {d.message}"
+    return f"{d.path}:{d.position.line}:{d.position.col}: {d.code} [{d.severity.label}] {d.message}"
 
 
 def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
@@ -27,7 +29,7 @@ def format_full(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> s
     lines_of: dict[str, list[str]] = {}
     for d in diagnostics:
         lines = lines_of.setdefault(d.path, sources.get(d.path, "").splitlines())
-        text = [f"{concise(d)} [{d.severity.label}]"]
+        text = [concise(d)]
         if 0 < d.position.line <= len(lines):
             source_line = lines[d.position.line - 1].replace("\t", " ")
             gutter = str(d.position.line)

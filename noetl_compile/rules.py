@@ -7,9 +7,19 @@ family: Y yaml, S structure, R references, T templates, F flow, C tool config, X
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-from .diagnostics import Severity
+
+class Severity(enum.IntEnum):
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -45,6 +55,16 @@ RULES: dict[str, Rule] = {
             "noetlc itself failed on this file. The other files were still checked; this one may hide "
             "findings until the bug is fixed.",
             "report the playbook and the message to the noetlc maintainers",
+        ),
+        _rule(
+            "E003",
+            I,
+            "not a playbook: skipped",
+            "A YAML file found under a folder that has no NoETL `apiVersion`, no `kind: Playbook` and "
+            "no `workflow` (a docker-compose.yml, a CI config) is not checked: reporting its keys "
+            "as playbook mistakes would bury the real findings. Files named on the command line "
+            "are always checked.",
+            "noetlc check playbooks/ --exclude 'docker-compose*.yml'   # or name the file to check it",
         ),
         _rule(
             "Y001",
@@ -189,10 +209,15 @@ RULES: dict[str, Rule] = {
         ),
         _rule(
             "S114",
-            W,
-            "key of another DSL generation",
-            "The key belongs to another generation of the DSL; the engine of this playbook's generation ignores or rejects it.",
-            "canonical: replace `case` with `next.arcs` guards and `tool.spec.policy.rules`",
+            E,
+            "form of another DSL generation",
+            "The key or routing shape belongs to another generation of the DSL, and the engine of "
+            "this playbook's generation rejects it or silently drops it: a `next` list of "
+            "`when`/`then` blocks in a canonical playbook is never routed, a `case` there is "
+            "dropped, a canonical `next: {arcs}` is not a v2 or v1 router. noetlc never gives it the "
+            "other generation's meaning; the message names the form this generation expects.",
+            'canonical, before:  next: [{when: "{{ ok }}", then: [{step: a}]}]\n'
+            'canonical, after:   next: {arcs: [{step: a, when: "{{ ok }}"}]}',
         ),
         # -- references ----------------------------------------------------------------------------
         _rule(
@@ -229,7 +254,10 @@ RULES: dict[str, Rule] = {
             "R204",
             W,
             "nested playbook not found",
-            "A `playbook` tool names a path that none of the checked playbooks declares.",
+            "A `playbook` tool names a path that none of the checked playbooks declares. NoETL's "
+            "catalog finds a child by its exact catalog path (`metadata.path`, else `path`, else "
+            "the name), so a call by the name of a playbook that has a path runs nothing; the "
+            "compiled call triggers the DAG id of the path as written.",
             "tool: {kind: playbook, path: tests/child}   # metadata.path of the child",
         ),
         _rule(
@@ -253,6 +281,26 @@ RULES: dict[str, Rule] = {
             "`executor.spec.entry_step`/`final_step` must name a step of the workflow.",
             "executor: {spec: {entry_step: start}}",
         ),
+        _rule(
+            "R208",
+            E,
+            "two playbooks claim one catalog path or DAG id",
+            "NoETL registers the second playbook with a catalog path as a newer version of the "
+            "first, so which one a nested call runs depends on registration order; and a DAG id is "
+            "the catalog path alone (`a/b` -> `a.b`, never a suffix that would change when another "
+            "file comes or goes), so Airflow would load only one of the two DAGs. Both files are "
+            "reported; check or compile them in separate runs if they are separate deployments.",
+            "before:  v1/x.yaml and v2/x.yaml both with metadata.path: tests/x\n"
+            "after:   metadata.path: tests/x_v2   # in one of them",
+        ),
+        _rule(
+            "R209",
+            E,
+            "nested playbook is ambiguous",
+            "More than one playbook of the run has the catalog path a `playbook` tool calls; NoETL "
+            "runs whichever was registered last, so the call cannot be compiled to one child DAG.",
+            "give each playbook its own metadata.path, or check them in separate runs",
+        ),
         # -- templates -----------------------------------------------------------------------------
         _rule(
             "T301",
@@ -266,8 +314,22 @@ RULES: dict[str, Rule] = {
             W,
             "unknown name in template",
             "The name is not a workload key, step, loop iterator, ctx/vars variable or runtime name; "
-            "lenient rendering leaves the template text unrendered, strict rendering fails.",
+            "lenient rendering leaves the template text unrendered, strict rendering fails. It is "
+            "a warning, not an error, because it is close to no declared name (that would be "
+            "T307) and may come from the runtime; `--strict` or `--select T302` makes it count.",
             'before:  "{{ wokload.url }}"\nafter:   "{{ workload.url }}"',
+        ),
+        _rule(
+            "T307",
+            E,
+            "misspelt name in template",
+            "The name resolves to nothing, and it is one typo away from a name the playbook declares "
+            "in plain sight: a step, a workload key or a loop iterator. The lenient runtime renders "
+            "an unknown name by keeping the template text, so the step would receive the text "
+            "`{{ transfrom.total }}` as its value and the run would still be green. A name that is "
+            "close to none of these stays a warning (T302): it may be one the runtime provides "
+            "that noetlc does not model.",
+            'before:  "{{ transfrom.total }}"\nafter:   "{{ transform.total }}"',
         ),
         _rule(
             "T303",

@@ -53,7 +53,8 @@ def test_error_exits_one_with_concise_line(files, capsys):
     assert code == 1
     assert (
         out.out
-        == f"{files / 'broken.yaml'}:7:26: R201 step 'start' routes to unknown step 'ned'; did you mean 'end'?\n"
+        == f"{files / 'broken.yaml'}:7:26: R201 [error] step 'start' routes to unknown step 'ned'; "
+        "did you mean 'end'?\n"
     )
 
 
@@ -61,7 +62,7 @@ def test_warnings_fail_only_with_strict(files, capsys):
     assert run(capsys, "check", str(files / "warn.yaml"))[0] == 0
     code, out = run(capsys, "check", str(files / "warn.yaml"), "--strict", "--quiet")
     assert code == 1
-    assert "S103 unknown key 'nxt'" in out.out and "did you mean 'next'" in out.out
+    assert "S103 [warning] unknown key 'nxt'" in out.out and "did you mean 'next'" in out.out
 
 
 def test_one_bad_file_never_hides_the_others(files, capsys):
@@ -108,7 +109,7 @@ def test_json_github_and_sarif(files, capsys):
 
 def test_missing_path_is_a_diagnostic_and_usage_errors_exit_two(files, capsys):
     code, out = run(capsys, "check", str(files / "nope"), "--quiet")
-    assert code == 1 and "E001 no such file or directory" in out.out
+    assert code == 2 and "E001 [error] no such file or directory" in out.out
     with pytest.raises(SystemExit) as exc:
         main(["check", str(files), "--format", "xml"])
     assert exc.value.code == 2

@@ -115,17 +115,82 @@ def test_a_playbook_with_check_errors_is_reported_and_others_still_compile(
     assert '"code": "R201"' in capsys.readouterr().out
 
 
-def test_dag_id_collisions_get_a_suffix(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text(GOOD)
-    (tmp_path / "b.yaml").write_text(GOOD)
-    assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out")]) == 0
-    ids = sorted(
+def _dag_ids(folder: Path) -> list[str]:
+    return sorted(
         line.strip()
-        for p in (tmp_path / "out").glob("*.py")
+        for p in folder.rglob("*.py")
         for line in p.read_text().splitlines()
         if line.strip().startswith("dag_id=")
     )
-    assert ids == ['dag_id="tests.good",', 'dag_id="tests.good_2",']
+
+
+def test_two_playbooks_claiming_one_catalog_path_are_r208_naming_both(tmp_path, capsys) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    (tmp_path / "b.yaml").write_text(GOOD)
+    assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    assert f"{a}:3:30: R208 [error] catalog path 'tests/good' is also claimed by {b}:" in out
+    assert f"{b}:3:30: R208 [error] catalog path 'tests/good' is also claimed by {a}:" in out
+    assert "0 of 2 playbook(s) compiled, 2 with errors" in out
+    assert _dag_ids(tmp_path / "out") == []
+
+
+def test_paths_that_map_to_one_dag_id_are_r208(tmp_path, capsys) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD.replace("tests/good", "tests/x.y"))
+    (tmp_path / "b.yaml").write_text(GOOD.replace("tests/good", "tests/x/y"))
+    assert main(["check", str(tmp_path), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "R208 [error] DAG id 'tests.x.y' of catalog path 'tests/x.y' is also the DAG id of" in out
+    )
+    assert out.count(" R208 ") == 2
+
+
+def test_a_dag_id_does_not_change_when_other_files_come_and_go(tmp_path, capsys) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out")]) == 0
+    assert _dag_ids(tmp_path / "out") == ['dag_id="tests.good",']
+    (tmp_path / "b.yaml").write_text(GOOD.replace("tests/good", "tests/b"))
+    assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out")]) == 0
+    assert _dag_ids(tmp_path / "out") == ['dag_id="tests.b",', 'dag_id="tests.good",']
+    (tmp_path / "b.yaml").write_text(GOOD)  # now a twin: reported, the other id not taken over
+    assert main(["compile", str(tmp_path), "-o", str(tmp_path / "out2")]) == 1
+    assert " R208 " in capsys.readouterr().out
+
+
+PARENT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: parent, path: tests/parent}
+workflow:
+  - step: start
+    tool: {kind: playbook, path: CHILD}
+"""
+
+
+@pytest.mark.parametrize(
+    ("child_path", "code", "message"),
+    [
+        ("tests/good", None, None),
+        # NoETL's catalog finds a playbook by its path, never by the name of one that has a path
+        ("good", "R204", "nested playbook 'good' is not among the checked playbooks"),
+        ("tests/twin", "R209", "nested playbook 'tests/twin' is claimed by 2 playbooks"),
+    ],
+)
+def test_a_nested_call_resolves_to_exactly_one_playbook_by_catalog_path(
+    tmp_path, capsys, child_path, code, message
+) -> None:
+    (tmp_path / "parent.yaml").write_text(PARENT.replace("CHILD", child_path))
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "t1.yaml").write_text(GOOD.replace("tests/good", "tests/twin"))
+    (tmp_path / "t2.yaml").write_text(GOOD.replace("tests/good", "tests/twin"))
+    main(["check", str(tmp_path), "--quiet"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "parent.yaml" in line]
+    if code is None:
+        assert lines == []
+    else:
+        assert len(lines) == 1 and f":6:34: {code} " in lines[0] and message in lines[0]
 
 
 def test_our_example_dags_are_up_to_date() -> None:
@@ -169,17 +234,20 @@ def test_context_keys_match_airflow() -> None:
     assert AIRFLOW_CONTEXT_KEYS == frozenset(context.KNOWN_CONTEXT_KEYS)
 
 
-def test_dag_id_mapping_is_shared_with_the_nested_operator() -> None:
+def test_dag_id_mapping_is_one_definition_for_compiler_and_runtime() -> None:
+    # The compiler's trigger_dag_id and the runtime's resolution of a templated child path are
+    # the same function object, so they cannot drift apart.
     nested = importlib.import_module("airflow_plugin.operators.nested")
-    for path in [
-        "tests/fixtures/playbooks/hello_world",
-        "a//b/../c",
-        "é/ü",
-        "",
-        "x" * 300,
-        "a b/c.d",
-    ]:
-        assert nested.dag_id_for_path(path) == dag_id_for_path(path)
+    catalog = importlib.import_module("airflow_plugin.runtime.catalog")
+    assert nested.dag_id_for_path is catalog.dag_id_for_path is dag_id_for_path
+    assert dag_id_for_path("tests/fixtures/playbooks/hello_world") == (
+        "tests.fixtures.playbooks.hello_world"
+    )
+    assert dag_id_for_path("a//b/../c") == "a.b.c"
+    assert dag_id_for_path("é/ü") == "e.u"
+    assert dag_id_for_path("").startswith("playbook_")
+    long = dag_id_for_path("x" * 300)
+    assert len(long) <= 200 and long != dag_id_for_path("x" * 301)
 
 
 def test_literals_round_trip_and_stay_one_line_safe() -> None:

@@ -1,6 +1,8 @@
 """The whole shared corpus through `noetlc compile`: every playbook `check` accepts compiles,
-all generated files load in one DagBag with zero import errors and pass validation, acyclic
-loop-free playbooks get one task per step, and compiling is byte-for-byte deterministic.
+the generated files of each corpus project (top-level folder: one catalog) load in one DagBag
+with zero import errors and pass validation, acyclic loop-free playbooks get one task per step,
+compiling is byte-for-byte deterministic, and a playbook's DAG id is the same whether it is
+compiled with its own project or with the whole corpus.
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ from pathlib import Path
 import pytest
 
 from noetl_compile.compile import compile_paths
-
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus"))
+from tests.corpus import CORPUS, ROOT, corpus_projects
 
 # Loads every DAG file of a folder in ONE DagBag under a throwaway AIRFLOW_HOME.
 DAGBAG_PROBE = r"""
@@ -43,27 +43,54 @@ print(json.dumps({"dags": len(bag.dags), "tasks": sum(len(d.tasks) for d in bag.
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dags")
-    report = compile_paths([str(CORPUS)], str(out))
-    return report, out
+    """Each corpus project compiled alone into its own DAG folder: project name -> (report, out)."""
+    found = {}
+    for project in corpus_projects():
+        out = tmp_path_factory.mktemp(f"dags-{project.name}")
+        found[project.name] = (compile_paths([str(project)], str(out)), out)
+    return found
 
 
 def test_every_accepted_playbook_compiles(compiled) -> None:
-    report, _ = compiled
-    lowering_failures = [d for d in report.diagnostics if d.code == "L701"]
-    assert not lowering_failures, lowering_failures
-    failed = set(report.failed)
-    with_errors = {d.path for d in report.diagnostics if d.severity.label == "error"}
-    assert failed == with_errors  # only files `check` rejects are left out
-    assert len(report.files) + len(report.failed) == report.playbooks
-    print(
-        f"\ncorpus: {report.playbooks} playbooks, {len(report.files)} compiled, "
-        f"{len(report.failed)} rejected by check"
-    )
+    for name, (report, _) in compiled.items():
+        lowering_failures = [d for d in report.diagnostics if d.code == "L701"]
+        assert not lowering_failures, lowering_failures
+        failed = set(report.failed)
+        with_errors = {d.path for d in report.diagnostics if d.severity.label == "error"}
+        assert failed == with_errors  # only files `check` rejects are left out
+        assert len(report.files) + len(report.failed) == report.playbooks
+        print(
+            f"\n{name}: {report.playbooks} playbooks, {len(report.files)} compiled, "
+            f"{len(report.failed)} rejected by check"
+        )
 
 
-def test_all_generated_files_load_in_one_dagbag(compiled) -> None:
-    report, out = compiled
+def test_dag_ids_do_not_depend_on_the_other_files_of_the_run(compiled, tmp_path) -> None:
+    whole = compile_paths([str(CORPUS)], str(tmp_path / "whole"), check_only=True)
+    alone = {
+        os.path.abspath(path): dag_id
+        for report, _ in compiled.values()
+        for path, dag_id in report.dag_ids.items()
+    }
+    together = {os.path.abspath(path): dag_id for path, dag_id in whole.dag_ids.items()}
+    assert len(together) > 250 and together == alone
+    # Every DAG written alone carries that id in its file; compiled together, a playbook is
+    # either the same DAG or left out for a catalog conflict (R208/R209), never renamed.
+    written = {
+        os.path.abspath(f.source): f.dag_id for report, _ in compiled.values() for f in report.files
+    }
+    assert written and all(alone[path] == dag_id for path, dag_id in written.items())
+    for compiled_file in whole.files:
+        assert compiled_file.dag_id == written[os.path.abspath(compiled_file.source)]
+    conflicts = {os.path.abspath(d.path) for d in whole.diagnostics if d.code in ("R208", "R209")}
+    failed_alone = {os.path.abspath(p) for report, _ in compiled.values() for p in report.failed}
+    left_out = {os.path.abspath(p) for p in whole.failed} - failed_alone
+    assert left_out and left_out <= conflicts
+
+
+@pytest.mark.parametrize("project", [p.name for p in corpus_projects()])
+def test_all_generated_files_load_in_one_dagbag(compiled, project: str) -> None:
+    report, out = compiled[project]
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     )
@@ -91,7 +118,7 @@ def test_acyclic_loop_free_playbooks_get_one_task_per_step(compiled) -> None:
     from noetl_compile.check import check_paths
     from noetl_compile.lower import lower
 
-    results, _ = check_paths([str(CORPUS)])
+    results = [r for project in corpus_projects() for r in check_paths([str(project)])[0]]
     checked = 0
     for result in results:
         if result.has_errors or result.playbook is None:

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from airflow_plugin.events import Event
-from airflow_plugin.local.connections import ConnectionsError, load_connections_file
 from airflow_plugin.local.home import Home, locked
 from airflow_plugin.local.launch import child_environment
 from airflow_plugin.local.report import TaskRow, build_report, render_summary
 from airflow_plugin.runtime.ids import execution_id_for
+from noetl_compile.connections import ConnectionsError, load_connections_file
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYBOOKS = ROOT / "playbooks"

@@ -5,8 +5,7 @@ rendered with the NoETL context (Airflow's Jinja never sees the DSL: ``template_
 with ``logical_date=None`` and a unique ``trigger_run_id`` so one parent run may call the same
 child many times, waiting deferrably for the child; the step result is then read from the
 child run. A templated ``path`` is resolved at run time with the same path -> dag id mapping as
-the compiler (``runtime.catalog.dag_id_for_path``, held equal to
-``noetl_compile.lower.names.dag_id_for_path`` by a test).
+the compiler (``noetl_compile.dag_ids.dag_id_for_path``, the one definition both sides import).
 """
 
 from __future__ import annotations

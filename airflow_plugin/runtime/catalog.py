@@ -15,30 +15,16 @@ import importlib.util
 import os
 import re
 import threading
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The compiler's own mapping (a standard-library leaf module): a templated child path must map to
+# exactly the DAG id the compiler gave that playbook.
+from noetl_compile.dag_ids import dag_id_for_path
+
 __all__ = ["CompiledPlaybook", "PlaybookNotFound", "dag_id_for_path", "find_playbook"]
-
-_INVALID_DAG = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def dag_id_for_path(path: str) -> str:
-    """The DAG id the compiler gives a catalog path (``noetl_compile.lower.names.dag_id_for_path``;
-    a test keeps the two equal)."""
-    text = unicodedata.normalize("NFKD", str(path)).encode("ascii", "ignore").decode("ascii")
-    text = text.strip().strip("/").replace("/", ".")
-    text = _INVALID_DAG.sub("_", text)
-    text = re.sub(r"\.{2,}", ".", text).strip("._")
-    digest = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    if not text:
-        return f"playbook_{digest}"
-    if len(text) > 200:
-        text = f"{text[:190]}_{digest}"
-    return text
 
 
 class PlaybookNotFound(LookupError):

@@ -13,12 +13,14 @@ from typing import Any
 
 __all__ = [
     "DIALECTS",
+    "PAYLOAD_DEFAULTS",
     "PAYLOAD_EXTENSIONS",
     "PAYLOAD_KEYS",
     "ROUTING_MODES",
     "arc_task_id",
     "normalise_case_next",
     "validate_payload",
+    "with_defaults",
 ]
 
 DIALECTS = ("v1", "case-v2", "canonical")
@@ -30,8 +32,39 @@ PAYLOAD_KEYS = frozenset(
 # runtime.step), ``loop`` (run by runtime.loop and the loop operators), ``playbook`` (the resolved
 # child of a step-level nested call).
 PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop", "playbook"})
+# What an absent key means. The compiler leaves out every key that holds only its default (so a
+# DAG file shows what the playbook says); ``noetl_compile.lower.payload.STEP_DEFAULTS`` is the
+# same table (tests/test_payload_defaults.py). An absent arc ``when`` is an unguarded arc, an
+# absent arc ``task_id`` is the step name (``arc_task_id``), an absent routing ``mode`` exclusive.
+PAYLOAD_DEFAULTS: Mapping[str, Any] = {
+    "input": {},
+    "tool": None,
+    "pipeline": None,
+    "set": {},
+    "vars": {},
+    "case": [],
+    "routing": {"mode": "exclusive", "arcs": []},
+}
 # ``group``: v1 ``when: .. then: [a, b]`` lowers to arcs sharing a group that fire together.
 _ARC_KEYS = frozenset({"step", "task_id", "when", "set", "args", "spec", "group"})
+
+
+def with_defaults(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``payload`` with every absent contract key set to its default (fresh containers)."""
+    full = {key: _fresh(value) for key, value in PAYLOAD_DEFAULTS.items()}
+    full.update(payload)
+    routing = full.get("routing")
+    if isinstance(routing, Mapping):
+        full["routing"] = {"mode": "exclusive", "arcs": [], **routing}
+    return full
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
 
 
 def normalise_case_next(value: Any) -> list[dict[str, Any]]:

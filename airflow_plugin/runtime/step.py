@@ -58,7 +58,7 @@ from .context import (
     with_loop,
     with_values,
 )
-from .payload import arc_task_id, normalise_case_next, validate_payload
+from .payload import arc_task_id, normalise_case_next, validate_payload, with_defaults
 from .pipeline import (
     call_tool,
     outcome_envelope,
@@ -901,6 +901,7 @@ def execute_step(
     runtime cannot execute.
     """
     validate_payload(payload)
+    payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep, phase=phase, policies=_retry_policies(payload))
     return _observed(run, lambda: _execute(run))
 
@@ -1004,6 +1005,7 @@ def complete_step(
     ``step.exit`` rules already ran per iteration; the targets they chose (``deferred``) are
     taken now unless a ``loop.done`` rule routes."""
     validate_payload(payload)
+    payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep)
 
     def body() -> StepOutcome:

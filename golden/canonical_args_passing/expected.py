@@ -16,21 +16,13 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start workflow",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {"name": "init", "kind": "python", "code": 'result = {"status": "initialized"}\n'},
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "use_vars",
-                    "task_id": "use_vars",
-                    "when": None,
                     "set": {"ctx.test_var": "{{ initial_value }}", "ctx.computed": 200},
                 },
             ],
@@ -40,8 +32,6 @@ PAYLOADS = {
         "step": "use_vars",
         "dialect": "canonical",
         "desc": "Test that variables from data block are available",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "compute",
@@ -60,32 +50,23 @@ PAYLOADS = {
                 ),
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End workflow",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {"name": "complete", "kind": "python", "code": 'result = {"status": "complete"}\n'},
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "use_vars": {"results": {}, "ctx": {"computed": ["start"], "test_var": ["start"]}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "use_vars": {"ctx": {"computed": ["start"], "test_var": ["start"]}},
+    "end": {},
 }
 
 with DAG(

@@ -17,7 +17,6 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Initialize the heavy load test",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"item_count": "{{ item_count }}"},
@@ -48,21 +47,13 @@ PAYLOADS = {
                 'print(f"Initialized with {len(items)} items to process")\n'
             ),
         },
-        "pipeline": None,
         "set": {"ctx.loop_results": "{{ workload.loop_results }}"},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "process_items", "task_id": "process_items", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "process_items"}]},
     },
     "process_items": {
         "step": "process_items",
         "dialect": "canonical",
         "desc": "Loop over items and process each one (heavy load simulation)",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "process_item",
@@ -131,32 +122,20 @@ PAYLOADS = {
                 },
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "aggregate_results",
-                    "task_id": "aggregate_results",
-                    "when": None,
                     "set": {"ctx.loop_results": "{{ ctx.loop_results }}"},
                 },
             ],
         },
-        "loop": {
-            "iterator": "item",
-            "mode": "sequential",
-            "in": "{{ start.items }}",
-            "max_in_flight": None,
-        },
+        "loop": {"iterator": "item", "mode": "sequential", "in": "{{ start.items }}"},
     },
     "aggregate_results": {
         "step": "aggregate_results",
         "dialect": "canonical",
         "desc": "Aggregate all loop results and compute statistics",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {
@@ -233,20 +212,12 @@ PAYLOADS = {
                 'print(f"Aggregation complete: {total_items} items in {processing_time:.2f}s ({items_per_second:.2f} items/sec)")\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "validate_results", "task_id": "validate_results", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "validate_results"}]},
     },
     "validate_results": {
         "step": "validate_results",
         "dialect": "canonical",
         "desc": "Validate that the test completed successfully",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {
@@ -302,17 +273,12 @@ PAYLOADS = {
                 'print(f"{\'=\'*60}\\n")\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End of heavy load test",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"validation": "{{ validate_results }}"},
@@ -325,33 +291,19 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "process_items": {
-        "results": {"start": "start"},
-        "ctx": {"loop_results": ["start"]},
-        "vars": {},
-    },
+    "start": {},
+    "process_items": {"results": {"start": "start"}, "ctx": {"loop_results": ["start"]}},
     "aggregate_results": {
         "results": {"start": "start"},
         "ctx": {"loop_results": ["process_items"]},
-        "vars": {},
     },
-    "validate_results": {
-        "results": {"aggregate_results": "aggregate_results"},
-        "ctx": {},
-        "vars": {},
-    },
-    "end": {"results": {"validate_results": "validate_results"}, "ctx": {}, "vars": {}},
+    "validate_results": {"results": {"aggregate_results": "aggregate_results"}},
+    "end": {"results": {"validate_results": "validate_results"}},
 }
 
 with DAG(

@@ -16,22 +16,13 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start hello world test",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "initialized"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "test_step", "task_id": "test_step", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "test_step"}]},
     },
     "test_step": {
         "step": "test_step",
         "dialect": "canonical",
         "desc": "Hello world test step",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"message": "{{ message }}"},
@@ -40,32 +31,18 @@ PAYLOADS = {
                 'result = {"status": "ok", "data": {"message": message}}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End hello world test",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "complete"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "test_step": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "test_step": {}, "end": {}}
 
 with DAG(
     dag_id="tests.fixtures.playbooks.hello_world",

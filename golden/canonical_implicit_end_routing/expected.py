@@ -17,36 +17,19 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start workflow - router only",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "started"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "step1", "task_id": "step1", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "step1"}]},
     },
     "step1": {
         "step": "step1",
         "dialect": "canonical",
         "desc": "Execute step1 - NO next field, should implicitly route to end",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "step1_complete"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "step1": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "step1": {}}
 
 with DAG(
     dag_id="test.test_implicit_end_routing",

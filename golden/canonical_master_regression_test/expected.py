@@ -17,39 +17,24 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start regression test suite - 53 playbooks (4 skipped)",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "initialized"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "create_test_schema", "task_id": "create_test_schema", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "create_test_schema"}]},
     },
     "create_test_schema": {
         "step": "create_test_schema",
         "dialect": "canonical",
         "desc": "Create database schema for test results",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/regression_test/create_test_schema",
             "payload": {"pg_auth": "{{ pg_auth }}"},
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/hello_world",
                     "task_id": "tests_fixtures_playbooks_hello_world",
-                    "when": None,
                 },
             ],
         },
@@ -61,23 +46,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_hello_world": {
         "step": "tests/fixtures/playbooks/hello_world",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/hello_world",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/control-flow/start_with_action",
                     "task_id": "tests_control-flow_start_with_action",
-                    "when": None,
                 },
             ],
         },
@@ -89,23 +67,16 @@ PAYLOADS = {
     "tests_control-flow_start_with_action": {
         "step": "tests/control-flow/start_with_action",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/control-flow/start_with_action",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/control-flow/end_with_action",
                     "task_id": "tests_control-flow_end_with_action",
-                    "when": None,
                 },
             ],
         },
@@ -117,20 +88,12 @@ PAYLOADS = {
     "tests_control-flow_end_with_action": {
         "step": "tests/control-flow/end_with_action",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/control-flow/end_with_action",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "test/vars_simple", "task_id": "test_vars_simple", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "test/vars_simple", "task_id": "test_vars_simple"}]},
         "playbook": {
             "path": "tests/control-flow/end_with_action",
             "dag_id": "tests.control-flow.end_with_action",
@@ -139,48 +102,29 @@ PAYLOADS = {
     "test_vars_simple": {
         "step": "test/vars_simple",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "test/vars_simple",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "vars_test/test_vars_block",
-                    "task_id": "vars_test_test_vars_block",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "vars_test/test_vars_block", "task_id": "vars_test_test_vars_block"}],
         },
         "playbook": {"path": "test/vars_simple", "dag_id": "test.vars_simple"},
     },
     "vars_test_test_vars_block": {
         "step": "vars_test/test_vars_block",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "vars_test/test_vars_block",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "vars_test/test_vars_template_access",
                     "task_id": "vars_test_test_vars_template_access",
-                    "when": None,
                 },
             ],
         },
@@ -189,22 +133,12 @@ PAYLOADS = {
     "vars_test_test_vars_template_access": {
         "step": "vars_test/test_vars_template_access",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "vars_test/test_vars_template_access",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "/vars_test/api_test", "task_id": "vars_test_api_test", "when": None},
-            ],
-        },
+        "routing": {"arcs": [{"step": "/vars_test/api_test", "task_id": "vars_test_api_test"}]},
         "playbook": {
             "path": "vars_test/test_vars_template_access",
             "dag_id": "vars_test.test_vars_template_access",
@@ -213,42 +147,27 @@ PAYLOADS = {
     "vars_test_api_test": {
         "step": "/vars_test/api_test",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "/vars_test/api_test",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "test/cache_simple", "task_id": "test_cache_simple", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "test/cache_simple", "task_id": "test_cache_simple"}]},
         "playbook": {"path": "/vars_test/api_test", "dag_id": "vars_test.api_test"},
     },
     "test_cache_simple": {
         "step": "test/cache_simple",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "test/cache_simple",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/control_flow_workbook",
                     "task_id": "tests_fixtures_playbooks_control_flow_workbook",
-                    "when": None,
                 },
             ],
         },
@@ -257,23 +176,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_control_flow_workbook": {
         "step": "tests/fixtures/playbooks/control_flow_workbook",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/control_flow_workbook",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "control_flow/weather_control_flow",
                     "task_id": "control_flow_weather_control_flow",
-                    "when": None,
                 },
             ],
         },
@@ -285,23 +197,16 @@ PAYLOADS = {
     "control_flow_weather_control_flow": {
         "step": "control_flow/weather_control_flow",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "control_flow/weather_control_flow",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/playbook_composition/playbook_composition",
                     "task_id": "tests_fixtures_playbooks_playbook_composition_playbook_composition",
-                    "when": None,
                 },
             ],
         },
@@ -313,23 +218,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_playbook_composition_playbook_composition": {
         "step": "tests/fixtures/playbooks/playbook_composition/playbook_composition",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/playbook_composition/playbook_composition",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/playbook_composition/user_profile_scorer",
                     "task_id": "tests_fixtures_playbooks_playbook_composition_user_profile_scorer",
-                    "when": None,
                 },
             ],
         },
@@ -341,25 +239,13 @@ PAYLOADS = {
     "tests_fixtures_playbooks_playbook_composition_user_profile_scorer": {
         "step": "tests/fixtures/playbooks/playbook_composition/user_profile_scorer",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/playbook_composition/user_profile_scorer",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/iterator_save_test",
-                    "task_id": "tests_iterator_save_test",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/iterator_save_test", "task_id": "tests_iterator_save_test"}],
         },
         "playbook": {
             "path": "tests/fixtures/playbooks/playbook_composition/user_profile_scorer",
@@ -369,23 +255,16 @@ PAYLOADS = {
     "tests_iterator_save_test": {
         "step": "tests/iterator_save_test",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/iterator_save_test/iterator_save_test",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/json_serialization_save",
                     "task_id": "tests_fixtures_playbooks_json_serialization_save",
-                    "when": None,
                 },
             ],
         },
@@ -397,25 +276,13 @@ PAYLOADS = {
     "tests_fixtures_playbooks_json_serialization_save": {
         "step": "tests/fixtures/playbooks/json_serialization_save",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/json_serialization_save/json_serialization_save",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/pagination/basic",
-                    "task_id": "tests_pagination_basic",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/pagination/basic", "task_id": "tests_pagination_basic"}],
         },
         "playbook": {
             "path": "tests/fixtures/playbooks/json_serialization_save/json_serialization_save",
@@ -425,25 +292,13 @@ PAYLOADS = {
     "tests_pagination_basic": {
         "step": "tests/pagination/basic",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/pagination/basic/basic",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/pagination/cursor",
-                    "task_id": "tests_pagination_cursor",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/pagination/cursor", "task_id": "tests_pagination_cursor"}],
         },
         "playbook": {
             "path": "tests/pagination/basic/basic",
@@ -453,25 +308,13 @@ PAYLOADS = {
     "tests_pagination_cursor": {
         "step": "tests/pagination/cursor",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/pagination/cursor/cursor",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/pagination/offset",
-                    "task_id": "tests_pagination_offset",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/pagination/offset", "task_id": "tests_pagination_offset"}],
         },
         "playbook": {
             "path": "tests/pagination/cursor/cursor",
@@ -481,23 +324,16 @@ PAYLOADS = {
     "tests_pagination_offset": {
         "step": "tests/pagination/offset",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/pagination/offset/offset",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/pagination/max_iterations",
                     "task_id": "tests_pagination_max_iterations",
-                    "when": None,
                 },
             ],
         },
@@ -509,25 +345,13 @@ PAYLOADS = {
     "tests_pagination_max_iterations": {
         "step": "tests/pagination/max_iterations",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/pagination/max_iterations/max_iterations",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/pagination/retry",
-                    "task_id": "tests_pagination_retry",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/pagination/retry", "task_id": "tests_pagination_retry"}],
         },
         "playbook": {
             "path": "tests/pagination/max_iterations/max_iterations",
@@ -537,23 +361,16 @@ PAYLOADS = {
     "tests_pagination_retry": {
         "step": "tests/pagination/retry",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/pagination/retry/retry",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/pagination/loop_with_pagination",
                     "task_id": "tests_pagination_loop_with_pagination",
-                    "when": None,
                 },
             ],
         },
@@ -565,25 +382,13 @@ PAYLOADS = {
     "tests_pagination_loop_with_pagination": {
         "step": "tests/pagination/loop_with_pagination",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/pagination/loop_with_pagination/loop_with_pagination",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/retry/simple_config",
-                    "task_id": "tests_retry_simple_config",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/retry/simple_config", "task_id": "tests_retry_simple_config"}],
         },
         "playbook": {
             "path": "tests/pagination/loop_with_pagination/loop_with_pagination",
@@ -593,24 +398,14 @@ PAYLOADS = {
     "tests_retry_simple_config": {
         "step": "tests/retry/simple_config",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/retry/simple_config",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {
-                    "step": "tests/retry/python_exception",
-                    "task_id": "tests_retry_python_exception",
-                    "when": None,
-                },
+                {"step": "tests/retry/python_exception", "task_id": "tests_retry_python_exception"},
             ],
         },
         "playbook": {"path": "tests/retry/simple_config", "dag_id": "tests.retry.simple_config"},
@@ -618,24 +413,14 @@ PAYLOADS = {
     "tests_retry_python_exception": {
         "step": "tests/retry/python_exception",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/retry/python_exception",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {
-                    "step": "tests/retry/http_status_code",
-                    "task_id": "tests_retry_http_status_code",
-                    "when": None,
-                },
+                {"step": "tests/retry/http_status_code", "task_id": "tests_retry_http_status_code"},
             ],
         },
         "playbook": {
@@ -646,23 +431,16 @@ PAYLOADS = {
     "tests_retry_http_status_code": {
         "step": "tests/retry/http_status_code",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/retry/http_status_code",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/retry/http_stop_condition",
                     "task_id": "tests_retry_http_stop_condition",
-                    "when": None,
                 },
             ],
         },
@@ -674,23 +452,16 @@ PAYLOADS = {
     "tests_retry_http_stop_condition": {
         "step": "tests/retry/http_stop_condition",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/retry/http_stop_condition",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/retry/postgres_connection",
                     "task_id": "tests_retry_postgres_connection",
-                    "when": None,
                 },
             ],
         },
@@ -702,25 +473,13 @@ PAYLOADS = {
     "tests_retry_postgres_connection": {
         "step": "tests/retry/postgres_connection",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/retry/postgres_connection",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "tests/retry/duckdb_query",
-                    "task_id": "tests_retry_duckdb_query",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "tests/retry/duckdb_query", "task_id": "tests_retry_duckdb_query"}],
         },
         "playbook": {
             "path": "tests/retry/postgres_connection",
@@ -730,23 +489,16 @@ PAYLOADS = {
     "tests_retry_duckdb_query": {
         "step": "tests/retry/duckdb_query",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/retry/duckdb_query",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/save_storage_test/create_tables",
                     "task_id": "tests_fixtures_playbooks_save_storage_test_create_tables",
-                    "when": None,
                 },
             ],
         },
@@ -755,23 +507,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_save_storage_test_create_tables": {
         "step": "tests/fixtures/playbooks/save_storage_test/create_tables",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/save_storage_test/create_tables",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/save_storage_test/save_simple_test",
                     "task_id": "tests_fixtures_playbooks_save_storage_test_save_simple_test",
-                    "when": None,
                 },
             ],
         },
@@ -783,23 +528,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_save_storage_test_save_simple_test": {
         "step": "tests/fixtures/playbooks/save_storage_test/save_simple_test",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/save_storage_test/save_simple_test",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/save_storage_test/save_delegation_test",
                     "task_id": "tests_fixtures_playbooks_save_storage_test_save_delegation_test",
-                    "when": None,
                 },
             ],
         },
@@ -811,23 +549,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_save_storage_test_save_delegation_test": {
         "step": "tests/fixtures/playbooks/save_storage_test/save_delegation_test",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/save_storage_test/save_delegation_test",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/save_storage_test/save_edge_cases",
                     "task_id": "tests_fixtures_playbooks_save_storage_test_save_edge_cases",
-                    "when": None,
                 },
             ],
         },
@@ -839,23 +570,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_save_storage_test_save_edge_cases": {
         "step": "tests/fixtures/playbooks/save_storage_test/save_edge_cases",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/save_storage_test/save_edge_cases",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/save_storage_test/save_all_storage_types",
                     "task_id": "tests_fixtures_playbooks_save_storage_test_save_all_storage_types",
-                    "when": None,
                 },
             ],
         },
@@ -867,23 +591,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_save_storage_test_save_all_storage_types": {
         "step": "tests/fixtures/playbooks/save_storage_test/save_all_storage_types",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/save_storage_test/save_all_storage_types",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/script_execution/python_gcs",
                     "task_id": "tests_script_execution_python_gcs",
-                    "when": None,
                 },
             ],
         },
@@ -895,23 +612,16 @@ PAYLOADS = {
     "tests_script_execution_python_gcs": {
         "step": "tests/script_execution/python_gcs",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/script_execution/python_gcs",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/script_execution/python_http",
                     "task_id": "tests_script_execution_python_http",
-                    "when": None,
                 },
             ],
         },
@@ -923,23 +633,16 @@ PAYLOADS = {
     "tests_script_execution_python_http": {
         "step": "tests/script_execution/python_http",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/script_execution/python_http",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/http_to_postgres_simple",
                     "task_id": "tests_fixtures_playbooks_data_transfer_http_to_postgres_simple",
-                    "when": None,
                 },
             ],
         },
@@ -951,23 +654,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_http_to_postgres_simple": {
         "step": "tests/fixtures/playbooks/data_transfer/http_to_postgres_simple",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/http_to_postgres_simple",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/http_to_postgres_direct",
                     "task_id": "tests_fixtures_playbooks_data_transfer_http_to_postgres_direct",
-                    "when": None,
                 },
             ],
         },
@@ -979,23 +675,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_http_to_postgres_direct": {
         "step": "tests/fixtures/playbooks/data_transfer/http_to_postgres_direct",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/http_to_postgres_direct",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/http_to_postgres_transfer",
                     "task_id": "tests_fixtures_playbooks_data_transfer_http_to_postgres_transfer",
-                    "when": None,
                 },
             ],
         },
@@ -1007,23 +696,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_http_to_postgres_transfer": {
         "step": "tests/fixtures/playbooks/data_transfer/http_to_postgres_transfer",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/http_to_postgres_transfer",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "examples/data_transfer/http_to_postgres_iterator",
                     "task_id": "examples_data_transfer_http_to_postgres_iterator",
-                    "when": None,
                 },
             ],
         },
@@ -1035,23 +717,16 @@ PAYLOADS = {
     "examples_data_transfer_http_to_postgres_iterator": {
         "step": "examples/data_transfer/http_to_postgres_iterator",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "examples/data_transfer/http_to_postgres_iterator",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/http_iterator_save_postgres",
                     "task_id": "tests_fixtures_playbooks_data_transfer_http_iterator_save_postgres",
-                    "when": None,
                 },
             ],
         },
@@ -1063,23 +738,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_http_iterator_save_postgres": {
         "step": "tests/fixtures/playbooks/data_transfer/http_iterator_save_postgres",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/http_iterator_save_postgres",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/postgres_jsonb_test",
                     "task_id": "tests_fixtures_playbooks_data_transfer_postgres_jsonb_test",
-                    "when": None,
                 },
             ],
         },
@@ -1091,23 +759,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_postgres_jsonb_test": {
         "step": "tests/fixtures/playbooks/data_transfer/postgres_jsonb_test",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/postgres_jsonb_test",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/http_to_databases",
                     "task_id": "tests_fixtures_playbooks_data_transfer_http_to_databases",
-                    "when": None,
                 },
             ],
         },
@@ -1119,23 +780,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_http_to_databases": {
         "step": "tests/fixtures/playbooks/data_transfer/http_to_databases",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/http_to_databases",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/data_transfer/snowflake_postgres",
                     "task_id": "tests_fixtures_playbooks_data_transfer_snowflake_postgres",
-                    "when": None,
                 },
             ],
         },
@@ -1147,23 +801,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_data_transfer_snowflake_postgres": {
         "step": "tests/fixtures/playbooks/data_transfer/snowflake_postgres",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/snowflake_postgres",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/python_psycopg/http_to_postgres_bulk_python",
                     "task_id": "tests_fixtures_playbooks_python_psycopg_http_to_postgres_bulk_python",
-                    "when": None,
                 },
             ],
         },
@@ -1175,23 +822,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_python_psycopg_http_to_postgres_bulk_python": {
         "step": "tests/fixtures/playbooks/python_psycopg/http_to_postgres_bulk_python",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/python_psycopg/http_to_postgres_bulk_python",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/duckdb_gcs_workload_identity/workload_identity",
                     "task_id": "tests_fixtures_playbooks_duckdb_gcs_workload_identity_workload_identity",
-                    "when": None,
                 },
             ],
         },
@@ -1203,23 +843,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_duckdb_gcs_workload_identity_workload_identity": {
         "step": "tests/fixtures/playbooks/duckdb_gcs_workload_identity/workload_identity",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/duckdb_gcs_workload_identity/workload_identity",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/oauth/google_gcs",
                     "task_id": "tests_fixtures_playbooks_oauth_google_gcs",
-                    "when": None,
                 },
             ],
         },
@@ -1231,23 +864,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_oauth_google_gcs": {
         "step": "tests/fixtures/playbooks/oauth/google_gcs",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/oauth/google_gcs",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/oauth/google_secret_manager",
                     "task_id": "tests_fixtures_playbooks_oauth_google_secret_manager",
-                    "when": None,
                 },
             ],
         },
@@ -1259,23 +885,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_oauth_google_secret_manager": {
         "step": "tests/fixtures/playbooks/oauth/google_secret_manager",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/oauth/google_secret_manager",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "api_integration/github_metrics",
                     "task_id": "api_integration_github_metrics",
-                    "when": None,
                 },
             ],
         },
@@ -1287,23 +906,16 @@ PAYLOADS = {
     "api_integration_github_metrics": {
         "step": "api_integration/github_metrics",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "api_integration/github_metrics",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "api_integration/amadeus_ai_api",
                     "task_id": "api_integration_amadeus_ai_api",
-                    "when": None,
                 },
             ],
         },
@@ -1315,23 +927,16 @@ PAYLOADS = {
     "api_integration_amadeus_ai_api": {
         "step": "api_integration/amadeus_ai_api",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "api_integration/amadeus_ai_api",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "data_processing/wikipedia_processing",
                     "task_id": "data_processing_wikipedia_processing",
-                    "when": None,
                 },
             ],
         },
@@ -1343,23 +948,16 @@ PAYLOADS = {
     "data_processing_wikipedia_processing": {
         "step": "data_processing/wikipedia_processing",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "data_processing/wikipedia_processing",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "batch_execution/multi_playbook_batch",
                     "task_id": "batch_execution_multi_playbook_batch",
-                    "when": None,
                 },
             ],
         },
@@ -1371,23 +969,16 @@ PAYLOADS = {
     "batch_execution_multi_playbook_batch": {
         "step": "batch_execution/multi_playbook_batch",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "batch_execution/multi_playbook_batch",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/batch_execution/traveler_batch_enrichment_in_step",
                     "task_id": "tests_fixtures_playbooks_batch_execution_traveler_batch_enrichment_in_step",
-                    "when": None,
                 },
             ],
         },
@@ -1399,23 +990,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_batch_execution_traveler_batch_enrichment_in_step": {
         "step": "tests/fixtures/playbooks/batch_execution/traveler_batch_enrichment_in_step",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/batch_execution/traveler_batch_enrichment_in_step",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/broken_sql",
                     "task_id": "tests_fixtures_playbooks_broken_sql",
-                    "when": None,
                 },
             ],
         },
@@ -1427,23 +1011,16 @@ PAYLOADS = {
     "tests_fixtures_playbooks_broken_sql": {
         "step": "tests/fixtures/playbooks/broken_sql",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/broken_sql",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/broken_playbooks/should_error_tool_is_required",
                     "task_id": "tests_fixtures_playbooks_broken_playbooks_should_error_tool_is_required",
-                    "when": None,
                 },
             ],
         },
@@ -1455,20 +1032,12 @@ PAYLOADS = {
     "tests_fixtures_playbooks_broken_playbooks_should_error_tool_is_required": {
         "step": "tests/fixtures/playbooks/broken_playbooks/should_error_tool_is_required",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/broken_playbooks/should_error_tool_is_required",
             "retry": {"max_attempts": 2, "retry_on": ["timeout"]},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "generate_summary", "task_id": "generate_summary", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "generate_summary"}]},
         "playbook": {
             "path": "tests/fixtures/playbooks/broken_playbooks/should_error_tool_is_required",
             "dag_id": "tests.fixtures.playbooks.broken_playbooks.should_error_tool_is_required",
@@ -1478,7 +1047,6 @@ PAYLOADS = {
         "step": "generate_summary",
         "dialect": "canonical",
         "desc": "Generate regression test summary from execution results",
-        "input": {},
         "tool": {
             "kind": "python",
             "code": (
@@ -1501,17 +1069,12 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "Regression test suite completed",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {},
@@ -1520,144 +1083,67 @@ PAYLOADS = {
                 'result = {"status": "success", "data": {"tests_run": 53, "skipped": 4}}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_test_schema": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_hello_world": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_control-flow_start_with_action": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_control-flow_end_with_action": {"results": {}, "ctx": {}, "vars": {}},
-    "test_vars_simple": {"results": {}, "ctx": {}, "vars": {}},
-    "vars_test_test_vars_block": {"results": {}, "ctx": {}, "vars": {}},
-    "vars_test_test_vars_template_access": {"results": {}, "ctx": {}, "vars": {}},
-    "vars_test_api_test": {"results": {}, "ctx": {}, "vars": {}},
-    "test_cache_simple": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_control_flow_workbook": {"results": {}, "ctx": {}, "vars": {}},
-    "control_flow_weather_control_flow": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_playbook_composition_playbook_composition": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_playbook_composition_user_profile_scorer": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_iterator_save_test": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_json_serialization_save": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_pagination_basic": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_pagination_cursor": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_pagination_offset": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_pagination_max_iterations": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_pagination_retry": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_pagination_loop_with_pagination": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_retry_simple_config": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_retry_python_exception": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_retry_http_status_code": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_retry_http_stop_condition": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_retry_postgres_connection": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_retry_duckdb_query": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_save_storage_test_create_tables": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_save_storage_test_save_simple_test": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_save_storage_test_save_delegation_test": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_save_storage_test_save_edge_cases": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_save_storage_test_save_all_storage_types": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_script_execution_python_gcs": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_script_execution_python_http": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_data_transfer_http_to_postgres_simple": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_data_transfer_http_to_postgres_direct": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_data_transfer_http_to_postgres_transfer": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "examples_data_transfer_http_to_postgres_iterator": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_data_transfer_http_iterator_save_postgres": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_data_transfer_postgres_jsonb_test": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_data_transfer_http_to_databases": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_data_transfer_snowflake_postgres": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_python_psycopg_http_to_postgres_bulk_python": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_duckdb_gcs_workload_identity_workload_identity": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_oauth_google_gcs": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_oauth_google_secret_manager": {"results": {}, "ctx": {}, "vars": {}},
-    "api_integration_github_metrics": {"results": {}, "ctx": {}, "vars": {}},
-    "api_integration_amadeus_ai_api": {"results": {}, "ctx": {}, "vars": {}},
-    "data_processing_wikipedia_processing": {"results": {}, "ctx": {}, "vars": {}},
-    "batch_execution_multi_playbook_batch": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_batch_execution_traveler_batch_enrichment_in_step": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "tests_fixtures_playbooks_broken_sql": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_broken_playbooks_should_error_tool_is_required": {
-        "results": {},
-        "ctx": {},
-        "vars": {},
-    },
-    "generate_summary": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "create_test_schema": {},
+    "tests_fixtures_playbooks_hello_world": {},
+    "tests_control-flow_start_with_action": {},
+    "tests_control-flow_end_with_action": {},
+    "test_vars_simple": {},
+    "vars_test_test_vars_block": {},
+    "vars_test_test_vars_template_access": {},
+    "vars_test_api_test": {},
+    "test_cache_simple": {},
+    "tests_fixtures_playbooks_control_flow_workbook": {},
+    "control_flow_weather_control_flow": {},
+    "tests_fixtures_playbooks_playbook_composition_playbook_composition": {},
+    "tests_fixtures_playbooks_playbook_composition_user_profile_scorer": {},
+    "tests_iterator_save_test": {},
+    "tests_fixtures_playbooks_json_serialization_save": {},
+    "tests_pagination_basic": {},
+    "tests_pagination_cursor": {},
+    "tests_pagination_offset": {},
+    "tests_pagination_max_iterations": {},
+    "tests_pagination_retry": {},
+    "tests_pagination_loop_with_pagination": {},
+    "tests_retry_simple_config": {},
+    "tests_retry_python_exception": {},
+    "tests_retry_http_status_code": {},
+    "tests_retry_http_stop_condition": {},
+    "tests_retry_postgres_connection": {},
+    "tests_retry_duckdb_query": {},
+    "tests_fixtures_playbooks_save_storage_test_create_tables": {},
+    "tests_fixtures_playbooks_save_storage_test_save_simple_test": {},
+    "tests_fixtures_playbooks_save_storage_test_save_delegation_test": {},
+    "tests_fixtures_playbooks_save_storage_test_save_edge_cases": {},
+    "tests_fixtures_playbooks_save_storage_test_save_all_storage_types": {},
+    "tests_script_execution_python_gcs": {},
+    "tests_script_execution_python_http": {},
+    "tests_fixtures_playbooks_data_transfer_http_to_postgres_simple": {},
+    "tests_fixtures_playbooks_data_transfer_http_to_postgres_direct": {},
+    "tests_fixtures_playbooks_data_transfer_http_to_postgres_transfer": {},
+    "examples_data_transfer_http_to_postgres_iterator": {},
+    "tests_fixtures_playbooks_data_transfer_http_iterator_save_postgres": {},
+    "tests_fixtures_playbooks_data_transfer_postgres_jsonb_test": {},
+    "tests_fixtures_playbooks_data_transfer_http_to_databases": {},
+    "tests_fixtures_playbooks_data_transfer_snowflake_postgres": {},
+    "tests_fixtures_playbooks_python_psycopg_http_to_postgres_bulk_python": {},
+    "tests_fixtures_playbooks_duckdb_gcs_workload_identity_workload_identity": {},
+    "tests_fixtures_playbooks_oauth_google_gcs": {},
+    "tests_fixtures_playbooks_oauth_google_secret_manager": {},
+    "api_integration_github_metrics": {},
+    "api_integration_amadeus_ai_api": {},
+    "data_processing_wikipedia_processing": {},
+    "batch_execution_multi_playbook_batch": {},
+    "tests_fixtures_playbooks_batch_execution_traveler_batch_enrichment_in_step": {},
+    "tests_fixtures_playbooks_broken_sql": {},
+    "tests_fixtures_playbooks_broken_playbooks_should_error_tool_is_required": {},
+    "generate_summary": {},
+    "end": {},
 }
 
 with DAG(

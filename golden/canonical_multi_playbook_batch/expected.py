@@ -17,42 +17,26 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start Multiple Playbook Batch Workflow",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {},
             "code": 'result = {"status": "initialized", "message": "Starting batch workflow"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "run_http_test", "task_id": "run_http_test", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "run_http_test"}]},
     },
     "run_http_test": {
         "step": "run_http_test",
         "dialect": "canonical",
         "desc": "Run HTTP test playbook",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/data_transfer/http_to_postgres_simple",
             "payload": {"url": "https://httpbin.org/get", "method": "GET"},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "run_weather_processing",
-                    "task_id": "run_weather_processing",
-                    "when": None,
                     "set": {"ctx.http_result": "{{ run_http_test }}"},
                 },
             ],
@@ -66,7 +50,6 @@ PAYLOADS = {
         "step": "run_weather_processing",
         "dialect": "canonical",
         "desc": "Run weather processing playbook",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/control_flow_workbook",
@@ -76,17 +59,10 @@ PAYLOADS = {
                 "temperature_threshold": "{{ temperature_threshold }}",
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "run_data_transformation",
-                    "task_id": "run_data_transformation",
-                    "when": None,
                     "set": {"ctx.weather_result": "{{ run_weather_processing }}"},
                 },
             ],
@@ -100,7 +76,6 @@ PAYLOADS = {
         "step": "run_data_transformation",
         "dialect": "canonical",
         "desc": "Run data transformation playbook",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/duckdb_gcs_workload_identity/workload_identity",
@@ -110,14 +85,7 @@ PAYLOADS = {
                 "pg_auth": "{{ pg_auth }}",
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "store_results", "task_id": "store_results", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "store_results"}]},
         "playbook": {
             "path": "tests/fixtures/playbooks/duckdb_gcs_workload_identity/workload_identity",
             "dag_id": "tests.fixtures.playbooks.duckdb_gcs_workload_identity.workload_identity",
@@ -127,7 +95,6 @@ PAYLOADS = {
         "step": "store_results",
         "dialect": "canonical",
         "desc": "Store the results from all playbooks",
-        "input": {},
         "tool": {
             "kind": "duckdb",
             "auth": {"pg_db": {"source": "credential", "tool": "postgres", "key": "{{ pg_auth }}"}},
@@ -157,42 +124,30 @@ PAYLOADS = {
                 "WHERE execution_id = '{{ execution_id }}';\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End of batch workflow",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "completed"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "run_http_test": {"results": {}, "ctx": {}, "vars": {}},
-    "run_weather_processing": {"results": {}, "ctx": {}, "vars": {}},
-    "run_data_transformation": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "run_http_test": {},
+    "run_weather_processing": {},
+    "run_data_transformation": {},
     "store_results": {
         "results": {
             "run_http_test": "run_http_test",
             "run_weather_processing": "run_weather_processing",
             "run_data_transformation": "run_data_transformation",
         },
-        "ctx": {},
-        "vars": {},
     },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "end": {},
 }
 
 with DAG(

@@ -17,21 +17,14 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Initialize cursor pagination",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "initialized"}\n'},
-        "pipeline": None,
         "set": {
             "ctx.cursor": "{{ workload.cursor }}",
             "ctx.limit": "{{ workload.limit }}",
             "ctx.collected_events": "{{ workload.collected_events }}",
             "ctx.has_more": "{{ workload.has_more }}",
         },
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "fetch_page", "task_id": "region_fetch_page", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "fetch_page", "task_id": "region_fetch_page"}]},
     },
     "region_fetch_page": {
         "region": "region_fetch_page",
@@ -42,7 +35,6 @@ PAYLOADS = {
                 "step": "fetch_page",
                 "dialect": "canonical",
                 "desc": "Fetch a single page of events with cursor",
-                "input": {},
                 "tool": {
                     "kind": "http",
                     "url": "{{ api_url }}/api/v1/events",
@@ -66,20 +58,12 @@ PAYLOADS = {
                         },
                     },
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [{"step": "check_pagination", "task_id": None, "when": None}],
-                },
+                "routing": {"arcs": [{"step": "check_pagination", "task_id": None}]},
             },
             "check_pagination": {
                 "step": "check_pagination",
                 "dialect": "canonical",
                 "desc": "Check if more pages exist and collect results",
-                "input": {},
                 "tool": {
                     "kind": "python",
                     "input": {
@@ -104,27 +88,19 @@ PAYLOADS = {
                         "}\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.collected_events": "{{ check_pagination.collected_events }}",
                     "ctx.cursor": "{{ check_pagination.next_cursor }}",
                     "ctx.has_more": "{{ check_pagination.has_more }}",
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_page",
                             "task_id": None,
                             "when": "{{ ctx.has_more == true }}",
                         },
-                        {
-                            "step": "validate_results",
-                            "task_id": "validate_results",
-                            "when": "{{ ctx.has_more != true }}",
-                        },
+                        {"step": "validate_results", "when": "{{ ctx.has_more != true }}"},
                     ],
                 },
             },
@@ -135,7 +111,6 @@ PAYLOADS = {
         "step": "validate_results",
         "dialect": "canonical",
         "desc": "Validate merged results",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"events": "{{ ctx.collected_events }}"},
@@ -165,45 +140,29 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "Workflow complete",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "complete"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
     "region_fetch_page": {
-        "results": {},
         "ctx": {
             "collected_events": ["start"],
             "cursor": ["start"],
             "has_more": ["start"],
             "limit": ["start"],
         },
-        "vars": {},
     },
-    "validate_results": {
-        "results": {},
-        "ctx": {"collected_events": ["region_fetch_page"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "validate_results": {"ctx": {"collected_events": ["region_fetch_page"]}},
+    "end": {},
 }
 
 with DAG(

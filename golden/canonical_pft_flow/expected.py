@@ -17,7 +17,6 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Create all test tables and seed 10 facilities",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "pg_k8s",
@@ -162,19 +161,8 @@ PAYLOADS = {
                 "SELECT COUNT(*) AS facility_count FROM public.pft_test_facilities WHERE active = TRUE;\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "load_next_facility",
-                    "task_id": "region_load_next_facility",
-                    "when": None,
-                },
-            ],
+            "arcs": [{"step": "load_next_facility", "task_id": "region_load_next_facility"}],
         },
     },
     "region_load_next_facility": {
@@ -186,7 +174,6 @@ PAYLOADS = {
                 "step": "load_next_facility",
                 "dialect": "canonical",
                 "desc": "Pick the next unprocessed facility (lowest active facility_mapping_id)",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -199,17 +186,13 @@ PAYLOADS = {
                         "LIMIT 1;\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.facility_mapping_id": "{{ output.data.rows[0].facility_mapping_id if (output.data.row_count | default(0) | int) > 0 else (ctx.facility_mapping_id | default(0)) }}",
                     "ctx.facility_org_uuid": '{{ output.data.rows[0].facility_org_uuid if (output.data.row_count | default(0) | int) > 0 else (ctx.facility_org_uuid | default("")) }}',
                     "ctx.facility_id": "{{ output.data.rows[0].facility_id if (output.data.row_count | default(0) | int) > 0 else (ctx.facility_id | default(0)) }}",
                     "ctx.facility_name": '{{ output.data.rows[0].facility_name if (output.data.row_count | default(0) | int) > 0 else (ctx.facility_name | default("")) }}',
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "setup_facility_work",
@@ -218,7 +201,6 @@ PAYLOADS = {
                         },
                         {
                             "step": "validate_all_results",
-                            "task_id": "validate_all_results",
                             "when": "{{ (output.data.row_count | default(0) | int) == 0 }}",
                         },
                     ],
@@ -231,7 +213,6 @@ PAYLOADS = {
                     "Truncate patient work table, clear this execution/facility queue state, and seed 1000 patients.\n"
                     "Queue rows are seeded for all data types with status=pending.\n"
                 ),
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -289,16 +270,8 @@ PAYLOADS = {
                         "WHERE facility_mapping_id = {{ facility_mapping_id | int }};\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {"ctx.patient_count": "{{ output.data.rows[0].patient_count }}"},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [
-                        {"step": "load_patients_for_assessments", "task_id": None, "when": None},
-                    ],
-                },
+                "routing": {"arcs": [{"step": "load_patients_for_assessments", "task_id": None}]},
             },
             "load_patients_for_assessments": {
                 "step": "load_patients_for_assessments",
@@ -307,7 +280,6 @@ PAYLOADS = {
                     "Count remaining patients that still need assessment data.\n"
                     "Fetch step will claim/process/save up to 100 patients in one batch pass.\n"
                 ),
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -334,14 +306,10 @@ PAYLOADS = {
                         "  AND q.status IN ('pending', 'claimed');\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.patients_needing_assessments_count": "{{ output.data.rows[0].remaining_count | default(0) }}",
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_assessments",
@@ -363,8 +331,6 @@ PAYLOADS = {
                     "Fetch/process/save assessments in fixed-size batches without passing patient-id arrays.\n"
                     "This step claims up to 100 patients per pass (one per loop slot).\n"
                 ),
-                "input": {},
-                "tool": None,
                 "pipeline": [
                     {
                         "name": "claim_patient",
@@ -542,11 +508,7 @@ PAYLOADS = {
                         },
                     },
                 ],
-                "set": {},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "load_patients_for_assessments",
@@ -566,7 +528,6 @@ PAYLOADS = {
                 "step": "load_patients_for_conditions",
                 "dialect": "canonical",
                 "desc": "Count remaining patients that still need conditions data.",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -593,14 +554,10 @@ PAYLOADS = {
                         "  AND q.status IN ('pending', 'claimed');\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.patients_needing_conditions_count": "{{ output.data.rows[0].remaining_count | default(0) }}",
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_conditions",
@@ -619,8 +576,6 @@ PAYLOADS = {
                 "step": "fetch_conditions",
                 "dialect": "canonical",
                 "desc": "Fetch/process/save conditions in fixed-size claim batches (no patient-id array handoff).",
-                "input": {},
-                "tool": None,
                 "pipeline": [
                     {
                         "name": "claim_patient",
@@ -798,11 +753,7 @@ PAYLOADS = {
                         },
                     },
                 ],
-                "set": {},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "load_patients_for_conditions",
@@ -822,7 +773,6 @@ PAYLOADS = {
                 "step": "load_patients_for_medications",
                 "dialect": "canonical",
                 "desc": "Count remaining patients that still need medications data.",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -849,14 +799,10 @@ PAYLOADS = {
                         "  AND q.status IN ('pending', 'claimed');\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.patients_needing_medications_count": "{{ output.data.rows[0].remaining_count | default(0) }}",
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_medications",
@@ -875,8 +821,6 @@ PAYLOADS = {
                 "step": "fetch_medications",
                 "dialect": "canonical",
                 "desc": "Fetch/process/save medications in fixed-size claim batches (no patient-id array handoff).",
-                "input": {},
-                "tool": None,
                 "pipeline": [
                     {
                         "name": "claim_patient",
@@ -1054,11 +998,7 @@ PAYLOADS = {
                         },
                     },
                 ],
-                "set": {},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "load_patients_for_medications",
@@ -1078,7 +1018,6 @@ PAYLOADS = {
                 "step": "load_patients_for_vital_signs",
                 "dialect": "canonical",
                 "desc": "Count remaining patients that still need vital signs data.",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1105,14 +1044,10 @@ PAYLOADS = {
                         "  AND q.status IN ('pending', 'claimed');\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.patients_needing_vital_signs_count": "{{ output.data.rows[0].remaining_count | default(0) }}",
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_vital_signs",
@@ -1134,8 +1069,6 @@ PAYLOADS = {
                     "Fetch/process/save vital signs in fixed-size claim batches (no patient-id array handoff).\n"
                     "All patients have exactly 1 page — tests the single-page paginated path.\n"
                 ),
-                "input": {},
-                "tool": None,
                 "pipeline": [
                     {
                         "name": "claim_patient",
@@ -1313,11 +1246,7 @@ PAYLOADS = {
                         },
                     },
                 ],
-                "set": {},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "load_patients_for_vital_signs",
@@ -1337,7 +1266,6 @@ PAYLOADS = {
                 "step": "load_patients_for_demographics",
                 "dialect": "canonical",
                 "desc": "Count remaining patients that still need demographics data.",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1364,14 +1292,10 @@ PAYLOADS = {
                         "  AND q.status IN ('pending', 'claimed');\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {
                     "ctx.patients_needing_demographics_count": "{{ output.data.rows[0].remaining_count | default(0) }}",
                 },
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "fetch_demographics",
@@ -1393,8 +1317,6 @@ PAYLOADS = {
                     "Fetch/process/save demographics in fixed-size claim batches (no patient-id array handoff).\n"
                     "Non-paginated: single HTTP call per patient.\n"
                 ),
-                "input": {},
-                "tool": None,
                 "pipeline": [
                     {
                         "name": "claim_patient",
@@ -1537,11 +1459,7 @@ PAYLOADS = {
                         "spec": {"policy": {"rules": [{"else": {"then": {"do": "continue"}}}]}},
                     },
                 ],
-                "set": {},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "load_patients_for_demographics",
@@ -1564,7 +1482,6 @@ PAYLOADS = {
                     "Clear old MDS work entries for this facility and populate from assessments.\n"
                     "Each assessment page row generates one synthetic MDS assessment ID.\n"
                 ),
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1587,20 +1504,12 @@ PAYLOADS = {
                         "WHERE facility_mapping_id = {{ facility_mapping_id | int }};\n"
                     ),
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [{"step": "count_mds_assessments", "task_id": None, "when": None}],
-                },
+                "routing": {"arcs": [{"step": "count_mds_assessments", "task_id": None}]},
             },
             "count_mds_assessments": {
                 "step": "count_mds_assessments",
                 "dialect": "canonical",
                 "desc": "Count MDS assessments pending for this facility",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1610,20 +1519,12 @@ PAYLOADS = {
                         "WHERE facility_mapping_id = {{ facility_mapping_id | int }};\n"
                     ),
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [{"step": "build_mds_batch_plan", "task_id": None, "when": None}],
-                },
+                "routing": {"arcs": [{"step": "build_mds_batch_plan", "task_id": None}]},
             },
             "build_mds_batch_plan": {
                 "step": "build_mds_batch_plan",
                 "dialect": "canonical",
                 "desc": "Compute OFFSET/LIMIT batch windows for MDS worker dispatch",
-                "input": {},
                 "tool": {
                     "kind": "python",
                     "input": {
@@ -1655,12 +1556,8 @@ PAYLOADS = {
                         "}\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {"ctx.mds_batch_count": "{{ output.data.batch_count | default(0) }}"},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "run_mds_batch_workers",
@@ -1679,7 +1576,6 @@ PAYLOADS = {
                 "step": "run_mds_batch_workers",
                 "dialect": "canonical",
                 "desc": "Dispatch MDS batch workers serially (max_in_flight 1) via sub-playbook",
-                "input": {},
                 "tool": {
                     "kind": "playbook",
                     "path": "tests/fixtures/playbooks/pft_flow_test/test_mds_batch_worker",
@@ -1694,12 +1590,7 @@ PAYLOADS = {
                         "batch_size": "{{ iter.batch.limit }}",
                     },
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "validate_facility_results",
@@ -1726,7 +1617,6 @@ PAYLOADS = {
                     "patients but data is only saved for ~1 batch worth (100 patients) before\n"
                     "the race fires loop.done prematurely and cuts off subsequent batches.\n"
                 ),
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1749,14 +1639,7 @@ PAYLOADS = {
                         "     AND status = 'done') AS assessments_queue_done;\n"
                     ),
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [{"step": "log_facility_validation", "task_id": None, "when": None}],
-                },
+                "routing": {"arcs": [{"step": "log_facility_validation", "task_id": None}]},
             },
             "log_facility_validation": {
                 "step": "log_facility_validation",
@@ -1766,7 +1649,6 @@ PAYLOADS = {
                     "References validate_facility_results step directly — avoids step-level input:\n"
                     "scoping issues and ctx.facility_validation STATE-LOAD loss.\n"
                 ),
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1799,20 +1681,12 @@ PAYLOADS = {
                         "SELECT 'logged' AS status;\n"
                     ),
                 },
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "exclusive",
-                    "arcs": [{"step": "mark_facility_processed", "task_id": None, "when": None}],
-                },
+                "routing": {"arcs": [{"step": "mark_facility_processed", "task_id": None}]},
             },
             "mark_facility_processed": {
                 "step": "mark_facility_processed",
                 "dialect": "canonical",
                 "desc": "Mark current facility as done (active=false) and loop back if more remain",
-                "input": {},
                 "tool": {
                     "kind": "postgres",
                     "auth": "pg_k8s",
@@ -1824,12 +1698,8 @@ PAYLOADS = {
                         "SELECT COUNT(*) AS remaining_count FROM public.pft_test_facilities WHERE active = TRUE;\n"
                     ),
                 },
-                "pipeline": None,
                 "set": {"ctx.remaining_count": "{{ output.data.rows[0].remaining_count }}"},
-                "vars": {},
-                "case": [],
                 "routing": {
-                    "mode": "exclusive",
                     "arcs": [
                         {
                             "step": "load_next_facility",
@@ -1838,7 +1708,6 @@ PAYLOADS = {
                         },
                         {
                             "step": "validate_all_results",
-                            "task_id": "validate_all_results",
                             "when": "{{ (output.data.rows[0].remaining_count | int) == 0 }}",
                         },
                     ],
@@ -1851,7 +1720,6 @@ PAYLOADS = {
         "step": "validate_all_results",
         "dialect": "canonical",
         "desc": "Query final validation log and assert all facilities have 1000/1000 patients",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "pg_k8s",
@@ -1875,14 +1743,8 @@ PAYLOADS = {
                 "ORDER BY facility_mapping_id;\n"
             ),
         },
-        "pipeline": None,
         "set": {"ctx.final_validation_rows": "{{ output.data.rows | default([]) }}"},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "check_results", "task_id": "check_results", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "check_results"}]},
     },
     "check_results": {
         "step": "check_results",
@@ -1892,7 +1754,6 @@ PAYLOADS = {
             "If the v2.14.7 loop.done race bug is present, assessments_queue_done may be 1000\n"
             "but assessments_done will be << 1000 (only ~1 batch worth, due to premature cutoff).\n"
         ),
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {
@@ -1941,41 +1802,28 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
         "set": {"ctx.final_check_summary": "{{ output.data }}"},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "PFT flow test complete — all facilities and patients processed",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"summary": "{{ ctx.final_check_summary }}"},
             "code": 'result = {\n    "status": "completed",\n    "summary": summary,\n}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "region_load_next_facility": {"results": {}, "ctx": {}, "vars": {}},
-    "validate_all_results": {"results": {}, "ctx": {}, "vars": {}},
-    "check_results": {
-        "results": {},
-        "ctx": {"final_validation_rows": ["validate_all_results"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {"final_check_summary": ["check_results"]}, "vars": {}},
+    "start": {},
+    "region_load_next_facility": {},
+    "validate_all_results": {},
+    "check_results": {"ctx": {"final_validation_rows": ["validate_all_results"]}},
+    "end": {"ctx": {"final_check_summary": ["check_results"]}},
 }
 
 with DAG(

@@ -17,22 +17,13 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start workflow",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "started"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "loop_test", "task_id": "loop_test.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "loop_test", "task_id": "loop_test.head"}]},
     },
     "loop_test": {
         "step": "loop_test",
         "dialect": "canonical",
         "desc": "Loop over numbers and print",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"num": "{{ num }}"},
@@ -45,38 +36,19 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
-        "loop": {
-            "iterator": "num",
-            "mode": "sequential",
-            "in": "{{ numbers }}",
-            "max_in_flight": None,
-        },
+        "routing": {"arcs": [{"step": "end"}]},
+        "loop": {"iterator": "num", "mode": "sequential", "in": "{{ numbers }}"},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End workflow",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "completed"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "loop_test": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "loop_test": {}, "end": {}}
 
 with DAG(
     dag_id="test.simple_loop",

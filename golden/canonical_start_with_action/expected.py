@@ -16,8 +16,6 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start step with Python action - should execute first",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "init_action",
@@ -32,27 +30,14 @@ PAYLOADS = {
                 ),
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "process",
-                    "task_id": "process",
-                    "when": None,
-                    "set": {"ctx.from_start": "{{ start.data.executed }}"},
-                },
-            ],
+            "arcs": [{"step": "process", "set": {"ctx.from_start": "{{ start.data.executed }}"}}],
         },
     },
     "process": {
         "step": "process",
         "dialect": "canonical",
         "desc": "Process step - executed after start",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "process_action",
@@ -70,32 +55,23 @@ PAYLOADS = {
                 ),
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End step - aggregator (no action type)",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {"name": "complete", "kind": "python", "code": 'result = {"status": "complete"}\n'},
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "process": {"results": {"start": "start"}, "ctx": {"from_start": ["start"]}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "process": {"results": {"start": "start"}, "ctx": {"from_start": ["start"]}},
+    "end": {},
 }
 
 with DAG(

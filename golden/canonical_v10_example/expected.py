@@ -17,25 +17,16 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Initialize workflow with admission control",
-        "input": {},
         "tool": {
             "kind": "python",
             "code": 'result = {"status": "initialized", "timestamp": "now"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "fetch_data", "task_id": "fetch_data", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "fetch_data"}]},
     },
     "fetch_data": {
         "step": "fetch_data",
         "dialect": "canonical",
         "desc": "Fetch data with retry policy",
-        "input": {},
         "tool": {
             "kind": "http",
             "method": "GET",
@@ -62,27 +53,12 @@ PAYLOADS = {
                 },
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "process_data",
-                    "task_id": "process_data",
-                    "when": "{{ event.name == 'call.done' }}",
-                },
-            ],
-        },
+        "routing": {"arcs": [{"step": "process_data", "when": "{{ event.name == 'call.done' }}"}]},
     },
     "process_data": {
         "step": "process_data",
         "dialect": "canonical",
         "desc": "Process data with task pipeline",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "validate",
@@ -120,19 +96,12 @@ PAYLOADS = {
                 },
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "store_results", "task_id": "store_results.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "store_results", "task_id": "store_results.head"}]},
     },
     "store_results": {
         "step": "store_results",
         "dialect": "canonical",
         "desc": "Store results with loop",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "pg_test",
@@ -154,14 +123,7 @@ PAYLOADS = {
                 },
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "end", "task_id": "end", "when": "{{ event.name == 'loop.done' }}"}],
-        },
+        "routing": {"arcs": [{"step": "end", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {
             "iterator": "item",
             "mode": "parallel",
@@ -173,7 +135,6 @@ PAYLOADS = {
         "step": "end",
         "dialect": "canonical",
         "desc": "Workflow complete",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"ctx_vars": "{{ ctx }}"},
@@ -185,25 +146,16 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_data": {"results": {}, "ctx": {}, "vars": {}},
-    "process_data": {"results": {"fetch_data": "fetch_data"}, "ctx": {}, "vars": {}},
-    "store_results": {"results": {"process_data": "process_data"}, "ctx": {}, "vars": {}},
-    "end": {
-        "results": {},
-        "ctx": {"fetch_completed": ["fetch_data"], "transform_done": ["process_data"]},
-        "vars": {},
-    },
+    "start": {},
+    "fetch_data": {},
+    "process_data": {"results": {"fetch_data": "fetch_data"}},
+    "store_results": {"results": {"process_data": "process_data"}},
+    "end": {"ctx": {"fetch_completed": ["fetch_data"], "transform_done": ["process_data"]}},
 }
 
 with DAG(

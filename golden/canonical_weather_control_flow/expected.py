@@ -16,21 +16,11 @@ PAYLOADS = {
         "step": "start",
         "dialect": "canonical",
         "desc": "Start weather control flow workflow",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "initialized"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {
-                    "step": "fetch_weather",
-                    "task_id": "fetch_weather",
-                    "when": "{{ spec.state == 'ready' }}",
-                },
-                {"step": "end", "task_id": "end", "when": "{{ spec.state != 'ready' }}"},
+                {"step": "fetch_weather", "when": "{{ spec.state == 'ready' }}"},
+                {"step": "end", "when": "{{ spec.state != 'ready' }}"},
             ],
         },
     },
@@ -38,7 +28,6 @@ PAYLOADS = {
         "step": "fetch_weather",
         "dialect": "canonical",
         "desc": "Fetch weather data for the city",
-        "input": {},
         "tool": {
             "kind": "python",
             "libs": {"httpx": "httpx"},
@@ -68,16 +57,10 @@ PAYLOADS = {
                 "}"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "report_warm",
-                    "task_id": "report_warm",
                     "when": "{{ fetch_weather.max_temp > spec.temperature_threshold }}",
                     "set": {
                         "ctx.city": "{{ fetch_weather.city }}",
@@ -86,7 +69,6 @@ PAYLOADS = {
                 },
                 {
                     "step": "report_cold",
-                    "task_id": "report_cold",
                     "when": "{{ fetch_weather.max_temp <= spec.temperature_threshold }}",
                     "set": {
                         "ctx.city": "{{ fetch_weather.city }}",
@@ -100,7 +82,6 @@ PAYLOADS = {
         "step": "report_warm",
         "dialect": "canonical",
         "desc": "Report warm weather",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"city": "{{ ctx.city }}", "temperature": "{{ ctx.temperature }}"},
@@ -110,17 +91,12 @@ PAYLOADS = {
                 'result = {"status": "warm", "city": city_name, "temperature": temperature}'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "report_cold": {
         "step": "report_cold",
         "dialect": "canonical",
         "desc": "Report cold weather",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"city": "{{ ctx.city }}", "temperature": "{{ ctx.temperature }}"},
@@ -130,41 +106,23 @@ PAYLOADS = {
                 'result = {"status": "cold", "city": city_name, "temperature": temperature}'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
         "desc": "End of weather control flow workflow",
-        "input": {},
         "tool": {"kind": "python", "input": {}, "code": 'result = {"status": "complete"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_weather": {"results": {}, "ctx": {}, "vars": {}},
-    "report_warm": {
-        "results": {},
-        "ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]},
-        "vars": {},
-    },
-    "report_cold": {
-        "results": {},
-        "ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "fetch_weather": {},
+    "report_warm": {"ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]}},
+    "report_cold": {"ctx": {"city": ["fetch_weather"], "temperature": ["fetch_weather"]}},
+    "end": {},
 }
 
 with DAG(

@@ -16,7 +16,6 @@ PAYLOADS = {
         "step": "start",
         "dialect": "case-v2",
         "desc": "Begin",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -24,22 +23,17 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "initialized"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' }}",
                 "then": {"next": [{"step": "eval_flag", "task_id": "eval_flag"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "eval_flag": {
         "step": "eval_flag",
         "dialect": "case-v2",
         "desc": "Call workbook action to compute is_hot",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -52,9 +46,6 @@ PAYLOADS = {
             ),
             "workbook": "compute_flag",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' and response is defined and response.is_hot == true }}",
@@ -65,13 +56,11 @@ PAYLOADS = {
                 "then": {"next": [{"step": "cold_path", "task_id": "cold_path"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "hot_path": {
         "step": "hot_path",
         "dialect": "case-v2",
         "desc": "Hot branch; fan out to two steps in PARALLEL",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -79,9 +68,6 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "routing_to_parallel"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' }}",
@@ -93,12 +79,10 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "hot_task_a": {
         "step": "hot_task_a",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -106,21 +90,16 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"who": "A"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' and response is defined }}",
                 "then": {"next": [{"step": "end", "task_id": "end"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "hot_task_b": {
         "step": "hot_task_b",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -128,22 +107,17 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"who": "B"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' and response is defined }}",
                 "then": {"next": [{"step": "end", "task_id": "end"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "cold_path": {
         "step": "cold_path",
         "dialect": "case-v2",
         "desc": "Cold branch single continuation",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -151,21 +125,16 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "routing_to_cold"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' }}",
                 "then": {"next": [{"step": "cold_task", "task_id": "cold_task"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "cold_task": {
         "step": "cold_task",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -173,22 +142,17 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"who": "C"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' and response is defined }}",
                 "then": {"next": [{"step": "end", "task_id": "end"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "end": {
         "step": "end",
         "dialect": "case-v2",
         "desc": "Finish",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -196,24 +160,19 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "complete"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "eval_flag": {"results": {}, "ctx": {}, "vars": {}},
-    "hot_path": {"results": {}, "ctx": {}, "vars": {}},
-    "hot_task_a": {"results": {}, "ctx": {}, "vars": {}},
-    "hot_task_b": {"results": {}, "ctx": {}, "vars": {}},
-    "cold_path": {"results": {}, "ctx": {}, "vars": {}},
-    "cold_task": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "eval_flag": {},
+    "hot_path": {},
+    "hot_task_a": {},
+    "hot_task_b": {},
+    "cold_path": {},
+    "cold_task": {},
+    "end": {},
 }
 
 with DAG(

@@ -16,11 +16,7 @@ PAYLOADS = {
         "step": "start",
         "dialect": "case-v2",
         "desc": "Fetch URL and stop retrying when status is 200",
-        "input": {},
         "tool": {"kind": "http", "method": "GET", "url": "{{ workload.test_url }}"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.error' }}",
@@ -33,13 +29,11 @@ PAYLOADS = {
                 "then": {"next": [{"step": "end", "task_id": "end"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "end": {
         "step": "end",
         "dialect": "case-v2",
         "desc": "End workflow",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -47,19 +41,11 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "complete"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "end": {}}
 
 with DAG(
     dag_id="tests.retry.http_stop_condition",

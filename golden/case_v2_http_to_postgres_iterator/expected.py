@@ -17,22 +17,13 @@ PAYLOADS = {
         "step": "start",
         "dialect": "case-v2",
         "desc": "Start workflow",
-        "input": {},
         "tool": {"kind": "python", "code": 'def main():\n    return {"status": "initialized"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "create_table", "task_id": "create_table", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "create_table"}]},
     },
     "create_table": {
         "step": "create_table",
         "dialect": "case-v2",
         "desc": "Create table for storing HTTP data",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
@@ -49,35 +40,19 @@ PAYLOADS = {
                 ");\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "fetch_http_data", "task_id": "fetch_http_data", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "fetch_http_data"}]},
     },
     "fetch_http_data": {
         "step": "fetch_http_data",
         "dialect": "case-v2",
         "desc": "Fetch data from HTTP API",
-        "input": {},
         "tool": {"kind": "http", "method": "GET", "url": "{{ workload.api_url }}"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "insert_posts", "task_id": "insert_posts.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "insert_posts", "task_id": "insert_posts.head"}]},
     },
     "insert_posts": {
         "step": "insert_posts",
         "dialect": "case-v2",
         "desc": "Insert posts into PostgreSQL",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
@@ -91,61 +66,41 @@ PAYLOADS = {
                 ");\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'loop.done' }}",
                 "then": {"next": [{"step": "show_count", "task_id": "show_count"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
-        "loop": {
-            "iterator": "item",
-            "mode": "sequential",
-            "in": "{{ fetch_http_data.data }}",
-            "max_in_flight": None,
-        },
+        "loop": {"iterator": "item", "mode": "sequential", "in": "{{ fetch_http_data.data }}"},
     },
     "show_count": {
         "step": "show_count",
         "dialect": "case-v2",
         "desc": "Verify record count",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
             "command": "SELECT COUNT(*) as records FROM public.http_to_postgres_iterator;\n",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "case-v2",
         "desc": "End workflow",
-        "input": {},
         "tool": {"kind": "python", "code": 'def main():\n    return {"status": "completed"}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_table": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_http_data": {"results": {}, "ctx": {}, "vars": {}},
-    "insert_posts": {"results": {"fetch_http_data": "fetch_http_data"}, "ctx": {}, "vars": {}},
-    "show_count": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "create_table": {},
+    "fetch_http_data": {},
+    "insert_posts": {"results": {"fetch_http_data": "fetch_http_data"}},
+    "show_count": {},
+    "end": {},
 }
 
 with DAG(

@@ -17,7 +17,6 @@ PAYLOADS = {
         "step": "start",
         "dialect": "case-v2",
         "desc": "Setup test tables",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -25,37 +24,28 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "initialized"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
                 "then": {"next": [{"step": "create_tables", "task_id": "create_tables"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "create_tables": {
         "step": "create_tables",
         "dialect": "case-v2",
         "desc": "Create required test tables",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "tests/fixtures/playbooks/save_storage_test/create_tables",
             "args": {"pg_auth": "{{ workload.pg_auth }}"},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
                 "then": {"next": [{"step": "truncate_tables", "task_id": "truncate_tables"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
         "playbook": {
             "path": "tests/fixtures/playbooks/save_storage_test/create_tables",
             "dag_id": "tests.fixtures.playbooks.save_storage_test.create_tables",
@@ -65,28 +55,22 @@ PAYLOADS = {
         "step": "truncate_tables",
         "dialect": "case-v2",
         "desc": "Clear test data from previous runs",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
             "command": "TRUNCATE TABLE simple_test_flat CASCADE;\n",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
                 "then": {"next": [{"step": "event_test", "task_id": "event_test"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "event_test": {
         "step": "event_test",
         "dialect": "case-v2",
         "desc": "Test event storage delegation",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -100,9 +84,6 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
@@ -112,13 +93,11 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "postgres_test": {
         "step": "postgres_test",
         "dialect": "case-v2",
         "desc": "Test postgres storage delegation",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -132,9 +111,6 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
@@ -157,13 +133,11 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "duckdb_test": {
         "step": "duckdb_test",
         "dialect": "case-v2",
         "desc": "Test duckdb storage delegation",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -176,9 +150,6 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
@@ -197,13 +168,11 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "http_test": {
         "step": "http_test",
         "dialect": "case-v2",
         "desc": "Test http storage delegation",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -216,9 +185,6 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' }}",
@@ -238,19 +204,18 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_tables": {"results": {}, "ctx": {}, "vars": {}},
-    "truncate_tables": {"results": {}, "ctx": {}, "vars": {}},
-    "event_test": {"results": {}, "ctx": {}, "vars": {}},
-    "postgres_test": {"results": {}, "ctx": {}, "vars": {}},
-    "duckdb_test": {"results": {}, "ctx": {}, "vars": {}},
-    "http_test": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "create_tables": {},
+    "truncate_tables": {},
+    "event_test": {},
+    "postgres_test": {},
+    "duckdb_test": {},
+    "http_test": {},
 }
 
 with DAG(

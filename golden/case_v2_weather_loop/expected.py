@@ -17,7 +17,6 @@ PAYLOADS = {
         "step": "start",
         "dialect": "case-v2",
         "desc": "Start weather monitoring workflow",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -25,20 +24,12 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "initialized", "timestamp": "2025-12-10T00:00:00Z"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "city_loop", "task_id": "city_loop", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "city_loop"}]},
     },
     "city_loop": {
         "step": "city_loop",
         "dialect": "case-v2",
         "desc": "Loop over cities and fetch weather data",
-        "input": {},
         "tool": {
             "kind": "http",
             "method": "GET",
@@ -50,9 +41,6 @@ PAYLOADS = {
                 "temperature_unit": "celsius",
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.enter' }}",
@@ -98,27 +86,17 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
-        "loop": {
-            "iterator": "city",
-            "mode": "sequential",
-            "in": "{{ workload.cities }}",
-            "max_in_flight": None,
-        },
+        "loop": {"iterator": "city", "mode": "sequential", "in": "{{ workload.cities }}"},
     },
     "evaluate_weather": {
         "step": "evaluate_weather",
         "dialect": "case-v2",
         "desc": "Evaluate weather data and determine if alert is needed",
-        "input": {},
         "tool": {
             "kind": "workbook",
             "task": "evaluate_weather_directly",
             "with": {"city": "{{ args.city }}", "threshold": "{{ args.threshold }}"},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit'\n   and result.alert == true }}",
@@ -140,13 +118,11 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "send_alert": {
         "step": "send_alert",
         "dialect": "case-v2",
         "desc": "Send alert for high temperature",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -162,22 +138,17 @@ PAYLOADS = {
                 "}\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' }}",
                 "then": {"next": [{"step": "generate_summary", "task_id": "generate_summary"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "generate_summary": {
         "step": "generate_summary",
         "dialect": "case-v2",
         "desc": "Generate summary of weather monitoring",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -198,9 +169,6 @@ PAYLOADS = {
                 "result = summary\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'step.exit' }}",
@@ -230,13 +198,11 @@ PAYLOADS = {
                 },
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "end": {
         "step": "end",
         "dialect": "case-v2",
         "desc": "End of weather monitoring workflow",
-        "input": {},
         "tool": {
             "kind": "python",
             "auth": {},
@@ -244,26 +210,17 @@ PAYLOADS = {
             "args": {},
             "code": 'result = {"status": "completed", "workflow": "weather_monitoring"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "city_loop": {"results": {}, "ctx": {}, "vars": {}},
-    "evaluate_weather": {"results": {}, "ctx": {}, "vars": {}},
-    "send_alert": {"results": {}, "ctx": {}, "vars": {}},
-    "generate_summary": {
-        "results": {},
-        "ctx": {"alerts": ["city_loop"], "weather_results": ["city_loop"]},
-        "vars": {},
-    },
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "city_loop": {},
+    "evaluate_weather": {},
+    "send_alert": {},
+    "generate_summary": {"ctx": {"alerts": ["city_loop"], "weather_results": ["city_loop"]}},
+    "end": {},
 }
 
 with DAG(

@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "duckdb",
             "command": (
@@ -24,37 +23,21 @@ PAYLOADS = {
                 "SELECT region, sum(amount) AS total FROM sales GROUP BY region ORDER BY region;\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "report", "task_id": "report", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "report"}]},
     },
     "report": {
         "step": "report",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"rows": "{{ start.rows }}"},
             "code": 'result = {r["region"]: r["total"] for r in rows}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "report": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "report": {"results": {"start": "start"}}}
 
 with DAG(
     dag_id="examples.duckdb_report",

@@ -15,21 +15,12 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "fetch", "task_id": "fetch", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "fetch"}]},
     },
     "fetch": {
         "step": "fetch",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "http",
             "method": "GET",
@@ -52,38 +43,21 @@ PAYLOADS = {
                 },
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "summarize", "task_id": "summarize", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "summarize"}]},
     },
     "summarize": {
         "step": "summarize",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"body": "{{ fetch.data }}", "status": "{{ fetch.status_code }}"},
             "code": 'result = {"status": status, "items": len(body["data"]), "first_id": body["data"][0]["id"]}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch": {"results": {}, "ctx": {}, "vars": {}},
-    "summarize": {"results": {"fetch": "fetch"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "fetch": {}, "summarize": {"results": {"fetch": "fetch"}}}
 
 with DAG(
     dag_id="examples.http_fetch",

@@ -16,36 +16,18 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "square", "task_id": "square.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "square", "task_id": "square.head"}]},
     },
     "square": {
         "step": "square",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"n": "{{ iter.n }}"},
             "code": 'result = {"square": n * n}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "total", "task_id": "total", "when": "{{ event.name == 'loop.done' }}"},
-            ],
-        },
+        "routing": {"arcs": [{"step": "total", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {
             "iterator": "n",
             "mode": "parallel",
@@ -56,26 +38,16 @@ PAYLOADS = {
     "total": {
         "step": "total",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"rows": "{{ square.results }}"},
             "code": 'result = {"sum_of_squares": sum(r["square"] for r in rows)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "square": {"results": {}, "ctx": {}, "vars": {}},
-    "total": {"results": {"square": "square.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "square": {}, "total": {"results": {"square": "square.tail"}}}
 
 with DAG(
     dag_id="examples.large_loop",

@@ -16,66 +16,34 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "accumulate", "task_id": "accumulate", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "accumulate"}]},
     },
     "accumulate": {
         "step": "accumulate",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"amount": "{{ iter.amount }}", "total": "{{ ctx.running_total }}"},
             "code": 'result = {"total": int(total) + int(amount)}\n',
         },
-        "pipeline": None,
         "set": {"ctx.running_total": "{{ accumulate.total }}"},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "report", "task_id": "report", "when": "{{ event.name == 'loop.done' }}"},
-            ],
-        },
-        "loop": {
-            "iterator": "amount",
-            "mode": "sequential",
-            "in": "{{ amounts }}",
-            "max_in_flight": None,
-        },
+        "routing": {"arcs": [{"step": "report", "when": "{{ event.name == 'loop.done' }}"}]},
+        "loop": {"iterator": "amount", "mode": "sequential", "in": "{{ amounts }}"},
     },
     "report": {
         "step": "report",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"total": "{{ ctx.running_total }}"},
             "code": 'result = {"total": total}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "accumulate": {"results": {}, "ctx": {}, "vars": {}},
-    "report": {"results": {}, "ctx": {"running_total": ["accumulate"]}, "vars": {}},
-}
+READS = {"start": {}, "accumulate": {}, "report": {"ctx": {"running_total": ["accumulate"]}}}
 
 with DAG(
     dag_id="examples.loop_sequential_ctx",

@@ -15,22 +15,16 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"name": "{{ name }}"},
             "code": 'result = {"greeting": "hello " + name}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {"start": {"results": {}, "ctx": {}, "vars": {}}}
+READS = {"start": {}}
 
 with DAG(
     dag_id="examples.nested_child",

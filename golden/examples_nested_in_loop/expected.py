@@ -16,22 +16,12 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "greet_all", "task_id": "greet_all.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "greet_all", "task_id": "greet_all.head"}]},
     },
     "greet_all": {
         "step": "greet_all",
         "dialect": "canonical",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "call_child",
@@ -46,19 +36,7 @@ PAYLOADS = {
                 "code": 'result = {"shout": greeting.upper()}\n',
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "collect",
-                    "task_id": "collect",
-                    "when": "{{ event.name == 'loop.done' }}",
-                },
-            ],
-        },
+        "routing": {"arcs": [{"step": "collect", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {
             "iterator": "person",
             "mode": "parallel",
@@ -69,26 +47,16 @@ PAYLOADS = {
     "collect": {
         "step": "collect",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"rows": "{{ greet_all.results }}"},
             "code": 'result = {"greetings": [r["shout"] for r in rows]}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "greet_all": {"results": {}, "ctx": {}, "vars": {}},
-    "collect": {"results": {"greet_all": "greet_all.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "greet_all": {}, "collect": {"results": {"greet_all": "greet_all.tail"}}}
 
 with DAG(
     dag_id="examples.nested_in_loop",

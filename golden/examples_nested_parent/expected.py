@@ -16,56 +16,33 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "call_child", "task_id": "call_child", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "call_child"}]},
     },
     "call_child": {
         "step": "call_child",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "playbook",
             "path": "examples/nested_child",
             "args": {"name": "{{ who }}"},
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
         "playbook": {"path": "examples/nested_child", "dag_id": "examples.nested_child"},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"child": "{{ call_child }}"},
             "code": 'result = {"child": child}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "call_child": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {"call_child": "call_child"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "call_child": {}, "end": {"results": {"call_child": "call_child"}}}
 
 with DAG(
     dag_id="examples.nested_parent",

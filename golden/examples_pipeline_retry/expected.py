@@ -15,8 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "load",
@@ -58,33 +56,21 @@ PAYLOADS = {
                 },
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"answer": "{{ ctx.answer }}"},
             "code": 'result = {"answer": answer}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {"answer": ["start"]}, "vars": {}},
-}
+READS = {"start": {}, "end": {"ctx": {"answer": ["start"]}}}
 
 with DAG(
     dag_id="examples.pipeline_retry",

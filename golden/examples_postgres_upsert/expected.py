@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "v1",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
@@ -25,19 +24,11 @@ PAYLOADS = {
                 "INSERT INTO example_scores VALUES ('ada', 1), ('bob', 2);\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "score", "task_id": "score", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "score"}]},
     },
     "score": {
         "step": "score",
         "dialect": "v1",
-        "input": {},
         "tool": {
             "kind": "python",
             "code": (
@@ -45,14 +36,7 @@ PAYLOADS = {
                 '    return {"rows": [{"name": "ada", "score": 10}, {"name": "cy", "score": 3}]}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "read_back", "task_id": "read_back", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "read_back"}]},
         "sink": {
             "tool": "postgres",
             "auth": "{{ workload.pg_auth }}",
@@ -65,38 +49,18 @@ PAYLOADS = {
     "read_back": {
         "step": "read_back",
         "dialect": "v1",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
             "query": "SELECT name, score FROM example_scores ORDER BY name",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
     },
-    "end": {
-        "step": "end",
-        "dialect": "v1",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "v1"},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "score": {"results": {}, "ctx": {}, "vars": {}},
-    "read_back": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "score": {}, "read_back": {}, "end": {}}
 
 with DAG(
     dag_id="examples.postgres_upsert",

@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "quantum",
             "provider": "aer",
@@ -29,37 +28,21 @@ PAYLOADS = {
             "shots": "{{ shots }}",
             "seed": 7,
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "summarize", "task_id": "summarize", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "summarize"}]},
     },
     "summarize": {
         "step": "summarize",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"counts": "{{ start.counts }}"},
             "code": 'result = {"outcomes": sorted(counts)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "summarize": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "summarize": {"results": {"start": "start"}}}
 
 with DAG(
     dag_id="examples.quantum_bell",

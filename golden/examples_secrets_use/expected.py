@@ -15,39 +15,22 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "secrets", "name": "api_token"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "use_token", "task_id": "use_token", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "use_token"}]},
     },
     "use_token": {
         "step": "use_token",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"token": "{{ start.secret_value }}"},
             "code": 'result = {"token_length": len(token), "looks_like_token": token.startswith("tok-")}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "use_token": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "use_token": {"results": {"start": "start"}}}
 
 with DAG(
     dag_id="examples.secrets_use",

@@ -16,39 +16,25 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "v1",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "city_loop",
                     "task_id": "city_loop.head",
                     "when": "{{ workload.cities | length > 0 }}",
                 },
-                {"step": "end", "task_id": "end", "when": None},
+                {"step": "end"},
             ],
         },
     },
     "city_loop": {
         "step": "city_loop",
         "dialect": "v1",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
         "loop": {
             "iterator": "city",
             "mode": "parallel",
             "in": "{{ workload.cities }}",
-            "max_in_flight": None,
             "body": {
                 "routing": {
                     "mode": "inclusive",
@@ -56,7 +42,6 @@ PAYLOADS = {
                         {
                             "step": "evaluate_city",
                             "task_id": None,
-                            "when": None,
                             "args": {"city": "{{ city }}", "threshold": "{{ workload.threshold }}"},
                         },
                     ],
@@ -65,7 +50,6 @@ PAYLOADS = {
                     "evaluate_city": {
                         "step": "evaluate_city",
                         "dialect": "v1",
-                        "input": {},
                         "tool": {
                             "kind": "python",
                             "code": (
@@ -74,13 +58,9 @@ PAYLOADS = {
                             ),
                             "workbook": "evaluate",
                         },
-                        "pipeline": None,
-                        "set": {},
-                        "vars": {},
-                        "case": [],
                         "routing": {
                             "mode": "inclusive",
-                            "arcs": [{"step": "end_city_loop", "task_id": None, "when": None}],
+                            "arcs": [{"step": "end_city_loop", "task_id": None}],
                         },
                     },
                 },
@@ -88,41 +68,18 @@ PAYLOADS = {
             "end": {
                 "step": "end_city_loop",
                 "dialect": "v1",
-                "input": {},
-                "tool": None,
-                "pipeline": None,
-                "set": {},
-                "vars": {},
-                "case": [],
-                "routing": {
-                    "mode": "inclusive",
-                    "arcs": [{"step": "end", "task_id": "end", "when": None}],
-                },
+                "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
                 "result": {
                     "alerts": "{{ city_loop_results | map(attribute='evaluate_city') | selectattr('alert') | list }}",
                 },
             },
         },
     },
-    "end": {
-        "step": "end",
-        "dialect": "v1",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "v1"},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "city_loop": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "city_loop": {}, "end": {}}
 
 with DAG(
     dag_id="examples.whitepaper_v1",

@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "code": (
@@ -23,17 +22,11 @@ PAYLOADS = {
                 'result = {"s": s, "brace": "{{ workload.unicode }}"}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "tests/fixtures/playbooks/hello world",
                     "task_id": "tests_fixtures_playbooks_hello_world",
-                    "when": None,
                 },
             ],
         },
@@ -41,107 +34,52 @@ PAYLOADS = {
     "tests_fixtures_playbooks_hello_world": {
         "step": "tests/fixtures/playbooks/hello world",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "params", "task_id": "params_step", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "params", "task_id": "params_step"}]},
     },
     "params_step": {
         "step": "params",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "run_id", "task_id": "run_id_step", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "run_id", "task_id": "run_id_step"}]},
     },
     "run_id_step": {
         "step": "run_id",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "Run.Id", "task_id": "Run_Id", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "Run.Id", "task_id": "Run_Id"}]},
     },
     "Run_Id": {
         "step": "Run.Id",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "étape finale ✓", "task_id": "etape_finale", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "étape finale ✓", "task_id": "etape_finale"}]},
     },
     "etape_finale": {
         "step": "étape finale ✓",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "日本", "task_id": "step_cf2abf0c", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "日本", "task_id": "step_cf2abf0c"}]},
     },
     "step_cf2abf0c": {
         "step": "日本",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "def", "task_id": "def", "when": None}]},
+        "routing": {"arcs": [{"step": "def"}]},
     },
-    "def": {
-        "step": "def",
-        "dialect": "canonical",
-        "input": {},
-        "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "def": {"step": "def", "dialect": "canonical", "tool": {"kind": "noop"}},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "tests_fixtures_playbooks_hello_world": {"results": {}, "ctx": {}, "vars": {}},
-    "params_step": {"results": {}, "ctx": {}, "vars": {}},
-    "run_id_step": {"results": {}, "ctx": {}, "vars": {}},
-    "Run_Id": {"results": {}, "ctx": {}, "vars": {}},
-    "etape_finale": {"results": {}, "ctx": {}, "vars": {}},
-    "step_cf2abf0c": {"results": {}, "ctx": {}, "vars": {}},
-    "def": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "tests_fixtures_playbooks_hello_world": {},
+    "params_step": {},
+    "run_id_step": {},
+    "Run_Id": {},
+    "etape_finale": {},
+    "step_cf2abf0c": {},
+    "def": {},
 }
 
 with DAG(

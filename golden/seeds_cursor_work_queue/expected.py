@@ -17,7 +17,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ pg_auth }}",
@@ -34,22 +33,11 @@ PAYLOADS = {
                 "ON CONFLICT DO NOTHING;\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "fetch_assessments", "task_id": "fetch_assessments.head", "when": None},
-            ],
-        },
+        "routing": {"arcs": [{"step": "fetch_assessments", "task_id": "fetch_assessments.head"}]},
     },
     "fetch_assessments": {
         "step": "fetch_assessments",
         "dialect": "canonical",
-        "input": {},
-        "tool": None,
         "pipeline": [
             {
                 "name": "init_page",
@@ -131,15 +119,7 @@ PAYLOADS = {
                 ),
             },
         ],
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {"step": "verify", "task_id": "verify", "when": "{{ event.name == 'loop.done' }}"},
-            ],
-        },
+        "routing": {"arcs": [{"step": "verify", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {
             "iterator": "patient",
             "mode": "cursor",
@@ -174,7 +154,6 @@ PAYLOADS = {
     "verify": {
         "step": "verify",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ pg_auth }}",
@@ -183,20 +162,11 @@ PAYLOADS = {
                 "  FROM patient_work_queue WHERE execution_id = '{{ execution_id }}';\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_assessments": {"results": {}, "ctx": {}, "vars": {}},
-    "verify": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "fetch_assessments": {}, "verify": {}}
 
 with DAG(
     dag_id="seeds.cursor_work_queue",

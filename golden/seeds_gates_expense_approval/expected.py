@@ -16,7 +16,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "gate",
             "gate": "input",
@@ -25,51 +24,27 @@ PAYLOADS = {
             "timeout": "2d",
             "on_timeout": "default",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "calculate_expense", "task_id": "calculate_expense", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "calculate_expense"}]},
     },
     "calculate_expense": {
         "step": "calculate_expense",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"amount": "{{ amount }}", "rate": "{{ start.values.rate }}"},
             "code": 'result = {"expense": round(amount * (1 + rate), 2)}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "cooling_off", "task_id": "cooling_off", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "cooling_off"}]},
     },
     "cooling_off": {
         "step": "cooling_off",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "gate", "gate": "sleep", "duration": "2s"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "approve_payment", "task_id": "approve_payment", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "approve_payment"}]},
     },
     "approve_payment": {
         "step": "approve_payment",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "gate",
             "gate": "approve",
@@ -78,58 +53,37 @@ PAYLOADS = {
             "timeout": "10d",
             "on_timeout": "fail",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {"step": "pay", "task_id": "pay", "when": "{{ approve_payment.approved }}"},
-                {"step": "notify_rejected", "task_id": "notify_rejected", "when": None},
+                {"step": "pay", "when": "{{ approve_payment.approved }}"},
+                {"step": "notify_rejected"},
             ],
         },
     },
     "pay": {
         "step": "pay",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "python",
             "input": {"expense": "{{ calculate_expense.expense }}"},
             "code": 'result = {"paid": expense}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "notify_rejected": {
         "step": "notify_rejected",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"paid": 0}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "calculate_expense": {"results": {"start": "start"}, "ctx": {}, "vars": {}},
-    "cooling_off": {"results": {}, "ctx": {}, "vars": {}},
-    "approve_payment": {
-        "results": {"calculate_expense": "calculate_expense"},
-        "ctx": {},
-        "vars": {},
-    },
-    "pay": {"results": {"calculate_expense": "calculate_expense"}, "ctx": {}, "vars": {}},
-    "notify_rejected": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "calculate_expense": {"results": {"start": "start"}},
+    "cooling_off": {},
+    "approve_payment": {"results": {"calculate_expense": "calculate_expense"}},
+    "pay": {"results": {"calculate_expense": "calculate_expense"}},
+    "notify_rejected": {},
 }
 
 with DAG(

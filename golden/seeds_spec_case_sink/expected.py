@@ -15,25 +15,13 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "case-v2",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "fetch_user", "task_id": "fetch_user", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "fetch_user"}]},
     },
     "fetch_user": {
         "step": "fetch_user",
         "dialect": "case-v2",
-        "input": {},
         "tool": {"kind": "http", "method": "GET", "url": "{{ workload.api }}/users/1"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
         "case": [
             {
                 "when": "{{ event.name == 'call.done' and response.status_code == 200 }}",
@@ -57,54 +45,33 @@ PAYLOADS = {
                 "then": {"next": [{"step": "error_handler", "task_id": "error_handler"}]},
             },
         ],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "success_handler": {
         "step": "success_handler",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "args": {"email": "{{ ctx.user_email }}"},
             "code": 'result = {"greeting": "hello " + email}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
     "error_handler": {
         "step": "error_handler",
         "dialect": "case-v2",
-        "input": {},
         "tool": {"kind": "python", "code": 'result = {"handled": True}\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"arcs": [{"step": "end"}]},
     },
-    "end": {
-        "step": "end",
-        "dialect": "case-v2",
-        "input": {},
-        "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "case-v2", "tool": {"kind": "noop"}},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_user": {"results": {}, "ctx": {}, "vars": {}},
-    "success_handler": {"results": {}, "ctx": {"user_email": ["fetch_user"]}, "vars": {}},
-    "error_handler": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "fetch_user": {},
+    "success_handler": {"ctx": {"user_email": ["fetch_user"]}},
+    "error_handler": {},
+    "end": {},
 }
 
 with DAG(

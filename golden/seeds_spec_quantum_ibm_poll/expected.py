@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "quantum",
             "provider": "ibm",
@@ -37,19 +36,11 @@ PAYLOADS = {
                 },
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "poll", "task_id": "poll", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "poll"}]},
     },
     "poll": {
         "step": "poll",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "quantum",
             "provider": "ibm",
@@ -72,57 +63,36 @@ PAYLOADS = {
                 },
             },
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {
-                    "step": "fetch_results",
-                    "task_id": "fetch_results",
-                    "when": "{{ poll.status == 'DONE' }}",
-                },
-                {"step": "failed", "task_id": "failed", "when": None},
+                {"step": "fetch_results", "when": "{{ poll.status == 'DONE' }}"},
+                {"step": "failed"},
             ],
         },
     },
     "fetch_results": {
         "step": "fetch_results",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "quantum",
             "provider": "ibm",
             "op": "results",
             "job_id": "{{ ctx.job_id }}",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
     "failed": {
         "step": "failed",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "python", "code": 'raise RuntimeError("QPU job did not finish")\n'},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "poll": {"results": {}, "ctx": {"job_id": ["start"]}, "vars": {}},
-    "fetch_results": {"results": {}, "ctx": {"job_id": ["start"]}, "vars": {}},
-    "failed": {"results": {}, "ctx": {}, "vars": {}},
+    "start": {},
+    "poll": {"ctx": {"job_id": ["start"]}},
+    "fetch_results": {"ctx": {"job_id": ["start"]}},
+    "failed": {},
 }
 
 with DAG(

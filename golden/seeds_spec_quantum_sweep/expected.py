@@ -16,21 +16,12 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "canonical",
-        "input": {},
         "tool": {"kind": "noop"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "sweep", "task_id": "sweep.head", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "sweep", "task_id": "sweep.head"}]},
     },
     "sweep": {
         "step": "sweep",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "quantum",
             "provider": "aer",
@@ -47,26 +38,12 @@ PAYLOADS = {
             "shots": "{{ shots }}",
             "seed": "{{ seed }}",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [
-                {
-                    "step": "persist",
-                    "task_id": "persist",
-                    "when": "{{ event.name == 'loop.done' }}",
-                },
-            ],
-        },
+        "routing": {"arcs": [{"step": "persist", "when": "{{ event.name == 'loop.done' }}"}]},
         "loop": {"iterator": "theta", "mode": "parallel", "in": "{{ angles }}", "max_in_flight": 2},
     },
     "persist": {
         "step": "persist",
         "dialect": "canonical",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ pg_auth }}",
@@ -75,20 +52,11 @@ PAYLOADS = {
                 "INSERT INTO qpu_results VALUES ('{{ execution_id }}', $q${{ sweep.results | tojson }}$q$::jsonb);\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "sweep": {"results": {}, "ctx": {}, "vars": {}},
-    "persist": {"results": {"sweep": "sweep.tail"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "sweep": {}, "persist": {"results": {"sweep": "sweep.tail"}}}
 
 with DAG(
     dag_id="seeds.quantum_sweep",

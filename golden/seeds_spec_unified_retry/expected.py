@@ -15,7 +15,6 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "http",
             "method": "GET",
@@ -40,36 +39,24 @@ PAYLOADS = {
                 },
             ],
         },
-        "pipeline": None,
-        "set": {},
         "vars": {"total_pages": "{{ _retry.count }}"},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "summarize", "task_id": "summarize", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "summarize"}]},
     },
     "summarize": {
         "step": "summarize",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "args": {"pages": "{{ start.pages }}", "n": "{{ vars.total_pages }}"},
             "code": 'result = {"items": sum(len(p) for p in pages), "calls": n}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
 READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "summarize": {"results": {"start": "start"}, "ctx": {}, "vars": {"total_pages": ["start"]}},
+    "start": {},
+    "summarize": {"results": {"start": "start"}, "vars": {"total_pages": ["start"]}},
 }
 
 with DAG(

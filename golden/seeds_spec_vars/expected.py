@@ -15,43 +15,27 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
             "query": "SELECT 7 AS user_id, 'ada@example.org' AS email",
         },
-        "pipeline": None,
-        "set": {},
         "vars": {"user_id": "{{ result[0].user_id }}", "user_email": "{{ result[0].email }}"},
-        "case": [],
-        "routing": {
-            "mode": "exclusive",
-            "arcs": [{"step": "use_vars", "task_id": "use_vars", "when": None}],
-        },
+        "routing": {"arcs": [{"step": "use_vars"}]},
     },
     "use_vars": {
         "step": "use_vars",
         "dialect": "case-v2",
-        "input": {},
         "tool": {
             "kind": "python",
             "args": {"uid": "{{ vars.user_id }}", "email": "{{ vars.user_email }}"},
             "code": 'result = {"who": f"{uid}:{email}"}\n',
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
     },
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "use_vars": {"results": {}, "ctx": {}, "vars": {"user_email": ["start"], "user_id": ["start"]}},
-}
+READS = {"start": {}, "use_vars": {"vars": {"user_email": ["start"], "user_id": ["start"]}}}
 
 with DAG(
     dag_id="seeds.spec_vars",

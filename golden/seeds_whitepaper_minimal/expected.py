@@ -15,52 +15,24 @@ PAYLOADS = {
     "start": {
         "step": "start",
         "dialect": "v1",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "do_work", "task_id": "do_work", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "do_work"}]},
     },
     "do_work": {
         "step": "do_work",
         "dialect": "v1",
-        "input": {},
         "tool": {
             "kind": "http",
             "endpoint": "{{ workload.base_url | default('http://127.0.0.1:8765') }}/status",
             "method": "GET",
             "workbook": "do_work",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
     },
-    "end": {
-        "step": "end",
-        "dialect": "v1",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "v1"},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "do_work": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "do_work": {}, "end": {}}
 
 with DAG(
     dag_id="examples.example",

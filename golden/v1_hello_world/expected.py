@@ -16,29 +16,15 @@ PAYLOADS = {
         "step": "start",
         "dialect": "v1",
         "desc": "Start hello world test",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
             "mode": "inclusive",
-            "arcs": [
-                {
-                    "step": "test_step",
-                    "task_id": "test_step",
-                    "when": None,
-                    "args": {"message": "{{ workload.message }}"},
-                },
-            ],
+            "arcs": [{"step": "test_step", "args": {"message": "{{ workload.message }}"}}],
         },
     },
     "test_step": {
         "step": "test_step",
         "dialect": "v1",
         "desc": "Hello world test step",
-        "input": {},
         "tool": {
             "kind": "python",
             "code": (
@@ -48,23 +34,12 @@ PAYLOADS = {
                 '    return {"status": "success", "data": {"message": message}}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
     },
     "end": {
         "step": "end",
         "dialect": "v1",
         "desc": "End hello world test",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
         "sink": {
             "type": "event_log",
             "args": {"status": "success", "message": "{{ test_step.result.data.message }}"},
@@ -73,11 +48,7 @@ PAYLOADS = {
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "test_step": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {"test_step": "test_step"}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "test_step": {}, "end": {"results": {"test_step": "test_step"}}}
 
 with DAG(
     dag_id="tests.fixtures.playbooks.hello_world",

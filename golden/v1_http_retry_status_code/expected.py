@@ -16,13 +16,8 @@ PAYLOADS = {
         "step": "start",
         "dialect": "v1",
         "desc": "Fetch URL that returns 503 and retry on 5xx status codes",
-        "input": {},
         "tool": {"kind": "http", "method": "GET", "url": "{{ workload.test_url }}"},
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
         "retry": {
             "max_attempts": 3,
             "initial_delay": 0.5,
@@ -31,25 +26,11 @@ PAYLOADS = {
             "retry_when": "{{ status_code >= 500 and status_code < 600 }}",
         },
     },
-    "end": {
-        "step": "end",
-        "dialect": "v1",
-        "desc": "End workflow",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "v1", "desc": "End workflow"},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "end": {}}
 
 with DAG(
     dag_id="tests.retry.http_status_code",

@@ -17,22 +17,12 @@ PAYLOADS = {
         "step": "start",
         "dialect": "v1",
         "desc": "Start test",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {
-            "mode": "inclusive",
-            "arcs": [{"step": "create_table", "task_id": "create_table", "when": None}],
-        },
+        "routing": {"mode": "inclusive", "arcs": [{"step": "create_table"}]},
     },
     "create_table": {
         "step": "create_table",
         "dialect": "v1",
         "desc": "Create test table",
-        "input": {},
         "tool": {
             "kind": "postgres",
             "auth": "{{ workload.pg_auth }}",
@@ -46,20 +36,15 @@ PAYLOADS = {
                 ");\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
             "mode": "inclusive",
-            "arcs": [{"step": "process_items", "task_id": "process_items.head", "when": None}],
+            "arcs": [{"step": "process_items", "task_id": "process_items.head"}],
         },
     },
     "process_items": {
         "step": "process_items",
         "dialect": "v1",
         "desc": "Process items with save",
-        "input": {},
         "tool": {
             "kind": "python",
             "code": (
@@ -70,11 +55,7 @@ PAYLOADS = {
                 "    }\n"
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
         "sink": {
             "storage": "postgres",
             "args": {
@@ -88,34 +69,13 @@ PAYLOADS = {
             "mode": "upsert",
             "key": "id",
         },
-        "loop": {
-            "iterator": "item",
-            "mode": "sequential",
-            "in": "{{ workload.items }}",
-            "max_in_flight": None,
-        },
+        "loop": {"iterator": "item", "mode": "sequential", "in": "{{ workload.items }}"},
     },
-    "end": {
-        "step": "end",
-        "dialect": "v1",
-        "desc": "End test",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "v1", "desc": "End test"},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "create_table": {"results": {}, "ctx": {}, "vars": {}},
-    "process_items": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "create_table": {}, "process_items": {}, "end": {}}
 
 with DAG(
     dag_id="tests.iterator_save_test",

@@ -16,21 +16,10 @@ PAYLOADS = {
         "step": "start",
         "dialect": "v1",
         "desc": "Start weather workflow",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
-                {
-                    "step": "fetch_weather",
-                    "task_id": "fetch_weather",
-                    "when": "{{ workload.state == 'ready' }}",
-                },
-                {"step": "end", "task_id": "end", "when": None},
+                {"step": "fetch_weather", "when": "{{ workload.state == 'ready' }}"},
+                {"step": "end"},
             ],
         },
     },
@@ -83,16 +72,10 @@ PAYLOADS = {
             ),
             "workbook": "fetch_weather",
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
         "routing": {
-            "mode": "exclusive",
             "arcs": [
                 {
                     "step": "report_warm",
-                    "task_id": "report_warm",
                     "when": "{{ fetch_weather.alert }}",
                     "args": {
                         "city": "{{ workload.cities[0] }}",
@@ -101,8 +84,6 @@ PAYLOADS = {
                 },
                 {
                     "step": "report_cold",
-                    "task_id": "report_cold",
-                    "when": None,
                     "args": {
                         "city": "{{ workload.cities[0] }}",
                         "temperature": "{{ fetch_weather.max_temp }}",
@@ -125,11 +106,7 @@ PAYLOADS = {
                 '    return {"status": "warm", "city": city_name, "temperature": temperature}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
     },
     "report_cold": {
         "step": "report_cold",
@@ -145,34 +122,13 @@ PAYLOADS = {
                 '    return {"status": "cold", "city": city_name, "temperature": temperature}\n'
             ),
         },
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "inclusive", "arcs": [{"step": "end", "task_id": "end", "when": None}]},
+        "routing": {"mode": "inclusive", "arcs": [{"step": "end"}]},
     },
-    "end": {
-        "step": "end",
-        "dialect": "v1",
-        "desc": "End of workflow",
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    },
+    "end": {"step": "end", "dialect": "v1", "desc": "End of workflow"},
 }
 
 # What each task pulls from upstream XComs: step results, ctx and vars writes.
-READS = {
-    "start": {"results": {}, "ctx": {}, "vars": {}},
-    "fetch_weather": {"results": {}, "ctx": {}, "vars": {}},
-    "report_warm": {"results": {}, "ctx": {}, "vars": {}},
-    "report_cold": {"results": {}, "ctx": {}, "vars": {}},
-    "end": {"results": {}, "ctx": {}, "vars": {}},
-}
+READS = {"start": {}, "fetch_weather": {}, "report_warm": {}, "report_cold": {}, "end": {}}
 
 with DAG(
     dag_id="examples.weather.weather_example",

@@ -76,6 +76,7 @@ class NameTable:
     steps: set[str] = field(default_factory=set)
     workload: set[str] = field(default_factory=set)
     bound: set[str] = field(default_factory=set)  # iterators, set/vars keys, inputs, task names...
+    iterators: set[str] = field(default_factory=set)  # loop iterators (also in ``bound``)
 
     def classify(self, name: str) -> str | None:
         if name in self.steps:
@@ -91,6 +92,12 @@ class NameTable:
     @property
     def all_names(self) -> set[str]:
         return self.steps | self.workload | self.bound | RUNTIME_NAMES
+
+    @property
+    def declared_names(self) -> set[str]:
+        """The names a playbook declares in plain sight (steps, workload keys, loop iterators):
+        an unknown name one typo away from one of these is a misspelling, not a runtime name."""
+        return self.steps | self.workload | self.iterators
 
 
 def _keys(mapping: object) -> set[str]:
@@ -111,6 +118,7 @@ def name_table(playbook: Playbook) -> NameTable:
         bound |= _keys(step.input) | _keys(step.vars)
         if step.loop and step.loop.iterator:
             bound.add(step.loop.iterator)
+            table.iterators.add(step.loop.iterator)
             bound.add(f"{step.name}_results")  # v1 loop aggregation name
         for task in step.tasks:
             if task.name:

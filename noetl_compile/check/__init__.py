@@ -7,20 +7,19 @@ rule family on every playbook. One bad file never hides the others, and no input
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..ast import Playbook
 from ..diagnostics import Diagnostic, DiagnosticSink, Position, Severity
+from ..discover import find_files, looks_like_playbook
 from ..load import Document, load_file, load_text
 from ..read import read_document
 from . import flow, references, security, templates, tools
-from .context import CheckContext, Project
+from .context import CatalogClaim, CheckContext, NestedCall, Project
 
 # Order matters only for readability of the output; every family sees the same inputs.
 RULE_FAMILIES = (references.check, tools.check, security.check, templates.check, flow.check)
-PLAYBOOK_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass
@@ -35,31 +34,24 @@ class FileResult:
         return any(d.severity is Severity.ERROR for d in self.diagnostics)
 
 
-def discover(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
-    """Playbook files under the given paths, sorted; missing paths become diagnostics."""
-    found: list[str] = []
-    problems: list[Diagnostic] = []
-    for path in paths:
-        if os.path.isdir(path):
-            for folder, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [
-                    os.path.join(folder, f) for f in sorted(files) if f.endswith(PLAYBOOK_SUFFIXES)
-                ]
-        elif os.path.isfile(path):
-            found.append(path)
-        else:
-            problems.append(
-                Diagnostic(
-                    "E001", Severity.ERROR, path, Position(1, 1), "no such file or directory"
-                )
-            )
-    return sorted(dict.fromkeys(found)), problems
+def discover(
+    paths: Iterable[str], exclude: Iterable[str] = ()
+) -> tuple[list[str], list[Diagnostic]]:
+    """Playbook files under the given paths, sorted; missing paths become E001 diagnostics."""
+    found = find_files(list(paths), tuple(exclude))
+    return found.files, [_missing(path) for path in found.missing]
+
+
+def _missing(path: str) -> Diagnostic:
+    return Diagnostic("E001", Severity.ERROR, path, Position(1, 1), "no such file or directory")
 
 
 def read_file(path: str, dialect: str | None = None) -> FileResult:
-    document = load_file(path)
-    sink = DiagnosticSink(path)
+    return _read(load_file(path), dialect)
+
+
+def _read(document: Document, dialect: str | None) -> FileResult:
+    sink = DiagnosticSink(document.path)
     sink.items.extend(document.diagnostics)
     try:
         playbook = read_document(document, sink, dialect)
@@ -68,7 +60,36 @@ def read_file(path: str, dialect: str | None = None) -> FileResult:
             "E002", Position(1, 1), f"internal error while reading: {type(exc).__name__}: {exc}"
         )
         playbook = None
-    return FileResult(path, document, playbook, sink.items)
+    return FileResult(document.path, document, playbook, sink.items)
+
+
+def _read_found(
+    files: list[str], named: set[str], dialect: str | None
+) -> tuple[list[FileResult], list[Diagnostic]]:
+    """Read the files found; a YAML file found under a folder that is plainly not a playbook
+    (docker-compose.yml, a CI config) is skipped with an E003 note instead of reported on."""
+    results, notes = [], []
+    for path in files:
+        document = load_file(path)
+        if (
+            path not in named
+            and not document.diagnostics
+            and not looks_like_playbook(document.data)
+        ):
+            notes.append(
+                Diagnostic(
+                    "E003",
+                    Severity.INFO,
+                    path,
+                    Position(1, 1),
+                    "not a playbook (no `apiVersion: noetl.io/...`, `kind: Playbook` or "
+                    "`workflow`): skipped",
+                    "name the file on the command line to check it anyway, or --exclude it",
+                )
+            )
+            continue
+        results.append(_read(document, dialect))
+    return results, notes
 
 
 def check_text(text: str, path: str = "<string>", *, dialect: str | None = None) -> FileResult:
@@ -79,13 +100,6 @@ def check_text(text: str, path: str = "<string>", *, dialect: str | None = None)
     result = FileResult(path, document, read_document(document, sink, dialect), sink.items)
     check_results([result])
     return result
-
-
-def catalog_names(results: Iterable[FileResult]) -> set[str]:
-    """The names other playbooks can call these by: `metadata.path` (or `path`) and the name."""
-    return {
-        p for r in results if r.playbook for p in (r.playbook.catalog_path, r.playbook.name) if p
-    }
 
 
 def check_results(
@@ -113,13 +127,16 @@ def check_results(
                 )
         result.diagnostics.extend(sink.items)
     if resolve_nested:
-        _attach(
-            results,
-            references.unresolved_nested_calls(project.nested_calls, catalog_names(results)),
-        )
+        _attach(results, resolve_project(project.nested_calls, project.claims))
     for result in results:
         result.diagnostics.sort(key=lambda d: d.sort_key)
     return project
+
+
+def resolve_project(calls: list[NestedCall], claims: list[CatalogClaim]) -> list[Diagnostic]:
+    """What only the whole run decides: playbooks claiming one catalog path or DAG id (R208),
+    and nested calls that name no playbook, or more than one (R204, R209)."""
+    return references.duplicate_claims(claims) + references.unresolved_nested_calls(calls, claims)
 
 
 def _attach(results: Iterable[FileResult | FileReport], diagnostics: list[Diagnostic]) -> None:
@@ -129,12 +146,18 @@ def _attach(results: Iterable[FileResult | FileReport], diagnostics: list[Diagno
 
 
 def check_paths(
-    paths: Iterable[str], *, dialect: str | None = None, connections: set[str] | None = None
+    paths: Iterable[str],
+    *,
+    dialect: str | None = None,
+    connections: set[str] | None = None,
+    exclude: Iterable[str] = (),
 ) -> tuple[list[FileResult], list[Diagnostic]]:
-    files, problems = discover(paths)
-    results = [read_file(path, dialect) for path in files]
+    """Read and check every playbook under ``paths``; also returns the run's problems: E001
+    for a missing path, E003 notes for YAML files skipped as not playbooks."""
+    found = find_files(list(paths), tuple(exclude))
+    results, notes = _read_found(found.files, found.named, dialect)
     check_results(results, connections)
-    return results, problems
+    return results, [_missing(path) for path in found.missing] + notes
 
 
 @dataclass
@@ -146,11 +169,13 @@ class FileReport:
     diagnostics: list[Diagnostic]
 
 
-def _check_chunk(files: list[str], dialect: str | None, connections: set[str] | None):
-    results = [read_file(path, dialect) for path in files]
+def _check_chunk(
+    files: list[str], named: set[str], dialect: str | None, connections: set[str] | None
+):
+    results, notes = _read_found(files, named, dialect)
     project = check_results(results, connections, resolve_nested=False)
     reports = [FileReport(r.path, r.document.text, r.diagnostics) for r in results]
-    return reports, catalog_names(results), project.nested_calls
+    return reports, project.claims, project.nested_calls, notes
 
 
 def report_paths(
@@ -159,24 +184,29 @@ def report_paths(
     dialect: str | None = None,
     connections: set[str] | None = None,
     jobs: int = 1,
+    exclude: Iterable[str] = (),
 ) -> tuple[list[FileReport], list[Diagnostic]]:
     """`noetlc check`: ``check_paths`` spread over ``jobs`` forked processes for large runs.
 
     Forking after the imports shares them with the workers for free; a chunk reports its
-    diagnostics, catalog names and nested calls, which are resolved here against all files.
+    diagnostics, catalog claims and nested calls, which are resolved here against all files.
     """
-    files, problems = discover(paths)
+    found = find_files(list(paths), tuple(exclude))
+    files, named = found.files, found.named
     if jobs <= 1 or len(files) < 16 * jobs or "fork" not in multiprocessing.get_all_start_methods():
-        parts = [_check_chunk(files, dialect, connections)]
+        parts = [_check_chunk(files, named, dialect, connections)]
     else:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             parts = pool.starmap(
-                _check_chunk, [(files[i::jobs], dialect, connections) for i in range(jobs)]
+                _check_chunk,
+                [(files[i::jobs], named, dialect, connections) for i in range(jobs)],
             )
+    notes = sorted((note for part in parts for note in part[3]), key=lambda d: d.sort_key)
+    problems = [_missing(path) for path in found.missing] + notes
     reports = sorted((report for part in parts for report in part[0]), key=lambda r: r.path)
-    catalog = set().union(*(part[1] for part in parts))
+    claims = [claim for part in parts for claim in part[1]]
     calls = [call for part in parts for call in part[2]]
-    _attach(reports, references.unresolved_nested_calls(calls, catalog))
+    _attach(reports, resolve_project(calls, claims))
     for report in reports:
         report.diagnostics.sort(key=lambda d: d.sort_key)
     return reports, problems

@@ -23,12 +23,23 @@ class NestedCall:
     target: str
 
 
+@dataclass(frozen=True)
+class CatalogClaim:
+    """A playbook's catalog key and DAG id; two claims on one key or one id are R208."""
+
+    file: str
+    position: Position
+    key: str
+    dag_id: str
+
+
 @dataclass
 class Project:
     """Facts about the whole run: other playbooks (for nested calls) and known connections."""
 
     connections: set[str] | None = None  # from --connections; None = not checked
     nested_calls: list[NestedCall] = field(default_factory=list)
+    claims: list[CatalogClaim] = field(default_factory=list)
 
 
 @dataclass

@@ -3,12 +3,15 @@ end_loop, executor steps, connections and nested playbooks."""
 
 from __future__ import annotations
 
-from ..ast import Step, Task
+from collections import defaultdict
+
+from ..ast import Playbook, Step, Task
+from ..dag_ids import dag_id_for_path
 from ..diagnostics import Diagnostic
 from ..load import YMap
 from ..read.base import did_you_mean, is_template
 from ..rules import severity_of
-from .context import CheckContext, NestedCall
+from .context import CatalogClaim, CheckContext, NestedCall
 
 _SIMPLE_REF = ("{{", "}}")
 
@@ -34,6 +37,33 @@ def check(ctx: CheckContext) -> None:
     for task in playbook.workbook.values():
         _check_task(ctx, None, task)
     _check_executor(ctx)
+    _claim_catalog_key(ctx)
+
+
+def _claim_catalog_key(ctx: CheckContext) -> None:
+    claim = catalog_claim(ctx.playbook, ctx.sink.path)
+    if claim is not None:
+        ctx.project.claims.append(claim)
+
+
+def catalog_claim(playbook: Playbook, file: str) -> CatalogClaim | None:
+    """The catalog key and DAG id ``playbook`` claims, at the YAML value that sets the key."""
+    key = playbook.catalog_key
+    if key is None:
+        return None  # S101 already: nothing to register, nothing to call
+    root = playbook.raw if isinstance(playbook.raw, YMap) else None
+    metadata = root.get("metadata") if root is not None else None
+    position = CheckContext.pos(root)
+    for container, field in (
+        (metadata, "path"),
+        (root, "path"),
+        (metadata, "name"),
+        (root, "name"),
+    ):
+        if isinstance(container, YMap) and container.get(field) == key:
+            position = CheckContext.pos(container, field)
+            break
+    return CatalogClaim(file, position, key.strip("/"), dag_id_for_path(key))
 
 
 def _check_end_loop(ctx: CheckContext, step: Step) -> None:
@@ -104,21 +134,72 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
                 )
 
 
-def unresolved_nested_calls(calls: list[NestedCall], catalog_paths: set[str]) -> list[Diagnostic]:
-    """R204 for nested playbook paths that no playbook of the run declares."""
-    known = {p.strip("/") for p in catalog_paths}
-    return [
-        Diagnostic(
-            "R204",
-            severity_of("R204"),
-            call.file,
-            call.position,
-            f"nested playbook {call.target!r} is not among the checked playbooks"
-            + did_you_mean(call.target, sorted(catalog_paths)),
-        )
-        for call in calls
-        if call.target.strip("/") not in known
-    ]
+def _others(claim: CatalogClaim, group: list[CatalogClaim]) -> str:
+    return ", ".join(sorted({c.file for c in group if c.file != claim.file}))
+
+
+def duplicate_claims(claims: list[CatalogClaim]) -> list[Diagnostic]:
+    """R208 at every playbook whose catalog path (or DAG id) another playbook of the run claims.
+
+    NoETL registers the second as a newer version of the first, so which one a call runs depends
+    on registration order; Airflow loads only one of two DAGs with one id. No tie-break would be
+    stable (it would change when the other file comes or goes), so both are reported.
+    """
+    by_key: dict[str, list[CatalogClaim]] = defaultdict(list)
+    by_id: dict[str, list[CatalogClaim]] = defaultdict(list)
+    for claim in claims:
+        by_key[claim.key].append(claim)
+        by_id[claim.dag_id.lower()].append(claim)  # case-folding file systems and UIs
+    found = []
+    for claim in claims:
+        same_key = by_key[claim.key]
+        same_id = [c for c in by_id[claim.dag_id.lower()] if c.key != claim.key]
+        if len(same_key) > 1:
+            message = (
+                f"catalog path {claim.key!r} is also claimed by {_others(claim, same_key)}: "
+                "NoETL keeps one as a newer version of the other, and a nested call runs "
+                "whichever was registered last"
+            )
+        elif same_id:
+            message = (
+                f"DAG id {claim.dag_id!r} of catalog path {claim.key!r} is also the DAG id of "
+                f"{_others(claim, same_id)}: Airflow loads only one of them"
+            )
+        else:
+            continue
+        found.append(Diagnostic("R208", severity_of("R208"), claim.file, claim.position, message))
+    return found
+
+
+def unresolved_nested_calls(
+    calls: list[NestedCall], claims: list[CatalogClaim]
+) -> list[Diagnostic]:
+    """Resolve nested playbook paths as NoETL's catalog does: by exact catalog path (``metadata.path``,
+    else ``path``, else the name), never by a playbook's name when it has a path. R204 when no
+    playbook of the run has that path, R209 when more than one does."""
+    by_key: dict[str, list[CatalogClaim]] = defaultdict(list)
+    for claim in claims:
+        by_key[claim.key].append(claim)
+    found = []
+    for call in calls:
+        matches = by_key.get(call.target.strip("/"), [])
+        if len(matches) == 1:
+            continue
+        if matches:
+            code = "R209"
+            message = (
+                f"nested playbook {call.target!r} is claimed by {len(matches)} playbooks "
+                f"({', '.join(sorted(c.file for c in matches))}); NoETL runs whichever was "
+                "registered last, so the call cannot be compiled to one DAG"
+            )
+        else:
+            code = "R204"
+            message = (
+                f"nested playbook {call.target!r} is not among the checked playbooks"
+                + did_you_mean(call.target.strip("/"), sorted(by_key))
+            )
+        found.append(Diagnostic(code, severity_of(code), call.file, call.position, message))
+    return found
 
 
 def resolve_literal(ctx: CheckContext, value: object) -> str | None:

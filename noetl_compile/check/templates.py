@@ -1,5 +1,6 @@
-"""Rule family T: templates — syntax (Jinja is the authority), names that resolve to nothing,
-unknown filters, stale result fields, and step results read where the step may not have run."""
+"""Rule family T: templates — syntax (Jinja is the authority), names that resolve to nothing
+(misspelt declared names are errors, other unknown names warnings), unknown filters, stale
+result fields, and step results read where the step may not have run."""
 
 from __future__ import annotations
 
@@ -58,11 +59,15 @@ def check(ctx: CheckContext) -> None:
                 if ref.guarded:
                     continue
                 position = ctx.position_in_string(site.value, ref.offset)
+                # One typo away from a step, workload key or iterator: a misspelling that lenient
+                # rendering would ship as text (an error); anything else may be a name of the
+                # runtime we do not model (a warning). See `noetlc explain T307`.
+                typo = did_you_mean(ref.root, names.declared_names)
                 ctx.report(
-                    "T302",
+                    "T307" if typo else "T302",
                     position,
                     f"unknown name {ref.root!r} in {site.field}"
-                    + did_you_mean(ref.root, names.all_names),
+                    + (typo or did_you_mean(ref.root, names.all_names)),
                 )
             elif kind == "step":
                 _check_step_reference(ctx, site, ref, names, probed=probing)

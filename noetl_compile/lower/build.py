@@ -17,7 +17,7 @@ from ..ast import Playbook, Step
 from .dataflow import data_dependencies
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
-from .payload import is_gate, is_nested, loop_payload, plain, step_payload
+from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
 
 __all__ = ["dag_id_for", "lower", "step_graph"]
@@ -33,11 +33,9 @@ TAIL_TRIGGER_RULE = "none_failed_min_one_success"
 
 
 def dag_id_for(playbook: Playbook, fallback: str) -> str:
-    """`metadata.path` (the catalog key), else the name, else the file name."""
-    for candidate in (playbook.catalog_path, playbook.name, fallback):
-        if isinstance(candidate, str) and candidate.strip():
-            return dag_id_for_path(candidate)
-    return dag_id_for_path(fallback)
+    """The DAG id of the playbook's catalog key (``Playbook.catalog_key``), else of the file name
+    (a playbook without one has S101 errors and is not compiled)."""
+    return dag_id_for_path(playbook.catalog_key or fallback)
 
 
 def step_graph(playbook: Playbook) -> tuple[nx.DiGraph, list[str]]:
@@ -372,11 +370,14 @@ class _Lowering:
                     for producer in sorted(tasks, key=lambda u: position[u.id]):
                         if producer.result_task not in out[var]:
                             out[var].append(producer.result_task)
-        reads: dict[str, Any] = {
+        # Empty tables are left out like default payload keys: the runtime reads an absent table
+        # as empty (`reads.get(...) or {}`), and the DAG file shows only real dependencies.
+        tables = {
             "results": dict(sorted(results.items(), key=lambda kv: self.order[kv[0]])),
             "ctx": {k: v for k, v in sorted(ctx.items()) if v},
             "vars": {k: v for k, v in sorted(vars_.items()) if v},
         }
+        reads: dict[str, Any] = {key: table for key, table in tables.items() if table}
         if region_results:
             reads["region_results"] = dict(
                 sorted(region_results.items(), key=lambda kv: self.order[kv[0]])
@@ -415,6 +416,10 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
                 "ctx": lowering.deps.ctx.get(member, {}),
                 "vars": lowering.deps.vars.get(member, {}),
             }
+    # What the DAG file carries: each unit's payload without default-valued keys, so a reviewer
+    # sees what the playbook says (graph nodes keep the full payloads for drawing).
+    for unit in units:
+        unit.payload = compact_unit(unit.payload)
     metadata = playbook.raw.get("metadata") if isinstance(playbook.raw, Mapping) else None
     description = metadata.get("description") if isinstance(metadata, Mapping) else None
     if not isinstance(description, str):

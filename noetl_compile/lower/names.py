@@ -13,6 +13,8 @@ import hashlib
 import re
 import unicodedata
 
+from ..dag_ids import dag_id_for_path
+
 __all__ = ["AIRFLOW_CONTEXT_KEYS", "IdAllocator", "dag_id_for_path", "sanitize_id"]
 
 AIRFLOW_CONTEXT_KEYS = frozenset(
@@ -62,7 +64,6 @@ AIRFLOW_CONTEXT_KEYS = frozenset(
 # Airflow's KEY_REGEX allows 250 characters; leave room for a group prefix and a suffix.
 MAX_ID = 120
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")
-_INVALID_DAG = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def _ascii(text: str) -> str:
@@ -104,19 +105,3 @@ class IdAllocator:
             candidate = f"{base}_{counter}"
         self.taken.add(candidate.lower())
         return candidate
-
-
-def dag_id_for_path(path: str) -> str:
-    """The dag id a catalog path maps to: ``tests/fixtures/hello`` -> ``tests.fixtures.hello``.
-
-    The same function runs in ``airflow_plugin.operators.nested`` for templated child paths, so
-    a parent can find its child's DAG; keep the two in step.
-    """
-    text = _ascii(str(path)).strip().strip("/").replace("/", ".")
-    text = _INVALID_DAG.sub("_", text)
-    text = re.sub(r"\.{2,}", ".", text).strip("._")
-    if not text:
-        return f"playbook_{_short_hash(str(path))}"
-    if len(text) > 200:
-        text = f"{text[:190]}_{_short_hash(str(path))}"
-    return text

@@ -233,3 +233,83 @@ def loop_payload(step: Step) -> dict[str, Any]:
     if loop.filter is not None:
         entry["filter"] = plain(loop.filter)
     return entry
+
+
+# -- what the DAG file carries ------------------------------------------------------------------
+
+# Values a step payload key holds when the playbook says nothing about it; the runtime reads an
+# absent key as this value (``airflow_plugin.runtime.payload.PAYLOAD_DEFAULTS``, held equal by
+# tests/test_payload_defaults.py), so the DAG file only shows what the playbook says.
+STEP_DEFAULTS: dict[str, Any] = {
+    "input": {},
+    "tool": None,
+    "pipeline": None,
+    "set": {},
+    "vars": {},
+    "case": [],
+    "routing": {"mode": "exclusive", "arcs": []},
+}
+
+
+def _compact_routing(routing: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if routing.get("mode", "exclusive") != "exclusive":
+        out["mode"] = routing["mode"]
+    arcs = []
+    for arc in routing.get("arcs") or []:
+        # `when: None` is an unguarded arc; a task id equal to the step name is the default
+        # (`task_id: None`, a target without a task, is kept: it means something).
+        arcs.append(
+            {
+                k: v
+                for k, v in arc.items()
+                if not (k == "when" and v is None) and not (k == "task_id" and v == arc["step"])
+            }
+        )
+    if arcs:
+        out["arcs"] = arcs
+    return out
+
+
+def compact_step(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A step payload without the keys that hold only their default."""
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key == "routing":
+            value = _compact_routing(value)
+            if not value:
+                continue
+        elif key in STEP_DEFAULTS and value == STEP_DEFAULTS[key]:
+            continue
+        elif key == "case":
+            value = [
+                {k: v for k, v in rule.items() if k != "when" or v is not None} for rule in value
+            ]
+        elif key == "loop":
+            value = _compact_loop(value)
+        out[key] = value
+    return out
+
+
+def _compact_loop(loop: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in loop.items() if not (k == "max_in_flight" and v is None)}
+    body = loop.get("body")
+    if isinstance(body, Mapping):
+        out["body"] = {
+            "routing": _compact_routing(body.get("routing") or {}),
+            "steps": {name: compact_step(step) for name, step in body["steps"].items()},
+        }
+    if isinstance(loop.get("end"), Mapping):
+        out["end"] = compact_step(loop["end"])
+    return out
+
+
+def compact_unit(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload of one unit as the DAG file prints it: a region's member steps, a loop's body
+    and end step and a plain step all without default-valued keys."""
+    if "region" in payload:
+        return {
+            **payload,
+            "steps": {name: compact_step(step) for name, step in payload["steps"].items()},
+        }
+    return compact_step(payload)

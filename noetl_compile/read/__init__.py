@@ -65,7 +65,12 @@ def detect_dialect(root: Any) -> str:
             if scores["v1"] or not (scores["case-v2"] or scores["canonical"])
             else ("case-v2" if scores["case-v2"] > scores["canonical"] else "canonical")
         )
-    if scores["v1"] > max(scores["case-v2"], scores["canonical"]) and api not in ("noetl.io/v10",):
+    # A v2/v10 apiVersion is never read as v1: a v1 routing form in such a file is a mistake the
+    # v2 readers report (S114), not a licence to give it the v1 meaning.
+    if scores["v1"] > max(scores["case-v2"], scores["canonical"]) and api not in (
+        "noetl.io/v2",
+        "noetl.io/v10",
+    ):
         return "v1"
     return "case-v2" if scores["case-v2"] > scores["canonical"] else "canonical"
 

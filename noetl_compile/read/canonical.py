@@ -16,20 +16,28 @@ from .base import TOOL_SETTING_KEYS, event_of, is_template
 from .playbook import PlaybookReader
 
 STEP_KEYS = {"step", "desc", "spec", "input", "loop", "tool", "next", "set"}
-W, E = Severity.WARNING, Severity.ERROR
+E = Severity.ERROR
 STEP_FOREIGN = {
     "args": ("the engine rejects it; use `input`", E),
     "set_ctx": ("the engine rejects it; use `set: {ctx.name: ...}`", E),
     "set_iter": ("the engine rejects it; use `set: {iter.name: ...}`", E),
     "result": ("the engine rejects it; derive values with `set`", E),
     "outcome": ("the engine rejects it; use `tool.spec.policy.rules`", E),
-    "when": ("ignored by the engine; use `spec.policy.admit.rules`", W),
-    "case": ("ignored by the engine; use `next.arcs` guards and `tool.spec.policy.rules`", W),
-    "type": ("ignored by the engine; use `tool: {kind: ...}`", W),
-    "vars": ("ignored by the engine; use `set: {ctx.name: ...}`", W),
-    "sink": ("ignored by the engine; add a pipeline task that writes the result", W),
-    "retry": ("ignored by the engine; use `tool.spec.policy.rules` with `do: retry`", W),
+    # Forms of the other generations the engine drops (its parser rejects them): errors too,
+    # since a step that silently loses its routing, tool or sink is not the playbook written.
+    "when": ("the engine drops it; use `spec.policy.admit.rules`", E),
+    "case": ("the engine drops it; use `next.arcs` guards and `tool.spec.policy.rules`", E),
+    "type": ("the engine drops it; use `tool: {kind: ...}`", E),
+    "vars": ("the engine drops it; use `set: {ctx.name: ...}`", E),
+    "sink": ("the engine drops it; add a pipeline task that writes the result", E),
+    "retry": ("the engine drops it; use `tool.spec.policy.rules` with `do: retry`", E),
 }
+# A `next` entry or mapping holding these is the v1 routing form, which this engine never routes.
+V1_ROUTING_KEYS = ("then", "else")
+V1_ROUTING_ADVICE = (
+    "`when`/`then`/`else` blocks in `next` are the v1 routing form, which the canonical engine "
+    "never routes; use `next: {arcs: [{step: ..., when: ...}]}` (an arc without `when` is the else)"
+)
 TOOL_KEYS_COMMON = {"kind", "name", "spec", "output", "input"}
 ARC_KEYS = {"step", "when", "set", "spec"}
 LOOP_KEYS = {"in", "cursor", "iterator", "spec"}
@@ -200,7 +208,14 @@ class CanonicalReader(PlaybookReader):
         loop = self.mapping(item, "loop", f"`loop` of {label}")
         if loop is None:
             return None
-        self.check_keys(loop, LOOP_KEYS, f"the loop of {label}")
+        # `loop.mode` is the v2 form; the canonical engine drops it (the loop runs sequentially).
+        foreign = {"mode": ("the engine drops it; use `loop.spec.mode`", E)}
+        self.check_keys(
+            loop,
+            LOOP_KEYS,
+            f"the loop of {label}",
+            foreign=foreign if self.dialect == "canonical" else None,
+        )
         spec = self.mapping(loop, "spec", f"`loop.spec` of {label}") or {}
         if spec:
             self.check_keys(spec, LOOP_SPEC_KEYS, f"the loop spec of {label}")
@@ -267,6 +282,8 @@ class CanonicalReader(PlaybookReader):
         if isinstance(value, YList):
             return Router(mode="exclusive", arcs=self.read_arcs(value, where))
         if isinstance(value, YMap):
+            if self.borrowed_v1_routing(value, where):
+                return Router(mode="exclusive")
             if "arcs" not in value and "step" in value:  # a single `{step, when}`
                 arc = self.read_arc(value, where, 0)
                 return Router(mode="exclusive", arcs=[arc] if arc else [])
@@ -293,9 +310,24 @@ class CanonicalReader(PlaybookReader):
         self.expect(item, "next", (str, list, dict), where)
         return Router(mode="exclusive")
 
+    def borrowed_v1_routing(self, entry: YMap, where: str) -> bool:
+        """S114 for a v1 `when`/`then`/`else` block; such an entry gives no arc at all."""
+        key = next((k for k in V1_ROUTING_KEYS if k in entry), None)
+        if key is None:
+            return False
+        self.report(
+            "S114",
+            self.key_pos(entry, key),
+            f"`{key}` in {where}: {V1_ROUTING_ADVICE}",
+            severity=E,
+        )
+        return True
+
     def read_arcs(self, items: YList, where: str) -> list[Arc]:
         arcs = []
         for index, entry in enumerate(items):
+            if isinstance(entry, YMap) and self.borrowed_v1_routing(entry, where):
+                continue
             if isinstance(entry, YMap):
                 arc = self.read_arc(entry, f"arc {index + 1} of {where}", index)
             else:
@@ -313,9 +345,9 @@ class CanonicalReader(PlaybookReader):
             where,
             foreign={
                 "expr": ("use `when`", E),
-                "args": ("the engine reads only step, when and set; pass values with `set`", W),
-                "then": (
-                    "arcs are not conditional blocks; put the target in `step` and the condition in `when`",
+                # `{step, args}` is the v2 form: the engine drops `args`, so the values never arrive
+                "args": (
+                    "the engine drops it (it reads step, when and set); pass values with `set`",
                     E,
                 ),
             },

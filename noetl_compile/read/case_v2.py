@@ -28,13 +28,20 @@ STEP_KEYS = {
     "retry",
     "spec",
 }
-W = Severity.WARNING
+E = Severity.ERROR
+# Step forms of the other generations; the v2 engine drops them, so they are errors.
 STEP_FOREIGN = {
-    "set": ("put `set` inside a `case` rule's `then`", W),
-    "input": ("use `args`", W),
-    "type": ("use `tool: {kind: ...}`", W),
-    "with": ("use `args`", W),
+    "set": ("the engine drops it; put `set` inside a `case` rule's `then`", E),
+    "input": ("the engine drops it; use `args`", E),
+    "type": ("the engine drops it; use `tool: {kind: ...}`", E),
+    "with": ("the engine drops it; use `args`", E),
 }
+# `then: {step: x}` is the v1 `{when, step}` shorthand; a v2 `then` routes only through `next`.
+THEN_FOREIGN = {"step": ("the engine drops it; route with `then: {next: [{step: ...}]}`", E)}
+CANONICAL_ROUTER_ADVICE = (
+    "`next: {spec, arcs}` is the canonical router, which the v2 engine does not read; use "
+    "`case: [{when, then: {next: [{step: ...}]}}]` for conditions and `next: [{step, args}]`"
+)
 THEN_ACTIONS = {"next", "sink", "set", "retry", "collect", "result", "call", "log", "vars", "fail"}
 LOOP_KEYS = {"in", "iterator", "mode", "spec"}
 
@@ -133,14 +140,14 @@ class CaseV2Reader(CanonicalReader):
                 if not isinstance(part, YMap):
                     self.expect(then, index, (dict,), f"action {index + 1} of {where}")
                     continue
-                self.check_keys(part, THEN_ACTIONS, f"`then` of {where}")
+                self.check_keys(part, THEN_ACTIONS, f"`then` of {where}", foreign=THEN_FOREIGN)
                 for key, value in part.items():
                     merged[key] = value
                     merged.key_spans[key] = part.key_spans.get(key)
                     merged.value_spans[key] = part.value_spans.get(key)
             return merged
         if isinstance(then, YMap):
-            self.check_keys(then, THEN_ACTIONS, f"`then` of {where}")
+            self.check_keys(then, THEN_ACTIONS, f"`then` of {where}", foreign=THEN_FOREIGN)
             return then
         if "then" in rule or "else" in rule:
             self.expect(
@@ -160,6 +167,12 @@ class CaseV2Reader(CanonicalReader):
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             arc = self.arc_from_name(holder, "next", where, group=group, origin=origin)
             return [arc] if arc else []
+        if isinstance(value, YMap) and ("arcs" in value or "spec" in value):
+            key = "arcs" if "arcs" in value else "spec"
+            self.report(
+                "S114", self.key_pos(value, key), f"`{key}` in {where}: {CANONICAL_ROUTER_ADVICE}"
+            )
+            return []
         if isinstance(value, YMap):
             value = self.single_entry_list(holder)
         if not isinstance(value, YList):

@@ -31,7 +31,6 @@ CONTROL_KEYS = {
     "loop",
     "end_loop",
     "result",
-    "case",
     "next",
     "sink",
     "save",
@@ -69,6 +68,21 @@ TASK_KEYS = {
 } | INLINE_TOOL_KEYS
 LOOP_KEYS = {"in", "iterator", "mode", "filter", "limit", "collection", "element"}
 NEXT_ENTRY_KEYS = {"step", "with", "args", "data", "input", "when", "then", "else"}
+E = Severity.ERROR
+# Step forms of the later generations: the v1 engine drops them, so a step that uses one loses its
+# routing or its values without notice.
+STEP_FOREIGN = {
+    "case": (
+        "the v1 engine drops it; route with `next: [{when, then: [{step: ...}]}, {else: ...}]`",
+        E,
+    ),
+    "vars": ("the v1 engine drops it; read the step's result by its name (`{{ step.field }}`)", E),
+    "set": ("the v1 engine drops it; pass values with `with` on the next step", E),
+}
+CANONICAL_ROUTER_ADVICE = (
+    "`next: {spec, arcs}` is the canonical router, which the v1 engine does not read; use "
+    "`next: [{when: ..., then: [{step: ...}]}, {else: [{step: ...}]}]`"
+)
 
 
 class V1Reader(PlaybookReader):
@@ -106,7 +120,7 @@ class V1Reader(PlaybookReader):
 
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
-        step, label = self.open_step(item, name, CONTROL_KEYS | INLINE_TOOL_KEYS, {})
+        step, label = self.open_step(item, name, CONTROL_KEYS | INLINE_TOOL_KEYS, STEP_FOREIGN)
         kind = self.task_kind(item, label)
         if kind == "iterator":
             self.read_iterator_step(item, step, label)
@@ -222,6 +236,12 @@ class V1Reader(PlaybookReader):
         router = self.trivial_next(item, where)
         if router is not None:
             return router
+        if isinstance(value, YMap) and ("arcs" in value or "spec" in value):
+            key = "arcs" if "arcs" in value else "spec"
+            self.report(
+                "S114", self.key_pos(value, key), f"`{key}` in {where}: {CANONICAL_ROUTER_ADVICE}"
+            )
+            return Router(mode="exclusive")
         if isinstance(value, YMap):
             value = list_of_one(value, item.value_span("next"))
         if not isinstance(value, YList):
@@ -239,7 +259,8 @@ class V1Reader(PlaybookReader):
                 entry,
                 NEXT_ENTRY_KEYS,
                 entry_where,
-                foreign={"condition": ("the v1 engine reads `when`", Severity.WARNING)},
+                # The engine drops `condition`, so the entry would route unconditionally.
+                foreign={"condition": ("the v1 engine drops it and reads `when`", E)},
             )
             if "when" in entry or "else" in entry:
                 conditional = True

@@ -1,5 +1,9 @@
 """Conformance: every corpus playbook checks without an exception, and gives exactly the
-errors listed for it in expectations.yaml (none for most), each with a reason."""
+errors listed for it in expectations.yaml (none for most), each with a reason.
+
+Each top-level corpus folder is checked as its own run (one project, one catalog); a run over the
+whole corpus must add exactly R208 (two playbooks claiming one catalog path) and R209 (a call to
+such a path), nothing else."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import yaml
 
 from noetl_compile.check import check_paths
 from noetl_compile.diagnostics import Severity
-from tests.corpus import CORPUS, corpus_files
+from tests.corpus import CORPUS, corpus_files, corpus_projects
 
 EXPECTATIONS = Path(__file__).with_name("expectations.yaml")
 
@@ -19,9 +23,12 @@ EXPECTATIONS = Path(__file__).with_name("expectations.yaml")
 def corpus_results():
     if not CORPUS.is_dir():
         pytest.fail(f"the shared corpus is missing at {CORPUS}")
-    results, problems = check_paths([str(CORPUS)])
-    assert not problems
-    return {Path(r.path).relative_to(CORPUS).as_posix(): r for r in results}
+    found = {}
+    for project in corpus_projects():
+        results, problems = check_paths([str(project)])
+        assert not problems
+        found.update({Path(r.path).relative_to(CORPUS).as_posix(): r for r in results})
+    return found
 
 
 def load_expectations() -> dict[str, dict[str, str]]:
@@ -64,3 +71,31 @@ def test_every_diagnostic_has_a_position(corpus_results):
     for result in corpus_results.values():
         for d in result.diagnostics:
             assert d.position.line >= 1 and d.position.col >= 1, d
+
+
+def test_a_whole_corpus_run_adds_only_the_catalog_conflicts(corpus_results):
+    results, _ = check_paths([str(CORPUS)])
+    keys: dict[str, set[str]] = {}
+    for result in results:
+        if result.playbook is not None and result.playbook.catalog_key:
+            keys.setdefault(result.playbook.catalog_key.strip("/"), set()).add(result.path)
+    shared = {k for k, files in keys.items() if len(files) > 1}
+    added = {}
+    for result in results:
+        relative = Path(result.path).relative_to(CORPUS).as_posix()
+        alone = {(d.code, d.position, d.message) for d in corpus_results[relative].diagnostics}
+        added[relative] = sorted(
+            (d.code, d.message)
+            for d in result.diagnostics
+            if (d.code, d.position, d.message) not in alone
+        )
+    twins = {Path(path).relative_to(CORPUS).as_posix() for k in shared for path in keys[k]}
+    assert len(twins) > 150  # v1/case-v2/canonical carry many of the same fixtures
+    for relative, extra in added.items():
+        codes = {code for code, _ in extra}
+        assert codes <= {"R208", "R209"}, (relative, extra)
+        assert ("R208" in codes) == (relative in twins), relative
+        for code, message in extra:
+            if code == "R208":
+                # the message names the other file(s)
+                assert str(CORPUS) in message, message

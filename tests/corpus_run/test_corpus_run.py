@@ -136,9 +136,15 @@ def check_results():
     from noetl_compile.check import check_paths
 
     rels = [rel for rel, e in EXPECTATIONS.items() if e.skip]
-    results, problems = check_paths([str(CORPUS / rel) for rel in rels])
-    assert not problems
-    return {Path(r.path).relative_to(CORPUS).as_posix(): r for r in results}
+    found = {}
+    # One run per corpus project (top-level folder): the same fixture under one catalog path in
+    # two projects is R208 in a run that holds both.
+    for project in sorted({rel.split("/", 1)[0] for rel in rels}):
+        chosen = [str(CORPUS / rel) for rel in rels if rel.split("/", 1)[0] == project]
+        results, problems = check_paths(chosen)
+        assert not problems
+        found.update({Path(r.path).relative_to(CORPUS).as_posix(): r for r in results})
+    return found
 
 
 def test_check_error_reasons_are_what_noetlc_check_reports(check_results):

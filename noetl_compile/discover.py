@@ -1,0 +1,202 @@
+"""Which files a run reads: the playbook files under the paths given on the command line.
+
+A file named on the command line is always read. Under a folder, as ruff does: hidden folders,
+files and folders that a ``.gitignore`` (of that folder or of any folder up to the repository
+root) ignores, and files matching an ``--exclude`` glob are left out; YAML files that are clearly
+not playbooks (a ``docker-compose.yml``, a CI config: no ``apiVersion: noetl.io/...``, no
+``kind: Playbook``, no ``workflow``) are skipped by the caller with a note (E003), see
+``looks_like_playbook``.
+
+The ``.gitignore`` support covers what such files hold in practice: comments, blank lines,
+``!`` negation, a trailing ``/`` for folders, a leading or inner ``/`` anchoring the pattern to
+its folder, and ``*``, ``?``, ``[...]``, ``**`` wildcards.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["Found", "find_files", "looks_like_playbook"]
+
+PLAYBOOK_SUFFIXES = (".yaml", ".yml")
+_PLAYBOOK_KEYS = ("workflow", "workbook")
+
+
+@dataclass
+class Found:
+    files: list[str] = field(default_factory=list)  # sorted, without duplicates
+    named: set[str] = field(default_factory=set)  # given on the command line: never skipped
+    missing: list[str] = field(default_factory=list)  # paths that do not exist
+
+
+@dataclass(frozen=True)
+class _Rule:
+    regex: re.Pattern[str]
+    negate: bool
+    folders_only: bool
+
+
+def _glob_regex(pattern: str) -> str:
+    """A gitignore glob as a regex over a ``/``-separated relative path."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                out.append(fnmatch.translate(pattern[i : end + 1])[4:-3])
+                i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=256)
+def _rules(folder: str) -> tuple[_Rule, ...]:
+    """The rules of ``folder/.gitignore`` (none when there is no such file)."""
+    try:
+        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return ()
+    rules = []
+    for line in lines:
+        text = line.rstrip()
+        if not text or text.startswith("#"):
+            continue
+        negate = text.startswith("!")
+        text = text[1:] if negate else text
+        folders_only = text.endswith("/")
+        text = text.rstrip("/")
+        if not text:
+            continue
+        anchored = "/" in text
+        body = _glob_regex(text.lstrip("/"))
+        regex = re.compile(("" if anchored else "(?:.*/)?") + body + "(?:/.*)?$")
+        rules.append(_Rule(regex, negate, folders_only))
+    return tuple(rules)
+
+
+def _repository_root(folder: str) -> str:
+    """The nearest folder at or above ``folder`` with a ``.git``, else ``folder`` itself."""
+    current = folder
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return folder
+        current = parent
+
+
+@lru_cache(maxsize=1024)
+def _governing(folder: str, root: str) -> tuple[tuple[str, tuple[_Rule, ...]], ...]:
+    """The (folder, rules) of the ``.gitignore`` files from ``root`` down to ``folder`` that
+    hold rules, outermost first (one answer per folder, shared by all its files)."""
+    chain = []
+    while True:
+        chain.append(folder)
+        if folder == root or os.path.dirname(folder) == folder:
+            break
+        folder = os.path.dirname(folder)
+    return tuple((base, _rules(base)) for base in reversed(chain) if _rules(base))
+
+
+def _ignored(path: str, is_folder: bool, root: str) -> bool:
+    """Whether the ``.gitignore`` files from ``root`` down to ``path``'s folder ignore it."""
+    ignored = False
+    for base, rules in _governing(os.path.dirname(path), root):  # deeper files decide last
+        relative = os.path.relpath(path, base).replace(os.sep, "/")
+        for rule in rules:
+            if rule.folders_only and not is_folder:
+                # `build/` ignores what is under a folder named build, not a file of that name
+                if not any(rule.regex.match(p) for p in _parents(relative)):
+                    continue
+            elif not rule.regex.match(relative):
+                continue
+            ignored = not rule.negate
+    return ignored
+
+
+def _parents(relative: str) -> list[str]:
+    parts = relative.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _excluded(path: str, start: str, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return False
+    relative = os.path.relpath(path, start).replace(os.sep, "/")
+    name = os.path.basename(path)
+    return any(fnmatch.fnmatchcase(relative, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def find_files(paths: list[str] | tuple[str, ...], exclude: tuple[str, ...] = ()) -> Found:
+    """The YAML files under ``paths`` (files named there are always kept)."""
+    found = Found()
+    for path in paths:
+        if os.path.isfile(path):
+            found.files.append(path)
+            found.named.add(path)
+            continue
+        if not os.path.isdir(path):
+            found.missing.append(path)
+            continue
+        start = os.path.abspath(path)
+        root = _repository_root(start)
+        for folder, dirs, files in os.walk(path):
+            here = os.path.abspath(folder)
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and not _excluded(os.path.join(here, d), start, exclude)
+                and not _ignored(os.path.join(here, d), True, root)
+            )
+            for name in sorted(files):
+                full = os.path.join(here, name)
+                if (
+                    name.endswith(PLAYBOOK_SUFFIXES)
+                    and not name.startswith(".")
+                    and not _excluded(full, start, exclude)
+                    and not _ignored(full, False, root)
+                ):
+                    found.files.append(os.path.join(folder, name))
+    found.files = sorted(dict.fromkeys(found.files))
+    return found
+
+
+def looks_like_playbook(data: Any) -> bool:
+    """Whether a loaded YAML document may be a playbook (so is checked, not skipped).
+
+    Anything with a NoETL ``apiVersion``, ``kind: Playbook`` or a ``workflow``/``workbook`` is;
+    so are documents that did not load (a broken playbook must still be reported) and empty ones.
+    """
+    if not isinstance(data, dict):
+        return data is None
+    api, kind = data.get("apiVersion"), data.get("kind")
+    return (
+        (isinstance(api, str) and api.startswith("noetl"))
+        or kind == "Playbook"
+        or any(key in data for key in _PLAYBOOK_KEYS)
+    )
