@@ -155,15 +155,19 @@ class EventStore:
         self._migrated = True
 
     def current_revision(self) -> str | None:
+        # One query, as every task process asks once: a missing table is a database error,
+        # told apart from an unreachable server by trying the connection first.
         table = VERSION_TABLE if self.dialect == "sqlite" else f"{SCHEMA}.{VERSION_TABLE}"
-        with self._begin() as conn:
-            if not sa.inspect(conn).has_table(VERSION_TABLE, schema=self._schema):
-                return None
-            return conn.execute(sa.text(f"SELECT version_num FROM {table}")).scalar()
-
-    @property
-    def _schema(self) -> str | None:
-        return None if self.dialect == "sqlite" else SCHEMA
+        try:
+            with self.engine.connect() as conn:
+                try:
+                    return conn.execute(sa.text(f"SELECT version_num FROM {table}")).scalar()
+                except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+                    if _is_missing_table(exc):
+                        return None
+                    raise
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreUnavailable(f"{self.describe()}: {_reason(exc)}") from exc
 
     @contextlib.contextmanager
     def _migration_lock(self) -> Iterator[None]:
@@ -339,6 +343,14 @@ def _read_row(row: Mapping[str, Any]) -> dict[str, Any]:
             stamp = stamp.replace(tzinfo=_dt.UTC)
         out["timestamp"] = stamp.isoformat()
     return out
+
+
+def _is_missing_table(exc: BaseException) -> bool:
+    original = getattr(exc, "orig", None)
+    # Postgres: undefined_table (42P01) or invalid_schema_name (3F000); SQLite: "no such table".
+    if getattr(original, "sqlstate", None) in ("42P01", "3F000"):
+        return True
+    return "no such table" in str(original or exc)
 
 
 def _reason(exc: BaseException) -> str:
