@@ -176,6 +176,8 @@ def render_status(state: Mapping[str, Any]) -> str:
             f"loop {loop_id}: {loop['finished']}/{loop['total']} iterations, "
             f"{loop['failed']} failed, {'done' if loop['done'] else 'running'}"
         )
+    for child in state["children"]:
+        lines.append(f"child execution {child} (noetlc status {child})")
     for gate in state["gates"]:
         lines.append(f"waiting: gate {gate['gate']} since {gate['since']}")
     if state["results"]:
