@@ -95,6 +95,14 @@ RULES: dict[str, Rule] = {
             "Engines read one playbook per file; documents after the first are ignored.",
             "split the file at `---` into one file per playbook",
         ),
+        _rule(
+            "Y008",
+            E,
+            "alias expansion too large",
+            "Aliases that repeat anchors of anchors (a 'billion laughs' document) expand a few lines "
+            "into millions of values: no engine can load it, and a DAG built from it would be huge.",
+            "before:  b: &b [*a, *a, *a, *a]\n         c: &c [*b, *b, *b, *b]\nafter:   write the values out",
+        ),
         # -- structure -----------------------------------------------------------------------------
         _rule(
             "S101",

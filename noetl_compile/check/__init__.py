@@ -9,6 +9,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ..ast import Playbook
@@ -58,25 +60,38 @@ def discover(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
 
 
 def read_file(path: str, dialect: str | None = None) -> FileResult:
-    document = load_file(path)
-    sink = DiagnosticSink(path)
+    try:
+        document = load_file(path)
+    except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
+        document = Document(path, "", None, [_internal_error(path, "loading", exc)])
+    return _read(document, dialect)
+
+
+def _read(document: Document, dialect: str | None) -> FileResult:
+    sink = DiagnosticSink(document.path)
     sink.items.extend(document.diagnostics)
     try:
         playbook = read_document(document, sink, dialect)
     except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
-        sink.add(
-            "E002", Position(1, 1), f"internal error while reading: {type(exc).__name__}: {exc}"
-        )
+        sink.items.append(_internal_error(document.path, "reading", exc))
         playbook = None
-    return FileResult(path, document, playbook, sink.items)
+    return FileResult(document.path, document, playbook, sink.items)
+
+
+def _internal_error(path: str, stage: str, exc: BaseException) -> Diagnostic:
+    message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return Diagnostic(
+        "E002", Severity.ERROR, path, Position(1, 1), f"internal error while {stage}: {message}"
+    )
 
 
 def check_text(text: str, path: str = "<string>", *, dialect: str | None = None) -> FileResult:
     """Check one playbook given as text (tests, editors, fuzzing)."""
-    document = load_text(text, path)
-    sink = DiagnosticSink(path)
-    sink.items.extend(document.diagnostics)
-    result = FileResult(path, document, read_document(document, sink, dialect), sink.items)
+    try:
+        document = load_text(text, path)
+    except Exception as exc:  # noqa: BLE001
+        document = Document(path, text, None, [_internal_error(path, "loading", exc)])
+    result = _read(document, dialect)
     check_results([result])
     return result
 
@@ -106,11 +121,7 @@ def check_results(
             try:
                 family(context)
             except Exception as exc:  # noqa: BLE001 — one failing rule must not hide the others
-                sink.add(
-                    "E002",
-                    Position(1, 1),
-                    f"internal error in {family.__module__}: {type(exc).__name__}: {exc}",
-                )
+                sink.items.append(_internal_error(result.path, f"in {family.__module__}", exc))
         result.diagnostics.extend(sink.items)
     if resolve_nested:
         _attach(
@@ -153,6 +164,37 @@ def _check_chunk(files: list[str], dialect: str | None, connections: set[str] | 
     return reports, catalog_names(results), project.nested_calls
 
 
+def _check_in_workers(files: list[str], jobs: int, dialect, connections) -> list:
+    """One chunk per worker. A worker that dies (a crash in a C extension, the OOM killer)
+    breaks the pool instead of hanging it; its files are then checked one per process, so only
+    the file that kills its process is lost, as an E002 finding."""
+    context = multiprocessing.get_context("fork")
+    chunks = [files[i::jobs] for i in range(jobs)]
+    parts = []
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        futures = [pool.submit(_check_chunk, chunk, dialect, connections) for chunk in chunks]
+        broken = []
+        for chunk, future in zip(chunks, futures):
+            try:
+                parts.append(future.result())
+            except BrokenProcessPool:
+                broken += chunk
+    for path in broken:
+        with ProcessPoolExecutor(1, mp_context=context) as alone:
+            try:
+                parts.append(alone.submit(_check_chunk, [path], dialect, connections).result())
+            except BrokenProcessPool:
+                crash = Diagnostic(
+                    "E002",
+                    Severity.ERROR,
+                    path,
+                    Position(1, 1),
+                    "internal error: checking this file stopped the worker process",
+                )
+                parts.append(([FileReport(path, "", [crash])], set(), []))
+    return parts
+
+
 def report_paths(
     paths: Iterable[str],
     *,
@@ -169,10 +211,7 @@ def report_paths(
     if jobs <= 1 or len(files) < 16 * jobs or "fork" not in multiprocessing.get_all_start_methods():
         parts = [_check_chunk(files, dialect, connections)]
     else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            parts = pool.starmap(
-                _check_chunk, [(files[i::jobs], dialect, connections) for i in range(jobs)]
-            )
+        parts = _check_in_workers(files, jobs, dialect, connections)
     reports = sorted((report for part in parts for report in part[0]), key=lambda r: r.path)
     catalog = set().union(*(part[1] for part in parts))
     calls = [call for part in parts for call in part[2]]
