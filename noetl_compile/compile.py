@@ -141,11 +141,35 @@ def compile_paths(
                 )
             )
             continue
+        leak = _written_secret(result, text)
+        if leak is not None:
+            # X601 is an error, so this only happens if it is ever made ignorable: Param defaults
+            # are shown in the Airflow UI, and a DAG file is read by every scheduler and worker.
+            report.failed.append(result.path)
+            report.diagnostics.append(leak)
+            continue
         report.files.append(
             CompiledFile(result.path, display, os.path.join(output, name), dag_id, text)
         )
     _sync(report, output, check_only, _owned_prefixes(paths))
     return report
+
+
+def _written_secret(result: FileResult, text: str) -> Diagnostic | None:
+    """An X601 finding whose secret the DAG text would hold (as written or as a literal)."""
+    for d in result.diagnostics:
+        secret = d.secret if d.code == "X601" and d.secret and d.secret.strip() else None
+        if secret and (secret in text or repr(secret)[1:-1] in text):
+            return Diagnostic(
+                "X601",
+                Severity.ERROR,
+                result.path,
+                d.position,
+                "not compiled: the DAG file would hold this literal secret",
+                d.hint,
+                secret,
+            )
+    return None
 
 
 def _generated_source(path: str) -> str | None:

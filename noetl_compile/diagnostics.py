@@ -34,6 +34,9 @@ class Diagnostic:
     position: Position
     message: str
     hint: str | None = field(default=None, compare=False)
+    # X601 only: the secret itself, never printed; every output format masks it wherever it
+    # would appear (the quoted source line, other findings' messages).
+    secret: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def sort_key(self) -> tuple:
@@ -55,9 +58,12 @@ class DiagnosticSink:
         *,
         hint: str | None = None,
         severity: Severity | None = None,
+        secret: str | None = None,
     ) -> None:
         from .rules import severity_of  # local: rules imports nothing from here at import time
 
         self.items.append(
-            Diagnostic(code, severity or severity_of(code), self.path, position, message, hint)
+            Diagnostic(
+                code, severity or severity_of(code), self.path, position, message, hint, secret
+            )
         )
