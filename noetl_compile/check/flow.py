@@ -79,5 +79,5 @@ def _check_ctx(ctx: CheckContext) -> None:
 
 def _written_before(ctx: CheckContext, step: str, writers) -> bool:
     """Some writer is the step itself or can run before it (a path reaches it from the writer)."""
-    before = ctx.flow.ancestors(step) | {step}
-    return any(w.step is None or w.step in before for w in writers)
+    flow = ctx.flow
+    return any(w.step is None or w.step == step or flow.is_ancestor(w.step, step) for w in writers)

@@ -86,6 +86,7 @@ class _Lowering:
         self.ids = IdAllocator()
         self.units: list[Unit] = []
         self.unit_of: dict[str, Unit] = {}
+        self._unit_position: dict[str, int] = {}
 
     # -- shapes -----------------------------------------------------------------------------------
     def plan(self) -> None:
@@ -353,7 +354,7 @@ class _Lowering:
 
     def reads(self, unit: Unit) -> dict[str, Any]:
         members = set(unit.steps)
-        position = {u.id: i for i, u in enumerate(self.units)}
+        position = self._unit_position
         results: dict[str, str] = {}
         region_results: dict[str, str] = {}
         ctx: dict[str, list[str]] = {}
@@ -388,6 +389,7 @@ class _Lowering:
         for unit in self.units:
             self.fill(unit)
         self.wire()
+        self._unit_position = {u.id: i for i, u in enumerate(self.units)}
         for unit in self.units:
             unit.reads = self.reads(unit)
         return self.units
