@@ -8,6 +8,8 @@ ordinary ``dict``/``list``/``str`` values (subclasses), so they never depend on 
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -135,7 +137,7 @@ def span_of(value: Any) -> Span | None:
     return getattr(value, "span", None)
 
 
-@dataclass(slots=True)
+@dataclass
 class Document:
     """One loaded YAML file."""
 
@@ -145,11 +147,16 @@ class Document:
     diagnostics: list[Diagnostic]
 
     def position_at(self, index: int) -> Position:
-        """1-based line/column of a character offset in the source."""
+        """1-based line/column of a character offset in the source (a binary search in the
+        line starts, so many findings in one file cost log n each, not a rescan)."""
         index = max(0, min(index, len(self.text)))
-        line = self.text.count("\n", 0, index) + 1
-        col = index - (self.text.rfind("\n", 0, index) + 1) + 1
-        return Position(line, col)
+        starts = self._line_starts
+        line = bisect.bisect_right(starts, index)
+        return Position(line, index - starts[line - 1] + 1)
+
+    @functools.cached_property
+    def _line_starts(self) -> list[int]:
+        return [0] + [match.end() for match in re.finditer("\n", self.text)]
 
 
 class _GiveUp(Exception):

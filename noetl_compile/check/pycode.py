@@ -18,7 +18,8 @@ from typing import Any
 from ..analyze.expressions import scan_template
 from .context import CheckContext
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+_TEMPLATE_OPEN = re.compile(r"\{([{%#])")
+_TEMPLATE_CLOSE = {"{": "}}", "%": "%}", "#": "#}"}
 # Maskings tried in turn: a name, a number, an empty tuple. One of them fits where the rendered
 # value goes in nearly all real code (`x = {{ n }}`, `f({{ a }})`, `'{{ s }}'`, `1{{ zeros }}`).
 _MASKS = (
@@ -73,7 +74,7 @@ def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=Non
 def compile_error(code: str) -> tuple[int, int, str] | None:
     """(line, column, message) of the first syntax error, both 1-based; None when it compiles
     or when the error is only an artefact of masking the Jinja parts."""
-    regions = [m.span() for m in _TEMPLATE.finditer(code)]
+    regions = _template_regions(code)
     first_error: SyntaxError | None = None
     for mask in _MASKS if regions else _MASKS[:1]:
         try:
@@ -97,6 +98,24 @@ def compile_error(code: str) -> tuple[int, int, str] | None:
     if column <= indent:  # indentation errors point into the blanks; show the statement
         column = indent + 1
     return line, column, first_error.msg
+
+
+def _template_regions(code: str) -> list[tuple[int, int]]:
+    """Spans of `{{ }}`, `{% %}` and `{# #}` (shortest match each). Linear: a lazy regex would
+    rescan to the end of the text for every opening that never closes."""
+    regions: list[tuple[int, int]] = []
+    unclosed: set[str] = set()  # kinds with no closing mark after some point: none later either
+    position = 0
+    while (opening := _TEMPLATE_OPEN.search(code, position)) is not None:
+        kind = opening.group(1)
+        close = -1 if kind in unclosed else code.find(_TEMPLATE_CLOSE[kind], opening.end())
+        if close < 0:
+            unclosed.add(kind)
+            position = opening.start() + 1
+            continue
+        regions.append((opening.start(), close + 2))
+        position = close + 2
+    return regions
 
 
 def _masked(code: str, regions: list[tuple[int, int]], mask) -> str:
