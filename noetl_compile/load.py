@@ -498,41 +498,39 @@ def load_text(text: str, path: str) -> Document:
     return Document(path, text, data, builder.diagnostics)
 
 
+# Larger than any playbook (a 100,000-step chain is ~12 MiB); reading stops there.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def load_file(path: str) -> Document:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            message = f"cannot read file: larger than {MAX_FILE_BYTES // 2**20} MiB"
+            return Document(path, "", None, [_file_error(path, message)])
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = (
+            len(data[data.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode("utf-8", "replace"))
+            + 1
+        )
+        message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
         return Document(
             path,
             "",
             None,
-            [
-                Diagnostic(
-                    "Y001",
-                    Severity.ERROR,
-                    path,
-                    Position(1, 1),
-                    f"not UTF-8 text: {exc.reason} at byte {exc.start}",
-                )
-            ],
+            [Diagnostic("Y001", Severity.ERROR, path, Position(line, column), message)],
         )
     except OSError as exc:
-        return Document(
-            path,
-            "",
-            None,
-            [
-                Diagnostic(
-                    "E001",
-                    Severity.ERROR,
-                    path,
-                    Position(1, 1),
-                    f"cannot read file: {exc.strerror}",
-                )
-            ],
-        )
+        return Document(path, "", None, [_file_error(path, f"cannot read file: {exc.strerror}")])
+    text = text.removeprefix("\ufeff")  # a byte order mark is not part of the document
     return load_text(text, path)
+
+
+def _file_error(path: str, message: str) -> Diagnostic:
+    return Diagnostic("E001", Severity.ERROR, path, Position(1, 1), message)
 
 
 def list_of_one(value: Any, span: Span) -> YList:

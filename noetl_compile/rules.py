@@ -47,6 +47,22 @@ RULES: dict[str, Rule] = {
             "report the playbook and the message to the noetlc maintainers",
         ),
         _rule(
+            "E003",
+            I,
+            "not a regular file",
+            "A FIFO, device or socket (or a symlink to one) among the playbooks: reading it could "
+            "block forever or never end, so it is skipped.",
+            "keep only playbook files in the folders you check",
+        ),
+        _rule(
+            "E004",
+            E,
+            "output cannot be written",
+            "The DAG file cannot be written safely: the output folder is not a folder or not "
+            "writable, or a symlink or special file sits where the DAG file goes.",
+            "compile into a plain, writable folder:  noetlc compile playbooks/ -o dags/",
+        ),
+        _rule(
             "Y001",
             E,
             "invalid YAML",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -17,6 +18,7 @@ from ..ast import Playbook
 from ..diagnostics import Diagnostic, DiagnosticSink, Position, Severity
 from ..load import Document, load_file, load_text
 from ..read import read_document
+from ..rules import severity_of
 from . import flow, references, security, templates, tools
 from .context import CheckContext, Project
 
@@ -38,25 +40,59 @@ class FileResult:
 
 
 def discover(paths: Iterable[str]) -> tuple[list[str], list[Diagnostic]]:
-    """Playbook files under the given paths, sorted; missing paths become diagnostics."""
+    """Playbook files under the given paths, sorted; missing paths, unreadable folders and
+    special files (FIFOs, devices: never opened, they could block) become diagnostics."""
     found: list[str] = []
     problems: list[Diagnostic] = []
+
+    def problem(code: str, path: str, message: str) -> None:
+        problems.append(Diagnostic(code, severity_of(code), path, Position(1, 1), message))
+
+    def unreadable(error: OSError) -> None:
+        problem("E001", error.filename or "?", f"cannot read folder: {error.strerror}")
+
     for path in paths:
-        if os.path.isdir(path):
-            for folder, dirs, files in os.walk(path):
+        kind = _kind(path)
+        if kind == "folder":
+            for folder, dirs, files in os.walk(path, onerror=unreadable):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [
-                    os.path.join(folder, f) for f in sorted(files) if f.endswith(PLAYBOOK_SUFFIXES)
-                ]
-        elif os.path.isfile(path):
+                for name in sorted(files):
+                    if not name.endswith(PLAYBOOK_SUFFIXES):
+                        continue
+                    full = os.path.join(folder, name)
+                    kind = _kind(full)
+                    if kind == "file":
+                        found.append(full)
+                    elif kind == "missing":  # a dangling symlink
+                        problem("E001", full, "no such file (a broken symlink?)")
+                    else:
+                        problem("E003", full, f"skipped: {kind}, not a regular file")
+        elif kind == "file":
             found.append(path)
+        elif kind == "missing":
+            problem("E001", path, "no such file or directory")
         else:
-            problems.append(
-                Diagnostic(
-                    "E001", Severity.ERROR, path, Position(1, 1), "no such file or directory"
-                )
-            )
+            problem("E003", path, f"skipped: {kind}, not a regular file")
     return sorted(dict.fromkeys(found)), problems
+
+
+def _kind(path: str) -> str:
+    """ "folder", "file", "missing" or what else the path is (following symlinks)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device file"
 
 
 def read_file(path: str, dialect: str | None = None) -> FileResult:
