@@ -88,7 +88,10 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
             )
     if task.kind in ("playbook", "playbooks"):
         path = config.get("path")
-        if isinstance(path, str) and not is_template(path):
+        if isinstance(path, str) and not path.strip("/ "):
+            # The nested-playbook operator refuses an empty path when the DAG file is parsed.
+            ctx.report("S101", ctx.pos(config, "path"), "the nested playbook `path` is empty")
+        elif isinstance(path, str) and not is_template(path):
             ctx.project.nested_calls.append(
                 NestedCall(ctx.sink.path, ctx.pos(config, "path"), path)
             )
