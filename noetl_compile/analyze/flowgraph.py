@@ -220,18 +220,26 @@ class StepGraph:
                 forks.append((step.name, targets))
         return forks
 
-    def may_run_in_parallel(self, a: str, b: str) -> bool:
-        """Both steps can be active in one run without one following the other."""
-        if a == b or self.is_ancestor(a, b) or self.is_ancestor(b, a):
-            return False
-        for _, targets in self.inclusive_forks:
-            for i, first in enumerate(targets):
-                for second in targets[i + 1 :]:
-                    if (self._on_branch(first, a) and self._on_branch(second, b)) or (
-                        self._on_branch(first, b) and self._on_branch(second, a)
-                    ):
-                        return True
-        return False
+    @cached_property
+    def _branches(self) -> dict[str, dict[int, set[str]]]:
+        """step -> fork index -> the fork's targets whose branch holds the step (the target
+        itself or a step after it). One walk per fork target, not one per pair of steps."""
+        found: dict[str, dict[int, set[str]]] = {}
+        for index, (_, targets) in enumerate(self.inclusive_forks):
+            for target in targets:
+                if target not in self.successors:
+                    continue
+                for step in self._reach.descendants(target) | {target}:
+                    found.setdefault(step, {}).setdefault(index, set()).add(target)
+        return found
 
-    def _on_branch(self, branch_head: str, step: str) -> bool:
-        return step == branch_head or self.is_ancestor(branch_head, step)
+    def may_run_in_parallel(self, a: str, b: str) -> bool:
+        """Both steps can be active in one run without one following the other: some fork
+        starts a branch holding one and another branch holding the other."""
+        if a == b:
+            return False
+        mine, theirs = self._branches.get(a, {}), self._branches.get(b, {})
+        forked = any(  # two different targets of one fork, one leading to each step
+            len(mine[fork] | theirs[fork]) > 1 for fork in mine.keys() & theirs.keys()
+        )
+        return forked and not self.is_ancestor(a, b) and not self.is_ancestor(b, a)
