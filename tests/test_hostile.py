@@ -63,6 +63,15 @@ def fan_out(n: int) -> str:
     return HEADER + "".join(steps)
 
 
+def racing_writers(n: int) -> str:
+    steps = ["workflow:\n  - step: start\n    tool: {kind: noop}\n    next:\n"]
+    steps.append("      spec: {mode: inclusive}\n      arcs:\n")
+    steps += [f"        - step: b{i}\n" for i in range(n)]
+    for i in range(n):
+        steps.append(f"  - step: b{i}\n    tool: {{kind: noop}}\n    set: {{ctx.x: {i}}}\n")
+    return HEADER + "".join(steps)
+
+
 def laughs(levels: int = 9, width: int = 9, merge: bool = False) -> str:
     lines = ["workload:\n", f"  l0: &l0 [{', '.join(['lol'] * width)}]\n"]
     for i in range(1, levels):
@@ -337,6 +346,14 @@ CASES: list[Case] = [
         0,
         [r"^1 of 1 playbook"],
         seconds=90,
+    ),
+    Case(
+        "racing_ctx_writers_5k",  # F404 compares writers pairwise: must stay near-linear
+        lambda: {"p.yaml": racing_writers(5000)},
+        ["check", "p.yaml", "--select", "F404"],
+        0,
+        [one("F404") + "`ctx.x` is written by steps 'b0' and 'b1'"],
+        seconds=60,
     ),
     Case(
         "many_unknown_names",
