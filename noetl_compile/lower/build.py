@@ -336,9 +336,11 @@ class _Lowering:
 
     # -- dependencies -------------------------------------------------------------------------------
     def wire(self) -> None:
+        linked: set[tuple[str, str]] = set()  # a join of a wide fan-out has thousands upstream
         for source, target in self.graph.edges:
             a, b = self.unit_of[source], self.unit_of[target]
-            if a is not b and a.id not in b.upstream:
+            if a is not b and (a.id, b.id) not in linked:
+                linked.add((a.id, b.id))
                 b.upstream.append(a.id)
         position = {u.id: i for i, u in enumerate(self.units)}
         for unit in self.units:
