@@ -223,9 +223,12 @@ _TOKEN_SHAPES = (
     ("an Azure storage key", re.compile(r"\bAccountKey=[A-Za-z0-9+/=]{40,128}")),
 )
 _SHAPE_HINTS = re.compile(
-    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|PRIVATE KEY|xox|eyJ|AIza|_live_|_test_|sk-|SG\.|SK"
-    r"|npm_|hf_|pypi-|sq0|AccountKey"
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|PRIVATE KEY|xox|eyJ|AIza|[sr]k_(?:live|test)_"
+    r"|\bsk-|SG\.|\bSK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey"
 )
+# Every credential key name holds one of these (lowercased): strings without any cannot hold a
+# `name=secret` or `name: "secret"` pair, so the name-based scans are skipped (most code and SQL).
+_KEY_HINTS = re.compile(r"pass|pw|secret|token|key|cred|auth|cookie")
 
 
 def text_secrets(value: str) -> Iterator[Finding]:
@@ -238,14 +241,15 @@ def text_secrets(value: str) -> Iterator[Finding]:
             yield Finding(offset, length, what)
 
     # Cheap substring tests first: most strings hold none of these.
-    lowered = value.lower() if len(value) < 1_000_000 else value
+    lowered = value.lower()
+    named = _KEY_HINTS.search(lowered) is not None
     if "://" in value and "@" in value:
         for m in _URL_CREDENTIALS.finditer(value):
             if _literal(m.group("secret")):
                 yield from add(
                     m.start("secret"), len(m.group("secret")), "a URL holds a literal password"
                 )
-    if "=" in value:
+    if named and "=" in value:
         for m in _PARAMETER.finditer(value):
             if is_secret_key(m.group("name")) and _literal(m.group("secret")):
                 yield from add(
@@ -261,7 +265,7 @@ def text_secrets(value: str) -> Iterator[Finding]:
                     len(m.group("secret")),
                     "an SQL statement holds a literal password",
                 )
-    if "'" in value or '"' in value:
+    if named and ("'" in value or '"' in value):
         for m in _ASSIGNMENT.finditer(value):
             bearer = _BEARER.match(m.group("secret"))
             if bearer:  # `"Authorization": "Bearer x"`: the secret is the part after the scheme
@@ -279,7 +283,7 @@ def text_secrets(value: str) -> Iterator[Finding]:
                     len(m.group("secret")),
                     f"`{m.group('name')}` is assigned a literal secret",
                 )
-    for m in _OPTION.finditer(value) if "--" in value else ():
+    for m in _OPTION.finditer(value) if named and "--" in value else ():
         if is_secret_key(m.group("name")) and _literal(m.group("secret")):
             yield from add(
                 m.start("secret"),
