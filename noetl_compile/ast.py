@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Dialect = Literal["v1", "case-v2", "canonical"]
 DIALECTS: tuple[str, ...] = ("v1", "case-v2", "canonical")
@@ -120,12 +120,18 @@ class Playbook(Node):
     steps: list[Step] = Field(default_factory=list)
     entry: str | None = None  # name of the entry step, when it exists
     raw: Any = None
+    _index: tuple[int, dict[str, Step]] | None = PrivateAttr(default=None)
 
     def step(self, name: str) -> Step | None:
-        for step in self.steps:
-            if step.name == name:
-                return step
-        return None
+        # Called once per step by several stages: an index keeps them linear. Rebuilt when the
+        # list changes length (readers append while they build it); the first of a name wins.
+        index = self._index
+        if index is None or index[0] != len(self.steps):
+            by_name: dict[str, Step] = {}
+            for step in self.steps:
+                by_name.setdefault(step.name, step)
+            index = self._index = (len(self.steps), by_name)
+        return index[1].get(name)
 
     @property
     def step_names(self) -> list[str]:

@@ -464,10 +464,19 @@ COMMANDS = {
 }
 
 
+def _printable_anywhere() -> None:
+    """Under LC_ALL=C stdout is ASCII: a file name or value with `é` must print (escaped),
+    not end the run with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # A CLI run builds many short-lived objects and no cycles worth collecting; the cyclic
     # collector alone costs more than parsing (measured in bench/check_corpus.py).
     gc.disable()
+    _printable_anywhere()
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -4,8 +4,10 @@ A file with check errors (with ``--strict``, warnings too) is not compiled and t
 while every other playbook still compiles; every diagnostic ``--select``/``--ignore`` keeps is
 printed in check's format, warnings included. A path that does not exist exits 2. Output is deterministic: the same
 playbooks give the same bytes from any working directory. Unchanged files are not rewritten;
-files this compiler generated earlier whose playbook is gone are removed. ``--check`` writes
-nothing and exits 1 when the output folder is stale (a file missing, different, or orphaned).
+files this compiler generated earlier whose playbook is gone are removed (``output.py`` writes
+safely and records which source owns which file). ``--check`` writes nothing and exits 1 when
+the output folder is stale (a file missing, different, or orphaned); an output that cannot be
+written safely exits 1.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from .check import FileResult, check_paths
 from .diagnostics import Diagnostic, Position, Severity, select_codes
+from .output import sync
 
 if TYPE_CHECKING:
     from .lower.ir import IR
@@ -37,7 +40,7 @@ __all__ = [
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 LOWERING_FAILED = "L701"
-_MARKER_SCAN = 4096  # bytes at the top of a .py file searched for the generated marker
+OUTPUT_FAILED = "E004"
 
 
 @dataclass
@@ -172,73 +175,50 @@ def compile_paths(
                 )
             )
             continue
+        leak = _written_secret(result, text)
+        if leak is not None:
+            # Even with X601 ignored: Param defaults are shown in the Airflow UI, and a DAG file
+            # is read by every scheduler and worker.
+            report.failed.append(result.path)
+            report.diagnostics.append(leak)
+            continue
         report.files.append(
             CompiledFile(result.path, display, os.path.join(output, name), dag_id, text)
         )
-    _sync(report, output, check_only, _owned_prefixes(paths))
+    _sync(report, output, check_only, paths)
     return report
 
 
-def _generated_source(path: str) -> str | None:
-    """The `Source:` of a DAG file this compiler generated, else None (hand-written files)."""
-    from .emit.python import GENERATED_MARKER
-
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_MARKER_SCAN).decode("utf-8", "replace")
-    except OSError:
-        return None
-    if GENERATED_MARKER not in head:
-        return None
-    match = re.search(r"^Source: (.*)$", head, re.MULTILINE)
-    return match.group(1) if match else ""
-
-
-def _owned_prefixes(roots: Sequence[str]) -> tuple[str, ...]:
-    """Header source prefixes of the folders compiled in this run: only their files can be orphans."""
-    prefixes = []
-    for root in roots:
-        if os.path.isdir(root):
-            name = os.path.basename(os.path.abspath(root).rstrip(os.sep))
-            prefixes.append(f"{name}/")
-    return tuple(prefixes)
+def _written_secret(result: FileResult, text: str) -> Diagnostic | None:
+    """An X601 finding whose secret the DAG text would hold (as written or as a literal)."""
+    for d in result.diagnostics:
+        secret = d.secret if d.code == "X601" and d.secret and d.secret.strip() else None
+        if secret and (secret in text or repr(secret)[1:-1] in text):
+            return Diagnostic(
+                "X601",
+                Severity.ERROR,
+                result.path,
+                d.position,
+                "not compiled: the DAG file would hold this literal secret",
+                d.hint,
+                secret,
+            )
+    return None
 
 
-def _sync(report: CompileReport, output: str, check_only: bool, owned: tuple[str, ...]) -> None:
-    expected = {os.path.normpath(f.output) for f in report.files}
-    for compiled in report.files:
-        data = compiled.text.encode("utf-8")
-        try:
-            with open(compiled.output, "rb") as handle:
-                same = handle.read() == data
-        except OSError:
-            same = False
-        if same:
-            report.unchanged.append(compiled.output)
-        elif check_only:
-            report.stale.append(compiled.output)
-        else:
-            os.makedirs(os.path.dirname(compiled.output) or ".", exist_ok=True)
-            temporary = compiled.output + ".tmp"
-            with open(temporary, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, compiled.output)
-            report.written.append(compiled.output)
-    if not os.path.isdir(output):
-        return
-    for folder, dirs, files in os.walk(output):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.normpath(os.path.join(folder, name))
-            if not name.endswith(".py") or path in expected:
-                continue
-            source = _generated_source(path)
-            # A generated file of a folder compiled now whose playbook is gone; files that
-            # came from other inputs (another folder, a single file) are left alone.
-            if source is not None and source.startswith(owned):
-                report.removed.append(path)
-                if not check_only:
-                    os.remove(path)
+def _sync(report: CompileReport, output: str, check_only: bool, roots: Sequence[str]) -> None:
+    files = [(f.source, f.output, f.text.encode("utf-8")) for f in report.files]
+    done = sync(files, output, roots, check_only)
+    report.written, report.unchanged = done.written, done.unchanged
+    report.stale, report.removed = done.stale, done.removed
+    for path, message in done.errors:
+        if path not in report.failed:
+            report.failed.append(path)
+        report.diagnostics.append(
+            Diagnostic(OUTPUT_FAILED, Severity.ERROR, path, Position(1, 1), message)
+        )
+    failed = {path for path, _ in done.errors}
+    report.files = [f for f in report.files if f.source not in failed]
 
 
 def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
@@ -279,4 +259,5 @@ def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
     print(summary + ".", file=out)
     if any(d.code == "E001" for d in report.diagnostics):
         return EXIT_USAGE  # a path that does not exist is a mistake in the command
-    return EXIT_FINDINGS if report.failed or stale else EXIT_OK
+    errors = any(d.severity is Severity.ERROR for d in report.diagnostics)
+    return EXIT_FINDINGS if report.failed or stale or errors else EXIT_OK

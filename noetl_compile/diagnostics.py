@@ -29,6 +29,9 @@ class Diagnostic:
     position: Position
     message: str
     hint: str | None = field(default=None, compare=False)
+    # X601 only: the secret itself, never printed; every output format masks it wherever it
+    # would appear (the quoted source line, other findings' messages).
+    secret: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def sort_key(self) -> tuple:
@@ -50,9 +53,12 @@ class DiagnosticSink:
         *,
         hint: str | None = None,
         severity: Severity | None = None,
+        secret: str | None = None,
     ) -> None:
         self.items.append(
-            Diagnostic(code, severity or severity_of(code), self.path, position, message, hint)
+            Diagnostic(
+                code, severity or severity_of(code), self.path, position, message, hint, secret
+            )
         )
 
 

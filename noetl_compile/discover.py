@@ -5,7 +5,8 @@ files and folders that a ``.gitignore`` (of that folder or of any folder up to t
 root) ignores, and files matching an ``--exclude`` glob are left out; YAML files that are clearly
 not playbooks (a ``docker-compose.yml``, a CI config: no ``apiVersion: noetl.io/...``, no
 ``kind: Playbook``, no ``workflow``) are skipped by the caller with a note (E003), see
-``looks_like_playbook``.
+``looks_like_playbook``. Paths that are not regular files (FIFOs, devices, sockets, symlinks to
+them) are never opened, only reported, and folders that cannot be read are reported too.
 
 The ``.gitignore`` support covers what such files hold in practice: comments, blank lines,
 ``!`` negation, a trailing ``/`` for folders, a leading or inner ``/`` anchoring the pattern to
@@ -17,11 +18,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["Found", "find_files", "looks_like_playbook"]
+__all__ = ["Found", "find_files", "looks_like_playbook", "path_kind"]
 
 PLAYBOOK_SUFFIXES = (".yaml", ".yml")
 _PLAYBOOK_KEYS = ("workflow", "workbook")
@@ -32,6 +34,11 @@ class Found:
     files: list[str] = field(default_factory=list)  # sorted, without duplicates
     named: set[str] = field(default_factory=set)  # given on the command line: never skipped
     missing: list[str] = field(default_factory=list)  # paths that do not exist
+    broken: list[str] = field(default_factory=list)  # symlinks found under a folder, to nothing
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (folder, why)
+    # Not regular files (FIFOs, sockets, devices, symlinks to them): never opened, since
+    # reading one could block or never end. (path, what it is)
+    special: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -154,17 +161,25 @@ def _excluded(path: str, start: str, patterns: tuple[str, ...]) -> bool:
 def find_files(paths: list[str] | tuple[str, ...], exclude: tuple[str, ...] = ()) -> Found:
     """The YAML files under ``paths`` (files named there are always kept)."""
     found = Found()
+
+    def unreadable(error: OSError) -> None:
+        found.unreadable.append((error.filename or "?", error.strerror or str(error)))
+
     for path in paths:
-        if os.path.isfile(path):
+        kind = path_kind(path)
+        if kind == "file":
             found.files.append(path)
             found.named.add(path)
             continue
-        if not os.path.isdir(path):
+        if kind == "missing":
             found.missing.append(path)
+            continue
+        if kind != "folder":
+            found.special.append((path, kind))
             continue
         start = os.path.abspath(path)
         root = _repository_root(start)
-        for folder, dirs, files in os.walk(path):
+        for folder, dirs, files in os.walk(path, onerror=unreadable):
             here = os.path.abspath(folder)
             dirs[:] = sorted(
                 d
@@ -181,9 +196,35 @@ def find_files(paths: list[str] | tuple[str, ...], exclude: tuple[str, ...] = ()
                     and not _excluded(full, start, exclude)
                     and not _ignored(full, False, root)
                 ):
-                    found.files.append(os.path.join(folder, name))
+                    relative = os.path.join(folder, name)
+                    kind = path_kind(relative)
+                    if kind == "file":
+                        found.files.append(relative)
+                    elif kind == "missing":
+                        found.broken.append(relative)
+                    else:
+                        found.special.append((relative, kind))
     found.files = sorted(dict.fromkeys(found.files))
     return found
+
+
+def path_kind(path: str) -> str:
+    """ "folder", "file", "missing" or what else the path is (following symlinks)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device file"
 
 
 def looks_like_playbook(data: Any) -> bool:

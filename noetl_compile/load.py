@@ -8,12 +8,14 @@ ordinary ``dict``/``list``/``str`` values (subclasses), so they never depend on 
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.constructor import SafeConstructor
 
 from .diagnostics import Diagnostic, Position, Severity
 
@@ -22,6 +24,32 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _scalar_constructor = SafeConstructor()
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+# The resolver tags a plain `=` as !!value and `<<` as !!merge; outside a key both are text.
+_TEXT_TAGS = {_STR_TAG, "tag:yaml.org,2002:value", _MERGE_TAG}
+# Collections may carry these tags (``!!set`` and ``!!omap`` are mappings/sequences to us too).
+_MAP_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:set"}
+_SEQ_TAGS = {"tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"}
+# Scalars we build with SafeConstructor; other standard tags (binary, a `!!map` on a scalar)
+# do not give a value a playbook can use.
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:" + name for name in ("null", "bool", "int", "float", "timestamp")
+}
+
+# No playbook nests anywhere near this deep; below it every recursive stage is safe.
+MAX_DEPTH = 100
+# libyaml composes recursively in C and overflows the C stack (SIGSEGV) somewhere past 20,000
+# levels. Nesting depth cannot exceed the bracket count plus the longest line, so only texts
+# where that bound is high are scanned event by event (the parser itself is not recursive).
+_COMPOSE_SAFE_BOUND = 4000
+# Aliases may repeat a node; the built document may hold this many values per source character
+# (plus a floor), so a few lines of anchors (billion laughs) cannot expand to gigabytes.
+_EXPANSION_PER_CHAR, _EXPANSION_FLOOR = 4, 10_000
+# Characters YAML forbids in a stream (YAML 1.1 c-printable); libyaml reports them as an offset.
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+# int() refuses to print more decimal digits than this (sys.get_int_max_str_digits); a larger
+# integer could be loaded from hex but neither reported nor emitted.
+_MAX_INT_BITS = 14_000
 
 
 class Span:
@@ -109,7 +137,7 @@ def span_of(value: Any) -> Span | None:
     return getattr(value, "span", None)
 
 
-@dataclass(slots=True)
+@dataclass
 class Document:
     """One loaded YAML file."""
 
@@ -119,11 +147,20 @@ class Document:
     diagnostics: list[Diagnostic]
 
     def position_at(self, index: int) -> Position:
-        """1-based line/column of a character offset in the source."""
+        """1-based line/column of a character offset in the source (a binary search in the
+        line starts, so many findings in one file cost log n each, not a rescan)."""
         index = max(0, min(index, len(self.text)))
-        line = self.text.count("\n", 0, index) + 1
-        col = index - (self.text.rfind("\n", 0, index) + 1) + 1
-        return Position(line, col)
+        starts = self._line_starts
+        line = bisect.bisect_right(starts, index)
+        return Position(line, index - starts[line - 1] + 1)
+
+    @functools.cached_property
+    def _line_starts(self) -> list[int]:
+        return [0] + [match.end() for match in re.finditer("\n", self.text)]
+
+
+class _GiveUp(Exception):
+    """The document cannot be built at all (too deep, too large); already reported."""
 
 
 class _Builder:
@@ -134,6 +171,9 @@ class _Builder:
         self.text = text
         self.diagnostics: list[Diagnostic] = []
         self._active: set[int] = set()  # node ids on the current path, to catch alias cycles
+        self._path: list[tuple[yaml.Node, bool]] = []  # (collection, built before: an alias use)
+        self._seen: set[int] = set()  # collections built once already
+        self._budget = _EXPANSION_FLOOR + _EXPANSION_PER_CHAR * len(text)
 
     def report(
         self, code: str, node: yaml.Node, message: str, position: Position | None = None
@@ -147,8 +187,23 @@ class _Builder:
         )
 
     def build(self, node: yaml.Node) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            # Point at the outermost repeated anchor: that is the alias use that multiplies.
+            repeated = next((n for n, again in self._path if again), node)
+            self.report(
+                "Y008",
+                repeated,
+                "aliases expand this document past "
+                f"{_EXPANSION_FLOOR + _EXPANSION_PER_CHAR * len(self.text):,} values; "
+                "this anchor is repeated too often (a 'billion laughs' document?)",
+            )
+            raise _GiveUp
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
+        if len(self._active) >= MAX_DEPTH:
+            self.report("Y001", node, f"invalid YAML: nesting deeper than {MAX_DEPTH} levels")
+            raise _GiveUp
         if id(node) in self._active:
             self.report(
                 "Y004", node, "recursive alias: a node contains itself", self._alias_position(node)
@@ -170,13 +225,30 @@ class _Builder:
             value = YStr(self.text[node.start_mark.index : end])
             value._node = node
             return value
+        again = id(node) in self._seen
+        if not again:
+            self._seen.add(id(node))
+            self._collection_tag(node)
         self._active.add(id(node))
+        self._path.append((node, again))
         try:
             if isinstance(node, yaml.MappingNode):
                 return self._mapping(node)
             return self._sequence(node)
         finally:
             self._active.discard(id(node))
+            self._path.pop()
+
+    def _collection_tag(self, node: yaml.Node) -> None:
+        mapping = isinstance(node, yaml.MappingNode)
+        if node.tag in (_MAP_TAGS if mapping else _SEQ_TAGS):
+            return
+        kind = "mapping" if mapping else "sequence"
+        self.report(
+            "Y005",
+            node,
+            f"tag {_tag_name(node.tag)!r} does not fit a {kind}; it is read as a {kind}",
+        )
 
     def _alias_position(self, node: yaml.Node) -> Position | None:
         """Where the recursive `*alias` is written: composed nodes forget aliases, so find the
@@ -194,23 +266,37 @@ class _Builder:
         return Position(line, use - (self.text.rfind("\n", 0, use) + 1) + 1)
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
-        if node.tag == _STR_TAG:
+        if node.tag in _TEXT_TAGS:
             value = YStr(node.value)
             value._node = node
             return value
-        constructor = _scalar_constructor.yaml_constructors.get(node.tag)
-        if constructor is None:
+        value = YStr(node.value)
+        value._node = node
+        if node.tag not in _SCALAR_TAGS:
             self.report(
-                "Y005", node, f"unsupported YAML tag {node.tag!r}; the value is read as a string"
+                "Y005",
+                node,
+                f"unsupported YAML tag {_tag_name(node.tag)!r} on a scalar; "
+                "the value is read as a string",
             )
-            value = YStr(node.value)
-            value._node = node
+            return value
+        name = _tag_name(node.tag)
+        if node.tag == _INT_TAG and len(node.value) > _MAX_INT_BITS // 3:
+            # Cheap length test first: int() of a long decimal string is quadratic.
+            self.report("Y005", node, f"invalid !!int value: {len(node.value)} digits is too large")
             return value
         try:
-            return constructor(_scalar_constructor, node)
-        except (ConstructorError, ValueError) as exc:
-            self.report("Y005", node, f"invalid {node.tag.rsplit(':', 1)[-1]} value: {exc}")
-            return node.value
+            built = _scalar_constructor.yaml_constructors[node.tag](_scalar_constructor, node)
+        except Exception:  # noqa: BLE001 — each constructor fails in its own way (KeyError...)
+            shown = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+            self.report("Y005", node, f"invalid {name} value: {shown!r}")
+            return value
+        if isinstance(built, int) and built.bit_length() > _MAX_INT_BITS:
+            self.report(
+                "Y005", node, f"invalid !!int value: {built.bit_length()} bits is too large"
+            )
+            return value
+        return built
 
     def _sequence(self, node: yaml.SequenceNode) -> YList:
         items = YList(self.build(item) for item in node.value)
@@ -260,6 +346,61 @@ class _Builder:
                     mapping.value_spans[key] = merged.value_spans.get(key)
 
 
+def _tag_name(tag: str) -> str:
+    """`tag:yaml.org,2002:bool` -> `!!bool`; local tags stay as written."""
+    prefix = "tag:yaml.org,2002:"
+    return "!!" + tag[len(prefix) :] if tag.startswith(prefix) else tag
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _position(text: str, index: int) -> Position:
+    line = text.count("\n", 0, index) + 1
+    return Position(line, index - (text.rfind("\n", 0, index) + 1) + 1)
+
+
+def _forbidden_character(path: str, text: str) -> Diagnostic | None:
+    match = _FORBIDDEN.search(text)
+    if match is None:
+        return None
+    return Diagnostic(
+        "Y001",
+        Severity.ERROR,
+        path,
+        _position(text, match.start()),
+        f"invalid YAML: control character U+{ord(match.group()):04X} is not allowed "
+        '(inside a double-quoted string write it as an escape, e.g. "\\0")',
+    )
+
+
+def _too_deep(path: str, text: str) -> Diagnostic | None:
+    """Y001 where nesting passes MAX_DEPTH, for texts where libyaml's composer might overflow."""
+    bound = text.count("[") + text.count("{") + max(map(len, text.splitlines()), default=0)
+    if bound < _COMPOSE_SAFE_BOUND:
+        return None  # shallow enough for the composer; the builder checks MAX_DEPTH itself
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    return Diagnostic(
+                        "Y001",
+                        Severity.ERROR,
+                        path,
+                        Position(mark.line + 1, mark.column + 1),
+                        f"invalid YAML: nesting deeper than {MAX_DEPTH} levels",
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # compose reports the syntax error with its own position
+    return None
+
+
 # Errors found only where the parser gives up; the construct that was left open is the mistake.
 _UNCLOSED = {
     "while scanning a quoted scalar": "unclosed quoted string",
@@ -294,7 +435,7 @@ def _yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
             )
     position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
     problem = getattr(exc, "problem", None) or str(exc)
-    message = f"{context}, {problem}" if context else str(problem)
+    message = _one_line(f"{context}, {problem}" if context else str(problem))
     line = (
         text.splitlines()[position.line - 1]
         if mark and position.line <= len(text.splitlines())
@@ -321,16 +462,17 @@ def _unbalanced_quote(text: str, first: int, last: int) -> Position | None:
 
 def load_text(text: str, path: str) -> Document:
     """Parse one YAML document; never raises on bad input, reports diagnostics instead."""
+    refused = _forbidden_character(path, text) or _too_deep(path, text)
+    if refused is not None:
+        return Document(path, text, None, [refused])
     try:
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         return Document(path, text, None, [_yaml_error(path, exc, text)])
-    except (ValueError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
+    except (ValueError, RecursionError, MemoryError) as exc:
+        message = f"invalid YAML: {_one_line(str(exc) or type(exc).__name__)}"
         return Document(
-            path,
-            text,
-            None,
-            [Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), f"invalid YAML: {exc}")],
+            path, text, None, [Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), message)]
         )
     builder = _Builder(path, text)
     nodes = [n for n in nodes if n is not None]
@@ -351,47 +493,44 @@ def load_text(text: str, path: str) -> Document:
         )
     try:
         data = builder.build(nodes[0])
-    except RecursionError:
-        builder.report("Y001", nodes[0], "invalid YAML: nesting is too deep")
+    except _GiveUp:
         data = None
     return Document(path, text, data, builder.diagnostics)
 
 
+# Larger than any playbook (a 100,000-step chain is ~12 MiB); reading stops there.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def load_file(path: str) -> Document:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            message = f"cannot read file: larger than {MAX_FILE_BYTES // 2**20} MiB"
+            return Document(path, "", None, [_file_error(path, message)])
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = (
+            len(data[data.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode("utf-8", "replace"))
+            + 1
+        )
+        message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
         return Document(
             path,
             "",
             None,
-            [
-                Diagnostic(
-                    "Y001",
-                    Severity.ERROR,
-                    path,
-                    Position(1, 1),
-                    f"not UTF-8 text: {exc.reason} at byte {exc.start}",
-                )
-            ],
+            [Diagnostic("Y001", Severity.ERROR, path, Position(line, column), message)],
         )
     except OSError as exc:
-        return Document(
-            path,
-            "",
-            None,
-            [
-                Diagnostic(
-                    "E001",
-                    Severity.ERROR,
-                    path,
-                    Position(1, 1),
-                    f"cannot read file: {exc.strerror}",
-                )
-            ],
-        )
+        return Document(path, "", None, [_file_error(path, f"cannot read file: {exc.strerror}")])
+    text = text.removeprefix("\ufeff")  # a byte order mark is not part of the document
     return load_text(text, path)
+
+
+def _file_error(path: str, message: str) -> Diagnostic:
+    return Diagnostic("E001", Severity.ERROR, path, Position(1, 1), message)
 
 
 def list_of_one(value: Any, span: Span) -> YList:

@@ -12,37 +12,86 @@ _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def concise(diagnostic: Diagnostic) -> str:
+def _one_line(text: str) -> str:
+    """Escape what could start a new line or rewrite the terminal, so one finding is one line
+    (a file name or quoted value with a newline must not forge a second finding)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
+class _Redactor:
+    """Masks the literal secrets found in a file wherever a format would print text of that file."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        self._secrets: dict[str, list[str]] = {}
+        for d in diagnostics:
+            if d.secret and d.secret.strip():
+                self._secrets.setdefault(d.path, []).append(d.secret)
+        for secrets in self._secrets.values():
+            secrets.sort(key=len, reverse=True)  # a longer secret first: it may hold a shorter one
+
+    def __call__(self, path: str, text: str | None) -> str | None:
+        if text is None:
+            return None
+        for secret in self._secrets.get(path, ()):
+            if secret in text:
+                text = text.replace(secret, "*" * len(secret))
+        return text
+
+
+def concise(diagnostic: Diagnostic, redact: _Redactor | None = None) -> str:
     """``path:line:col: CODE [severity] message``: the severity where ruff puts its fix marker,
     so that errors and warnings can be told apart (and grepped) without the rule table."""
     d = diagnostic
-    return f"{d.path}:{d.position.line}:{d.position.col}: {d.code} [{d.severity.label}] {d.message}"
+    message = redact(d.path, d.message) if redact else d.message
+    return (
+        f"{_one_line(d.path)}:{d.position.line}:{d.position.col}: {d.code} "
+        f"[{d.severity.label}] {_one_line(message)}"
+    )
 
 
 def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
-    return "".join(concise(d) + "\n" for d in diagnostics)
+    redact = _Redactor(diagnostics)
+    return "".join(concise(d, redact) + "\n" for d in diagnostics)
 
 
 def format_full(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """ruff-style: the line of YAML with a caret under the column, and the hint if any."""
+    redact = _Redactor(diagnostics)
     blocks = []
     lines_of: dict[str, list[str]] = {}
     for d in diagnostics:
         lines = lines_of.setdefault(d.path, sources.get(d.path, "").splitlines())
-        text = [concise(d)]
+        text = [concise(d, redact)]
         if 0 < d.position.line <= len(lines):
-            source_line = lines[d.position.line - 1].replace("\t", " ")
+            line = redact(d.path, lines[d.position.line - 1])
+            if d.secret:  # mask from the secret to the end of its line, whatever was matched
+                line = line[: d.position.col - 1] + "*" * len(line[d.position.col - 1 :])
+            source_line = _one_line(line.replace("\t", " "))
             gutter = str(d.position.line)
             text.append(f"{' ' * len(gutter)} |")
             text.append(f"{gutter} | {source_line}")
             text.append(f"{' ' * len(gutter)} | {' ' * (d.position.col - 1)}^")
         if d.hint:
-            text.append(f"  = help: {d.hint}")
+            text.append(f"  = help: {_one_line(redact(d.path, d.hint))}")
         blocks.append("\n".join(text) + "\n")
     return "\n".join(blocks)
 
 
 def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    redact = _Redactor(diagnostics)
     items = [
         {
             "path": d.path,
@@ -50,27 +99,36 @@ def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> s
             "column": d.position.col,
             "code": d.code,
             "severity": d.severity.label,
-            "message": d.message,
-            "hint": d.hint,
+            "message": redact(d.path, d.message),
+            "hint": redact(d.path, d.hint),
         }
         for d in diagnostics
     ]
     return json.dumps(items, indent=2) + "\n"
 
 
-def _github_escape(text: str) -> str:
+def _github_data(text: str) -> str:
+    """Workflow-command data: `%`, CR and LF are escaped (GitHub's toCommandValue)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _github_property(text: str) -> str:
+    """Workflow-command property values also escape `:` and `,` (GitHub's toCommandProperties)."""
+    return _github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def format_github(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    redact = _Redactor(diagnostics)
     return "".join(
-        f"::{_GITHUB_LEVEL[d.severity]} file={d.path},line={d.position.line},col={d.position.col},"
-        f"title={d.code}::{_github_escape(d.code + ' ' + d.message)}\n"
+        f"::{_GITHUB_LEVEL[d.severity]} file={_github_property(d.path)},line={d.position.line},"
+        f"col={d.position.col},title={_github_property(d.code)}::"
+        f"{_github_data(d.code + ' ' + redact(d.path, d.message))}\n"
         for d in diagnostics
     )
 
 
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    redact = _Redactor(diagnostics)
     used = sorted({d.code for d in diagnostics})
     rules = [
         {
@@ -86,7 +144,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
         {
             "ruleId": d.code,
             "level": _SARIF_LEVEL[d.severity],
-            "message": {"text": d.message},
+            "message": {"text": redact(d.path, d.message)},
             "locations": [
                 {
                     "physicalLocation": {

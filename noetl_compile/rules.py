@@ -59,12 +59,21 @@ RULES: dict[str, Rule] = {
         _rule(
             "E003",
             I,
-            "not a playbook: skipped",
+            "file skipped: not a playbook, or not a regular file",
             "A YAML file found under a folder that has no NoETL `apiVersion`, no `kind: Playbook` and "
             "no `workflow` (a docker-compose.yml, a CI config) is not checked: reporting its keys "
             "as playbook mistakes would bury the real findings. Files named on the command line "
-            "are always checked.",
+            "are always checked. A FIFO, device or socket (or a symlink to one) is never opened: "
+            "reading it could block forever or never end.",
             "noetlc check playbooks/ --exclude 'docker-compose*.yml'   # or name the file to check it",
+        ),
+        _rule(
+            "E004",
+            E,
+            "output cannot be written",
+            "The DAG file cannot be written safely: the output folder is not a folder or not "
+            "writable, or a symlink or special file sits where the DAG file goes.",
+            "compile into a plain, writable folder:  noetlc compile playbooks/ -o dags/",
         ),
         _rule(
             "Y001",
@@ -114,6 +123,14 @@ RULES: dict[str, Rule] = {
             "several YAML documents",
             "Engines read one playbook per file; documents after the first are ignored.",
             "split the file at `---` into one file per playbook",
+        ),
+        _rule(
+            "Y008",
+            E,
+            "alias expansion too large",
+            "Aliases that repeat anchors of anchors (a 'billion laughs' document) expand a few lines "
+            "into millions of values: no engine can load it, and a DAG built from it would be huge.",
+            "before:  b: &b [*a, *a, *a, *a]\n         c: &c [*b, *b, *b, *b]\nafter:   write the values out",
         ),
         # -- structure -----------------------------------------------------------------------------
         _rule(

@@ -150,7 +150,7 @@ def test_private_key_block(tmp_path):
     """,
     )
     assert found == [
-        (7, 7, "a private key is written into the playbook (********, 10 characters, masked)")
+        (7, 7, "a private key is written into the playbook (********, 31 characters, masked)")
     ]
 
 

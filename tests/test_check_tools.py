@@ -460,7 +460,7 @@ def test_valid_gates(tmp_path):
                default: reject}
         next: [{step: nap}]
       - step: nap
-        tool: {kind: gate, gate: sleep, duration: "{{ workload.pause }}"}
+        tool: {kind: gate, gate: sleep, duration: 45m}
     """)
     assert findings(tmp_path, text) == []
 

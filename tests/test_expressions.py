@@ -259,7 +259,11 @@ def test_scans_are_memoised():
 
 def test_is_templated():
     assert is_templated("a {{ b }}") and is_templated("{% if a %}{% endif %}")
-    assert not is_templated("plain {# comment #} text")
+    assert not is_templated("plain { text } % #")
+    # Jinja reads a comment as template syntax too: it must be closed.
+    assert is_templated("plain {# comment #} text")
+    assert scan_template("plain {# comment #} text").error is None
+    assert scan_template("plain {# comment text").error.offset == 6
 
 
 # ----------------------------------------------------------------------------- Jinja fallback

@@ -1,5 +1,5 @@
 """The check's own graph algorithms (kept networkx-free for start-up time) agree with networkx
-on every playbook we have: reachability, immediate dominators, cycles and ancestors."""
+on every playbook we have: reachability, immediate dominators (and dominance), cycles and ancestors."""
 
 from __future__ import annotations
 
@@ -34,7 +34,21 @@ def test_step_graph_matches_networkx():
             if len(c) > 1 or any(reference.has_edge(n, n) for n in c)
         ]
         assert sorted(loops) == sorted(sorted(c) for c in ours.cycles), result.path
-        for name in playbook.step_names:
-            assert ours.ancestors(name) == nx.ancestors(reference, name)
+        names = list(dict.fromkeys(playbook.step_names))
+        for name in names:
+            ancestors = nx.ancestors(reference, name)
+            for other in names:
+                if other != name:
+                    assert ours.is_ancestor(other, name) == (other in ancestors), (other, name)
+        if playbook.entry in reference:
+            idom = nx.immediate_dominators(reference, playbook.entry)
+            idom[playbook.entry] = playbook.entry  # networkx 3.5 leaves the start out
+            for name in idom:
+                strict, node = set(), name
+                while idom[node] != node:
+                    node = idom[node]
+                    strict.add(node)
+                for other in idom:
+                    assert ours.dominates(other, name) == (other in strict), (other, name)
         compared += 1
     assert compared > 300

@@ -84,7 +84,8 @@ _MIDDLE_TAGS = {"if": ("elif", "else"), "for": ("else",)}
 
 
 def is_templated(text: str) -> bool:
-    return "{{" in text or "{%" in text
+    """Jinja would read this string as a template (a comment alone counts: `{#` must close)."""
+    return "{{" in text or "{%" in text or "{#" in text
 
 
 # ----------------------------------------------------------------------------- expression tree
@@ -632,6 +633,44 @@ def _jinja_syntax_error(text: str) -> jinja2.TemplateSyntaxError | None:
     return None
 
 
+# Jinja parses and compiles nesting by recursion (each bracket, `not`, sign, conditional and
+# nested block costs several frames), so a deep template fails there with a RecursionError where
+# the LALR parse above copes. Templates with many nesting tokens are compiled by Jinja itself,
+# with fewer frames than a worker rendering them has left (Python's default limit is 1000).
+_NESTING_TOKEN = re.compile(r"[(\[{]|\bnot\b|\bif\b|[-+~]")
+_NESTING_SUSPECT = 40  # tokens before a template is worth asking Jinja about
+_JINJA_FRAMES = 700
+
+
+def _looks_deep(text: str) -> bool:
+    return any(count > _NESTING_SUSPECT for count, _ in enumerate(_NESTING_TOKEN.finditer(text), 1))
+
+
+def _jinja_depth_error(text: str) -> jinja2.TemplateSyntaxError | None:
+    import sys
+
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(min(limit, depth + _JINJA_FRAMES))
+    try:
+        _ENV.compile(text)
+    except RecursionError:
+        return jinja2.TemplateSyntaxError(
+            "template is nested too deeply: Jinja exceeds Python's recursion limit on it", None
+        )
+    except jinja2.TemplateSyntaxError as error:
+        return error
+    except Exception as error:  # noqa: BLE001 - Python's own compiler refusing Jinja's output
+        return jinja2.TemplateSyntaxError(
+            " ".join(str(error).split()) or type(error).__name__, None
+        )
+    finally:
+        sys.setrecursionlimit(limit)
+    return None
+
+
 # ----------------------------------------------------------------------------- error offsets
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # Jinja's line breaks
@@ -722,6 +761,10 @@ class _Scan:
         if self.blocks:
             self.problems.append(len(self.text))
         error = self._jinja_error() if self.problems else None
+        if error is None and _looks_deep(self.text):
+            error = _jinja_depth_error(self.text)
+            if error is not None:
+                self.problems.append(_TAG_OPEN.search(self.text).start())
         return TemplateScan(
             references=tuple(sorted(self.references, key=lambda reference: reference.offset)),
             filters=tuple(sorted(self.filters, key=lambda item: item[1])),

@@ -12,16 +12,16 @@ in ``lower/`` (which runs only for `compile`) is a networkx graph.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from ..ast import Playbook
+from .reach import Reachability
 
 
 @dataclass
 class StepGraph:
     playbook: Playbook
-    _ancestor_cache: dict[str, set[str]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def successors(self) -> dict[str, list[str]]:
@@ -29,9 +29,8 @@ class StepGraph:
         known = set(names)
         edges: dict[str, list[str]] = {name: [] for name in names}
         for step in self.playbook.steps:
-            for arc in step.router.arcs:
-                if arc.target in known and arc.target not in edges[step.name]:
-                    edges[step.name].append(arc.target)
+            targets = dict.fromkeys(a.target for a in step.router.arcs if a.target in known)
+            edges[step.name] += [t for t in targets if t not in edges[step.name]]
         return edges
 
     @cached_property
@@ -104,25 +103,53 @@ class StepGraph:
                     changed = True
         return idom
 
+    @cached_property
+    def _dominator_intervals(self) -> dict[str, tuple[int, int]]:
+        """Pre- and post-order numbers in the dominator tree: a dominates b exactly when a's
+        interval holds b's, so each question is O(1) instead of a walk up the tree."""
+        children: dict[str, list[str]] = {}
+        root = None
+        for node, parent in self.dominators.items():
+            if node == parent:
+                root = node
+            else:
+                children.setdefault(parent, []).append(node)
+        intervals: dict[str, tuple[int, int]] = {}
+        if root is None:
+            return intervals
+        clock, enter = 0, {}
+        stack = [(root, iter(children.get(root, ())))]
+        enter[root] = clock
+        while stack:
+            node, rest = stack[-1]
+            child = next(rest, None)
+            if child is None:
+                stack.pop()
+                clock += 1
+                intervals[node] = (enter[node], clock)
+            else:
+                clock += 1
+                enter[child] = clock
+                stack.append((child, iter(children.get(child, ()))))
+        return intervals
+
     def dominates(self, upstream: str, step: str) -> bool:
         """True when every path from the entry to ``step`` passes through ``upstream``."""
-        node = step
-        while node in self.dominators:
-            parent = self.dominators[node]
-            if parent == upstream:
-                return True
-            if parent == node:
-                return False
-            node = parent
-        return False
+        intervals = self._dominator_intervals
+        if upstream == step or upstream not in intervals or step not in intervals:
+            return False
+        (up_in, up_out), (in_, out) = intervals[upstream], intervals[step]
+        return up_in < in_ and out <= up_out
 
-    def ancestors(self, step: str) -> set[str]:
-        if step not in self._ancestor_cache:
-            self._ancestor_cache[step] = self._closure([step], self.predecessors) - {step}
-        return self._ancestor_cache[step]
+    @cached_property
+    def _reach(self) -> Reachability:
+        return Reachability(
+            self.successors, self.predecessors.__getitem__, self.successors.__getitem__
+        )
 
     def is_ancestor(self, upstream: str, step: str) -> bool:
-        return upstream in self.ancestors(step)
+        """A path leads from ``upstream`` to ``step`` (``step`` itself only on a cycle)."""
+        return self._reach.reaches(upstream, step)
 
     @cached_property
     def cycles(self) -> list[list[str]]:
@@ -193,18 +220,26 @@ class StepGraph:
                 forks.append((step.name, targets))
         return forks
 
-    def may_run_in_parallel(self, a: str, b: str) -> bool:
-        """Both steps can be active in one run without one following the other."""
-        if a == b or self.is_ancestor(a, b) or self.is_ancestor(b, a):
-            return False
-        for _, targets in self.inclusive_forks:
-            for i, first in enumerate(targets):
-                for second in targets[i + 1 :]:
-                    if (self._on_branch(first, a) and self._on_branch(second, b)) or (
-                        self._on_branch(first, b) and self._on_branch(second, a)
-                    ):
-                        return True
-        return False
+    @cached_property
+    def _branches(self) -> dict[str, dict[int, set[str]]]:
+        """step -> fork index -> the fork's targets whose branch holds the step (the target
+        itself or a step after it). One walk per fork target, not one per pair of steps."""
+        found: dict[str, dict[int, set[str]]] = {}
+        for index, (_, targets) in enumerate(self.inclusive_forks):
+            for target in targets:
+                if target not in self.successors:
+                    continue
+                for step in self._reach.descendants(target) | {target}:
+                    found.setdefault(step, {}).setdefault(index, set()).add(target)
+        return found
 
-    def _on_branch(self, branch_head: str, step: str) -> bool:
-        return step == branch_head or self.is_ancestor(branch_head, step)
+    def may_run_in_parallel(self, a: str, b: str) -> bool:
+        """Both steps can be active in one run without one following the other: some fork
+        starts a branch holding one and another branch holding the other."""
+        if a == b:
+            return False
+        mine, theirs = self._branches.get(a, {}), self._branches.get(b, {})
+        forked = any(  # two different targets of one fork, one leading to each step
+            len(mine[fork] | theirs[fork]) > 1 for fork in mine.keys() & theirs.keys()
+        )
+        return forked and not self.is_ancestor(a, b) and not self.is_ancestor(b, a)

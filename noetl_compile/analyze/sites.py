@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ast import Playbook
 from ..load import YStr
+from .expressions import is_templated
 
 # Keys whose values are never rendered (names and prose).
 _UNRENDERED = {"step", "desc", "description"}
@@ -32,7 +33,7 @@ def _walk(value: Any, field: str, out: list[tuple[YStr, str]]) -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _walk(item, f"{field}[{index}]", out)
-    elif isinstance(value, YStr) and ("{{" in value or "{%" in value):
+    elif isinstance(value, YStr) and is_templated(value):
         out.append((value, field))
 
 

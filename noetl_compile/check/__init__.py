@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ..ast import Playbook
 from ..diagnostics import Diagnostic, DiagnosticSink, Position, Severity
-from ..discover import find_files, looks_like_playbook
+from ..discover import Found, find_files, looks_like_playbook
 from ..load import Document, load_file, load_text
 from ..read import read_document
+from ..rules import severity_of
 from . import flow, references, security, templates, tools
 from .context import CatalogClaim, CheckContext, NestedCall, Project
 
@@ -37,17 +40,43 @@ class FileResult:
 def discover(
     paths: Iterable[str], exclude: Iterable[str] = ()
 ) -> tuple[list[str], list[Diagnostic]]:
-    """Playbook files under the given paths, sorted; missing paths become E001 diagnostics."""
+    """Playbook files under the given paths, sorted; missing paths, unreadable folders and
+    special files (FIFOs, devices: never opened, they could block) become diagnostics."""
     found = find_files(list(paths), tuple(exclude))
-    return found.files, [_missing(path) for path in found.missing]
+    return found.files, _found_problems(found)
 
 
-def _missing(path: str) -> Diagnostic:
-    return Diagnostic("E001", Severity.ERROR, path, Position(1, 1), "no such file or directory")
+def _found_problems(found: Found) -> list[Diagnostic]:
+    def problem(code: str, path: str, message: str) -> Diagnostic:
+        return Diagnostic(code, severity_of(code), path, Position(1, 1), message)
+
+    return (
+        [problem("E001", path, "no such file or directory") for path in found.missing]
+        + [problem("E001", path, "no such file (a broken symlink?)") for path in found.broken]
+        + [problem("E001", path, f"cannot read folder: {why}") for path, why in found.unreadable]
+        + [
+            problem("E003", path, f"skipped: {kind}, not a regular file")
+            for path, kind in found.special
+        ]
+    )
 
 
 def read_file(path: str, dialect: str | None = None) -> FileResult:
-    return _read(load_file(path), dialect)
+    return _read(_load(path), dialect)
+
+
+def _load(path: str) -> Document:
+    try:
+        return load_file(path)
+    except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
+        return Document(path, "", None, [_internal_error(path, "loading", exc)])
+
+
+def _internal_error(path: str, stage: str, exc: BaseException) -> Diagnostic:
+    message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return Diagnostic(
+        "E002", Severity.ERROR, path, Position(1, 1), f"internal error while {stage}: {message}"
+    )
 
 
 def _read(document: Document, dialect: str | None) -> FileResult:
@@ -56,9 +85,7 @@ def _read(document: Document, dialect: str | None) -> FileResult:
     try:
         playbook = read_document(document, sink, dialect)
     except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
-        sink.add(
-            "E002", Position(1, 1), f"internal error while reading: {type(exc).__name__}: {exc}"
-        )
+        sink.items.append(_internal_error(document.path, "reading", exc))
         playbook = None
     return FileResult(document.path, document, playbook, sink.items)
 
@@ -70,7 +97,7 @@ def _read_found(
     (docker-compose.yml, a CI config) is skipped with an E003 note instead of reported on."""
     results, notes = [], []
     for path in files:
-        document = load_file(path)
+        document = _load(path)
         if (
             path not in named
             and not document.diagnostics
@@ -94,10 +121,11 @@ def _read_found(
 
 def check_text(text: str, path: str = "<string>", *, dialect: str | None = None) -> FileResult:
     """Check one playbook given as text (tests, editors, fuzzing)."""
-    document = load_text(text, path)
-    sink = DiagnosticSink(path)
-    sink.items.extend(document.diagnostics)
-    result = FileResult(path, document, read_document(document, sink, dialect), sink.items)
+    try:
+        document = load_text(text, path)
+    except Exception as exc:  # noqa: BLE001
+        document = Document(path, text, None, [_internal_error(path, "loading", exc)])
+    result = _read(document, dialect)
     check_results([result])
     return result
 
@@ -120,11 +148,7 @@ def check_results(
             try:
                 family(context)
             except Exception as exc:  # noqa: BLE001 — one failing rule must not hide the others
-                sink.add(
-                    "E002",
-                    Position(1, 1),
-                    f"internal error in {family.__module__}: {type(exc).__name__}: {exc}",
-                )
+                sink.items.append(_internal_error(result.path, f"in {family.__module__}", exc))
         result.diagnostics.extend(sink.items)
     if resolve_nested:
         _attach(results, resolve_project(project.nested_calls, project.claims))
@@ -157,7 +181,7 @@ def check_paths(
     found = find_files(list(paths), tuple(exclude))
     results, notes = _read_found(found.files, found.named, dialect)
     check_results(results, connections)
-    return results, [_missing(path) for path in found.missing] + notes
+    return results, _found_problems(found) + notes
 
 
 @dataclass
@@ -178,6 +202,41 @@ def _check_chunk(
     return reports, project.claims, project.nested_calls, notes
 
 
+def _check_in_workers(files: list[str], named: set[str], jobs: int, dialect, connections) -> list:
+    """One chunk per worker. A worker that dies (a crash in a C extension, the OOM killer)
+    breaks the pool instead of hanging it; its files are then checked one per process, so only
+    the file that kills its process is lost, as an E002 finding."""
+    context = multiprocessing.get_context("fork")
+    chunks = [files[i::jobs] for i in range(jobs)]
+    parts = []
+    broken: list[str] = []
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        futures = [
+            pool.submit(_check_chunk, chunk, named, dialect, connections) for chunk in chunks
+        ]
+        for chunk, future in zip(chunks, futures):
+            try:
+                parts.append(future.result())
+            except BrokenProcessPool:
+                broken += chunk
+    for path in broken:
+        with ProcessPoolExecutor(1, mp_context=context) as alone:
+            try:
+                parts.append(
+                    alone.submit(_check_chunk, [path], named, dialect, connections).result()
+                )
+            except BrokenProcessPool:
+                crash = Diagnostic(
+                    "E002",
+                    Severity.ERROR,
+                    path,
+                    Position(1, 1),
+                    "internal error: checking this file stopped the worker process",
+                )
+                parts.append(([FileReport(path, "", [crash])], [], [], []))
+    return parts
+
+
 def report_paths(
     paths: Iterable[str],
     *,
@@ -196,13 +255,9 @@ def report_paths(
     if jobs <= 1 or len(files) < 16 * jobs or "fork" not in multiprocessing.get_all_start_methods():
         parts = [_check_chunk(files, named, dialect, connections)]
     else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            parts = pool.starmap(
-                _check_chunk,
-                [(files[i::jobs], named, dialect, connections) for i in range(jobs)],
-            )
+        parts = _check_in_workers(files, named, jobs, dialect, connections)
     notes = sorted((note for part in parts for note in part[3]), key=lambda d: d.sort_key)
-    problems = [_missing(path) for path in found.missing] + notes
+    problems = _found_problems(found) + notes
     reports = sorted((report for part in parts for report in part[0]), key=lambda r: r.path)
     claims = [claim for part in parts for claim in part[1]]
     calls = [call for part in parts for call in part[2]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -42,12 +44,17 @@ class Project:
     claims: list[CatalogClaim] = field(default_factory=list)
 
 
+_UNSCANNED = object()
+
+
 @dataclass
 class CheckContext:
     playbook: Playbook
     document: Document
     sink: DiagnosticSink
     project: Project
+    _scanned: dict = field(default_factory=dict, repr=False)  # flow scalar span -> indices
+    _blocks: dict = field(default_factory=dict, repr=False)  # literal block span -> _block()
 
     def report(self, code: str, position: Position, message: str, **kwargs: Any) -> None:
         self.sink.add(code, position, message, **kwargs)
@@ -76,32 +83,42 @@ class CheckContext:
 
         Flow scalars are re-scanned character by character (positions.py); literal blocks map
         line by line; anything else searches the source slice and falls back to the scalar start.
+        What is learnt about a string is kept, so many findings in one long string cost one scan.
         """
         span: Span | None = span_of(value)
         if span is None:
             return Position(1, 1)
-        text = self.document.text
-        raw = text[span.start : span.end]
+        key = (span.start, span.end)
         if span.style in ("|", ">"):
-            return self._in_block(span, raw, value, offset)
-        scanned = source_indices(text, span.start, span.end, span.style)
+            if span.style == "|":
+                lines, indent, starts = self._block(key, span, value)
+                line_index = bisect.bisect_right(starts, offset) - 1
+                if line_index < lines:
+                    # A literal block keeps every line (leading blank ones too): value line i is
+                    # the i-th line after the header, shifted right by the block's indentation.
+                    column = offset - starts[line_index]
+                    return Position(span.line + 1 + line_index, indent + column + 1)
+            return self._search(span, value, offset)
+        scanned = self._scanned.get(key, _UNSCANNED)
+        if scanned is _UNSCANNED:
+            text = self.document.text
+            scanned = self._scanned[key] = source_indices(text, span.start, span.end, span.style)
         if scanned is not None and scanned[1] == value:
             indices = scanned[0]
             return self.document.position_at(indices[offset] if offset < len(indices) else span.end)
-        return self._search(span, raw, value, offset)
+        return self._search(span, value, offset)
 
-    def _in_block(self, span: Span, raw: str, value: str, offset: int) -> Position:
-        line_index = value.count("\n", 0, offset)
-        column = offset - (value.rfind("\n", 0, offset) + 1)
-        body = raw.split("\n")[1:]  # the header line holds `|` / `>` and indicators
-        indent = next((len(line) - len(line.lstrip(" ")) for line in body if line.strip()), 0)
-        if span.style == "|" and line_index < len(body):
-            # A literal block keeps every line (leading blank ones too): value line i is the
-            # i-th line after the header, shifted right by the block's indentation.
-            return Position(span.line + 1 + line_index, indent + column + 1)
-        return self._search(span, raw, value, offset)
+    def _block(self, key: tuple[int, int], span: Span, value: str) -> tuple[int, int, list[int]]:
+        """(source lines after the header, indentation, start offset of each value line)."""
+        if key not in self._blocks:
+            body = self.document.text[span.start : span.end].split("\n")[1:]  # header: `|`
+            indent = next((len(line) - len(line.lstrip(" ")) for line in body if line.strip()), 0)
+            starts = [0] + [m.end() for m in re.finditer("\n", value)]
+            self._blocks[key] = (len(body), indent, starts)
+        return self._blocks[key]
 
-    def _search(self, span: Span, raw: str, value: str, offset: int) -> Position:
+    def _search(self, span: Span, value: str, offset: int) -> Position:
+        raw = self.document.text[span.start : span.end]
         needle = value[offset : offset + 24].split("\n", 1)[0]
         found = raw.find(needle) if needle else -1
         if found >= 0:

@@ -64,20 +64,27 @@ def _check_ctx(ctx: CheckContext) -> None:
                 f"{', '.join(names)}, which never {verb} before it",
             )
     for name, writers in sorted(writes.items()):
-        steps = sorted({w.step for w in writers if w.step})
-        for i, first in enumerate(steps):
-            for second in steps[i + 1 :]:
-                if ctx.flow.may_run_in_parallel(first, second):
-                    where = next(w for w in writers if w.step == second)
-                    ctx.report(
-                        "F404",
-                        where.position,
-                        f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
-                        "which can run in parallel; the last writer wins at random",
-                    )
+        first_write = {}
+        for w in writers:
+            if w.step:
+                first_write.setdefault(w.step, w)
+        steps = sorted(first_write)
+        # Each writer is reported once, with the first writer it races: n findings, not n^2
+        # (a fan-out of thousands of writers would otherwise print millions of lines).
+        for i, second in enumerate(steps):
+            race = (steps[j] for j in range(i) if ctx.flow.may_run_in_parallel(steps[j], second))
+            first = next(race, None)
+            if first is not None:
+                where = first_write[second]
+                ctx.report(
+                    "F404",
+                    where.position,
+                    f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
+                    "which can run in parallel; the last writer wins at random",
+                )
 
 
 def _written_before(ctx: CheckContext, step: str, writers) -> bool:
     """Some writer is the step itself or can run before it (a path reaches it from the writer)."""
-    before = ctx.flow.ancestors(step) | {step}
-    return any(w.step is None or w.step in before for w in writers)
+    flow = ctx.flow
+    return any(w.step is None or w.step == step or flow.is_ancestor(w.step, step) for w in writers)

@@ -7,7 +7,7 @@ here rather than when an execution has already been waiting for days.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..read.base import did_you_mean, is_template, type_name
@@ -31,8 +31,13 @@ PARAM_TYPES = {
 }
 PARAM_KEYS = {"type", "default", "description", "enum", "minimum", "maximum"}
 
-# `30s`, `5m`, `1h30m`, `2d12h` ... or ISO-8601 `PT2H`, `P10D`, `P1DT2H30M`, `PT0.5S`.
-_SHORT = re.compile(r"(?:\d+(?:\.\d+)?[dhms])+")
+# `30s`, `5m`, `1h30m`, `2d12h` ... (each unit once, largest first, as the runtime parses them)
+# or ISO-8601 `PT2H`, `P10D`, `P1DT2H30M`, `PT0.5S`.
+_SHORT = re.compile(
+    r"(?=\d)(?:\d+(?:\.\d+)?d)?(?:\d+(?:\.\d+)?h)?(?:\d+(?:\.\d+)?m)?(?:\d+(?:\.\d+)?s)?"
+)
+# The longest duration a Python timedelta (what the operators build when the DAG is parsed) holds.
+MAX_DURATION_SECONDS = timedelta.max.total_seconds()
 _ISO = re.compile(
     r"P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
     r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
@@ -64,7 +69,15 @@ def check_gate(ctx: CheckContext, tool: Any, label: str) -> None:
         )
         return
     if is_template(gate):
-        return  # the runtime decides; nothing else can be checked against an unknown type
+        # The operator class is chosen from `gate` when the DAG file is parsed, before anything
+        # is rendered: a template there cannot work.
+        ctx.report(
+            "C510",
+            ctx.pos(tool, "gate"),
+            f"`gate` of {label} must be written out ({', '.join(GATE_TYPES)}), not a template: "
+            "the DAG picks the gate's operator when it is parsed",
+        )
+        return
     if gate not in GATE_TYPES:
         ctx.report(
             "C510",
@@ -158,6 +171,13 @@ def _is_rfc3339(text: str) -> bool:
 def _check_duration(ctx: CheckContext, tool: dict, key: str, label: str, *, positive: bool) -> None:
     value = tool[key]
     if is_template(value):
+        # The operator turns it into a timedelta when the DAG file is parsed, before rendering.
+        ctx.report(
+            "C510",
+            ctx.pos(tool, key),
+            f"`{key}` of {label} must be written out (e.g. 30s, 2d), not a template: "
+            "the DAG reads it when it is parsed",
+        )
         return
     seconds = duration_seconds(value) if isinstance(value, str) else None
     if seconds is None:
@@ -169,6 +189,13 @@ def _check_duration(ctx: CheckContext, tool: dict, key: str, label: str, *, posi
         )
     elif positive and seconds <= 0:
         ctx.report("C510", ctx.pos(tool, key), f"`{key}` of {label} must be longer than zero")
+    elif seconds >= MAX_DURATION_SECONDS:
+        ctx.report(
+            "C510",
+            ctx.pos(tool, key),
+            f"`{key}` of {label} is longer than a Python timedelta can hold (about 2.7 million "
+            "years); the DAG would fail to import",
+        )
 
 
 def _check_assignees(ctx: CheckContext, tool: dict, label: str) -> None:

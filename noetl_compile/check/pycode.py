@@ -24,7 +24,8 @@ from ..analyze.expressions import scan_template
 from .context import CheckContext
 from .templates import STALE_FIELDS
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+_TEMPLATE_OPEN = re.compile(r"\{([{%#])")
+_TEMPLATE_CLOSE = {"{": "}}", "%": "%}", "#": "#}"}
 # Maskings tried in turn: a name, a number, an empty tuple. One of them fits where the rendered
 # value goes in nearly all real code (`x = {{ n }}`, `f({{ a }})`, `'{{ s }}'`, `1{{ zeros }}`).
 _MASKS = (
@@ -94,7 +95,7 @@ def _check_stale_reads(ctx: CheckContext, code: str, yaml_value: Any, label: str
 def stale_reads(code: str) -> tuple[tuple[int, int, str], ...]:
     """(line, column, field) of every `x.get("command_N")` / `x["command_N"]` in ``code``
     (1-based; the code must compile once its Jinja parts are masked)."""
-    regions = [m.span() for m in _TEMPLATE.finditer(code)]
+    regions = _template_regions(code)
     tree = None
     for mask in _MASKS if regions else _MASKS[:1]:
         try:
@@ -127,7 +128,7 @@ def stale_reads(code: str) -> tuple[tuple[int, int, str], ...]:
 def compile_error(code: str) -> tuple[int, int, str] | None:
     """(line, column, message) of the first syntax error, both 1-based; None when it compiles
     or when the error is only an artefact of masking the Jinja parts."""
-    regions = [m.span() for m in _TEMPLATE.finditer(code)]
+    regions = _template_regions(code)
     first_error: SyntaxError | None = None
     for mask in _MASKS if regions else _MASKS[:1]:
         try:
@@ -151,6 +152,24 @@ def compile_error(code: str) -> tuple[int, int, str] | None:
     if column <= indent:  # indentation errors point into the blanks; show the statement
         column = indent + 1
     return line, column, first_error.msg
+
+
+def _template_regions(code: str) -> list[tuple[int, int]]:
+    """Spans of `{{ }}`, `{% %}` and `{# #}` (shortest match each). Linear: a lazy regex would
+    rescan to the end of the text for every opening that never closes."""
+    regions: list[tuple[int, int]] = []
+    unclosed: set[str] = set()  # kinds with no closing mark after some point: none later either
+    position = 0
+    while (opening := _TEMPLATE_OPEN.search(code, position)) is not None:
+        kind = opening.group(1)
+        close = -1 if kind in unclosed else code.find(_TEMPLATE_CLOSE[kind], opening.end())
+        if close < 0:
+            unclosed.add(kind)
+            position = opening.start() + 1
+            continue
+        regions.append((opening.start(), close + 2))
+        position = close + 2
+    return regions
 
 
 def _masked(code: str, regions: list[tuple[int, int]], mask) -> str:

@@ -118,7 +118,19 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
             )
     if task.kind in ("playbook", "playbooks"):
         path = config.get("path")
-        if isinstance(path, str) and not is_template(path):
+        own_tool = step is not None and step.pipeline is None and step.tool is task
+        if own_tool and not isinstance(path, str):
+            # A step that is a nested call becomes an operator that needs the path when the DAG
+            # file is parsed (a workbook or pipeline task may get it elsewhere).
+            ctx.report(
+                "S101",
+                ctx.pos(config, "path") if "path" in config else ctx.pos(config),
+                f"the nested playbook call of step {step.name!r} needs a `path` (a string)",
+            )
+        elif isinstance(path, str) and not path.strip("/ "):
+            # The nested-playbook operator refuses an empty path when the DAG file is parsed.
+            ctx.report("S101", ctx.pos(config, "path"), "the nested playbook `path` is empty")
+        elif isinstance(path, str) and not is_template(path):
             ctx.project.nested_calls.append(
                 NestedCall(ctx.sink.path, ctx.pos(config, "path"), path)
             )

@@ -84,6 +84,7 @@ class _Lowering:
         self.ids = IdAllocator()
         self.units: list[Unit] = []
         self.unit_of: dict[str, Unit] = {}
+        self._unit_position: dict[str, int] = {}
 
     # -- shapes -----------------------------------------------------------------------------------
     def plan(self) -> None:
@@ -333,9 +334,11 @@ class _Lowering:
 
     # -- dependencies -------------------------------------------------------------------------------
     def wire(self) -> None:
+        linked: set[tuple[str, str]] = set()  # a join of a wide fan-out has thousands upstream
         for source, target in self.graph.edges:
             a, b = self.unit_of[source], self.unit_of[target]
-            if a is not b and a.id not in b.upstream:
+            if a is not b and (a.id, b.id) not in linked:
+                linked.add((a.id, b.id))
                 b.upstream.append(a.id)
         position = {u.id: i for i, u in enumerate(self.units)}
         for unit in self.units:
@@ -351,7 +354,7 @@ class _Lowering:
 
     def reads(self, unit: Unit) -> dict[str, Any]:
         members = set(unit.steps)
-        position = {u.id: i for i, u in enumerate(self.units)}
+        position = self._unit_position
         results: dict[str, str] = {}
         region_results: dict[str, str] = {}
         ctx: dict[str, list[str]] = {}
@@ -389,6 +392,7 @@ class _Lowering:
         for unit in self.units:
             self.fill(unit)
         self.wire()
+        self._unit_position = {u.id: i for i, u in enumerate(self.units)}
         for unit in self.units:
             unit.reads = self.reads(unit)
         return self.units

@@ -18,6 +18,7 @@ import networkx as nx
 from ..analyze.dataflow import ctx_writes, vars_writes
 from ..analyze.expressions import scan_template
 from ..analyze.names import JINJA_GLOBALS, RUNTIME_NAMES
+from ..analyze.reach import Reachability
 from ..analyze.sites import template_sites
 from ..ast import Playbook
 
@@ -105,7 +106,8 @@ def reaching_definitions(
     incoming: dict[str, set[tuple[str, str]]] = {node: set() for node in graph}
     outgoing: dict[str, set[tuple[str, str]]] = {node: set(gen[node]) for node in graph}
     order = list(nx.dfs_preorder_nodes(graph)) if graph else []
-    order += [n for n in graph if n not in set(order)]
+    visited = set(order)
+    order += [n for n in graph if n not in visited]
     changed = True
     while changed:
         changed = False
@@ -152,11 +154,11 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
     def ordered(names: set[str]) -> list[str]:
         return sorted(names, key=lambda n: position.get(n, 0))
 
+    upstream = Reachability(graph, graph.predecessors, graph.successors)
     results, ctx, vars_ = {}, {}, {}
     for node in graph:
         found = reads.get(node, StepReads())
-        ancestors = nx.ancestors(graph, node)
-        results[node] = ordered({r for r in found.results if r in ancestors})
+        results[node] = ordered({r for r in found.results if upstream.reaches(r, node)})
         wanted_ctx = set(ctx_in[node]) if found.all_ctx else found.ctx
         ctx[node] = {
             var: ordered(ctx_in[node][var]) for var in sorted(wanted_ctx) if ctx_in[node].get(var)

@@ -225,6 +225,15 @@ class Reader:
             return str(value)  # `step: 1` names a step "1"; YAML typed it as a number
         return value if self.expect(container, key, (str,), what) else None
 
+    def iterator_name(self, container: Any, key: Any, what: str) -> str | None:
+        """The name a loop binds each item to: written out and not blank, because the loop
+        operator checks it when the DAG file is parsed, before anything is rendered."""
+        value = self.string(container, key, what)
+        if value is not None and (not value.strip() or is_template(value)):
+            problem = "is empty" if not value.strip() else "cannot be a template"
+            self.report("S108", self.pos(container, key), f"{what} {problem}: give it a name")
+        return value
+
     def choice(
         self,
         container: Any,

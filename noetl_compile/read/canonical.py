@@ -219,8 +219,12 @@ class CanonicalReader(PlaybookReader):
         spec = self.mapping(loop, "spec", f"`loop.spec` of {label}") or {}
         if spec:
             self.check_keys(spec, LOOP_SPEC_KEYS, f"the loop spec of {label}")
-        mode = self.choice(
-            spec, "mode", ("sequential", "parallel", "cursor"), f"loop mode of {label}"
+        mode = self.choice(  # the loop operator checks its mode when the DAG is parsed
+            spec,
+            "mode",
+            ("sequential", "parallel", "cursor"),
+            f"loop mode of {label}",
+            allow_template=False,
         )
         has_in, has_cursor = "in" in loop, "cursor" in loop
         if has_in and has_cursor:
@@ -245,7 +249,7 @@ class CanonicalReader(PlaybookReader):
             self.report(
                 "S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name"
             )
-        iterator = self.string(loop, "iterator", f"loop `iterator` of {label}")
+        iterator = self.iterator_name(loop, "iterator", f"loop `iterator` of {label}")
         max_in_flight = spec.get("max_in_flight")
         if (
             max_in_flight is not None

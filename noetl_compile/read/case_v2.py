@@ -95,12 +95,16 @@ class CaseV2Reader(CanonicalReader):
         if "in" not in loop or "iterator" not in loop:
             missing = " and ".join(k for k in ("in", "iterator") if k not in loop)
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs {missing}")
-        mode = self.choice(
-            loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}"
+        mode = self.choice(  # the loop operator checks its mode when the DAG is parsed
+            loop,
+            "mode",
+            ("sequential", "parallel", "async"),
+            f"loop mode of {label}",
+            allow_template=False,
         )
         return Loop(
             span=span_of(loop),
-            iterator=self.string(loop, "iterator", f"loop iterator of {label}"),
+            iterator=self.iterator_name(loop, "iterator", f"loop iterator of {label}"),
             iterator_span=self.span(loop, "iterator"),
             collection=loop.get("in"),
             mode=mode or "sequential",

@@ -170,11 +170,15 @@ class V1Reader(PlaybookReader):
                 self.report("S108", self.pos(item, "type"), f"the iterator {label} needs `{key}`")
         step.loop = Loop(
             span=span_of(item),
-            iterator=self.string(item, "element", f"`element` of {label}"),
+            iterator=self.iterator_name(item, "element", f"`element` of {label}"),
             iterator_span=self.span(item, "element"),
             collection=item.get("collection"),
             mode=self.choice(
-                item, "mode", ("sequential", "parallel", "async"), f"iterator mode of {label}"
+                item,
+                "mode",
+                ("sequential", "parallel", "async"),
+                f"iterator mode of {label}",
+                allow_template=False,
             )
             or "sequential",
         )
@@ -216,12 +220,16 @@ class V1Reader(PlaybookReader):
                 "S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name"
             )
         has_action = any(item.get(k) is not None for k in ("type", "tool", "task"))
-        mode = self.choice(
-            loop, "mode", ("sequential", "parallel", "async"), f"loop mode of {label}"
+        mode = self.choice(  # the loop operator checks its mode when the DAG is parsed
+            loop,
+            "mode",
+            ("sequential", "parallel", "async"),
+            f"loop mode of {label}",
+            allow_template=False,
         )
         return Loop(
             span=span_of(loop),
-            iterator=self.string(loop, iterator_key, f"loop iterator of {label}"),
+            iterator=self.iterator_name(loop, iterator_key, f"loop iterator of {label}"),
             iterator_span=self.span(loop, iterator_key),
             collection=collection,
             mode=mode or "sequential",

@@ -1,0 +1,304 @@
+"""What a literal secret looks like: credential key names, secrets inside longer text (URLs,
+query strings, SQL, shell and python lines) and token shapes that are secrets wherever they sit.
+
+Pure text functions, no playbook: ``check/security.py`` walks the document and reports; compile
+uses the same findings to refuse writing a secret into a DAG file. Every pattern is linear (no
+nested unbounded repeats), so a long code block costs one pass per pattern.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+# Key names are split into words (snake, kebab, camel case, spaces); a key is a credential when
+# its words end with one of these phrases, optionally followed by neutral words (`_prod`, `2`).
+_PHRASES = (
+    ("password",),
+    ("passwd",),
+    ("pass",),
+    ("pw",),
+    ("pwd",),
+    ("passphrase",),
+    ("passcode",),
+    ("secret",),
+    ("token",),
+    ("api", "key"),
+    ("apikey",),
+    ("credentials",),
+    ("private", "key"),
+    ("access", "key"),
+    ("secret", "key"),
+    ("signing", "key"),
+    ("encryption", "key"),
+    ("master", "key"),
+    ("account", "key"),
+    ("subscription", "key"),
+    ("function", "key"),
+    ("functions", "key"),
+    ("client", "secret"),
+    ("authorization",),
+    ("cookie",),
+)
+_NEUTRAL = frozenset(
+    [
+        "prod",
+        "production",
+        "dev",
+        "development",
+        "test",
+        "staging",
+        "stage",
+        "live",
+        "value",
+        "val",
+        "raw",
+        "plain",
+        "literal",
+        "b64",
+        "base64",
+        "str",
+        "string",
+        "text",
+        "hex",
+    ]
+)
+# Written as one word (`PGPASSWORD`, `dbpassword`, `xapikey`): only words that cannot end an
+# innocent word (`pass` ends `bypass`, `pw` ends nothing useful).
+_JOINED = re.compile(
+    r"(?:password|passwd|passphrase|secret|token|apikey|privatekey|accesskey|secretkey"
+    r"|clientsecret|authorization|credentials|subscriptionkey|pwd)$"
+)
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+@functools.lru_cache(maxsize=8192)
+def is_secret_key(key: object) -> bool:
+    """`password`, `db_password`, `dbPassword`, `X-Api-Key`, `PGPASSWORD`, `Password_Prod`,
+    `Ocp-Apim-Subscription-Key` ...; `password_file`, `token_url`, `max_tokens` are not."""
+    if not isinstance(key, str) or len(key) > 200:
+        return False
+    words = [w.lower() for w in _WORDS.findall(key)]
+    while words and (words[-1] in _NEUTRAL or words[-1].isdigit()):
+        words.pop()
+    if not words:
+        return False
+    if words[0] == "x" and words[-1] == "key" and len(words) > 1:  # X-Api-Key, X-Auth-Key
+        return True
+    if any(tuple(words[-len(p) :]) == p for p in _PHRASES):
+        return True
+    return _JOINED.search("".join(words)) is not None
+
+
+# Values that name a secret instead of holding it.
+_REFERENCE = re.compile(
+    r"""^(?:
+        [A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*          # an environment variable name: MY_TOKEN
+      | \$\{[^}]*\} | \$[A-Za-z_]\w* | \$\(\S*\)   # ${VAR}, $VAR, $(cmd)
+      | %\([\w.]+\)s | %[\w.]+%                # %(name)s, %NAME%
+      | <[^<>]*> | \[[^\[\]]*\]                # <your token>, [token]
+      | [*x.X#-]{3,}                           # ****, xxx, ...
+      | (?:projects/[^/\s]+/)?secrets/\S+      # GCP secret manager
+      | arn:aws:(?:secretsmanager|ssm):\S+ | (?:vault|secret|sm|gcp|aws|azure|env|keychain)://?\S*
+      | https://[\w.-]+\.vault\.azure\.net/\S*
+    )$""",
+    re.VERBOSE,
+)
+# Obvious stand-ins: `your-token`, `changeme`, `test_session_123`, `<token>` ...
+_PLACEHOLDER_WORDS = re.compile(
+    r"^(?:your|my|enter|insert|replace|test|fake|sample|mock|dummy)(?:[-_ ]|$)"
+    r"|changeme|placeholder|redacted|example|^none$|^null$|^todo$",
+    re.IGNORECASE,
+)
+# A lowercase slug that says what it names (`openai-api-key`, `github_token`) is a reference.
+_NAMED_REFERENCE = re.compile(r"^[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)*$")
+_NAME_HINTS = ("key", "token", "secret", "password", "passwd", "credential", "cred", "auth")
+_TEMPLATE = re.compile(r"\{\{|\{%")
+
+
+def is_reference(value: str) -> bool:
+    """Does this literal name a secret (env var, secret manager path, placeholder) rather than hold one?"""
+    text = value.strip()
+    if not text or _REFERENCE.match(text) or _PLACEHOLDER_WORDS.search(text):
+        return True
+    return bool(_NAMED_REFERENCE.match(text)) and any(hint in text for hint in _NAME_HINTS)
+
+
+def _literal(secret: str) -> bool:
+    return (
+        bool(secret.strip())
+        and not _TEMPLATE.search(secret)
+        and not secret.startswith(("{", "$", "%("))
+        and not is_reference(secret)
+    )
+
+
+class Finding(NamedTuple):
+    offset: int  # where the secret starts in the value
+    length: int
+    what: str
+
+
+_BEARER = re.compile(
+    r"^\s*(?:Bearer|Basic|Token|Digest|ApiKey|Key)\s+(?P<secret>\S.*?)\s*$", re.IGNORECASE
+)
+# Literals a template hides: `{{ env.X | default('hunter2') }}`, `{{ 'hunter2' }}`, `or 'x'`.
+_TEMPLATE_LITERAL = re.compile(
+    r"""(?:\{\{-?|\bd(?:efault)?\(|\bor)\s*(?P<q>['"])(?P<secret>[^'"\n]{1,512})(?P=q)"""
+)
+
+
+def keyed_secret(value: str) -> Finding | None:
+    """The secret in the literal value of a credential-named key, or None for a reference."""
+    if not value.strip():
+        return None
+    if _TEMPLATE.search(value):
+        for match in _TEMPLATE_LITERAL.finditer(value):
+            secret = match.group("secret")
+            if _literal(secret):
+                return Finding(
+                    match.start("secret"), len(secret), "a literal secret in a template default"
+                )
+        return None
+    bearer = _BEARER.match(value)
+    if bearer:
+        secret = bearer.group("secret")
+        return None if is_reference(secret) else Finding(bearer.start("secret"), len(secret), "")
+    if is_reference(value):
+        return None
+    start = len(value) - len(value.lstrip())
+    return Finding(start, len(value.strip()), "")
+
+
+# Secrets inside longer text. Bounded repeats keep every scan linear on long code blocks.
+_URL_CREDENTIALS = re.compile(
+    r"\b[a-z][a-z0-9+.-]{0,30}://[^\s:/@'\"]{0,256}:(?P<secret>[^\s@/'\"]{1,256})@", re.IGNORECASE
+)
+# `?api_key=x&`, `;Password=x;` (JDBC, ODBC, ADO.NET, Azure connection strings).
+_PARAMETER = re.compile(
+    r"(?:^|[?&;,\s])(?P<name>[\w.-]{1,64})=(?P<q>['\"]?)(?P<secret>[^&;,\s'\"()\[\]{}]{1,512})"
+    r"(?![(\[])",
+    re.IGNORECASE,
+)
+# `PASSWORD 'x'`, `PASSWORD = 'x'`, `IDENTIFIED BY 'x'` / `IDENTIFIED BY x` in SQL text.
+_SQL_PASSWORD = re.compile(
+    r"\b(?:PASSWORD\s*=?\s*(?P<q>['\"])|IDENTIFIED\s+BY\s+(?P<q2>['\"]?))"
+    r"(?P<secret>[^'\"\s;,)]{1,512})(?:(?P=q)|(?P=q2))",
+    re.IGNORECASE,
+)
+# `export PGPASSWORD=x`, `--password=x`, `--token x`, `password = "x"`, `"api_key": "x"`.
+_ASSIGNMENT = re.compile(
+    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,64})(?P<kq>['"]?\]?)\s{0,8}(?::|=|:=|=>)\s{0,8}"""
+    r"""(?P<q>['"])(?P<secret>[^'"\n]{1,512})(?P=q)"""
+)
+# `--password x` (the `=` form is a parameter above).
+_OPTION = re.compile(
+    r"(?:^|\s)--(?P<name>[A-Za-z][\w-]{0,64}) +(?P<secret>[^\s'\"=;&|()-][^\s'\";&|()]{0,511})"
+)
+_HEADER_LINE = re.compile(
+    r"\b(?:Authorization|Proxy-Authorization)\s*:\s*(?:Bearer|Basic|Token)\s+(?P<secret>[\w.~+/=-]{4,512})",
+    re.IGNORECASE,
+)
+_TOKEN_SHAPES = (
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    (
+        "a GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+    ),
+    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,64}")),
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----")),
+    ("a Slack token", re.compile(r"\bxox[bpars]-[A-Za-z0-9-]{10,255}")),
+    ("a JSON web token", re.compile(r"\beyJ[\w-]{8,4096}\.eyJ[\w-]{8,8192}\.[\w-]{8,1024}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    ("a Stripe secret key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}")),
+    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}")),
+    ("a SendGrid API key", re.compile(r"\bSG\.[\w-]{16,32}\.[\w-]{16,64}")),
+    ("a Twilio API key", re.compile(r"\bSK[0-9a-f]{32}\b")),
+    ("an npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,64}\b")),
+    ("a PyPI token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,255}")),
+    ("a Square secret", re.compile(r"\bsq0(?:csp|atp)-[0-9A-Za-z_-]{22,64}")),
+    ("an Azure storage key", re.compile(r"\bAccountKey=[A-Za-z0-9+/=]{40,128}")),
+)
+_SHAPE_HINTS = re.compile(
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|PRIVATE KEY|xox|eyJ|AIza|[sr]k_(?:live|test)_"
+    r"|\bsk-|SG\.|\bSK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey"
+)
+# Every credential key name holds one of these (lowercased): strings without any cannot hold a
+# `name=secret` or `name: "secret"` pair, so the name-based scans are skipped (most code and SQL).
+_KEY_HINTS = re.compile(r"pass|pw|secret|token|key|cred|auth|cookie")
+
+
+def text_secrets(value: str) -> Iterator[Finding]:
+    """Secrets inside a longer string: one finding per secret, at its first character."""
+    found: set[int] = set()
+
+    def add(offset: int, length: int, what: str) -> Iterator[Finding]:
+        if offset not in found:  # one finding per secret, however many patterns see it
+            found.add(offset)
+            yield Finding(offset, length, what)
+
+    # Cheap substring tests first: most strings hold none of these.
+    lowered = value.lower()
+    named = _KEY_HINTS.search(lowered) is not None
+    if "://" in value and "@" in value:
+        for m in _URL_CREDENTIALS.finditer(value):
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), "a URL holds a literal password"
+                )
+    if named and "=" in value:
+        for m in _PARAMETER.finditer(value):
+            if is_secret_key(m.group("name")) and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    f"`{m.group('name')}=` holds a literal secret",
+                )
+    if "password" in lowered or "identified" in lowered:
+        for m in _SQL_PASSWORD.finditer(value):
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    "an SQL statement holds a literal password",
+                )
+    if named and ("'" in value or '"' in value):
+        for m in _ASSIGNMENT.finditer(value):
+            bearer = _BEARER.match(m.group("secret"))
+            if bearer:  # `"Authorization": "Bearer x"`: the secret is the part after the scheme
+                start = m.start("secret") + bearer.start("secret")
+                if is_secret_key(m.group("name")) and _literal(bearer.group("secret")):
+                    yield from add(
+                        start,
+                        len(bearer.group("secret")),
+                        "an Authorization header holds a literal secret",
+                    )
+                continue
+            if is_secret_key(m.group("name")) and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    f"`{m.group('name')}` is assigned a literal secret",
+                )
+    for m in _OPTION.finditer(value) if named and "--" in value else ():
+        if is_secret_key(m.group("name")) and _literal(m.group("secret")):
+            yield from add(
+                m.start("secret"),
+                len(m.group("secret")),
+                f"`{m.group('name')}` is set to a literal secret",
+            )
+    if "authorization" in lowered:
+        for m in _HEADER_LINE.finditer(value):
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    "an Authorization header holds a literal secret",
+                )
+    if _SHAPE_HINTS.search(value):
+        for what, pattern in _TOKEN_SHAPES:
+            for m in pattern.finditer(value):
+                yield from add(m.start(), len(m.group()), f"{what} is written into the playbook")

@@ -1,0 +1,815 @@
+"""Hostile inputs: `noetlc check` and `compile` never crash, hang, leak or lie.
+
+One case per kind of attack, grouped by the items of issue 10 (1 YAML loader limits, 2 linear
+time, 3 template truth, 4 secrets in output, 6 file system, 7 output escaping). Each case builds
+its files in a fresh folder, runs the real CLI in a child process (a segfault or a hang must not
+take the test run with it) and asserts the exit status, the diagnostics (code, line and column)
+and a generous time bound; and for every case: no traceback, no death by signal, and every line
+of concise output is one `path:line:col: CODE message` finding or the summary.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MIN_CASES = 60
+HEADER = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: hostile, path: hostile}\n"
+STEPS = "workflow:\n  - step: start\n    tool: {kind: noop}\n"
+_FINDING = re.compile(r"^.+:\d+:\d+: [A-Z]\d{3} \S.*$")
+_SUMMARY = re.compile(
+    r"^(All checks passed: \d+ playbooks?|Found \d+ .* in \d+ playbooks?)\.$|^\d+ of \d+ playbook"
+)
+
+
+def playbook(body: str = "", steps: str = STEPS) -> str:
+    return HEADER + body + steps
+
+
+def python_step(code: str) -> str:
+    lines = "\n".join("        " + line for line in code.split("\n"))
+    return f"workflow:\n  - step: start\n    tool:\n      kind: python\n      code: |\n{lines}\n"
+
+
+def http_step(url: str) -> str:
+    return f"workflow:\n  - step: start\n    tool:\n      kind: http\n      url: {url}\n"
+
+
+def chain(n: int) -> str:
+    steps = ["workflow:\n"]
+    for i in range(n):
+        name = "start" if i == 0 else f"s{i}"
+        steps.append(f"  - step: {name}\n    tool: {{kind: noop}}\n")
+        if i + 1 < n:
+            steps.append(f"    next:\n      - step: s{i + 1}\n")
+    return HEADER + "".join(steps)
+
+
+def fan_out(n: int) -> str:
+    steps = ["workflow:\n  - step: start\n    tool: {kind: noop}\n    next:\n"]
+    steps += [f"      - step: b{i}\n" for i in range(n)]
+    for i in range(n):
+        steps.append(f"  - step: b{i}\n    tool: {{kind: noop}}\n    next:\n      - step: join\n")
+    steps.append("  - step: join\n    tool: {kind: noop}\n")
+    return HEADER + "".join(steps)
+
+
+def racing_writers(n: int) -> str:
+    steps = ["workflow:\n  - step: start\n    tool: {kind: noop}\n    next:\n"]
+    steps.append("      spec: {mode: inclusive}\n      arcs:\n")
+    steps += [f"        - step: b{i}\n" for i in range(n)]
+    for i in range(n):
+        steps.append(f"  - step: b{i}\n    tool: {{kind: noop}}\n    set: {{ctx.x: {i}}}\n")
+    return HEADER + "".join(steps)
+
+
+def laughs(levels: int = 9, width: int = 9, merge: bool = False) -> str:
+    lines = ["workload:\n", f"  l0: &l0 [{', '.join(['lol'] * width)}]\n"]
+    for i in range(1, levels):
+        if merge:
+            lines.append(f"  l{i}: &l{i}\n    x{i}: [{', '.join([f'*l{i - 1}'] * width)}]\n")
+        else:
+            lines.append(f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]\n")
+    return playbook("".join(lines))
+
+
+Files = dict[str, "str | bytes | Callable[[Path], None]"]
+
+
+@dataclass
+class Case:
+    name: str
+    files: Callable[[], Files]
+    argv: list[str]
+    status: int
+    expect: list[str] = field(default_factory=list)  # regexes, each must match a line of stdout
+    absent: list[str] = field(default_factory=list)  # strings that must not be printed anywhere
+    seconds: float = 20.0
+    env: dict[str, str] = field(default_factory=dict)
+    after: Callable[[Path], None] | None = None  # more assertions on the folder afterwards
+    one_line: bool = True  # every stdout line is a finding or the summary (concise format)
+
+
+def fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def symlink_to(target: str) -> Callable[[Path], None]:
+    return lambda path: path.symlink_to(target)
+
+
+def one(code: str, where: str = r"\d+:\d+", file: str = "p.yaml") -> str:
+    return rf"^{re.escape(file)}:{where}: {code} "
+
+
+SECRET = "Zq9-very-secret-value"
+CASES: list[Case] = [
+    # -- 1. YAML loader limits -----------------------------------------------------------------
+    Case(
+        "deep_flow_sequence",
+        lambda: {"p.yaml": "a: " + "[" * 200_000 + "]" * 200_000 + "\n"},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001", "1:103") + "invalid YAML: nesting deeper than 100"],
+    ),
+    Case(
+        "deep_flow_mapping",
+        lambda: {"p.yaml": "a: " + "{a: " * 100_000 + "1" + "}" * 100_000},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001", "1:400") + "invalid YAML: nesting deeper"],
+    ),
+    Case(
+        "deep_mixed_flow",
+        lambda: {"p.yaml": "a: " + "[{a: " * 50_000 + "1" + "}]" * 50_000},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001") + "invalid YAML: nesting deeper"],
+    ),
+    Case(
+        "deep_block_mapping",
+        lambda: {"p.yaml": "".join(" " * i + "a:\n" for i in range(3000)) + " " * 3000 + "b: 1\n"},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001", "101:101") + "invalid YAML: nesting deeper"],
+    ),
+    Case(
+        "deep_block_sequence",
+        lambda: {"p.yaml": "a: " + "- " * 20_000 + "x\n"},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001")],
+    ),
+    Case(
+        "billion_laughs",
+        lambda: {"p.yaml": laughs()},
+        ["check", "p.yaml"],
+        1,
+        [one("Y008") + "aliases expand this document"],
+    ),
+    Case(
+        "billion_laughs_compile",
+        lambda: {"p.yaml": laughs()},
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("Y008")],
+        after=lambda d: _assert_no_dag(d / "out"),
+    ),
+    Case(
+        "laughs_through_mappings",
+        lambda: {"p.yaml": laughs(merge=True)},
+        ["check", "p.yaml"],
+        1,
+        [one("Y008")],
+    ),
+    Case(
+        "wide_alias_reuse",
+        lambda: {
+            "p.yaml": playbook(
+                "workload:\n  big: &big ["
+                + ", ".join(["x"] * 5000)
+                + "]\n  uses: ["
+                + ", ".join(["*big"] * 2000)
+                + "]\n"
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("Y008")],
+    ),
+    Case(
+        "tag_bool_maybe",
+        lambda: {"p.yaml": playbook("workload:\n  flag: !!bool maybe\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:9") + "invalid !!bool value: 'maybe'"],
+    ),
+    Case(
+        "tag_timestamp_junk",
+        lambda: {"p.yaml": playbook("workload:\n  at: !!timestamp junk\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:7") + "invalid !!timestamp value"],
+    ),
+    Case(
+        "tag_float_junk",
+        lambda: {"p.yaml": playbook("workload:\n  f: !!float abc\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "invalid !!float value"],
+    ),
+    Case(
+        "tag_map_on_scalar",
+        lambda: {"p.yaml": playbook("workload:\n  m: !!map x\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "unsupported YAML tag '!!map' on a scalar"],
+    ),
+    Case(
+        "tag_seq_on_mapping",
+        lambda: {"p.yaml": playbook("workload:\n  s: !!seq {a: 1}\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "tag '!!seq' does not fit a mapping"],
+    ),
+    Case(
+        "tag_str_on_sequence",
+        lambda: {"p.yaml": playbook("workload:\n  s: !!str [1, 2]\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "tag '!!str' does not fit a sequence"],
+    ),
+    Case(
+        "tag_binary",
+        lambda: {"p.yaml": playbook("workload:\n  b: !!binary aGVsbG8=\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "unsupported YAML tag '!!binary'"],
+    ),
+    Case(
+        "tag_python_object",
+        lambda: {"p.yaml": playbook("workload:\n  o: !!python/object:os.system id\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "unsupported YAML tag"],
+    ),
+    Case(
+        "huge_decimal_int",
+        lambda: {"p.yaml": playbook("workload:\n  n: " + "9" * 5000 + "\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "invalid !!int value: 5000 digits"],
+    ),
+    Case(
+        "huge_hex_int",
+        lambda: {"p.yaml": playbook("workload:\n  n: 0x" + "f" * 5000 + "\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y005", "5:6") + "invalid !!int value"],
+    ),
+    Case(
+        "huge_int_compile",
+        lambda: {"p.yaml": playbook("workload:\n  n: 0b" + "1" * 20_000 + "\n")},
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("Y005", "5:6")],
+    ),
+    Case(
+        "nul_byte",
+        lambda: {"p.yaml": playbook("workload:\n  a: x\x00y\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001", "5:7") + "invalid YAML: control character U\\+0000"],
+    ),
+    Case(
+        "bell_character",
+        lambda: {"p.yaml": playbook("workload:\n  a: \x07\n")},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001", "5:6") + "invalid YAML: control character U\\+0007"],
+    ),
+    Case(
+        "nul_byte_full_format",
+        lambda: {"p.yaml": playbook("workload:\n  a: x\x00y\n")},
+        ["check", "p.yaml", "--format", "full"],
+        1,
+        [r"^5 \|   a: x\\x00y$"],
+        one_line=False,
+    ),
+    Case(
+        "not_utf8",
+        lambda: {"p.yaml": (HEADER + "workload:\n  a: caf").encode() + b"\xe9\n" + STEPS.encode()},
+        ["check", "p.yaml"],
+        1,
+        [one("Y001", "5:9") + "not UTF-8 text"],
+    ),
+    Case(
+        "byte_order_mark",
+        lambda: {"p.yaml": "\ufeff" + playbook()},
+        ["check", "p.yaml"],
+        0,
+        [r"^All checks passed"],
+    ),
+    Case(
+        "five_megabyte_line",
+        lambda: {"p.yaml": playbook('workload:\n  a: "' + "x" * 5_000_000 + '"\n')},
+        ["check", "p.yaml"],
+        0,
+        [r"^All checks passed"],
+        seconds=60,
+    ),
+    Case(
+        "crash_isolation_jobs",
+        lambda: {
+            **{f"ok{i:02}.yaml": playbook() for i in range(40)},
+            "z_deep.yaml": "a: " + "[" * 100_000 + "]" * 100_000,
+            "z_laughs.yaml": laughs(),
+        },
+        ["check", ".", "-j", "2"],
+        1,
+        [
+            one("Y001", file="./z_deep.yaml"),
+            one("Y008", file="./z_laughs.yaml"),
+            r"in 42 playbooks",
+        ],
+    ),
+    # -- 2. linear time ------------------------------------------------------------------------
+    Case(
+        "chain_10k_check",
+        lambda: {"p.yaml": chain(10_000)},
+        ["check", "p.yaml"],
+        0,
+        [r"^All checks passed"],
+        seconds=60,
+    ),
+    Case(
+        "chain_10k_compile",
+        lambda: {"p.yaml": chain(10_000)},
+        ["compile", "p.yaml", "-o", "out"],
+        0,
+        [r"^1 of 1 playbook"],
+        seconds=90,
+    ),
+    Case(
+        "fan_out_10k_compile",
+        lambda: {"p.yaml": fan_out(10_000)},
+        ["compile", "p.yaml", "-o", "out"],
+        0,
+        [r"^1 of 1 playbook"],
+        seconds=90,
+    ),
+    Case(
+        "racing_ctx_writers_5k",  # F404 compares writers pairwise: must stay near-linear
+        lambda: {"p.yaml": racing_writers(5000)},
+        ["check", "p.yaml", "--select", "F404"],
+        0,
+        [one("F404") + "`ctx.x` is written by steps 'b0' and 'b1'"],
+        seconds=60,
+    ),
+    Case(
+        "many_unknown_names",
+        lambda: {
+            "p.yaml": playbook(
+                steps=http_step('"{{ [' + ", ".join(f"u{i}" for i in range(20_000)) + '] }}"')
+            )
+        },
+        ["check", "p.yaml", "--select", "T302"],
+        0,
+        [one("T302", "8:17") + "unknown name 'u0'", one("T302") + "unknown name 'u19999'"],
+        seconds=60,
+    ),
+    Case(
+        "many_templates_in_block",
+        lambda: {"p.yaml": playbook(steps=python_step("{{ u }}\n" * 20_000))},
+        ["check", "p.yaml", "--select", "T302"],
+        0,
+        [one("T302", "9:12"), one("T302", "20008:12")],
+        seconds=60,
+    ),
+    Case(
+        "spaces_in_expression",
+        lambda: {"p.yaml": playbook('workload:\n  a: "{{ x' + " " * 200_000 + '}}"\n')},
+        ["check", "p.yaml", "--select", "T"],
+        0,
+        [one("T302", "5:10")],
+    ),
+    Case(
+        "unclosed_comments_in_code",
+        lambda: {"p.yaml": playbook(steps=python_step("x = 1 {#" * 20_000))},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "9:15") + ".*Missing end of comment tag"],
+    ),
+    Case(
+        "unclosed_expressions_in_code",
+        lambda: {"p.yaml": playbook(steps=python_step("x = {{" * 20_000))},
+        ["check", "p.yaml"],
+        1,
+        [one("T301")],
+    ),
+    Case(
+        "braces_run",
+        lambda: {"p.yaml": playbook(steps=python_step("{" * 100_000))},
+        ["check", "p.yaml"],
+        1,
+        [one("T301")],
+    ),
+    Case(
+        "secret_pattern_runs",
+        lambda: {
+            "p.yaml": playbook(
+                steps=python_step("password=" * 30_000 + "\n" + "a://" + "b" * 100_000 + "@")
+            )
+        },
+        ["check", "p.yaml", "--select", "X"],
+        1,
+        [one("X601", "9:18")],
+    ),
+    Case(
+        "long_code_spaces",
+        lambda: {
+            "p.yaml": playbook(
+                steps=python_step("x = 1" + " " * 200_000 + "\ny = (" + " " * 100_000)
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("C501", "10:13")],
+    ),
+    # -- 3. template truth ---------------------------------------------------------------------
+    Case(
+        "comment_without_template",
+        lambda: {"p.yaml": playbook('workload:\n  a: "note {# not closed"\n')},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:12") + ".*Missing end of comment tag"],
+    ),
+    Case(
+        "comment_in_when",
+        lambda: {
+            "p.yaml": playbook(
+                steps='workflow:\n  - step: start\n    tool: {kind: noop}\n    next:\n      - step: end\n        when: "{{ x }} {# y"\n  - step: end\n    tool: {kind: noop}\n'
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("T301", r"9:\d+")],
+    ),
+    Case(
+        "nested_parentheses",
+        lambda: {
+            "p.yaml": playbook('workload:\n  a: "{{ ' + "(" * 3000 + "1" + ")" * 3000 + ' }}"\n')
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7") + ".*nested too deeply"],
+    ),
+    Case(
+        "nested_lists",
+        lambda: {"p.yaml": playbook('workload:\n  a: "{{ ' + "[" * 500 + "]" * 500 + ' }}"\n')},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7")],
+    ),
+    Case(
+        "not_chain",
+        lambda: {
+            "p.yaml": playbook('workload:\n  a: "{% if ' + "not " * 3000 + 'x %}y{% endif %}"\n')
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7")],
+    ),
+    Case(
+        "unary_minus_chain",
+        lambda: {"p.yaml": playbook('workload:\n  a: "{{ ' + "-" * 3000 + '1 }}"\n')},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7")],
+    ),
+    Case(
+        "nested_if_blocks",
+        lambda: {
+            "p.yaml": playbook(
+                'workload:\n  a: "' + "{% if a %}" * 400 + "x" + "{% endif %}" * 400 + '"\n'
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7")],
+    ),
+    Case(
+        "conditional_chain",
+        lambda: {"p.yaml": playbook('workload:\n  a: "{{ ' + "a if b else " * 600 + 'c }}"\n')},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7")],
+    ),
+    Case(
+        "long_addition_chain",  # Jinja's generated code nests one level per `+`
+        lambda: {"p.yaml": playbook(steps=http_step('"{{ ' + " + ".join(["x"] * 5000) + ' }}"'))},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "8:13") + ".*nested too deeply"],
+    ),
+    Case(
+        "shallow_nesting_is_fine",
+        lambda: {
+            "p.yaml": playbook(
+                'workload:\n  x: 1\n  a: "{{ ' + "(" * 20 + "x" + ")" * 20 + ' }}"\n'
+            )
+        },
+        ["check", "p.yaml"],
+        0,
+        [r"^All checks passed"],
+    ),
+    # -- 4. secrets never printed --------------------------------------------------------------
+    *[
+        Case(
+            f"secret_masked_{fmt}",
+            lambda: {
+                "p.yaml": playbook(
+                    f'workload:\n  password: {SECRET}\n  dsn: "postgresql://u:{SECRET}@h/x"\n'
+                )
+            },
+            ["check", "p.yaml", "--format", fmt],
+            1,
+            [r"X601"],
+            absent=[SECRET, "Zq9"],
+            one_line=fmt == "concise",
+        )
+        for fmt in ("concise", "full", "json", "github", "sarif")
+    ],
+    Case(
+        "secret_not_compiled",
+        lambda: {"p.yaml": playbook(f"workload:\n  api_key: {SECRET}\n")},
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("X601", "5:12")],
+        absent=[SECRET],
+        after=lambda d: _assert_no_dag(d / "out"),
+    ),
+    # -- 6. file system and output safety ------------------------------------------------------
+    Case(
+        "fifo_in_folder",
+        lambda: {"ok.yaml": playbook(), "pipe.yaml": fifo},
+        ["check", "."],
+        0,
+        [one("E003", "1:1", "./pipe.yaml") + "skipped: a FIFO", r"in 1 playbook"],
+    ),
+    Case(
+        "fifo_given",
+        lambda: {"pipe.yaml": fifo},
+        ["check", "pipe.yaml"],
+        0,
+        [one("E003", "1:1", "pipe.yaml") + "skipped: a FIFO"],
+    ),
+    Case(
+        "symlink_to_device",
+        lambda: {"ok.yaml": playbook(), "zero.yaml": symlink_to("/dev/zero")},
+        ["check", "."],
+        0,
+        [one("E003", "1:1", "./zero.yaml") + "skipped: a device file"],
+    ),
+    Case(
+        "symlink_to_fifo",
+        lambda: {"pipe": fifo, "link.yaml": symlink_to("pipe")},
+        ["check", "."],
+        0,
+        [one("E003", "1:1", "./link.yaml") + "skipped: a FIFO"],
+    ),
+    Case(
+        "dangling_symlink",
+        lambda: {"gone.yaml": symlink_to("nowhere.yaml")},
+        ["check", "."],
+        1,
+        [one("E001", "1:1", "./gone.yaml")],
+    ),
+    Case(
+        "compile_fifo_folder",
+        lambda: {"in/ok.yaml": playbook(), "in/pipe.yaml": fifo},
+        ["compile", "in", "-o", "out"],
+        0,
+        [one("E003", "1:1", "in/pipe.yaml")],
+        one_line=False,
+    ),
+    Case(
+        "compile_missing_input",
+        dict,
+        ["compile", "nope.yaml", "-o", "out"],
+        1,
+        [one("E001", "1:1", "nope.yaml") + "no such file or directory"],
+    ),
+    Case(
+        "compile_output_is_a_file",
+        lambda: {"p.yaml": playbook(), "out": "not a folder\n"},
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("E004", "1:1") + "output out is not a folder"],
+    ),
+    Case(
+        "compile_target_is_symlink",
+        lambda: {
+            "p.yaml": playbook(),
+            "victim.txt": "keep\n",
+            "out/p.py": symlink_to("../victim.txt"),
+        },
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("E004", "1:1") + "cannot write out/p.py: it is a symlink"],
+        after=lambda d: _assert_text(d / "victim.txt", "keep\n"),
+    ),
+    Case(
+        "compile_subfolder_symlink_out",
+        lambda: {
+            "in/sub/p.yaml": playbook(),
+            "elsewhere/.keep": "",
+            "out/sub": symlink_to("../elsewhere"),
+        },
+        ["compile", "in", "-o", "out"],
+        1,
+        [one("E004", "1:1", "in/sub/p.yaml") + ".*leads outside the output folder"],
+        after=lambda d: _assert_only(d / "elsewhere", {".keep"}),
+    ),
+    Case(
+        "compile_target_is_fifo",
+        lambda: {"p.yaml": playbook(), "out/p.py": fifo},
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("E004", "1:1") + "cannot write out/p.py: it is not a regular file"],
+    ),
+    Case(
+        "two_sources_one_output",
+        lambda: {
+            "a/playbooks/one.yaml": playbook(),
+            "b/playbooks/two.yaml": playbook(),
+        },
+        ["compile", "a/playbooks", "-o", "out"],
+        0,
+        [r"^1 of 1"],
+        one_line=False,
+        after=lambda d: _two_sources(d),
+    ),
+    Case(
+        "non_ascii_under_c_locale",
+        lambda: {"p.yaml": playbook("né: 1\n")},
+        ["check", "p.yaml"],
+        0,
+        [one("S103", "4:1") + r"unknown key 'n\\xe9'"],
+        env={"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""},
+    ),
+    Case(
+        "dev_null_given",
+        dict,
+        ["check", "/dev/null"],
+        0,
+        [one("E003", "1:1", "/dev/null") + "skipped: a device file"],
+    ),
+    # -- 7. output that cannot be forged -------------------------------------------------------
+    Case(
+        "newline_in_file_name",
+        lambda: {"a\nb.yaml": playbook("bad: 1\n")},
+        ["check", "."],
+        0,
+        [one("S103", "4:1", "./a\\nb.yaml")],
+    ),
+    Case(
+        "carriage_return_in_file_name",
+        lambda: {"a\rb.yaml": playbook("bad: 1\n")},
+        ["check", "."],
+        0,
+        [one("S103", "4:1", "./a\\rb.yaml")],
+    ),
+    Case(
+        "escape_in_file_name",
+        lambda: {"a\x1b[2Jb.yaml": playbook("bad: 1\n")},
+        ["check", "."],
+        0,
+        [one("S103", "4:1", "./a\\x1b[2Jb.yaml")],
+    ),
+    Case(
+        "newline_in_key",
+        lambda: {"p.yaml": playbook('"x\\nfake.yaml:1:1: X601 forged": 1\n')},
+        ["check", "p.yaml"],
+        0,
+        [one("S103", "4:1") + r"unknown key 'x\\nfake"],
+    ),
+    Case(
+        "github_properties",
+        lambda: {"a,b:c%.yaml": playbook("bad: 1\n")},
+        ["check", "a,b:c%.yaml", "--format", "github"],
+        0,
+        [r"^::warning file=a%2Cb%3Ac%25\.yaml,line=4,col=1,title=S103::S103 unknown key"],
+        one_line=False,
+    ),
+    Case(
+        "github_message_newline",
+        lambda: {"p.yaml": playbook('"x\\ny": 1\n')},
+        ["check", "p.yaml", "--format", "github"],
+        0,
+        [r"^::warning file=p\.yaml,line=4,col=1,title=S103::S103 unknown key 'x\\ny'"],
+        one_line=False,
+    ),
+]
+
+
+def _assert_no_dag(out: Path) -> None:
+    assert not out.exists() or not list(out.rglob("*.py")), "a DAG file was written"
+
+
+def _assert_text(path: Path, text: str) -> None:
+    assert path.read_text() == text, f"{path} was changed"
+
+
+def _assert_only(folder: Path, names: set[str]) -> None:
+    assert {p.name for p in folder.iterdir()} == names, f"something was written into {folder}"
+
+
+def _two_sources(folder: Path) -> None:
+    """The second folder's compile keeps the first folder's DAG (same folder name `playbooks`),
+    and removing a playbook of the first folder removes only its own DAG."""
+    second = _run(["compile", "b/playbooks", "-o", "out"], folder, {})
+    assert second.returncode == 0, second.stdout
+    assert (folder / "out/one.py").exists() and (folder / "out/two.py").exists()
+    (folder / "a/playbooks/one.yaml").unlink()
+    (folder / "a/playbooks/three.yaml").write_text(playbook())
+    third = _run(["compile", "a/playbooks", "-o", "out"], folder, {})
+    assert third.returncode == 0, third.stdout
+    assert not (folder / "out/one.py").exists(), "the first folder's orphan stays"
+    assert (folder / "out/two.py").exists(), "the second folder's DAG was removed as an orphan"
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "noetl_compile", *argv],
+        cwd=cwd,
+        env={k: v for k, v in environment.items() if v != ""},
+        capture_output=True,
+        timeout=300,
+        check=False,
+        text=True,
+        errors="backslashreplace",
+    )
+
+
+def _build(folder: Path, files: Files) -> None:
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if callable(content):
+            content(path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def test_suite_size():
+    assert len(CASES) >= MIN_CASES
+    assert len({case.name for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_hostile_input(case: Case, tmp_path: Path) -> None:
+    _build(tmp_path, case.files())
+    start = time.monotonic()
+    try:
+        done = _run(case.argv, tmp_path, case.env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{case.name}: no answer within 300 s (a hang)")
+    elapsed = time.monotonic() - start
+    output = done.stdout + done.stderr
+    assert done.returncode >= 0, f"killed by signal {-done.returncode}"
+    assert "Traceback" not in output, output[-3000:]
+    assert done.returncode == case.status, output[-3000:]
+    assert elapsed < case.seconds, f"took {elapsed:.1f} s (bound {case.seconds} s)"
+    lines = done.stdout.splitlines()
+    for pattern in case.expect:
+        assert any(re.search(pattern, line) for line in lines), (pattern, lines[:20])
+    for secret in case.absent:
+        assert secret not in output
+    if case.one_line:
+        strays = [line for line in lines if not (_FINDING.match(line) or _SUMMARY.match(line))]
+        assert not strays, strays[:5]
+    if case.after is not None:
+        case.after(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file: permissions cannot be denied")
+def test_unreadable_folder_and_file(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "p.yaml").write_text(playbook())
+    (tmp_path / "q.yaml").write_text(playbook())
+    (tmp_path / "q.yaml").chmod(0)
+    locked.chmod(0)
+    try:
+        done = _run(["check", "."], tmp_path, {})
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 1
+    assert re.search(r"^\./locked:1:1: E001 cannot read folder", done.stdout, re.MULTILINE)
+    assert re.search(r"^\./q\.yaml:1:1: E001 cannot read file", done.stdout, re.MULTILINE)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_output_folder(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(playbook())
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out").chmod(0o555)
+    try:
+        done = _run(["compile", "p.yaml", "-o", "out"], tmp_path, {})
+    finally:
+        (tmp_path / "out").chmod(0o755)
+    assert done.returncode == 1
+    assert re.search(r"^p\.yaml:1:1: E004 cannot write out/p\.py", done.stdout, re.MULTILINE)
