@@ -19,6 +19,11 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 MISSING_PATH = "E001"
 
 
+def missing_paths(paths: Sequence[str]) -> list[str]:
+    """The paths given on the command line that do not exist."""
+    return [path for path in paths if not os.path.exists(path)]
+
+
 class UsageError(Exception):
     pass
 
@@ -265,8 +270,10 @@ def run_check(args: argparse.Namespace) -> int:
     sys.stdout.write(FORMATTERS[args.format](diagnostics, sources))
     if args.format in ("concise", "full") and not args.quiet:
         sys.stdout.write(summary(diagnostics, len(results)))
-    if any(d.code == MISSING_PATH for d in problems):
-        return EXIT_USAGE  # a path that does not exist is a mistake in the command, not a finding
+    if any(d.code == MISSING_PATH for d in problems) and missing_paths(args.paths):
+        # A path on the command line that does not exist is a mistake in the command, not a
+        # finding (an unreadable folder or a broken symlink found under one is a finding).
+        return EXIT_USAGE
     failing = Severity.WARNING if args.strict else Severity.ERROR
     return EXIT_FINDINGS if any(d.severity >= failing for d in diagnostics) else EXIT_OK
 

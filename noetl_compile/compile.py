@@ -257,7 +257,7 @@ def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
             f", {len(report.removed)} removed" if report.removed else ""
         )
     print(summary + ".", file=out)
-    if any(d.code == "E001" for d in report.diagnostics):
+    if any(not os.path.exists(path) for path in args.paths):
         return EXIT_USAGE  # a path that does not exist is a mistake in the command
     errors = any(d.severity is Severity.ERROR for d in report.diagnostics)
     return EXIT_FINDINGS if report.failed or stale or errors else EXIT_OK

@@ -286,3 +286,20 @@ def test_compiling_other_inputs_into_the_same_folder_keeps_their_files(
     assert (project / "dags" / "good.py").exists() and (project / "dags" / "single.py").exists()
     assert _compile(project) == 0
     assert (project / "dags" / "single.py").exists()  # not an orphan of playbooks/
+
+
+def test_an_ignored_x601_still_never_writes_the_secret_into_a_dag(tmp_path, capsys) -> None:
+    # --ignore makes X601 silent for check's purposes; the DAG file would still carry the value
+    # as a Param default (shown in the Airflow UI), so compile refuses that file, masking it.
+    source = tmp_path / "leaky.yaml"
+    source.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: leaky, path: tests/leaky}\n"
+        'workload:\n  db_password: "hunter2-literal-pw"\nworkflow:\n  - step: start\n'
+        '    tool: {kind: python, input: {p: "{{ workload.db_password }}"}, code: "result = 1"}\n'
+    )
+    out = tmp_path / "dags"
+    assert main(["compile", str(source), "-o", str(out), "--ignore", "X601"]) == 1
+    printed = capsys.readouterr()
+    assert "X601 [error] not compiled: the DAG file would hold this literal secret" in printed.out
+    assert "hunter2" not in printed.out + printed.err
+    assert list(out.rglob("*.py")) == []  # nothing written (no folder is fine too)

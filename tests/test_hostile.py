@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MIN_CASES = 60
 HEADER = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: hostile, path: hostile}\n"
 STEPS = "workflow:\n  - step: start\n    tool: {kind: noop}\n"
-_FINDING = re.compile(r"^.+:\d+:\d+: [A-Z]\d{3} \S.*$")
+_FINDING = re.compile(r"^.+:\d+:\d+: [A-Z]\d{3} \[(?:error|warning|info)\] \S.*$")
 _SUMMARY = re.compile(
     r"^(All checks passed: \d+ playbooks?|Found \d+ .* in \d+ playbooks?)\.$|^\d+ of \d+ playbook"
 )
@@ -108,7 +108,7 @@ def symlink_to(target: str) -> Callable[[Path], None]:
 
 
 def one(code: str, where: str = r"\d+:\d+", file: str = "p.yaml") -> str:
-    return rf"^{re.escape(file)}:{where}: {code} "
+    return rf"^{re.escape(file)}:{where}: {code} \[(?:error|warning|info)\] "
 
 
 SECRET = "Zq9-very-secret-value"
@@ -377,7 +377,9 @@ CASES: list[Case] = [
     ),
     Case(
         "spaces_in_expression",
-        lambda: {"p.yaml": playbook('workload:\n  a: "{{ x' + " " * 200_000 + '}}"\n')},
+        lambda: {
+            "p.yaml": playbook('workload:\n  a: "{{ nothing_like_it' + " " * 200_000 + '}}"\n')
+        },
         ["check", "p.yaml", "--select", "T"],
         0,
         [one("T302", "5:10")],
@@ -586,7 +588,7 @@ CASES: list[Case] = [
         "compile_missing_input",
         dict,
         ["compile", "nope.yaml", "-o", "out"],
-        1,
+        2,  # a path that does not exist is a usage error (issue 11)
         [one("E001", "1:1", "nope.yaml") + "no such file or directory"],
     ),
     Case(
@@ -798,8 +800,10 @@ def test_unreadable_folder_and_file(tmp_path: Path) -> None:
     finally:
         locked.chmod(0o755)
     assert done.returncode == 1
-    assert re.search(r"^\./locked:1:1: E001 cannot read folder", done.stdout, re.MULTILINE)
-    assert re.search(r"^\./q\.yaml:1:1: E001 cannot read file", done.stdout, re.MULTILINE)
+    assert re.search(
+        r"^\./locked:1:1: E001 \[error\] cannot read folder", done.stdout, re.MULTILINE
+    )
+    assert re.search(r"^\./q\.yaml:1:1: E001 \[error\] cannot read file", done.stdout, re.MULTILINE)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
@@ -812,4 +816,6 @@ def test_read_only_output_folder(tmp_path: Path) -> None:
     finally:
         (tmp_path / "out").chmod(0o755)
     assert done.returncode == 1
-    assert re.search(r"^p\.yaml:1:1: E004 cannot write out/p\.py", done.stdout, re.MULTILINE)
+    assert re.search(
+        r"^p\.yaml:1:1: E004 \[error\] cannot write out/p\.py", done.stdout, re.MULTILINE
+    )

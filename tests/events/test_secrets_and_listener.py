@@ -42,12 +42,13 @@ SECRETS = ("tok-event-secret-0987", "workload-pw-4242-zz", "wl-api-key-31337", "
 
 
 def test_no_secret_reaches_any_event_row(
-    event_log, airflow_db, run_dag, tmp_path, monkeypatch, pg_cluster
+    event_log, airflow_db, run_dag, tmp_path, monkeypatch, pg_cluster, request
 ):
     from airflow_plugin.tools.secrets import clear_secret_cache
 
     monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", SECRETS[0])
     clear_secret_cache()  # an earlier test of this process may have cached another value
+    request.addfinalizer(clear_secret_cache)  # and a later one must not see this one
     # A connection with a password (the throwaway cluster trusts local users, so it is only
     # carried, never checked: exactly what must not leak).
     dsn = pg_cluster.dsn("postgres").replace(
