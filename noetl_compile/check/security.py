@@ -8,6 +8,7 @@ a secret is decided in ``secrets.py``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,7 +67,14 @@ def _findings(key: Any, value: str, holder: Any) -> Iterator[Finding]:
         if keyed is not None:
             yield keyed._replace(what=_keyed_what(key, keyed.what))
             return
-    yield from text_secrets(value)
+    yield from _text_secrets(str(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_secrets(value: str) -> tuple[Finding, ...]:
+    # The same strings recur across the steps and files of a run (tool kinds, templates, SQL
+    # of copied playbooks): scan each once.
+    return tuple(text_secrets(value))
 
 
 def _keyed_what(key: Any, what: str) -> str:
