@@ -18,7 +18,7 @@ Taxonomy used by the runtime (spec 9.2 names; ``alias`` is the name playbook con
 | StepStarted / StepFinished | step | step.enter / step.exit | around one step run (status success, error, skipped) |
 | ToolStarted / ToolCompleted / ToolErrored | tool | - / call.done / call.error | around one tool call (pipeline task, attempt) |
 | RetryStarted / RetryProcessed | retry | - | a retry policy re-runs a call (attempt = the new try) / the retry loop ended |
-| CaseEvaluated | case | - | a case rule matched (data: rule index, event, actions) |
+| CaseStarted / CaseEvaluated | case | - | a step's case rules evaluated for an event / the rule that matched (or none) |
 | SinkStarted / SinkProcessed | sink | - | a sink write (data: table, rows, mode) |
 | NextEvaluated | next | - | routing decided (data: targets) |
 | LoopStarted / LoopIterationStarted / LoopIterationCompleted / LoopFinished | loop | - / - / - / loop.done | a loop and its iterations (iteration = 0-based index) |

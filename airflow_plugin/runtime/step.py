@@ -390,8 +390,21 @@ class _StepRun:
     def match_case(
         self, event: str, context: Mapping[str, Any], *, failed: bool
     ) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
-        """First rule matching ``event`` -> (index, merged actions, event context)."""
+        """First rule matching ``event`` -> (index, merged actions, event context).
+
+        Events: CaseStarted when the rules are evaluated for ``event``, then CaseEvaluated with
+        the rule that matched (entity ``<run>:case[i]``) or, when none did, with ``rule: null``
+        (entity ``<run>:case``)."""
         rules = self.payload.get("case") or []
+        if not rules:
+            return None
+        self.emit(
+            "CaseStarted",
+            "case",
+            "in_progress",
+            entity_id=f"{self.step_run_id}:case",
+            data={"event": event, "rules": len(rules)},
+        )
         event_context = with_values(context, event={"name": event, "step": self.step})
         for index, rule in enumerate(rules):
             when = rule.get("when")
@@ -408,7 +421,9 @@ class _StepRun:
             ):
                 continue
             if index in self.fired:
-                return None  # first match for this event already ran on an earlier event
+                # First match for this event already ran on an earlier event: nothing new.
+                self._no_case_match(event, already_fired=index)
+                return None
             self.fired.add(index)
             actions = _case_actions(rule.get("then"))
             self.emit(
@@ -419,7 +434,16 @@ class _StepRun:
                 data={"event": event, "rule": index, "actions": sorted(actions)},
             )
             return index, actions, event_context
+        self._no_case_match(event)
         return None
+
+    def _no_case_match(self, event: str, already_fired: int | None = None) -> None:
+        data: dict[str, Any] = {"event": event, "rule": None}
+        if already_fired is not None:
+            data["already_fired"] = already_fired
+        self.emit(
+            "CaseEvaluated", "case", "success", entity_id=f"{self.step_run_id}:case", data=data
+        )
 
     def apply_case(
         self, index: int, actions: dict[str, Any], context: Mapping[str, Any], *, routing: bool
