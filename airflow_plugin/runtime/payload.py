@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from noetl_compile.payload_defaults import STEP_DEFAULTS
+
 __all__ = [
     "DIALECTS",
     "PAYLOAD_DEFAULTS",
@@ -32,19 +34,10 @@ PAYLOAD_KEYS = frozenset(
 # runtime.step), ``loop`` (run by runtime.loop and the loop operators), ``playbook`` (the resolved
 # child of a step-level nested call).
 PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop", "playbook"})
-# What an absent key means. The compiler leaves out every key that holds only its default (so a
-# DAG file shows what the playbook says); ``noetl_compile.lower.payload.STEP_DEFAULTS`` is the
-# same table (tests/test_payload_defaults.py). An absent arc ``when`` is an unguarded arc, an
-# absent arc ``task_id`` is the step name (``arc_task_id``), an absent routing ``mode`` exclusive.
-PAYLOAD_DEFAULTS: Mapping[str, Any] = {
-    "input": {},
-    "tool": None,
-    "pipeline": None,
-    "set": {},
-    "vars": {},
-    "case": [],
-    "routing": {"mode": "exclusive", "arcs": []},
-}
+# What an absent key means (``noetl_compile.payload_defaults``, the table the compiler compacts
+# with). An absent arc ``when`` is an unguarded arc, an absent arc ``task_id`` is the step name
+# (``arc_task_id``), an absent routing ``mode`` exclusive.
+PAYLOAD_DEFAULTS: Mapping[str, Any] = STEP_DEFAULTS
 # ``group``: v1 ``when: .. then: [a, b]`` lowers to arcs sharing a group that fire together.
 _ARC_KEYS = frozenset({"step", "task_id", "when", "set", "args", "spec", "group"})
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..ast import Playbook, Step, Task
+from ..payload_defaults import STEP_DEFAULTS
 from ..read.v1 import INLINE_TOOL_KEYS
 
 __all__ = ["is_gate", "is_nested", "plain", "step_payload", "tool_payload"]
@@ -236,19 +237,6 @@ def loop_payload(step: Step) -> dict[str, Any]:
 
 
 # -- what the DAG file carries ------------------------------------------------------------------
-
-# Values a step payload key holds when the playbook says nothing about it; the runtime reads an
-# absent key as this value (``airflow_plugin.runtime.payload.PAYLOAD_DEFAULTS``, held equal by
-# tests/test_payload_defaults.py), so the DAG file only shows what the playbook says.
-STEP_DEFAULTS: dict[str, Any] = {
-    "input": {},
-    "tool": None,
-    "pipeline": None,
-    "set": {},
-    "vars": {},
-    "case": [],
-    "routing": {"mode": "exclusive", "arcs": []},
-}
 
 
 def _compact_routing(routing: Mapping[str, Any]) -> dict[str, Any]:
