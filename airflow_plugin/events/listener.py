@@ -23,10 +23,11 @@ is tagged ``noetl``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import pluggy
 
@@ -49,7 +50,11 @@ _NEVER_RAN = ("skipped", "upstream_failed", "removed")
 def playbook_identity(dag: Any) -> tuple[str | None, str | None]:
     """(playbook path, content sha256) from a compiled DAG's docstring (emitter 1 writes both);
     ``dag`` may also be the docstring itself."""
-    doc = dag if isinstance(dag, str) else getattr(dag, "doc_md", None) or ""
+    return _identity_of(dag if isinstance(dag, str) else getattr(dag, "doc_md", None) or "")
+
+
+@functools.lru_cache(maxsize=256)  # asked by the listener and the operator for every task
+def _identity_of(doc: str) -> tuple[str | None, str | None]:
     path, digest = _SOURCE.search(doc), _HASH.search(doc)
     return (path["path"].strip() if path else None, digest["hash"] if digest else None)
 
@@ -126,57 +131,35 @@ class EventLogListener:
             self._noetl_dags[dag_id] = "noetl" in set(tags or ())
         return self._noetl_dags[dag_id]
 
+    def _run(self, dag_id: str, run_id: str, dag: Any, task: Any = None) -> _Run | None:
+        """The run's identity when its DAG was compiled by noetlc, else None (not recorded)."""
+        if not self._is_noetl(dag_id, dag, task):
+            return None
+        path, digest = playbook_identity(dag)
+        return _Run(dag_id, run_id, execution_id_for(dag_id, run_id), path, digest)
+
     def _task_running(self, ti: Any) -> None:
         task = getattr(ti, "task", None)
-        dag = getattr(task, "dag", None)
-        if not self._is_noetl(ti.dag_id, dag, task):
+        run = self._run(ti.dag_id, ti.run_id, getattr(task, "dag", None), task)
+        if run is None:
             return
-        execution_id = execution_id_for(ti.dag_id, ti.run_id)
-        path, digest = playbook_identity(dag)
-        if (execution_id, id(default_recorder())) not in self._announced:
-            conf = _conf_of(ti)
-            self._announce(ti.dag_id, ti.run_id, execution_id, path, digest, "worker", conf)
-        payload = getattr(task, "payload", None) or {}
-        emit(
-            self._task_event(
-                ti,
-                "TaskStarted",
-                "in_progress",
-                execution_id,
-                path,
-                digest,
-                step=payload.get("step"),
-                data={"operator": type(task).__name__ if task is not None else None},
-            )
-        )
+        self._announce(run, "worker", lambda: _conf_of(ti))
+        operator = type(task).__name__ if task is not None else None
+        emit(self._task_event(ti, "TaskStarted", "in_progress", run, task, {"operator": operator}))
 
     def _task_finished(self, ti: Any, status: str, error: Any) -> None:
         task = getattr(ti, "task", None)
-        dag = getattr(task, "dag", None)
-        if not self._is_noetl(ti.dag_id, dag, task):
+        run = self._run(ti.dag_id, ti.run_id, getattr(task, "dag", None), task)
+        if run is None:
             return
-        execution_id = execution_id_for(ti.dag_id, ti.run_id)
-        path, digest = playbook_identity(dag)
         state = _state(getattr(ti, "state", None))
         data: dict[str, Any] = {"state": state}
         if error is not None:
             data["error"] = _error_text(error)
         if state == "up_for_retry":
             data["will_retry"] = True
-        payload = getattr(task, "payload", None) or {}
-        emit(
-            self._task_event(
-                ti,
-                "TaskFinished",
-                status,
-                execution_id,
-                path,
-                digest,
-                step=payload.get("step"),
-                data=data,
-                duration=_float(getattr(ti, "duration", None)),
-            )
-        )
+        duration = _float(getattr(ti, "duration", None))
+        emit(self._task_event(ti, "TaskFinished", status, run, task, data, duration=duration))
         # The task is over: its events must be stored (or in the outbox) before the process
         # ends (the supervisor gives listeners task_success_overtime, 20 s by default).
         flush(default_recorder())
@@ -186,103 +169,86 @@ class EventLogListener:
         ti: Any,
         name: str,
         status: str,
-        execution_id: int,
-        path: str | None,
-        digest: str | None,
+        run: _Run,
+        task: Any,
+        data: Mapping[str, Any],
         **fields: Any,
     ) -> Event:
         map_index = ti.map_index if ti.map_index is not None else -1
         try_number = int(ti.try_number or 0)
         entity_id = ti.task_id if map_index < 0 else f"{ti.task_id}[{map_index}]"
+        payload = getattr(task, "payload", None) or {}
         return Event(
             name=name,
             entity="task",
             entity_id=entity_id,
             status=status,
-            execution_id=str(execution_id),
+            execution_id=str(run.execution_id),
+            step=payload.get("step"),
             source="worker" if _is_worker_ti(ti) else "server",
             dag_id=ti.dag_id,
             run_id=ti.run_id,
             task_id=ti.task_id,
             map_index=map_index,
             try_number=try_number,
-            playbook_path=path,
-            playbook_hash=digest,
+            playbook_path=run.path,
+            playbook_hash=run.digest,
+            data=data,
             # One id per task attempt and name, whichever process tells it.
-            event_id=event_id("task", execution_id, ti.task_id, map_index, try_number, name),
+            event_id=event_id("task", run.execution_id, ti.task_id, map_index, try_number, name),
             **fields,
         )
 
-    def _announce(
-        self,
-        dag_id: str,
-        run_id: str,
-        execution_id: int,
-        path: str | None,
-        digest: str | None,
-        source: str,
-        conf: Mapping[str, Any],
-    ) -> None:
-        self._announced.add((execution_id, id(default_recorder())))
-        run_started(
-            execution_id,
-            dag_id,
-            workload=conf,
-            source=source,
-            dag_id=dag_id,
-            run_id=run_id,
-            playbook_path=path,
-            playbook_hash=digest,
-        )
+    def _announce(self, run: _Run, source: str, conf: Callable[[], Mapping[str, Any]]) -> None:
+        """Tell the run's start, once per process and destination (``conf`` is read only then)."""
+        key = (run.execution_id, id(default_recorder()))
+        if key in self._announced:
+            return
+        self._announced.add(key)
+        run_started(run.execution_id, run.dag_id, workload=conf(), source=source, **run.stamps())
 
     def _run_started(self, dag_run: Any) -> None:
-        dag = getattr(dag_run, "dag", None)
-        if not self._is_noetl(dag_run.dag_id, dag):
-            return
-        execution_id = execution_id_for(dag_run.dag_id, dag_run.run_id)
-        path, digest = playbook_identity(dag)
-        conf = getattr(dag_run, "conf", None) or {}
-        self._announce(dag_run.dag_id, dag_run.run_id, execution_id, path, digest, "server", conf)
+        run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None))
+        if run is not None:
+            self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
 
     def _run_finished(self, dag_run: Any, status: str, msg: str | None) -> None:
-        dag = getattr(dag_run, "dag", None)
-        if not self._is_noetl(dag_run.dag_id, dag):
+        run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None))
+        if run is None:
             return
-        execution_id = execution_id_for(dag_run.dag_id, dag_run.run_id)
-        path, digest = playbook_identity(dag)
-        if (execution_id, id(default_recorder())) not in self._announced:
-            conf = getattr(dag_run, "conf", None) or {}
-            self._announce(
-                dag_run.dag_id, dag_run.run_id, execution_id, path, digest, "server", conf
-            )
+        self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
         # Tasks the scheduler skipped never ran, so no task hook told of them.
         for ti in _task_instances(dag_run):
             state = _state(ti.state)
             if state in _NEVER_RAN:
-                emit(
-                    self._task_event(
-                        ti,
-                        "TaskFinished",
-                        "skipped",
-                        execution_id,
-                        path,
-                        digest,
-                        data={"state": state},
-                    )
-                )
+                emit(self._task_event(ti, "TaskFinished", "skipped", run, None, {"state": state}))
         run_finished(
-            execution_id,
-            dag_run.dag_id,
+            run.execution_id,
+            run.dag_id,
             status=status,
             data={"state": _state(getattr(dag_run, "state", None)), "message": msg},
             source="server",
-            dag_id=dag_run.dag_id,
-            run_id=dag_run.run_id,
-            playbook_path=path,
-            playbook_hash=digest,
             duration=_run_duration(dag_run),
+            **run.stamps(),
         )
         flush(default_recorder())
+
+
+class _Run(NamedTuple):
+    dag_id: str
+    run_id: str
+    execution_id: int
+    path: str | None
+    digest: str | None
+
+    def stamps(self) -> dict[str, Any]:
+        """The run-level fields of its workflow events."""
+        return {
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+            "playbook_path": self.path,
+            "playbook_hash": self.digest,
+        }
 
 
 def _conf_of(ti: Any) -> Mapping[str, Any]:

@@ -69,6 +69,22 @@ COORDINATES = (
 )
 
 
+# The fields that make a transition this one (``Event.identity_key``), in key order.
+_IDENTITY_FIELDS = (
+    "execution_id",
+    "dag_id",
+    "run_id",
+    "task_id",
+    "map_index",
+    "try_number",
+    "entity",
+    "entity_id",
+    "name",
+    "attempt",
+    "iteration",
+)
+
+
 def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC)
 
@@ -107,21 +123,11 @@ class Event:
     # Deterministic (see ``identity``); assigned by :func:`emit` unless the producer set it.
     event_id: str | None = None
 
-    def identity_key(self) -> tuple[Any, ...]:
-        """What makes this transition this one (``occurrence`` aside)."""
-        return (
-            self.execution_id,
-            self.dag_id,
-            self.run_id,
-            self.task_id,
-            self.map_index,
-            self.try_number,
-            self.entity,
-            self.entity_id,
-            self.name,
-            self.attempt,
-            self.iteration,
-        )
+    def identity_key(self, stamps: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
+        """What makes this transition this one (``occurrence`` aside); ``stamps`` are fields
+        about to be set on it (the recording scope's coordinates)."""
+        stamps = stamps or {}
+        return tuple(stamps[n] if n in stamps else getattr(self, n) for n in _IDENTITY_FIELDS)
 
     def as_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -294,14 +300,15 @@ def emit(event: Event) -> None:
     if isinstance(recorder, NullRecorder):
         return
     try:
-        stamps = {k: v for k, v in scope.coordinates.items() if getattr(event, k) is None}
-        if stamps:
-            event = replace(event, **stamps)
+        # One copy of the event per emit (this runs for every event of every step).
+        changes = {k: v for k, v in scope.coordinates.items() if getattr(event, k) is None}
         if event.event_id is None:
-            key = event.identity_key()
+            key = event.identity_key(changes)
             occurrence = scope.occurrences.get(key, 0)
             scope.occurrences[key] = occurrence + 1
-            event = replace(event, event_id=event_id(*key, occurrence))
+            changes["event_id"] = event_id(*key, occurrence)
+        if changes:
+            event = replace(event, **changes)
         scope.last_event_id = event.event_id
         recorder.record(event)
     except Exception:  # observing must never break the observed work

@@ -17,45 +17,19 @@ from .recorder import Event, emit
 __all__ = ["run_finished", "run_started"]
 
 
-def _common(execution_id: int, entity_id: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {"entity_id": entity_id, "execution_id": str(execution_id), **fields}
-
-
 def run_started(
     execution_id: int, entity_id: str, *, workload: Mapping[str, Any], **fields: Any
 ) -> None:
     """PlaybookExecutionRequested (data: the workload), PlaybookRequestEvaluated and
     WorkflowStarted. The request reached a run of a compiled DAG, so it was evaluated valid: the
     playbook passed `noetlc check` at compile time and the workload Airflow's params validation."""
-    common = _common(execution_id, entity_id, fields)
-    emit(
-        Event(
-            name="PlaybookExecutionRequested",
-            entity="playbook",
-            status="success",
-            data={"workload": dict(workload)},
-            event_id=event_id("run", execution_id, "PlaybookExecutionRequested"),
-            **common,
-        )
-    )
-    emit(
-        Event(
-            name="PlaybookRequestEvaluated",
-            entity="playbook",
-            status="success",
-            data={"valid": True},
-            event_id=event_id("run", execution_id, "PlaybookRequestEvaluated"),
-            **common,
-        )
-    )
-    emit(
-        Event(
-            name="WorkflowStarted",
-            entity="workflow",
-            status="in_progress",
-            event_id=event_id("run", execution_id, "WorkflowStarted"),
-            **common,
-        )
+    _emit_all(
+        execution_id,
+        entity_id,
+        fields,
+        ("PlaybookExecutionRequested", "playbook", "success", {"workload": dict(workload)}),
+        ("PlaybookRequestEvaluated", "playbook", "success", {"valid": True}),
+        ("WorkflowStarted", "workflow", "in_progress", {}),
     )
 
 
@@ -63,15 +37,33 @@ def run_finished(
     execution_id: int, entity_id: str, *, status: str, data: Mapping[str, Any], **fields: Any
 ) -> None:
     """WorkflowFinished and the terminal PlaybookProcessed, both with ``status``."""
-    common = _common(execution_id, entity_id, fields)
-    for name, entity in (("WorkflowFinished", "workflow"), ("PlaybookProcessed", "playbook")):
+    _emit_all(
+        execution_id,
+        entity_id,
+        fields,
+        ("WorkflowFinished", "workflow", status, dict(data)),
+        ("PlaybookProcessed", "playbook", status, dict(data)),
+    )
+
+
+def _emit_all(
+    execution_id: int,
+    entity_id: str,
+    fields: Mapping[str, Any],
+    *events: tuple[str, str, str, Mapping[str, Any]],
+) -> None:
+    """Emit run-level events (name, entity, status, data), each with its id from the execution
+    and the name alone."""
+    for name, entity, status, data in events:
         emit(
             Event(
                 name=name,
                 entity=entity,
+                entity_id=entity_id,
                 status=status,
-                data=dict(data),
+                execution_id=str(execution_id),
+                data=data,
                 event_id=event_id("run", execution_id, name),
-                **common,
+                **fields,
             )
         )

@@ -38,6 +38,7 @@ class CompiledPlaybook:
     steps: Mapping[str, Mapping[str, Any]]  # step name -> payload (loops keep their loop payload)
     entry: list[str]
     workload: Mapping[str, Any]  # the DAG params' defaults
+    doc: str = ""  # the DAG's doc_md: the playbook's source path and sha256 (event stamps)
 
 
 _cache: dict[tuple[str, float], CompiledPlaybook] = {}
@@ -94,7 +95,8 @@ def _load(path: Path, dag_id: str) -> CompiledPlaybook:
             if step not in entry:
                 entry.append(step)
     workload = {key: dag.params[key] for key in dag.params}
-    return CompiledPlaybook(dag_id, str(path), steps, entry, workload)
+    doc = getattr(dag, "doc_md", None) or ""
+    return CompiledPlaybook(dag_id, str(path), steps, entry, workload, doc)
 
 
 def find_playbook(dag_id: str, folder: str | Path | None = None) -> CompiledPlaybook:

@@ -95,17 +95,12 @@ def _observed_child(
 ) -> Any:
     """Interpret the child between its run events: the child's own execution in the log,
     linked to the parent's execution and to the parent event that started it."""
-    from pathlib import Path
-
     from ..events import current_event_id, recording
     from ..events.listener import playbook_identity
     from ..events.workflow import run_finished, run_started
     from ..runtime.interpreter import interpret
 
-    try:
-        path, digest = playbook_identity(Path(child.file).read_text(encoding="utf-8")[:2000])
-    except OSError:
-        path, digest = None, None
+    path, digest = playbook_identity(child.doc)  # the catalog read it with the DAG file
     link = {
         "parent_execution_id": None if parent_execution_id is None else str(parent_execution_id),
         "parent_event_id": current_event_id(),
