@@ -54,7 +54,7 @@ ADMIN = "admin"
 DATABASES = ("airflow", "noetl_events", "noetl_data")
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 CELERY_WORKERS = ("worker1", "worker2")
-STOP_GRACE_S = 8.0  # uvicorn (api-server) waits for idle connections on SIGTERM
+STOP_GRACE_S = 5.0  # uvicorn (api-server) waits for idle connections on SIGTERM
 
 _PG_SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
@@ -331,6 +331,8 @@ def _airflow_env(
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(layout.passwords),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        # Playbooks call each other: a child DAG paused at creation would never run its runs.
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base_url}/execution/",
         "AIRFLOW__CORE__HOSTNAME_CALLABLE": "airflow_plugin.deploy.hostname.worker_hostname",
@@ -440,9 +442,11 @@ def up(args: argparse.Namespace) -> dict:
     if executor == "celery" and not shutil.which("redis-server"):
         raise StackError("--executor celery needs redis-server (apt-get install redis-server)")
 
+    pg_dir = _pg_parent_dir(layout)
     pg = Postgres(
-        data_dir=_pg_parent_dir(layout) / "data",
-        log_file=layout.logs / "postgres.log",
+        # Next to the data, where the postgres user can write; `down` copies it into logs/.
+        data_dir=pg_dir / "data",
+        log_file=pg_dir / "server.log",
         port=args.pg_port or _free_port(),
     )
     api_port = args.port or _free_port()
@@ -475,10 +479,11 @@ def up(args: argparse.Namespace) -> dict:
     # Compile while the database initialises (two cores: the compiler is mostly waiting on I/O
     # less than initdb is, but overlapping still saves a second or two).
     compile_proc = None
+    playbooks = [str(Path(p).resolve()) for p in args.playbooks or [REPO / "playbooks"]]
     if not args.dags:
         compile_log = (layout.logs / "compile.log").open("ab")
         compile_proc = subprocess.Popen(
-            [_python(), "-m", "noetl_compile.cli", "compile", str(args.playbooks), "-o", str(dags)],
+            [_python(), "-m", "noetl_compile.cli", "compile", *playbooks, "-o", str(dags)],
             env=env,
             cwd=REPO,
             stdout=compile_log,
@@ -508,7 +513,7 @@ def up(args: argparse.Namespace) -> dict:
     )
     if compile_proc is not None and compile_proc.wait() != 0:
         log = layout.logs / "compile.log"
-        raise StackError(f"noetlc compile {args.playbooks} failed; {log}:\n{_tail(log)}")
+        raise StackError(f"noetlc compile {' '.join(playbooks)} failed; {log}:\n{_tail(log)}")
 
     airflow = [_python(), "-m", "airflow"]
     _spawn(layout, "api-server", [*airflow, "api-server", "--port", str(api_port)], env)
@@ -608,10 +613,12 @@ def down_quietly(layout: Layout) -> list[str]:
     manifest = layout.read_manifest()
     if manifest.get("pg_data"):
         data_dir = Path(manifest["pg_data"])
-        pg = Postgres(data_dir=data_dir, log_file=layout.logs / "postgres.log", port=0)
+        pg = Postgres(data_dir=data_dir, log_file=data_dir.parent / "server.log", port=0)
         if (data_dir / "postmaster.pid").exists():
             pg.stop()
             stopped.append("postgres")
+        if pg.log_file.exists() and layout.logs.is_dir():
+            shutil.copyfile(pg.log_file, layout.logs / "postgres.log")
         # The database is throwaway: the next `up` starts a fresh one.
         shutil.rmtree(data_dir.parent, ignore_errors=True)
     return stopped
@@ -665,7 +672,12 @@ def main(argv: list[str] | None = None) -> int:
         help="state folder (default $NOETL_STACK_DIR or <repo>/.stack)",
     )
     parser.add_argument("--dags", help="DAG folder to deploy (default: compile --playbooks)")
-    parser.add_argument("--playbooks", default=str(REPO / "playbooks"), help="playbooks to compile")
+    parser.add_argument(
+        "--playbooks",
+        action="append",
+        help="playbook files or folders to compile into <state>/dags (repeatable; default "
+        "<repo>/playbooks); ignored with --dags",
+    )
     parser.add_argument("--port", type=int, default=0, help="API server port (default: a free one)")
     parser.add_argument("--pg-port", type=int, default=0, help="Postgres port (default: free)")
     parser.add_argument(

@@ -8,7 +8,7 @@ see and what it must not do:
 | ``on_task_instance_running`` | task runner (worker) | PlaybookExecutionRequested, WorkflowStarted (first task of a run; ids dedupe the rest), TaskStarted |
 | ``on_task_instance_success/failed/skipped`` | task runner; scheduler for a killed worker, a timeout, a lost heartbeat; API server for a manual state change | TaskFinished (status success, error, skipped), then the task's events are flushed |
 | ``on_dag_run_running`` | scheduler (not under ``dag.test``) | PlaybookExecutionRequested, WorkflowStarted |
-| ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed), WorkflowFinished, PlaybookProcessed |
+| ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed) and for failed attempts whose process was killed before it could tell, WorkflowFinished, PlaybookProcessed |
 | ``before_stopping`` | every task runner and Airflow job | flush |
 
 One transition can be told twice (the worker and the scheduler both report a failure; every task
@@ -220,11 +220,19 @@ class EventLogListener:
         if run is None:
             return
         self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
-        # Tasks the scheduler skipped never ran, so no task hook told of them.
         for ti in _task_instances(dag_run):
             state = _state(ti.state)
             if state in _NEVER_RAN:
+                # Tasks the scheduler skipped never ran, so no task hook told of them.
                 emit(self._task_event(ti, "TaskFinished", "skipped", run, None, {"state": state}))
+            elif state == "failed":
+                # A task process killed from outside (SIGKILL, the OOM killer) runs no hook,
+                # and its supervisor reports the failure straight to the API server, which
+                # calls none either: the run's end is the last place that attempt's end is
+                # seen. The event id is the attempt's, so when the worker did tell it (an
+                # ordinary failure) the store keeps that one and drops this.
+                data = {"state": state, "told_by": "run end (the task process did not tell)"}
+                emit(self._task_event(ti, "TaskFinished", "error", run, None, data))
         run_finished(
             run.execution_id,
             run.dag_id,

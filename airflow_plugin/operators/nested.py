@@ -59,6 +59,9 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             raise ValueError(
                 f"step {step!r}: trigger_dag_id {trigger_dag_id!r} does not match the payload"
             )
+        # A paused child would leave its run queued and this step waiting forever: fail now,
+        # naming the child (a deployment should not pause DAGs that playbooks call).
+        kwargs.setdefault("fail_when_dag_is_paused", True)
         super().__init__(
             trigger_dag_id=trigger_dag_id or static or UNRESOLVED_DAG_ID,
             logical_date=None,
@@ -161,6 +164,12 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
+        # Back from the triggerer this is a fresh operator from the DAG file: what execute()
+        # resolved at run time (a templated child path) is gone; the trigger's event has the
+        # child's dag id and run id (the base class reads the run id from it).
+        event_data = event[1] if isinstance(event, (tuple, list)) and len(event) == 2 else {}
+        if isinstance(event_data, Mapping) and event_data.get("dag_id"):
+            self.trigger_dag_id = event_data["dag_id"]
         super().execute_complete(context, event)
         from ..runtime.catalog import find_playbook
 

@@ -1,0 +1,138 @@
+"""Compiled playbooks on a real Airflow 3 deployment with the LocalExecutor: api-server,
+scheduler, dag-processor and triggerer started by ``scripts/airflow-stack.sh``, everything
+driven through the REST API, the NoETL event log read from the stack's Postgres."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from .checks import names, run_branching_concurrently, run_hello_world, wait_for_events
+from .conftest import stack_script
+
+pytestmark = pytest.mark.xdist_group("deploy")
+
+PARENT = "examples.nested_parent"
+CHILD = "examples.nested_child"
+SLEEPER = "tests.deploy_sleeper"
+
+
+def test_stack_status_reports_every_process(local_stack) -> None:
+    done = stack_script("status", "--state", str(local_stack.state), timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = dict(line.split() for line in done.stdout.splitlines())
+    assert lines == {
+        name: "alive"
+        for name in ("api-server", "scheduler", "dag-processor", "triggerer", "postgres")
+    }
+    print(f"stack up in {local_stack.up_seconds:.1f} s: {local_stack.manifest['timings']}")
+
+
+def test_hello_world_runs_and_is_logged(local_stack) -> None:
+    run_hello_world(local_stack)
+
+
+def test_nested_playbook_defers_to_the_triggerer_and_returns_the_child_result(local_stack):
+    client = local_stack.client
+    client.wait_for_dag(CHILD)
+    run_id = client.trigger(PARENT, conf={"who": "Grace"})["dag_run_id"]
+    seen = set()
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        seen.add(client.task_instance(PARENT, run_id, "call_child")["state"])
+        if client.get_run(PARENT, run_id)["state"] in ("success", "failed"):
+            break
+        time.sleep(0.3)
+    run = client.wait_for_run(PARENT, run_id, timeout=10)
+    assert run["state"] == "success", client.task_instances(PARENT, run_id)
+    # The step waited for its child on the triggerer, not in a worker slot.
+    assert "deferred" in seen, seen
+    # The triggerer ran the wait (its own log of the trigger, next to the task's log).
+    task_logs = Path(local_stack.manifest["airflow_home"]) / "logs" / f"dag_id={PARENT}"
+    trigger_logs = list((task_logs / f"run_id={run_id}" / "task_id=call_child").glob("*.trigger.*"))
+    assert trigger_logs, f"no trigger log under {task_logs}"
+    trigger_log = trigger_logs[0].read_text()
+    assert "DagStateTrigger" in trigger_log and "trigger completed" in trigger_log, trigger_log
+    child_run = f"noetl__{run_id}__call_child"
+    assert client.get_run(CHILD, child_run)["state"] == "success"
+    assert client.get_run(CHILD, child_run)["conf"] == {"name": "Grace"}
+    # The child's result is the step's result, and the next step sees it.
+    assert client.xcom_return(PARENT, run_id, "call_child")["result"] == {"greeting": "hello Grace"}
+    assert client.xcom_return(PARENT, run_id, "end")["result"] == {
+        "child": {"greeting": "hello Grace"}
+    }
+    # Parent and child each have their own complete run in the event log.
+    parent_events = wait_for_events(local_stack, PARENT, run_id, "PlaybookProcessed")
+    child_events = wait_for_events(local_stack, CHILD, child_run, "PlaybookProcessed")
+    for events in (parent_events, child_events):
+        assert Counter(names(events))["WorkflowFinished"] == 1
+        assert [e["status"] for e in events if e["name"] == "WorkflowFinished"] == ["success"]
+    assert {e["execution_id"] for e in parent_events}.isdisjoint(
+        {e["execution_id"] for e in child_events}
+    )
+
+
+def test_four_concurrent_runs_of_one_dag(local_stack) -> None:
+    run_branching_concurrently(local_stack)
+
+
+def _running_sleeper(stack) -> tuple[str, int]:
+    """A run of the sleeper whose step is under way: (run id, pid of its task process)."""
+    client = stack.client
+    run_id = client.trigger(SLEEPER, conf={"seconds": 600})["dag_run_id"]
+    # Inside the step: once its python call is under way and the event log has it (the task
+    # process writes events from a background thread; a process killed in its first second
+    # would take its unwritten events with it).
+    events = wait_for_events(stack, SLEEPER, run_id, "ToolStarted", timeout=90)
+    assert "ToolStarted" in names(events), names(events)
+    ti = client.task_instance(SLEEPER, run_id, "start")
+    assert ti["state"] == "running" and ti["pid"], ti
+    # The task instance's pid is the task process itself; its parent is the supervisor (the
+    # LocalExecutor's worker process).
+    cmdline = Path(f"/proc/{ti['pid']}/cmdline").read_bytes().replace(b"\0", b" ")
+    assert cmdline.startswith(b"airflow worker"), cmdline
+    return run_id, ti["pid"]
+
+
+def _assert_one_failed_attempt(stack, run_id: str) -> dict:
+    client = stack.client
+    run = client.wait_for_run(SLEEPER, run_id, timeout=120, interval=0.5)
+    assert run["state"] == "failed"
+    assert client.task_instance(SLEEPER, run_id, "start")["state"] == "failed"
+    events = wait_for_events(stack, SLEEPER, run_id, "PlaybookProcessed")
+    finished = [e for e in events if e["name"] == "TaskFinished"]
+    assert len(finished) == 1, finished
+    assert finished[0]["task_id"] == "start" and finished[0]["try_number"] == 1
+    assert finished[0]["status"] == "error" and finished[0]["source"] == "server"
+    # The step began and never ended.
+    assert "StepStarted" in names(events) and "StepFinished" not in names(events)
+    assert [e["status"] for e in events if e["name"] == "WorkflowFinished"] == ["error"]
+    return finished[0]
+
+
+def test_sigkilled_task_process_has_exactly_one_failed_task_finished(local_stack) -> None:
+    run_id, pid = _running_sleeper(local_stack)
+    os.kill(pid, signal.SIGKILL)
+    # The supervisor saw its child die and told the API server (which calls no listener):
+    # the listener tells the attempt's end when the scheduler ends the run.
+    finished = _assert_one_failed_attempt(local_stack, run_id)
+    assert finished["data"]["state"] == "failed"
+    assert "did not tell" in finished["data"]["told_by"]
+
+
+def test_sigkilled_worker_has_exactly_one_failed_task_finished(local_stack) -> None:
+    run_id, pid = _running_sleeper(local_stack)
+    supervisor = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert b"LocalExecutor" in Path(f"/proc/{supervisor}/cmdline").read_bytes()
+    # The task process and its supervisor die together: nobody tells the API server, the
+    # executor reports the lost worker and the scheduler fails the attempt (its heartbeat
+    # timeout is 15 s in the stack), through the listener in the scheduler.
+    os.kill(supervisor, signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+    finished = _assert_one_failed_attempt(local_stack, run_id)
+    assert "error" in finished["data"], finished
