@@ -1,19 +1,25 @@
 """A real Airflow deployment for the tests of this folder: ``scripts/airflow-stack.sh``.
 
-``deploy_stack(executor)`` starts the stack into a fresh state folder with the example
-playbooks and ``tests/deploy/playbooks`` compiled into its DAG folder, and stops it at the end,
-also when a test failed or the session was interrupted (``down`` kills every process group and
-the Postgres cluster). A stack that cannot start fails the tests that need it, with the script's
-output and the tail of the failing process's log: these tests are never skipped.
+``local_stack`` / ``celery_stack`` start the stack (LocalExecutor / Celery) into a state folder
+with the example playbooks and ``tests/deploy/playbooks`` compiled into its DAG folder, and stop
+it when the last test using it is done, also when a test failed or the session was interrupted
+(``down`` kills every process group and the Postgres cluster). A stack that cannot start fails
+the tests that need it, with the script's output and the tail of the failing process's log:
+these tests are never skipped.
 
-The fixtures are module-scoped: each test module uses one configuration (LocalExecutor or
-Celery), and on a 2-core machine two idle deployments side by side would slow everything down.
-Every module of this folder is in one xdist group ("deploy", see ``pytestmark``), so under
-``pytest -n 2 --dist loadgroup`` (scripts/test.sh) they run one after the other on one worker.
+One stack per configuration per test run, whatever the xdist distribution: under
+``pytest -n 2`` the tests of one module may land on both workers (and ``--dist loadgroup`` does
+not group with pytest 9 + xdist 3.8: xdist renames ``item._nodeid``, which pytest 9 no longer
+reads). So the stack lives in the run's shared temporary folder: the first worker that needs it
+starts it under a file lock, every worker using it registers in ``<stack>.users``, and the last
+one to leave stops it. Module scope: a configuration is stopped once its module is done, so the
+two deployments rarely run side by side on a 2-core machine.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -64,24 +70,57 @@ def stack_script(*args: str, timeout: float) -> subprocess.CompletedProcess[str]
     )
 
 
-def start_stack(state: Path, executor: str) -> Iterator[Stack]:
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _up(state: Path, executor: str) -> float:
     args = ["--state", str(state), "--executor", executor]
     for folder in PLAYBOOKS:
         args += ["--playbooks", str(folder)]
     started = time.monotonic()
     try:
-        try:
-            done = stack_script("up", *args, timeout=400)
-        except subprocess.TimeoutExpired as error:
-            pytest.fail(f"airflow-stack.sh up ({executor}) did not finish: {error}")
-        if done.returncode != 0:
-            pytest.fail(
-                f"airflow-stack.sh up ({executor}) failed (exit {done.returncode}):\n"
-                f"{done.stdout}\n{done.stderr}"
-            )
-        up_seconds = time.monotonic() - started
-        print(done.stdout)  # the summary (URL, password file, timings) in the test report
+        done = stack_script("up", *args, timeout=400)
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"airflow-stack.sh up ({executor}) did not finish: {error}")
+    if done.returncode != 0:
+        pytest.fail(
+            f"airflow-stack.sh up ({executor}) failed (exit {done.returncode}):\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
+    print(done.stdout)  # the summary (URL, password file, timings) in the test report
+    return time.monotonic() - started
 
+
+def _down(state: Path) -> None:
+    done = stack_script("down", "--state", str(state), timeout=120)
+    if done.returncode != 0:
+        print(f"airflow-stack.sh down failed:\n{done.stdout}\n{done.stderr}")
+
+
+def shared_stack(factory: pytest.TempPathFactory, executor: str) -> Iterator[Stack]:
+    """The run's stack of ``executor`` (started if nobody uses it), stopped by its last user."""
+    base = factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    state = root / f"stack-{executor}"
+    users = root / f"stack-{executor}.users"
+    me = users / (os.environ.get("PYTEST_XDIST_WORKER") or "main")
+    lock = root / f"stack-{executor}.lock"
+    up_seconds = 0.0
+    with _locked(lock):
+        users.mkdir(exist_ok=True)
+        if not any(users.iterdir()):
+            if (state / "stack.json").exists():
+                _down(state)  # the previous users left it stopped; start afresh
+            up_seconds = _up(state, executor)
+        me.touch()
+    try:
         manifest = json.loads((state / "stack.json").read_text())
         client = AirflowClient.from_stack(state)
         events = EventStore(manifest["events_url"])
@@ -91,16 +130,17 @@ def start_stack(state: Path, executor: str) -> Iterator[Stack]:
             client.close()
             events.dispose()
     finally:
-        done = stack_script("down", "--state", str(state), timeout=120)
-        if done.returncode != 0:
-            print(f"airflow-stack.sh down failed:\n{done.stdout}\n{done.stderr}")
+        with _locked(lock):
+            me.unlink(missing_ok=True)
+            if not any(users.iterdir()):
+                _down(state)
 
 
 @pytest.fixture(scope="module")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from start_stack(tmp_path_factory.mktemp("stack-local"), "local")
+    yield from shared_stack(tmp_path_factory, "local")
 
 
 @pytest.fixture(scope="module")
 def celery_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from start_stack(tmp_path_factory.mktemp("stack-celery"), "celery")
+    yield from shared_stack(tmp_path_factory, "celery")

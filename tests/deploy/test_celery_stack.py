@@ -3,12 +3,8 @@ with distinct hostnames; hello_world and four concurrent runs, through the REST 
 
 from __future__ import annotations
 
-import pytest
-
 from .checks import run_branching_concurrently, run_hello_world
 from .conftest import stack_script
-
-pytestmark = pytest.mark.xdist_group("deploy")
 
 
 def test_celery_stack_status(celery_stack) -> None:

@@ -10,12 +10,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from .checks import names, run_branching_concurrently, run_hello_world, wait_for_events
 from .conftest import stack_script
-
-pytestmark = pytest.mark.xdist_group("deploy")
 
 PARENT = "examples.nested_parent"
 CHILD = "examples.nested_child"
