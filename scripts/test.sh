@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${NOETLC_VENV:-.venv}"
-# System tools the tests use: graphviz for `noetlc graph --format svg|png`, redis-server for the
+# System tools the tests use: graphviz for `noetlc graph --format svg|png`, PostgreSQL 15 for the
+# throwaway clusters (tests/harness/postgres.py, scripts/airflow-stack.sh), redis-server for the
 # Celery deployment of tests/deploy (scripts/airflow-stack.sh --executor celery).
 MISSING=()
 command -v dot >/dev/null 2>&1 || MISSING+=(graphviz)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || MISSING+=(postgresql-15)
 command -v redis-server >/dev/null 2>&1 || MISSING+=(redis-server)
 if [ "${#MISSING[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

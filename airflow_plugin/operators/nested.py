@@ -59,9 +59,6 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             raise ValueError(
                 f"step {step!r}: trigger_dag_id {trigger_dag_id!r} does not match the payload"
             )
-        # A paused child would leave its run queued and this step waiting forever: fail now,
-        # naming the child (a deployment should not pause DAGs that playbooks call).
-        kwargs.setdefault("fail_when_dag_is_paused", True)
         super().__init__(
             trigger_dag_id=trigger_dag_id or static or UNRESOLVED_DAG_ID,
             logical_date=None,

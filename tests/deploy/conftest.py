@@ -100,8 +100,20 @@ def _up(state: Path, executor: str) -> float:
 
 def _down(state: Path) -> None:
     done = stack_script("down", "--state", str(state), timeout=120)
-    if done.returncode != 0:
-        print(f"airflow-stack.sh down failed:\n{done.stdout}\n{done.stderr}")
+    # `down` must leave nothing behind: no process of the stack (they all carry its id).
+    marker = f"NOETL_STACK_ID={state}".encode()
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                left.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    if done.returncode != 0 or left:
+        pytest.fail(
+            f"airflow-stack.sh down failed (exit {done.returncode}); still running: {left}\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
 
 
 def shared_stack(factory: pytest.TempPathFactory, executor: str) -> Iterator[Stack]:

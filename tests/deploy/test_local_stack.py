@@ -10,6 +10,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from airflow_plugin.deploy.rest import AirflowApiError, AirflowClient
+
 from .checks import names, run_branching_concurrently, run_hello_world, wait_for_events
 from .conftest import stack_script
 
@@ -132,3 +136,20 @@ def test_sigkilled_worker_has_exactly_one_failed_task_finished(local_stack) -> N
     os.kill(pid, signal.SIGKILL)
     finished = _assert_one_failed_attempt(local_stack, run_id)
     assert "error" in finished["data"], finished
+
+
+def test_rest_client_errors_name_the_request_never_the_password(local_stack) -> None:
+    secret = "not-the-password-7f3a"
+    bad = AirflowClient(local_stack.manifest["api_url"], "admin", secret)
+    try:
+        with pytest.raises(AirflowApiError, match=r"POST /auth/token as 'admin': 40[13]") as error:
+            bad.token()
+    finally:
+        bad.close()
+    assert secret not in str(error.value)
+    client = local_stack.client
+    with pytest.raises(AirflowApiError, match=r"GET /api/v2/dags/no\.such\.dag: 404") as error:
+        client.get_dag("no.such.dag")
+    assert error.value.status_code == 404
+    with pytest.raises(AirflowApiError, match=r"DAG 'no.such.dag' not parsed after 1 s"):
+        client.wait_for_dag("no.such.dag", timeout=1)
