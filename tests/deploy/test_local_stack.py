@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from airflow_plugin.deploy.rest import AirflowApiError, AirflowClient
@@ -153,3 +154,38 @@ def test_rest_client_errors_name_the_request_never_the_password(local_stack) -> 
     assert error.value.status_code == 404
     with pytest.raises(AirflowApiError, match=r"DAG 'no.such.dag' not parsed after 1 s"):
         client.wait_for_dag("no.such.dag", timeout=1)
+
+
+def test_postgres_playbook_uses_the_stacks_connection(local_stack) -> None:
+    """`auth: pg_local` is the stack's AIRFLOW_CONN_PG_LOCAL, the database noetl_data."""
+    client = local_stack.client
+    dag_id = "examples.postgres_upsert"
+    run_id = client.trigger(dag_id)["dag_run_id"]
+    run = client.wait_for_run(dag_id, run_id, timeout=120)
+    assert run["state"] == "success", client.task_instances(dag_id, run_id)
+    rows = client.xcom_return(dag_id, run_id, "read_back")["result"]["rows"]
+    with psycopg.connect(local_stack.manifest["data_url"]) as conn:
+        stored = conn.execute("SELECT name, score FROM example_scores ORDER BY name").fetchall()
+    assert [(row["name"], row["score"]) for row in rows] == stored
+    assert len(stored) == 3
+
+
+def test_parallel_loop_iterations_are_mapped_tasks_with_their_own_events(local_stack) -> None:
+    client = local_stack.client
+    dag_id = "examples.loop_parallel"
+    run_id = client.trigger(dag_id)["dag_run_id"]
+    run = client.wait_for_run(dag_id, run_id, timeout=120)
+    assert run["state"] == "success", client.task_instances(dag_id, run_id)
+    bodies = [ti for ti in client.task_instances(dag_id, run_id) if ti["task_id"] == "measure.body"]
+    assert sorted(ti["map_index"] for ti in bodies) == [0, 1, 2, 3]
+    assert {ti["state"] for ti in bodies} == {"success"}
+    assert client.xcom_return(dag_id, run_id, "report")["result"] == {"total_letters": 18}
+    events = wait_for_events(local_stack, dag_id, run_id, "PlaybookProcessed")
+    finished = Counter(
+        (e["task_id"], e["map_index"]) for e in events if e["name"] == "TaskFinished"
+    )
+    assert finished == Counter(
+        [("start", -1), ("measure.head", -1), ("measure.tail", -1), ("report", -1)]
+        + [("measure.body", index) for index in range(4)]
+    )
+    assert Counter(names(events))["LoopIterationCompleted"] == 4
