@@ -32,7 +32,7 @@ import contextvars
 import datetime as _dt
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -197,11 +197,17 @@ class _Scope:
     """One recording scope: where events go, what is stamped on them, and how many events of
     each identity key it emitted (the ``occurrence`` that keeps repeated transitions apart)."""
 
-    __slots__ = ("coordinates", "last_event_id", "occurrences", "recorder")
+    __slots__ = ("coordinates", "keep", "last_event_id", "occurrences", "recorder")
 
-    def __init__(self, recorder: Recorder, coordinates: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        coordinates: dict[str, Any],
+        keep: Callable[[Event], bool] | None = None,
+    ) -> None:
         self.recorder = recorder
         self.coordinates = coordinates
+        self.keep = keep
         self.occurrences: dict[tuple[Any, ...], int] = {}
         self.last_event_id: str | None = None
 
@@ -265,14 +271,23 @@ def current_recorder() -> Recorder:
 
 
 @contextlib.contextmanager
-def recording(recorder: Recorder | None = None, **coordinates: Any) -> Iterator[Recorder]:
+def recording(
+    recorder: Recorder | None = None,
+    *,
+    keep: Callable[[Event], bool] | None = None,
+    **coordinates: Any,
+) -> Iterator[Recorder]:
     """Scope in which events go to ``recorder`` (default: the current one) stamped with the given
-    ``coordinates`` (:data:`COORDINATES`) and any outer ones."""
+    ``coordinates`` (:data:`COORDINATES`) and any outer ones. ``keep``, when given, decides
+    which events of the scope are recorded at all (inner scopes inherit it): a cursor slot keeps
+    one completion event per item and drops the item chain's bookkeeping."""
     outer = _scope.get()
     target = recorder or current_recorder()
     merged = dict(outer.coordinates) if outer is not None else {}
     merged.update({k: v for k, v in coordinates.items() if k in COORDINATES and v is not None})
-    scope = _Scope(target, merged)
+    if keep is None and outer is not None:
+        keep = outer.keep
+    scope = _Scope(target, merged, keep)
     if outer is not None and outer.recorder is target:
         # Same destination, same task attempt: keep counting where the outer scope is.
         scope.occurrences = outer.occurrences
@@ -298,6 +313,8 @@ def emit(event: Event) -> None:
         scope.recorder = default_recorder()
     recorder = scope.recorder
     if isinstance(recorder, NullRecorder):
+        return
+    if scope.keep is not None and not scope.keep(event):
         return
     try:
         # One copy of the event per emit (this runs for every event of every step).
