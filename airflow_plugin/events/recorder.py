@@ -52,6 +52,7 @@ __all__ = [
     "flush",
     "recording",
     "set_default_recorder",
+    "wants",
 ]
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class _Scope:
         self,
         recorder: Recorder,
         coordinates: dict[str, Any],
-        keep: Callable[[Event], bool] | None = None,
+        keep: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.recorder = recorder
         self.coordinates = coordinates
@@ -274,13 +275,13 @@ def current_recorder() -> Recorder:
 def recording(
     recorder: Recorder | None = None,
     *,
-    keep: Callable[[Event], bool] | None = None,
+    keep: Callable[[str, str], bool] | None = None,
     **coordinates: Any,
 ) -> Iterator[Recorder]:
     """Scope in which events go to ``recorder`` (default: the current one) stamped with the given
-    ``coordinates`` (:data:`COORDINATES`) and any outer ones. ``keep``, when given, decides
-    which events of the scope are recorded at all (inner scopes inherit it): a cursor slot keeps
-    one completion event per item and drops the item chain's bookkeeping."""
+    ``coordinates`` (:data:`COORDINATES`) and any outer ones. ``keep(name, status)``, when
+    given, decides which events of the scope are recorded at all (inner scopes inherit it): a
+    cursor slot keeps one completion event per item and drops the item chain's bookkeeping."""
     outer = _scope.get()
     target = recorder or current_recorder()
     merged = dict(outer.coordinates) if outer is not None else {}
@@ -304,6 +305,17 @@ def current_event_id() -> str | None:
     return scope.last_event_id if scope is not None else None
 
 
+def wants(name: str, status: str) -> bool:
+    """Whether an event ``name`` with ``status`` would be recorded here: producers ask before
+    building an expensive payload (events off, or dropped by the scope's ``keep``)."""
+    scope = _scope.get()
+    if scope is None:
+        return not isinstance(default_recorder(), NullRecorder)
+    if isinstance(scope.recorder, NullRecorder):
+        return False
+    return scope.keep is None or scope.keep(name, status)
+
+
 def emit(event: Event) -> None:
     """Send ``event`` to the current recorder, stamped and with its deterministic id; a failing
     recorder is logged, never raised."""
@@ -314,7 +326,7 @@ def emit(event: Event) -> None:
     recorder = scope.recorder
     if isinstance(recorder, NullRecorder):
         return
-    if scope.keep is not None and not scope.keep(event):
+    if scope.keep is not None and not scope.keep(event.name, event.status):
         return
     try:
         # One copy of the event per emit (this runs for every event of every step).

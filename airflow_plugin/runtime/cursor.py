@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..drivers import ClaimSpec, CursorDriver, CursorDriverError, driver_class, open_driver
-from ..events import Event, recording
+from ..events import recording
 from .context import build_context
 from .loop import loop_event, max_in_flight
 from .render import RenderError, render_value, to_jsonable
@@ -84,9 +84,9 @@ def slot_count(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> int:
     return max_in_flight(payload, inputs) or 1
 
 
-def keep_item_event(event: Event) -> bool:
+def keep_item_event(name: str, status: str) -> bool:
     """What an item's task chain still records: failures and template warnings."""
-    return event.status == "error" or event.name == "TemplateWarning"
+    return status == "error" or name == "TemplateWarning"
 
 
 def run_claimed(

@@ -142,7 +142,9 @@ def _task_error(events, task_id: str) -> str:
 
 def test_postgres_driver_shares_one_pool_per_dsn_and_process(pg_connections, pg_test_dsn):
     from airflow_plugin.drivers import ClaimSpec, CursorDriverError
-    from airflow_plugin.drivers.postgres import PostgresCursorDriver, pool_size
+    from airflow_plugin.drivers.postgres import PostgresCursorDriver, close_pools, pool_size
+
+    close_pools()  # an earlier test of this process may have opened the pool already
 
     with psycopg.connect(pg_test_dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS pool_q")
