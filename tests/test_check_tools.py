@@ -735,8 +735,9 @@ def test_cursor_loops(tmp_path):
             "C512",
             15,
             20,
-            "cursor driver 'mysql' of step 'b' is not built in (only `postgres` is); "
-            "it must be registered under the `noetl.cursor_drivers` entry points",
+            "cursor driver 'mysql' of step 'b' is not registered here (registered: postgres); "
+            "the runtime needs a package that declares it under the `noetl.cursor_drivers` "
+            "entry points",
         ),
         ("C512", 15, 46, "unknown key 'batch' in the cursor of step 'b'"),
     ]
