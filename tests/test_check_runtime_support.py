@@ -139,9 +139,16 @@ def test_executable_kinds_do_not_warn(kind: str) -> None:
 
 def test_quantum_and_workbook_lists_cover_what_they_should() -> None:
     assert "quantum" not in NOT_EXECUTABLE and "shell" in NOT_EXECUTABLE
-    assert {"python", "http", "postgres", "duckdb", "secrets", "transfer", "noop", "quantum"} <= set(
-        EXECUTABLE
-    )
+    assert {
+        "python",
+        "http",
+        "postgres",
+        "duckdb",
+        "secrets",
+        "transfer",
+        "noop",
+        "quantum",
+    } <= set(EXECUTABLE)
 
 
 def test_unknown_kind_is_s110_only() -> None:

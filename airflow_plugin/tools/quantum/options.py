@@ -78,9 +78,8 @@ def read_request(config: Mapping[str, Any]) -> QuantumRequest:
     provider = _choice(config, "provider", PROVIDERS, "aer")
     op = _choice(config, "op", OPS, "run")
     circuit = config.get("circuit")
-    if op in ("run", "submit"):
-        if not isinstance(circuit, str) or not circuit.strip():
-            raise config_error(f"op {op} needs `circuit`: OpenQASM 2 or 3 text")
+    if op in ("run", "submit") and (not isinstance(circuit, str) or not circuit.strip()):
+        raise config_error(f"op {op} needs `circuit`: OpenQASM 2 or 3 text")
     job_id = config.get("job_id")
     if op in ("status", "results"):
         if job_id in (None, "") or isinstance(job_id, (Mapping, list, bool)):
