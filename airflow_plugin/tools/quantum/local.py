@@ -9,6 +9,7 @@ drawn and recorded, so every run can be repeated exactly from its provenance.
 from __future__ import annotations
 
 import secrets
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,9 @@ def _backend(request: QuantumRequest) -> Any:
     try:
         backend = provider.get_backend(name)
     except Exception:  # noqa: BLE001 - QiskitBackendNotFoundError, or a provider's own error
-        known = ", ".join(b.name for b in provider.backends())
+        with warnings.catch_warnings():  # listing builds the legacy backends, which warn
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            known = ", ".join(b.name for b in provider.backends())
         raise QuantumError(
             "QuantumConfigError",
             f"provider {request.provider} has no backend {name!r} (it has: {known})",
