@@ -271,6 +271,31 @@ def test_unknown_backend_lists_the_providers_backends():
     assert "aer_simulator_statevector" in err["message"]
 
 
+def test_a_circuit_wider_than_the_simulator_is_a_transpile_error():
+    wide = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[40]; creg c[40];\nh q; t q;\nmeasure q -> c;\n'
+    err = error(op="submit", backend="aer_simulator_statevector", circuit=wide)
+    assert err["type"] == "QuantumTranspileError" and err["code"] == "TRANSPILE"
+    assert err["message"].startswith(
+        "cannot transpile the circuit for aer_simulator_statevector: Number of qubits (40)"
+    )
+
+
+def test_results_of_a_failed_job_say_how_it_ended():
+    from airflow_plugin.tools.quantum.jobs import load_job, save_job
+
+    record = load_job(ok(op="submit", circuit=BELL, shots=8, seed=1)["job_id"])
+    assert record is not None and record["status"] == "DONE"
+    # What the store holds for a job whose simulation failed (the simulator's message kept).
+    save_job({**record, "status": "ERROR", "counts": None, "error": "QiskitError: out of memory"})
+    status = ok(op="status", job_id=record["job_id"])
+    assert status["status"] == "ERROR"
+    err = error(op="results", job_id=record["job_id"])
+    assert err["type"] == "QuantumJobFailed" and err["code"] == "JOB_ERROR"
+    assert (
+        err["message"] == f"quantum job {record['job_id']} ended ERROR: QiskitError: out of memory"
+    )
+
+
 def test_a_circuit_without_measurements_has_no_counts():
     err = error(circuit='OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nh q[0];\n')
     assert err["code"] == "NO_MEASUREMENTS"

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..outcome import ToolCall, ToolOutcome
+from ..outcome import ToolCall, ToolOutcome, tool_error
 from . import circuit as circuits
 from . import ibm
-from .errors import QuantumError
+from .errors import KIND, QuantumError
 from .jobs import jobs_folder, load_job, save_job
-from .local import DEFAULT_BACKENDS, execute_locally
+from .local import DEFAULT_BACKENDS, execute_locally, transpile_for
 from .options import QuantumRequest, read_request
 from .provenance import now, package_versions
 
@@ -42,6 +42,15 @@ def run_quantum(call: ToolCall) -> ToolOutcome:
             record = _lookup(request)
     except QuantumError as exc:
         return ToolOutcome.failure(exc.as_tool_error())
+    except Exception as exc:  # noqa: BLE001 - qiskit's own failures: a tool error, never a crash
+        return ToolOutcome.failure(
+            tool_error(
+                KIND,
+                type(exc).__name__,
+                f"quantum op {call.config.get('op') or 'run'} failed: {exc}",
+                code="QISKIT",
+            )
+        )
     result = {
         "job_id": record["job_id"],
         "status": record["status"],
@@ -92,8 +101,6 @@ def _execute(request: QuantumRequest) -> dict[str, Any]:
 def _execute_ibm(
     request: QuantumRequest, loaded: circuits.LoadedCircuit, bound: Any, submitted_at: str
 ) -> dict[str, Any]:
-    from qiskit import transpile
-
     if request.device == "GPU":
         raise QuantumError(
             "QuantumDeviceError",
@@ -103,12 +110,7 @@ def _execute_ibm(
     session = ibm.open_session(request.auth)
     backend = session.backend(request.backend)
     seed_transpiler = request.seed_transpiler
-    compiled = transpile(
-        bound,
-        backend=backend,
-        optimization_level=request.optimization_level,
-        seed_transpiler=seed_transpiler,
-    )
+    compiled = transpile_for(backend, bound, request.optimization_level, seed_transpiler)
     job = ibm.submit(session, backend, compiled, request.shots)
     job_id = str(job.job_id())
     counts = ibm.job_counts(session, job) if request.op == "run" else None

@@ -17,7 +17,7 @@ from .circuit import LoadedCircuit
 from .errors import QuantumError
 from .options import QuantumRequest
 
-__all__ = ["DEFAULT_BACKENDS", "Execution", "draw_seed", "execute_locally"]
+__all__ = ["DEFAULT_BACKENDS", "Execution", "draw_seed", "execute_locally", "transpile_for"]
 
 DEFAULT_BACKENDS = {"aer": "aer_simulator", "basic": "basic_simulator"}
 
@@ -84,10 +84,25 @@ def _package(provider: str) -> str:
     return "qiskit-aer" if provider == "aer" else "qiskit BasicSimulator"
 
 
+def transpile_for(backend: Any, bound: Any, level: int, seed: int | None) -> Any:
+    """``bound`` transpiled for ``backend``; what the transpiler refuses (a circuit wider than
+    the backend, a gate it cannot map) is a clear error, not a crash."""
+    from qiskit import transpile
+    from qiskit.exceptions import QiskitError
+
+    try:
+        return transpile(bound, backend=backend, optimization_level=level, seed_transpiler=seed)
+    except QiskitError as exc:
+        message = getattr(exc, "message", None) or str(exc)
+        raise QuantumError(
+            "QuantumTranspileError",
+            f"cannot transpile the circuit for {backend.name}: {message}",
+            code="TRANSPILE",
+        ) from None
+
+
 def execute_locally(request: QuantumRequest, loaded: LoadedCircuit, bound: Any) -> Execution:
     """Transpile ``bound`` for the simulator and run it; a simulator failure is an ERROR job."""
-    from qiskit import transpile
-
     backend = _backend(request)
     if bound.num_clbits == 0:
         raise QuantumError(
@@ -99,16 +114,18 @@ def execute_locally(request: QuantumRequest, loaded: LoadedCircuit, bound: Any) 
     seed_transpiler = (
         request.seed_transpiler if request.seed_transpiler is not None else draw_seed()
     )
-    compiled = transpile(
-        bound,
-        backend=backend,
-        optimization_level=request.optimization_level,
-        seed_transpiler=seed_transpiler,
-    )
+    compiled = transpile_for(backend, bound, request.optimization_level, seed_transpiler)
     options: dict[str, Any] = {"shots": request.shots, "seed_simulator": seed}
     if request.device == "GPU":
         options["device"] = "GPU"
-    job = backend.run(compiled, **options)
+    try:
+        job = backend.run(compiled, **options)
+    except Exception as exc:  # noqa: BLE001 - a simulator refusing the job before it has an id
+        raise QuantumError(
+            "QuantumBackendError",
+            f"{backend.name} refused the job: {type(exc).__name__}: {exc}",
+            code="BACKEND",
+        ) from None
     job_id = str(job.job_id())
     counts: dict[str, int] | None = None
     error: str | None = None
