@@ -296,6 +296,15 @@ def test_results_of_a_failed_job_say_how_it_ended():
     )
 
 
+def test_an_unwritable_job_store_fails_the_call(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store folder should be")
+    monkeypatch.setenv("NOETL_QUANTUM_JOBS_DIR", str(blocker / "jobs"))
+    err = error(circuit=BELL, shots=8)
+    assert err["code"] == "JOB_STORE"
+    assert err["message"].startswith(f"cannot write the job record {blocker / 'jobs'}/")
+
+
 def test_a_circuit_without_measurements_has_no_counts():
     err = error(circuit='OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nh q[0];\n')
     assert err["code"] == "NO_MEASUREMENTS"

@@ -48,18 +48,33 @@ def _path(job_id: str) -> Path:
 
 def save_job(record: Mapping[str, Any]) -> Path:
     path = _path(str(record["job_id"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".job-", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".job-", suffix=".tmp")
+    except OSError as exc:
+        raise _store_error(path, exc) from None
     try:
         with os.fdopen(fd, "w") as out:
             json.dump(record, out, sort_keys=True, default=str)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _store_error(path, exc) from None
         raise
     return path
+
+
+def _store_error(path: Path, exc: OSError) -> QuantumError:
+    # The job ran, but a later task could not find it: the call fails rather than hand out an
+    # id nobody can look up (NOETL_QUANTUM_JOBS_DIR moves the store to a writable place).
+    return QuantumError(
+        "QuantumJobStoreError",
+        f"cannot write the job record {path}: {exc.strerror or exc}",
+        code="JOB_STORE",
+    )
 
 
 def load_job(job_id: str) -> dict[str, Any] | None:
