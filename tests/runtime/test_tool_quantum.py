@@ -476,6 +476,56 @@ def test_parameter_sweep_seed_reproduces_and_persists_with_provenance(
         assert all(r["provenance"]["versions"]["qiskit"] for r in payload)
 
 
+SUBMIT_POLL_FETCH = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: quantum_poll, path: tests/quantum_poll}
+workload:
+  circuit: "OPENQASM 2.0; include \\"qelib1.inc\\"; qreg q[2]; creg c[2]; h q[0]; cx q[0],q[1]; measure q -> c;"
+workflow:
+  - step: start
+    tool:
+      kind: quantum
+      provider: basic
+      op: submit
+      circuit: "{{ circuit }}"
+      shots: 128
+      seed: 5
+      tags: [poll]
+      spec:
+        policy:
+          rules:
+            - else:
+                then: {do: continue, set: {ctx.job_id: "{{ output.data.job_id }}"}}
+    next:
+      arcs:
+        - step: poll
+  - step: poll
+    tool: {kind: quantum, op: status, job_id: "{{ ctx.job_id }}"}
+    next:
+      arcs:
+        - step: fetch
+          when: "{{ poll.status == 'DONE' }}"
+  - step: fetch
+    tool: {kind: quantum, op: results, job_id: "{{ ctx.job_id }}"}
+"""
+
+
+def test_submit_poll_fetch_playbook_finds_the_job_in_later_tasks(run_dag, tmp_path):
+    # The specification's QPU pattern (section 11) on the basic simulator: the job id travels
+    # through ctx; status and results are later tasks that read the job store.
+    source = tmp_path / "quantum_poll.yaml"
+    source.write_text(SUBMIT_POLL_FETCH)
+    out = run_dag(_compile(source, tmp_path), "tests.quantum_poll")
+    assert out.state == "success", out.states
+    submitted = out.xcom["start"]["result"]
+    assert submitted["status"] == "DONE" and submitted["counts"] is None
+    assert out.xcom["poll"]["result"]["job_id"] == submitted["job_id"]
+    fetched = out.xcom["fetch"]["result"]
+    assert fetched["job_id"] == submitted["job_id"] and sum(fetched["counts"].values()) == 128
+    assert set(fetched["counts"]) <= {"00", "11"} and fetched["provenance"]["tags"] == ["poll"]
+
+
 def test_counts_are_plain_json_for_the_loop_aggregate():
     # Counts keys are bitstrings, values ints: what postgres jsonb and XCom JSON carry unchanged.
     data = ok(circuit=BELL, shots=32, seed=2)
