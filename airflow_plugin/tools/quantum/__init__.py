@@ -26,7 +26,7 @@ from .errors import KIND, QuantumError
 from .jobs import jobs_folder, load_job, save_job
 from .local import DEFAULT_BACKENDS, execute_locally, transpile_for
 from .options import QuantumRequest, read_request
-from .provenance import now, package_versions
+from .provenance import build_provenance, now, package_versions
 
 __all__ = ["run_quantum"]
 
@@ -75,7 +75,7 @@ def _execute(request: QuantumRequest) -> dict[str, Any]:
     if request.provider == "ibm":
         return _execute_ibm(request, loaded, bound, submitted_at)
     execution = execute_locally(request, loaded, bound)
-    provenance = _provenance(
+    provenance = build_provenance(
         request,
         loaded,
         bound,
@@ -115,7 +115,7 @@ def _execute_ibm(
     job_id = str(job.job_id())
     counts = ibm.job_counts(session, job) if request.op == "run" else None
     status = "DONE" if request.op == "run" else ibm.job_status(session, job)
-    provenance = _provenance(
+    provenance = build_provenance(
         request,
         loaded,
         bound,
@@ -138,52 +138,6 @@ def _execute_ibm(
 def _version(backend: Any) -> str | None:
     version = getattr(backend, "backend_version", None) or getattr(backend, "version", None)
     return str(version) if version is not None else None
-
-
-def _provenance(
-    request: QuantumRequest,
-    loaded: circuits.LoadedCircuit,
-    bound: Any,
-    *,
-    job_id: str,
-    backend: dict[str, Any],
-    seed_simulator: int | None,
-    seed_generated: bool,
-    seed_transpiler: int | None,
-    seed_transpiler_generated: bool,
-    depth: int | None,
-    calibration: str | None,
-    submitted_at: str,
-    completed_at: str | None,
-) -> dict[str, Any]:
-    return {
-        "provider": request.provider,
-        "backend": backend,
-        "job_id": job_id,
-        "shots": request.shots,
-        "seed_simulator": seed_simulator,
-        "seed_simulator_generated": seed_generated,
-        "transpile": {
-            "optimization_level": request.optimization_level,
-            "seed_transpiler": seed_transpiler,
-            "seed_transpiler_generated": seed_transpiler_generated,
-            "depth": depth,
-        },
-        "device": request.device,
-        "calibration_snapshot_id": calibration,
-        "circuit": {
-            "language": loaded.language,
-            "sha256": loaded.sha256,
-            "num_qubits": bound.num_qubits,
-            "num_clbits": bound.num_clbits,
-            "depth": bound.depth(),
-        },
-        "params": dict(request.params),
-        "versions": dict(package_versions()),
-        "submitted_at": submitted_at,
-        "completed_at": completed_at,
-        "tags": list(request.tags),
-    }
 
 
 def _record(

@@ -13,7 +13,10 @@ import functools
 from importlib import metadata
 from typing import Any
 
-__all__ = ["now", "package_versions"]
+from .circuit import LoadedCircuit
+from .options import QuantumRequest
+
+__all__ = ["build_provenance", "now", "package_versions"]
 
 _PACKAGES = ("qiskit", "qiskit-aer", "qiskit-qasm3-import", "qiskit-ibm-runtime")
 
@@ -33,3 +36,50 @@ def package_versions() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return versions
+
+
+def build_provenance(
+    request: QuantumRequest,
+    loaded: LoadedCircuit,
+    bound: Any,
+    *,
+    job_id: str,
+    backend: dict[str, Any],
+    seed_simulator: int | None,
+    seed_generated: bool,
+    seed_transpiler: int | None,
+    seed_transpiler_generated: bool,
+    depth: int | None,
+    calibration: str | None,
+    submitted_at: str,
+    completed_at: str | None,
+) -> dict[str, Any]:
+    """The provenance record (see the module docstring) of one job."""
+    return {
+        "provider": request.provider,
+        "backend": backend,
+        "job_id": job_id,
+        "shots": request.shots,
+        "seed_simulator": seed_simulator,
+        "seed_simulator_generated": seed_generated,
+        "transpile": {
+            "optimization_level": request.optimization_level,
+            "seed_transpiler": seed_transpiler,
+            "seed_transpiler_generated": seed_transpiler_generated,
+            "depth": depth,
+        },
+        "device": request.device,
+        "calibration_snapshot_id": calibration,
+        "circuit": {
+            "language": loaded.language,
+            "sha256": loaded.sha256,
+            "num_qubits": bound.num_qubits,
+            "num_clbits": bound.num_clbits,
+            "depth": bound.depth(),
+        },
+        "params": dict(request.params),
+        "versions": dict(package_versions()),
+        "submitted_at": submitted_at,
+        "completed_at": completed_at,
+        "tags": list(request.tags),
+    }
