@@ -13,12 +13,20 @@ slot. Drivers are looked up by ``loop.cursor.kind`` (entry-point group ``noetl.c
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from .base import fail_task
 from .loop import CompiledStepOperator, max_map_length, validate_loop, validate_reads
 
-__all__ = ["NoetlCursorHeadOperator", "NoetlCursorWorkerOperator"]
+__all__ = ["SLOT_RETRIES", "NoetlCursorHeadOperator", "NoetlCursorWorkerOperator"]
+
+# A slot whose process died (a killed worker, a lost node) is retried: draining is a pull loop,
+# so a new attempt just claims again, and the item the dead attempt held comes back through the
+# claim's stale-claim clause. An item whose task chain fails fails its slot at once
+# (AirflowFailException: no retry), so a bad item is never retried behind the playbook's back.
+SLOT_RETRIES = 2
+SLOT_RETRY_DELAY = timedelta(seconds=5)
 
 
 class NoetlCursorHeadOperator(CompiledStepOperator):
@@ -67,6 +75,8 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
         payload = kwargs.get("payload")
         validate_loop(payload, cursor=True)
         validate_reads(kwargs.get("reads"), f"cursor worker of step {payload.get('step')!r}")
+        kwargs.setdefault("retries", SLOT_RETRIES)
+        kwargs.setdefault("retry_delay", SLOT_RETRY_DELAY)
         return super().partial(**kwargs)
 
     def __init__(
@@ -74,6 +84,8 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
     ) -> None:
         validate_loop(payload, cursor=True)
         validate_reads(reads, f"cursor worker of step {payload.get('step')!r}")
+        kwargs.setdefault("retries", SLOT_RETRIES)
+        kwargs.setdefault("retry_delay", SLOT_RETRY_DELAY)
         super().__init__(payload=payload, reads=reads, **kwargs)
         self.slot = slot
 

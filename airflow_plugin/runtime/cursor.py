@@ -12,8 +12,11 @@ the seed's ~10x fewer events. What is never dropped: errors and template warning
 
 An item whose chain fails fails its slot (loudly: the task fails, and so does the loop). The
 item stays claimed; the claim statement's stale-claim clause hands it to a later claim. A
-slot that is killed mid-item leaves the same state, and its item's completion event is written
-once, by the slot that finally completes it.
+slot that is killed mid-item leaves the same state; its task is retried (the operator's
+``SLOT_RETRIES``) and drains on, and the item's completion event is written once, by the slot
+that finally completes it. The loop result aggregates the records of the slot attempts that
+finished: items a killed attempt had completed are done, and each has its completion event,
+but they are not in ``results``/``stats``.
 """
 
 from __future__ import annotations
