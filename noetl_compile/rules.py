@@ -487,7 +487,7 @@ RULES: dict[str, Rule] = {
             E,
             "invalid quantum config",
             "The quantum tool needs a circuit for run/submit, a job_id for status/results, and valid "
-            "provider/op/shots values.",
+            "provider/op/shots/transpile values, and `device` CPU or GPU.",
             'tool: {kind: quantum, provider: aer, circuit: "OPENQASM 3.0; ...", shots: 1024}',
         ),
         _rule(

@@ -23,6 +23,7 @@ REGISTRY_KINDS: frozenset[str] = frozenset(
         "secret_manager",
         "credential",
         "transfer",
+        "quantum",
         "playbook",  # inline, inside a pipeline, region or loop body
         "playbooks",
     }

@@ -63,9 +63,10 @@ def test_builtin_executors_match_in_process() -> None:
     assert set(BUILTIN_TOOLS) == REGISTRY_KINDS
 
 
-def test_quantum_is_not_executable_yet() -> None:
-    assert not runtime_executes("quantum")
+def test_quantum_is_executable() -> None:
+    assert runtime_executes("quantum")
     assert runtime_executes("secret_manager") and runtime_executes("gate")
+    assert not runtime_executes("shell")
 
 
 def test_the_check_does_not_import_the_runtime() -> None:
@@ -137,10 +138,17 @@ def test_executable_kinds_do_not_warn(kind: str) -> None:
 
 
 def test_quantum_and_workbook_lists_cover_what_they_should() -> None:
-    assert "quantum" in NOT_EXECUTABLE and "shell" in NOT_EXECUTABLE
-    assert {"python", "http", "postgres", "duckdb", "secrets", "transfer", "noop"} <= set(
-        EXECUTABLE
-    )
+    assert "quantum" not in NOT_EXECUTABLE and "shell" in NOT_EXECUTABLE
+    assert {
+        "python",
+        "http",
+        "postgres",
+        "duckdb",
+        "secrets",
+        "transfer",
+        "noop",
+        "quantum",
+    } <= set(EXECUTABLE)
 
 
 def test_unknown_kind_is_s110_only() -> None:

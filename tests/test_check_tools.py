@@ -627,6 +627,7 @@ def test_valid_quantum(tmp_path):
           shots: 100
           transpile: {optimization_level: 2, seed_transpiler: 7}
           tags: [bell]
+          device: GPU
         next: [{step: poll}]
       - step: poll
         tool: {kind: quantum, provider: "{{ workload.p }}", op: status, job_id: "{{ ctx.job }}",
@@ -644,6 +645,7 @@ def test_quantum_rules(tmp_path):
           shots: 0
           transpile: {optimization_level: 5}
           qubits: 2
+          device: gpu
         next: [{step: b}]
       - step: b
         tool: {kind: quantum, op: results}
@@ -677,10 +679,16 @@ def test_quantum_rules(tmp_path):
             "`transpile.optimization_level` of step 'start' must be 0, 1, 2 or 3, not 5",
         ),
         ("C511", 12, 5, "unknown key 'qubits' in the quantum tool step 'start'"),
-        ("C511", 15, 29, "the quantum tool step 'b' needs a `job_id` for op results"),
         (
             "C511",
-            20,
+            13,
+            13,
+            "`device` of step 'start' must be one of CPU, GPU, not 'gpu'; did you mean 'GPU'?",
+        ),
+        ("C511", 16, 29, "the quantum tool step 'b' needs a `job_id` for op results"),
+        (
+            "C511",
+            21,
             9,
             "`op` of step 'c' must be one of run, submit, status, results, not 'launch'",
         ),
@@ -735,8 +743,9 @@ def test_cursor_loops(tmp_path):
             "C512",
             15,
             20,
-            "cursor driver 'mysql' of step 'b' is not built in (only `postgres` is); "
-            "it must be registered under the `noetl.cursor_drivers` entry points",
+            "cursor driver 'mysql' of step 'b' is not registered here (registered: postgres); "
+            "the runtime needs a package that declares it under the `noetl.cursor_drivers` "
+            "entry points",
         ),
         ("C512", 15, 46, "unknown key 'batch' in the cursor of step 'b'"),
     ]

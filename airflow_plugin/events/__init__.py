@@ -30,6 +30,7 @@ from .recorder import (
     flush,
     recording,
     set_default_recorder,
+    wants,
 )
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "flush",
     "recording",
     "set_default_recorder",
+    "wants",
 ]

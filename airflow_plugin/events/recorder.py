@@ -32,7 +32,7 @@ import contextvars
 import datetime as _dt
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -52,6 +52,7 @@ __all__ = [
     "flush",
     "recording",
     "set_default_recorder",
+    "wants",
 ]
 
 log = logging.getLogger(__name__)
@@ -197,11 +198,17 @@ class _Scope:
     """One recording scope: where events go, what is stamped on them, and how many events of
     each identity key it emitted (the ``occurrence`` that keeps repeated transitions apart)."""
 
-    __slots__ = ("coordinates", "last_event_id", "occurrences", "recorder")
+    __slots__ = ("coordinates", "keep", "last_event_id", "occurrences", "recorder")
 
-    def __init__(self, recorder: Recorder, coordinates: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        coordinates: dict[str, Any],
+        keep: Callable[[str, str], bool] | None = None,
+    ) -> None:
         self.recorder = recorder
         self.coordinates = coordinates
+        self.keep = keep
         self.occurrences: dict[tuple[Any, ...], int] = {}
         self.last_event_id: str | None = None
 
@@ -265,14 +272,23 @@ def current_recorder() -> Recorder:
 
 
 @contextlib.contextmanager
-def recording(recorder: Recorder | None = None, **coordinates: Any) -> Iterator[Recorder]:
+def recording(
+    recorder: Recorder | None = None,
+    *,
+    keep: Callable[[str, str], bool] | None = None,
+    **coordinates: Any,
+) -> Iterator[Recorder]:
     """Scope in which events go to ``recorder`` (default: the current one) stamped with the given
-    ``coordinates`` (:data:`COORDINATES`) and any outer ones."""
+    ``coordinates`` (:data:`COORDINATES`) and any outer ones. ``keep(name, status)``, when
+    given, decides which events of the scope are recorded at all (inner scopes inherit it): a
+    cursor slot keeps one completion event per item and drops the item chain's bookkeeping."""
     outer = _scope.get()
     target = recorder or current_recorder()
     merged = dict(outer.coordinates) if outer is not None else {}
     merged.update({k: v for k, v in coordinates.items() if k in COORDINATES and v is not None})
-    scope = _Scope(target, merged)
+    if keep is None and outer is not None:
+        keep = outer.keep
+    scope = _Scope(target, merged, keep)
     if outer is not None and outer.recorder is target:
         # Same destination, same task attempt: keep counting where the outer scope is.
         scope.occurrences = outer.occurrences
@@ -289,6 +305,17 @@ def current_event_id() -> str | None:
     return scope.last_event_id if scope is not None else None
 
 
+def wants(name: str, status: str) -> bool:
+    """Whether an event ``name`` with ``status`` would be recorded here: producers ask before
+    building an expensive payload (events off, or dropped by the scope's ``keep``)."""
+    scope = _scope.get()
+    if scope is None:
+        return not isinstance(default_recorder(), NullRecorder)
+    if isinstance(scope.recorder, NullRecorder):
+        return False
+    return scope.keep is None or scope.keep(name, status)
+
+
 def emit(event: Event) -> None:
     """Send ``event`` to the current recorder, stamped and with its deterministic id; a failing
     recorder is logged, never raised."""
@@ -298,6 +325,8 @@ def emit(event: Event) -> None:
         scope.recorder = default_recorder()
     recorder = scope.recorder
     if isinstance(recorder, NullRecorder):
+        return
+    if scope.keep is not None and not scope.keep(event.name, event.status):
         return
     try:
         # One copy of the event per emit (this runs for every event of every step).

@@ -115,15 +115,24 @@ def _masker() -> Any:
 
 def bound(data: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
     """``data`` itself when its JSON is at most ``max_bytes``; else a stand-in that says what
-    was dropped: ``{"truncated": true, "size": bytes, "sha256": hex, "preview": text}``."""
+    was dropped: ``{"truncated": true, "size": bytes, "sha256": hex, "preview": text}``.
+
+    A ``provenance`` entry (what a quantum call needs to be repeated) is small and kept in the
+    stand-in when it fits on its own: wide counts must not take it out of the event log."""
     text = json.dumps(data, separators=(",", ":"), sort_keys=True, default=str)
     encoded = text.encode()
     if len(encoded) <= max_bytes:
         return dict(data)
-    return {
+    stand_in = {
         "truncated": True,
         "size": len(encoded),
         "sha256": hashlib.sha256(encoded).hexdigest(),
         "keys": sorted(str(k) for k in data)[:50],
         "preview": text[:PREVIEW_CHARS],
     }
+    provenance = data.get("provenance")
+    if isinstance(provenance, Mapping):
+        kept = json.dumps(provenance, separators=(",", ":"), default=str).encode()
+        if len(kept) <= max_bytes // 2:
+            stand_in["provenance"] = dict(provenance)
+    return stand_in

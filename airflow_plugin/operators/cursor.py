@@ -1,39 +1,82 @@
 """Cursor loops (``loop.cursor``, spec-extensions §3) as mapped worker slots.
 
     head (render the claim and max_in_flight once)  ->  worker.partial(...).expand(slot=head.output)
-        ->  tail (operators.loop.NoetlLoopTailOperator: loop.done routing)
+        ->  tail (operators.loop.NoetlLoopTailOperator: aggregated result, loop.done routing)
 
-``NoetlCursorHeadOperator`` returns ``max_in_flight`` slot descriptors (at most
-``[core] max_map_length``); each ``NoetlCursorWorkerOperator`` instance repeats claim -> bind
-``iter.<iterator>`` -> run the step's task chain until the claim returns no row. Drivers are
-looked up by ``loop.cursor.kind`` (entry-point group ``noetl.cursor_drivers``).
+``NoetlCursorHeadOperator`` renders the cursor once per loop start and returns one slot
+descriptor per worker (``max_in_flight``, at most ``[core] max_map_length``); each
+``NoetlCursorWorkerOperator`` instance drains the claim (``runtime.cursor.drain``) until it
+returns no row. The slots run wherever the executor puts them (processes of the LocalExecutor,
+Celery workers), so they drain concurrently; the claim statement is what keeps an item to one
+slot. Drivers are looked up by ``loop.cursor.kind`` (entry-point group ``noetl.cursor_drivers``).
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from .loop import _CompiledStepOperator, not_built, validate_loop, validate_reads
+from .base import fail_task
+from .loop import CompiledStepOperator, max_map_length, validate_loop, validate_reads
 
-__all__ = ["NoetlCursorHeadOperator", "NoetlCursorWorkerOperator"]
+__all__ = ["SLOT_RETRIES", "NoetlCursorHeadOperator", "NoetlCursorWorkerOperator"]
+
+# A slot whose process died (a killed worker, a lost node) is retried: draining is a pull loop,
+# so a new attempt just claims again, and the item the dead attempt held comes back through the
+# claim's stale-claim clause. An item whose task chain fails fails its slot at once
+# (AirflowFailException: no retry), so a bad item is never retried behind the playbook's back.
+SLOT_RETRIES = 2
+SLOT_RETRY_DELAY = timedelta(seconds=5)
 
 
-class NoetlCursorHeadOperator(_CompiledStepOperator):
+class NoetlCursorHeadOperator(CompiledStepOperator):
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
         validate_loop(payload, cursor=True)
         validate_reads(reads, f"cursor head of step {payload.get('step')!r}")
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        raise not_built(self, "rendering the cursor claim and starting worker slots")
+        from ..runtime.cursor import claim_spec, slot_count
+        from ..runtime.loop import loop_event
+        from ..runtime.step import StepFailed
+
+        inputs = self.pull_inputs(context, self.step)
+        with self.recording(context):
+            try:
+                spec = claim_spec(self.payload, inputs)
+                wanted = slot_count(self.payload, inputs)
+            except StepFailed as exc:
+                raise fail_task(self.step, exc) from exc
+            slots = min(wanted, max_map_length())
+            if slots < wanted:
+                self.log.warning(
+                    "NoETL cursor %s: max_in_flight %d capped at [core] max_map_length %d",
+                    self.step,
+                    wanted,
+                    slots,
+                )
+            loop_event(
+                self.payload,
+                inputs,
+                "LoopStarted",
+                "in_progress",
+                data={"mode": "cursor", "driver": spec.kind, "slots": slots},
+            )
+        self.log.info("NoETL cursor %s: %d slots on driver %s", self.step, slots, spec.kind)
+        return [
+            {"slot": number, "slots": slots, "cursor": spec.as_dict(), "args": inputs["args"]}
+            for number in range(slots)
+        ]
 
 
-class NoetlCursorWorkerOperator(_CompiledStepOperator):
+class NoetlCursorWorkerOperator(CompiledStepOperator):
     @classmethod
     def partial(cls, **kwargs: Any) -> Any:
         payload = kwargs.get("payload")
         validate_loop(payload, cursor=True)
         validate_reads(kwargs.get("reads"), f"cursor worker of step {payload.get('step')!r}")
+        kwargs.setdefault("retries", SLOT_RETRIES)
+        kwargs.setdefault("retry_delay", SLOT_RETRY_DELAY)
         return super().partial(**kwargs)
 
     def __init__(
@@ -41,8 +84,29 @@ class NoetlCursorWorkerOperator(_CompiledStepOperator):
     ) -> None:
         validate_loop(payload, cursor=True)
         validate_reads(reads, f"cursor worker of step {payload.get('step')!r}")
+        kwargs.setdefault("retries", SLOT_RETRIES)
+        kwargs.setdefault("retry_delay", SLOT_RETRY_DELAY)
         super().__init__(payload=payload, reads=reads, **kwargs)
         self.slot = slot
 
     def execute(self, context: Any) -> Any:
-        raise not_built(self, "draining a cursor claim")
+        from ..drivers import ClaimSpec
+        from ..runtime.cursor import drain
+        from ..runtime.step import StepFailed
+        from ..tools import ToolNotAvailable
+
+        slot = self.slot if isinstance(self.slot, dict) else {}
+        if "cursor" not in slot:
+            raise fail_task(
+                self.step, ValueError(f"cursor worker got no slot from its head: {slot!r:.200}")
+            )
+        inputs = self.pull_inputs(context, self.step)
+        inputs["args"] = dict(slot.get("args") or {})
+        number = int(slot.get("slot", 0))
+        with self.recording(context):
+            try:
+                records = drain(self.payload, inputs, ClaimSpec.from_dict(slot["cursor"]), number)
+            except (StepFailed, ToolNotAvailable) as exc:
+                raise fail_task(self.step, exc) from exc
+        self.log.info("NoETL cursor %s slot %d drained: %d items", self.step, number, len(records))
+        return {"records": records, "slot": number}

@@ -24,10 +24,12 @@ from typing import Any
 from .base import NoetlTask, fail_task, step_output
 
 __all__ = [
+    "CompiledStepOperator",
     "NoetlLoopBodyOperator",
     "NoetlLoopHeadOperator",
     "NoetlLoopTailOperator",
     "NoetlSequentialLoopOperator",
+    "max_map_length",
     "validate_reads",
     "validate_step_payload",
 ]
@@ -135,7 +137,7 @@ def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
     return loop
 
 
-class _CompiledStepOperator(NoetlTask):
+class CompiledStepOperator(NoetlTask):
     """Base: carries a compiled payload that Airflow's Jinja never renders."""
 
     ui_color = "#e8f0fe"
@@ -170,7 +172,7 @@ class _CompiledStepOperator(NoetlTask):
         return self.push_and_route(context, output, targets)
 
 
-def _max_map_length() -> int:
+def max_map_length() -> int:
     from airflow.sdk import conf
 
     try:
@@ -179,7 +181,7 @@ def _max_map_length() -> int:
         return 1024
 
 
-class NoetlLoopHeadOperator(_CompiledStepOperator):
+class NoetlLoopHeadOperator(CompiledStepOperator):
     """Renders ``loop.in`` and returns the chunks the body is mapped over."""
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
@@ -195,7 +197,7 @@ class NoetlLoopHeadOperator(_CompiledStepOperator):
         with self.recording(context):
             try:
                 items = render_collection(self.payload, inputs)
-                limit = _max_map_length()
+                limit = max_map_length()
                 if isinstance(self.payload["loop"].get("max_in_flight"), str):
                     # A templated bound cannot be a parse-time max_active_tis_per_dagrun: make
                     # exactly that many chunks, so at most that many instances ever run.
@@ -216,7 +218,7 @@ class NoetlLoopHeadOperator(_CompiledStepOperator):
         return chunks
 
 
-class NoetlLoopBodyOperator(_CompiledStepOperator):
+class NoetlLoopBodyOperator(CompiledStepOperator):
     """One mapped instance: runs the loop step for each item of ``chunk``."""
 
     @classmethod
@@ -258,7 +260,7 @@ class NoetlLoopBodyOperator(_CompiledStepOperator):
         return {"records": records}
 
 
-class NoetlLoopTailOperator(_CompiledStepOperator):
+class NoetlLoopTailOperator(CompiledStepOperator):
     """Collects the iterations into the loop step's result and routes (``loop.done``)."""
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
@@ -271,7 +273,9 @@ class NoetlLoopTailOperator(_CompiledStepOperator):
         from ..runtime.step import StepFailed
 
         ti = context["ti"]
-        body = ti.xcom_pull(task_ids=self.group_task("body"), key="return_value")
+        # The mapped task of the group: loop bodies, or a cursor loop's worker slots.
+        mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
+        body = ti.xcom_pull(task_ids=self.group_task(mapped), key="return_value")
         # Airflow 3.3 returns every map index's value for a mapped task (None when none ran).
         parts = body if isinstance(body, list) else [body] if body else []
         records = [r for part in parts if isinstance(part, dict) for r in part.get("records", [])]
@@ -283,7 +287,7 @@ class NoetlLoopTailOperator(_CompiledStepOperator):
                 raise fail_task(self.step, exc) from exc
 
 
-class NoetlSequentialLoopOperator(_CompiledStepOperator):
+class NoetlSequentialLoopOperator(CompiledStepOperator):
     """A sequential loop whose iterations write ctx: all iterations inside this one task."""
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import fail_task
-from .loop import _CompiledStepOperator, validate_reads, validate_step_payload
+from .loop import CompiledStepOperator, validate_reads, validate_step_payload
 
 __all__ = ["NoetlRegionOperator", "validate_region"]
 
@@ -52,7 +52,7 @@ def validate_region(payload: Any) -> None:
         raise ValueError(f"invalid NoETL region payload {name!r}: " + "; ".join(problems))
 
 
-class NoetlRegionOperator(_CompiledStepOperator):
+class NoetlRegionOperator(CompiledStepOperator):
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
         validate_region(payload)
         validate_reads(reads, f"region {payload.get('region')!r}")

@@ -58,7 +58,7 @@ _NOT_CONFIG = ("spec", "name", "retry")
 # Tools for which ``name`` is configuration (the secret to fetch), not a task label.
 _NAMED_KINDS = frozenset({"secrets", "secret_manager", "credential"})
 # Keys rendered as text (no value coercion): source code must stay a string.
-_TEXT_KEYS = frozenset({"code", "command", "commands", "query", "script"})
+_TEXT_KEYS = frozenset({"circuit", "code", "command", "commands", "query", "script"})
 
 
 @dataclass
@@ -209,11 +209,21 @@ def call_tool(
             tool_run_id=tool_run_id,
             attempt=attempt,
             duration=time.monotonic() - started,
-            data={"kind": kind, "result": outcome.data}
-            if outcome.ok
-            else {"kind": kind, "error": outcome.error},
+            data=_completion_data(kind, outcome),
         )
     return outcome
+
+
+def _completion_data(kind: Any, outcome: ToolOutcome) -> dict[str, Any]:
+    """ToolCompleted / ToolErrored data. A tool whose outcome carries ``provenance`` (quantum:
+    seeds, backend, versions) gets it as a key of its own, so the event log alone reproduces the
+    call; other tools' events stay as they were."""
+    if not outcome.ok:
+        return {"kind": kind, "error": outcome.error}
+    data = {"kind": kind, "result": outcome.data}
+    if "provenance" in outcome.meta:
+        data["provenance"] = outcome.meta["provenance"]
+    return data
 
 
 def _rules(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:

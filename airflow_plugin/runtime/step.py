@@ -48,7 +48,7 @@ from typing import Any
 
 from jinja2 import TemplateSyntaxError, nodes
 
-from ..events import Event, emit
+from ..events import Event, emit, wants
 from ..tools import ToolOutcome
 from .context import (
     apply_ctx_writes,
@@ -355,6 +355,8 @@ class _StepRun:
     # -- events -------------------------------------------------------------------------------
 
     def emit(self, name: str, entity: str, status: str, **fields: Any) -> None:
+        if not wants(name, status):
+            return  # events off, or a cursor item's bookkeeping: skip building the payload
         data = fields.pop("data", None)
         emit(
             Event(

@@ -28,6 +28,8 @@ BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
     "secret_manager": ("secrets", "run_secrets"),
     "credential": ("secrets", "run_secrets"),
     "transfer": ("transfer", "run_transfer"),
+    # qiskit loads with the package, on the first quantum step only.
+    "quantum": ("quantum", "run_quantum"),
     # A nested playbook inside a pipeline, region or loop body runs inline (tools/playbook.py).
     "playbook": ("playbook", "run_playbook"),
     "playbooks": ("playbook", "run_playbook"),

@@ -6,6 +6,8 @@ a warning, because drivers can be registered by third parties under an entry-poi
 
 from __future__ import annotations
 
+from functools import cache
+from importlib.metadata import entry_points
 from typing import Any
 
 from ..ast import Step
@@ -15,6 +17,15 @@ from .context import CheckContext
 
 CURSOR_KEYS = ("kind", "auth", "claim", "options")
 BUILTIN_CURSOR_DRIVERS = ("postgres",)
+CURSOR_DRIVER_ENTRY_POINTS = "noetl.cursor_drivers"
+
+
+@cache
+def registered_cursor_drivers() -> tuple[str, ...]:
+    """Driver names this environment declares (entry-point names only: nothing is imported)."""
+    names = set(BUILTIN_CURSOR_DRIVERS)
+    names.update(entry.name for entry in entry_points(group=CURSOR_DRIVER_ENTRY_POINTS))
+    return tuple(sorted(names))
 
 
 def _present(value: Any) -> bool:
@@ -43,13 +54,14 @@ def check_cursor(ctx: CheckContext, step: Step) -> None:
                 f"unknown key {str(key)!r} in {label}" + did_you_mean(str(key), CURSOR_KEYS),
             )
     kind = cursor.get("kind")
-    if _present(kind) and not is_template(kind) and kind not in BUILTIN_CURSOR_DRIVERS:
-        # A driver registered under the `noetl.cursor_drivers` entry points is legal, so only warn.
+    if _present(kind) and not is_template(kind) and kind not in registered_cursor_drivers():
+        # The deployment may install a driver this environment lacks, so only warn.
         ctx.report(
             "C512",
             ctx.pos(cursor, "kind"),
-            f"cursor driver {kind!r} of step {step.name!r} is not built in (only `postgres` is); "
-            "it must be registered under the `noetl.cursor_drivers` entry points",
+            f"cursor driver {kind!r} of step {step.name!r} is not registered here (registered: "
+            f"{', '.join(registered_cursor_drivers())}); the runtime needs a package that declares "
+            f"it under the `{CURSOR_DRIVER_ENTRY_POINTS}` entry points",
             severity=Severity.WARNING,
         )
     claim = cursor.get("claim")

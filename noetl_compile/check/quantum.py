@@ -15,6 +15,7 @@ from .context import CheckContext
 
 PROVIDERS = ("aer", "basic", "ibm")
 OPS = ("run", "submit", "status", "results")
+DEVICES = ("CPU", "GPU")
 KEYS = {
     "kind",
     "name",
@@ -32,6 +33,7 @@ KEYS = {
     "job_id",
     "auth",
     "tags",
+    "device",
 }
 TRANSPILE_KEYS = {"optimization_level", "seed_transpiler"}
 # Leading whitespace, `//` line comments and `/* */` block comments before the version header.
@@ -55,6 +57,7 @@ def check_quantum(ctx: CheckContext, tool: Any, label: str, anchor: Position) ->
         return
     _unknown_keys(ctx, tool, KEYS, f"the quantum tool {label}")
     _choice(ctx, tool, "provider", PROVIDERS, label)
+    _choice(ctx, tool, "device", DEVICES, label)
     op = _choice(ctx, tool, "op", OPS, label) or ("run" if "op" not in tool else None)
     if op in ("run", "submit"):
         if tool.get("circuit") in (None, ""):

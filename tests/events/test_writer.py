@@ -160,6 +160,27 @@ def test_large_payloads_are_truncated_with_size_and_digest(event_store, tmp_path
     assert row["data"]["size"] == len(encoded)
     assert row["data"]["sha256"] == hashlib.sha256(encoded).hexdigest()
     assert len(row["data"]["preview"]) == 512
+    assert "provenance" not in row["data"]
+
+
+def test_a_truncated_payload_keeps_its_provenance(event_store, tmp_path):
+    # A quantum call's counts can be wide; its provenance is what reproduces the call.
+    recorder = StoreRecorder(event_store, Outbox(tmp_path / "outbox"), max_data_bytes=1000)
+    provenance = {"provider": "aer", "seed_simulator": 7, "job_id": "j1"}
+    counts = {format(i, "012b"): 1 for i in range(200)}
+    data = {"kind": "quantum", "result": {"counts": counts}, "provenance": provenance}
+    huge = {"kind": "quantum", "result": {}, "provenance": {"blob": "x" * 1200}}
+    record_all(
+        recorder,
+        [
+            Event("ToolCompleted", "tool", "t", "success", "43", data=data),
+            Event("ToolCompleted", "tool", "u", "success", "43", data=huge),
+        ],
+    )
+    recorder.flush(30)
+    wide, too_big = event_store.events(43)
+    assert wide["data"]["truncated"] is True and wide["data"]["provenance"] == provenance
+    assert too_big["data"]["truncated"] is True and "provenance" not in too_big["data"]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork-only platform feature")
