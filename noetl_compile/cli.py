@@ -168,6 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--conf", metavar="JSON", help="run configuration, a JSON object")
     run.add_argument(
+        "--signal",
+        dest="signals",
+        action="append",
+        default=[],
+        metavar="GATE=VALUE",
+        help="answer a gate (repeatable): GATE=approve|reject, GATE=param=value, "
+        "or GATE='{\"param\": value}'",
+    )
+    run.add_argument(
         "--connections",
         metavar="FILE",
         help="as for check; an entry may also define the connection (URI, JSON or fields)",
@@ -310,10 +319,10 @@ def run_graph(args: argparse.Namespace) -> int:
     return graph_run(args)
 
 
-def _key_value(item: str) -> list[str]:
+def _key_value(item: str, option: str = "--set", shape: str = "KEY=VALUE") -> list[str]:
     key, sep, value = item.partition("=")
     if not sep or not key.strip() or key != key.strip():
-        raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+        raise UsageError(f"{option} expects {shape}, got {item!r}")
     return [key, value]
 
 
@@ -375,6 +384,7 @@ def run_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     sets = [_key_value(item) for item in args.sets]
+    signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
     conf = _conf(args.conf)
     if os.path.isdir(args.playbook):
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
@@ -417,7 +427,7 @@ def run_run(args: argparse.Namespace) -> int:
         if request is None:
             child.abandon()
             return EXIT_FINDINGS
-        request.update(conf=conf, set=sets, json=args.json)
+        request.update(conf=conf, set=sets, signals=signals, json=args.json)
         return child.run(request)
 
 
