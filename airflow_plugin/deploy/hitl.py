@@ -1,0 +1,278 @@
+"""Gates of a deployment, through Airflow's REST API: `noetlc gates` and `noetlc signal`.
+
+Airflow 3.3 keeps a waiting gate as a ``hitl_detail`` row of a task instance in
+``awaiting_input``; the API lists them (``GET /api/v2/dags/~/dagRuns/~/hitlDetails``) and takes
+an answer (``PATCH .../taskInstances/{task}/{map_index}/hitlDetails``), which resumes the task.
+A gate is named by its NoETL execution (``runtime.ids.execution_id_for(dag_id, run_id)``, what
+`noetlc run` and the event log print) or by ``--dag``/``--run``, and by its step (task id).
+
+Connection: ``--url``/``--user``/``--password`` or ``NOETL_AIRFLOW_URL`` (default
+``http://localhost:8080``), ``NOETL_AIRFLOW_USER``, ``NOETL_AIRFLOW_PASSWORD``; a JWT from
+``POST /auth/token``. Every failure is a :class:`GateCommandError` with a one-line message (no
+such gate, already answered, not an assignee, server unreachable, login refused).
+
+Only HTTP here (httpx): no Airflow import. ``RestSession.request`` has the signature of the
+deployment client's ``AirflowClient.request`` (``deploy.rest``), so either can be passed to the
+functions below.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from ..runtime.gates import GateAnswerError, parse_answer
+from ..runtime.ids import execution_id_for
+
+__all__ = [
+    "DEFAULT_URL",
+    "GateCommandError",
+    "RestSession",
+    "answer_gate",
+    "connection_settings",
+    "find_gate",
+    "waiting_gates",
+]
+
+DEFAULT_URL = "http://localhost:8080"
+_LIST = "dags/~/dagRuns/~/hitlDetails"
+
+
+class GateCommandError(Exception):
+    """What went wrong, in one line for the person at the terminal."""
+
+
+class Api(Protocol):
+    def request(
+        self, method: str, path: str, *, json_body: Any = None, params: Any = None
+    ) -> Any: ...
+
+
+class RestSession:
+    """A user's session with ``/api/v2`` (a JWT fetched once, again after a 401)."""
+
+    def __init__(self, base_url: str, username: str, password: str, timeout: float = 30.0):
+        import httpx
+
+        self.base_url = base_url.rstrip("/")
+        self.username = username
+        self._password = password
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._token: str | None = None
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            return self._http.request(method, url, **kwargs)
+        except httpx.HTTPError as exc:
+            raise GateCommandError(
+                f"cannot reach Airflow at {self.base_url}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    def _login(self) -> str:
+        if self._token is None:
+            response = self._send(
+                "POST", "/auth/token", json={"username": self.username, "password": self._password}
+            )
+            if response.status_code not in (200, 201):
+                raise GateCommandError(
+                    f"login to {self.base_url} as {self.username!r} refused "
+                    f"({response.status_code}): {_detail(response)}"
+                )
+            self._token = response.json()["access_token"]
+        return self._token
+
+    def request(self, method: str, path: str, *, json_body: Any = None, params: Any = None) -> Any:
+        url = "/api/v2/" + path.lstrip("/")
+        for attempt in (1, 2):
+            response = self._send(
+                method,
+                url,
+                json=json_body,
+                params=params,
+                headers={"Authorization": f"Bearer {self._login()}"},
+            )
+            if response.status_code == 401 and attempt == 1:
+                self._token = None
+                continue
+            break
+        if response.status_code >= 400:
+            raise ApiRefusal(response.status_code, _detail(response))
+        return response.json() if response.content else None
+
+
+class ApiRefusal(GateCommandError):
+    def __init__(self, status_code: int, detail: str) -> None:
+        super().__init__(f"Airflow refused ({status_code}): {detail}")
+        self.status_code = status_code
+        self.detail = detail
+
+
+def _detail(response: Any) -> str:
+    try:
+        detail = response.json().get("detail", response.text)
+    except (ValueError, AttributeError):
+        detail = response.text
+    return " ".join(str(detail).split())[:500]
+
+
+def connection_settings(
+    url: str | None, user: str | None, password: str | None
+) -> tuple[str, str, str]:
+    """Options first, then ``NOETL_AIRFLOW_URL``/``_USER``/``_PASSWORD``."""
+    url = url or os.environ.get("NOETL_AIRFLOW_URL") or DEFAULT_URL
+    user = user or os.environ.get("NOETL_AIRFLOW_USER")
+    password = password or os.environ.get("NOETL_AIRFLOW_PASSWORD")
+    if not user or not password:
+        raise GateCommandError(
+            "no Airflow user: pass --user and --password or set NOETL_AIRFLOW_USER and "
+            "NOETL_AIRFLOW_PASSWORD"
+        )
+    return url, user, password
+
+
+def _gate_row(detail: Mapping[str, Any]) -> dict[str, Any]:
+    ti = detail.get("task_instance") or {}
+    dag_id, run_id = ti.get("dag_id"), ti.get("dag_run_id")
+    return {
+        "execution_id": str(execution_id_for(dag_id, run_id)),
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "gate": ti.get("task_id"),
+        "map_index": ti.get("map_index", -1),
+        "state": ti.get("state"),
+        "since": detail.get("created_at"),
+        "subject": detail.get("subject"),
+        "body": detail.get("body"),
+        "assignees": [u.get("id") for u in detail.get("assigned_users") or []],
+        "options": list(detail.get("options") or []),
+        "defaults": detail.get("defaults"),
+        "params": dict(detail.get("params") or {}),
+        "answered": bool(detail.get("response_received")),
+        "responded_by": (detail.get("responded_by_user") or {}).get("id"),
+        "responded_at": detail.get("responded_at"),
+    }
+
+
+def _list(api: Api, params: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = api.request("GET", _LIST, params={**params, "limit": 100, "offset": offset})
+        details = list(page.get("hitl_details") or [])
+        rows += [_gate_row(d) for d in details]
+        offset += len(details)
+        if not details or offset >= int(page.get("total_entries") or 0):
+            return rows
+
+
+def waiting_gates(api: Api) -> list[dict[str, Any]]:
+    """Every gate waiting for an answer, oldest first."""
+    rows = _list(api, {"response_received": False, "state": "awaiting_input"})
+    return sorted(rows, key=lambda r: str(r["since"] or ""))
+
+
+def find_gate(
+    api: Api,
+    gate: str,
+    execution: str | None = None,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """The gate ``gate`` of one execution (or of ``dag_id``/``run_id``), answered or not."""
+    if dag_id and run_id:
+        path = "/".join(
+            quote(str(p), safe="")
+            for p in ("dags", dag_id, "dagRuns", run_id, "taskInstances", gate, "-1")
+        )
+        try:
+            return _gate_row(_with_ti(api.request("GET", f"{path}/hitlDetails"), dag_id, run_id))
+        except ApiRefusal as exc:
+            if exc.status_code == 404:
+                raise GateCommandError(f"no gate {gate!r} in run {dag_id} / {run_id}") from None
+            raise
+    if not execution:
+        raise GateCommandError("name the execution, or --dag and --run")
+    rows = [r for r in _list(api, {"task_id": gate}) if r["execution_id"] == str(execution)]
+    if not rows:
+        waiting = [r["gate"] for r in waiting_gates(api) if r["execution_id"] == str(execution)]
+        known = f"; waiting there: {', '.join(waiting)}" if waiting else ""
+        raise GateCommandError(f"no gate {gate!r} in execution {execution}{known}")
+    return rows[-1]
+
+
+def _with_ti(detail: Mapping[str, Any], dag_id: str, run_id: str) -> dict[str, Any]:
+    ti = dict(detail.get("task_instance") or {})
+    ti.setdefault("dag_id", dag_id)
+    ti.setdefault("dag_run_id", run_id)
+    return {**detail, "task_instance": ti}
+
+
+def answer_gate(
+    api: Api,
+    row: Mapping[str, Any],
+    *,
+    approve: bool = False,
+    reject: bool = False,
+    values: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Answer the gate ``row`` (from :func:`find_gate`); returns Airflow's record of it."""
+    gate = row["gate"]
+    where = f"gate {gate!r} of execution {row['execution_id']}"
+    if row["answered"]:
+        raise GateCommandError(
+            f"{where} was already answered by {row['responded_by'] or 'its timeout default'} "
+            f"at {row['responded_at']}"
+        )
+    params = row["params"]
+    if params and (approve or reject):
+        raise GateCommandError(f"{where} is an input gate: answer it with --value NAME=VALUE")
+    if not params and values:
+        raise GateCommandError(f"{where} is an approve gate: answer it with --approve or --reject")
+    if params:
+        texts = list(values)
+        if not texts:
+            raise GateCommandError(
+                f"{where} is an input gate: give --value NAME=VALUE for {', '.join(params)}"
+            )
+    elif approve or reject:
+        texts = ["approve" if approve else "reject"]
+    else:
+        raise GateCommandError(f"{where} is an approve gate: say --approve or --reject")
+    try:
+        chosen, params_input = parse_answer(texts, row["options"], params)
+    except GateAnswerError as exc:
+        raise GateCommandError(f"{where}: {exc}") from None
+    path = "/".join(
+        quote(str(p), safe="")
+        for p in (
+            "dags",
+            row["dag_id"],
+            "dagRuns",
+            row["run_id"],
+            "taskInstances",
+            gate,
+            str(row["map_index"]),
+        )
+    )
+    try:
+        return api.request(
+            "PATCH",
+            f"{path}/hitlDetails",
+            json_body={"chosen_options": chosen, "params_input": params_input},
+        )
+    except ApiRefusal as exc:
+        if exc.status_code == 409:
+            raise GateCommandError(f"{where} was already answered") from None
+        if exc.status_code == 403:
+            who = ", ".join(row["assignees"]) or "its assignees"
+            raise GateCommandError(f"{where} may be answered only by {who}: {exc.detail}") from None
+        if exc.status_code == 404:
+            raise GateCommandError(f"{where} is gone: {exc.detail}") from None
+        raise GateCommandError(f"{where}: {exc}") from None
