@@ -137,7 +137,7 @@ class _GateRuntime(NoetlTaskMixin):
                     self.tool[name], scope, strict=True, field=f"tool.{name}"
                 )
             except RenderError as exc:
-                raise fail_task(self.step, exc) from exc
+                raise fail_task(self.step, ValueError(f"`tool.{name}` {exc}")) from exc
         return rendered
 
     def _gate_event(self, name: str, status: str, execution_id: int, data: dict[str, Any]):
@@ -208,7 +208,8 @@ class _GateRuntime(NoetlTaskMixin):
             ToolCallEvents(
                 self.step, execution_id, "gate", {"gate": self.tool.get("gate")}, announce=False
             ).errored(message)
-        return fail_task(self.step, RuntimeError(f"{message}: {error}"))
+        self.log.info("NoETL gate %s timed out: %s", self.step, error)
+        return fail_task(self.step, RuntimeError(message))
 
 
 class _HumanGate(_GateRuntime):

@@ -238,7 +238,7 @@ def test_timeouts_apply_the_default_or_fail(home, tmp_path):
     assert out["start"]["responded_by"] is None
     assert out["total"] == {"total": 21}
     error = report["steps"]["confirm"]["error"]
-    assert "step 'confirm': the approve gate got no answer within 1s (on_timeout: fail)" in error
+    assert error == "step 'confirm': the approve gate got no answer within 1s (on_timeout: fail)"
     seen = gate_events(events, report["execution_id"])
     assert [(n, g, s) for n, g, s, _ in seen] == [
         ("PlaybookPaused", "start", "paused"),
@@ -276,3 +276,51 @@ def test_signal_mistakes_are_clear(home, tmp_path):
     )
     shape = run(home, tmp_path / "events.db", SEED, "--signal", "start")
     assert shape.returncode == 2 and "--signal expects GATE=VALUE, got 'start'" in shape.stderr
+
+
+UNTIL = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata:
+      name: gate_until
+      path: tests/gate_until
+    workload:
+      wake: "2000-01-01T00:00:00+00:00"
+    workflow:
+      - step: start
+        tool:
+          kind: gate
+          gate: sleep
+          until: "{{ wake }}"
+        next:
+          arcs:
+            - step: ask
+      - step: ask
+        tool:
+          kind: gate
+          gate: approve
+          subject: "Pay {{ nothing.amount }}?"
+          timeout: 1h
+    """
+
+
+def test_sleep_until_renders_its_time_and_an_unrenderable_subject_fails_loudly(home, tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    playbook = tmp_path / "gate_until.yaml"
+    playbook.write_text(textwrap.dedent(UNTIL))
+    wake = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    events = tmp_path / "events.db"
+    result = run(home, events, playbook, "--set", f"wake={wake.isoformat()}")
+    assert result.returncode == 1, result.stderr
+    report = report_of(result)
+    assert states(report) == {"start": "success", "ask": "failed"}
+    slept = datetime.fromisoformat(results(report)["start"]["slept_until"])
+    assert slept >= wake
+    error = report["steps"]["ask"]["error"]
+    assert error == (
+        "step 'ask': `tool.subject` cannot render 'Pay {{ nothing.amount }}?': "
+        "UndefinedError: 'nothing' is undefined"
+    )
+    # Nobody was asked anything: the gate failed before it paused.
+    assert [g for _, g, _, _ in gate_events(events, report["execution_id"])] == ["start", "start"]
