@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -41,6 +42,7 @@ def run_gates(args: argparse.Namespace) -> int:
             session.close()
     except GateCommandError as exc:
         return _fail(exc)
+    _add_timeouts(rows)
     if args.json:
         for row in rows:
             print(json.dumps(row, ensure_ascii=False, default=str))
@@ -53,6 +55,31 @@ def run_gates(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_timeouts(rows: list[dict[str, Any]]) -> None:
+    """The gates' timeouts, from their ``PlaybookPaused`` events when ``NOETL_EVENTS_URL`` names
+    the deployment's event log (Airflow's API does not serve a HITL request's deadline)."""
+    url = os.environ.get("NOETL_EVENTS_URL")
+    if not rows or not url:
+        return
+    from ..events.store import EventStore, StoreUnavailable
+
+    store = EventStore(url)
+    try:
+        for row in rows:
+            paused = [
+                event
+                for event in store.events(int(row["execution_id"]), names=["PlaybookPaused"])
+                if event.get("entity_id") == row["gate"]
+            ]
+            if paused:
+                data = paused[-1].get("data") or {}
+                row["timeout"], row["timeout_at"] = data.get("timeout"), data.get("timeout_at")
+    except StoreUnavailable as exc:
+        print(f"noetlc: the event log is unreachable, timeouts unknown: {exc}", file=sys.stderr)
+    finally:
+        store.dispose()
+
+
 def _line(row: dict[str, Any]) -> str:
     kind = "input" if row["params"] else "approve"
     answer = (
@@ -63,10 +90,12 @@ def _line(row: dict[str, Any]) -> str:
     who = ", ".join(row["assignees"]) or "anyone"
     default = row["defaults"]
     on_timeout = f"default {default}" if default else "fails"
+    if row.get("timeout_at"):
+        on_timeout = f"{row['timeout']} (at {row['timeout_at']}), then {on_timeout}"
     return (
         f"{row['execution_id']}  {row['gate']}  ({kind})  since {row['since']}\n"
         f"    {row['subject']}\n"
-        f"    for: {who}; on timeout: {on_timeout}; run {row['dag_id']} / {row['run_id']}\n"
+        f"    for: {who}; timeout: {on_timeout}; run {row['dag_id']} / {row['run_id']}\n"
         f"    answer: noetlc signal {row['execution_id']} {row['gate']} {answer}"
     )
 

@@ -220,6 +220,9 @@ class _HumanGate(_GateRuntime):
         # HITLOperator.execute writes these to the hitl_detail row the UI and API show.
         self.subject = str(texts.get("subject", self.step))
         self.body = None if texts.get("body") is None else str(texts["body"])
+        from airflow.sdk import timezone
+
+        deadline = timezone.utcnow() + self.response_timeout if self.response_timeout else None
         self.paused(
             context,
             {
@@ -227,6 +230,7 @@ class _HumanGate(_GateRuntime):
                 "body": self.body,
                 "assignees": self.tool.get("assignees") or [],
                 "timeout": self.tool.get("timeout"),
+                "timeout_at": deadline.isoformat() if deadline else None,
                 "on_timeout": self.tool.get("on_timeout", "fail"),
                 "options": list(self.options),
             },
