@@ -4,12 +4,21 @@
 |---|---|---|
 | ``approve`` | ``NoetlApprovalOperator`` | ``HITLOperator`` with options Approve/Reject (a rejection is routed by the step's arcs, so it must not skip downstream tasks the way ``ApprovalOperator`` does) |
 | ``input`` | ``NoetlInputOperator`` | ``HITLEntryOperator`` with the gate's params as a form |
-| ``sleep`` + ``duration`` | ``NoetlSleepSensor`` | ``WaitSensor(timedelta, deferrable=True)`` |
+| ``sleep`` + ``duration`` | ``NoetlSleepSensor`` | ``WaitSensor(timedelta, deferrable=True)``, deferring to a ``DateTimeTrigger`` that resumes the task (WaitSensor's own trigger ends it in the triggerer) |
 | ``sleep`` + ``until`` | ``NoetlWaitUntilSensor`` | ``DateTimeSensorAsync`` (target rendered by the NoETL runtime) |
 
 ``template_fields = ()`` everywhere: subject, body and target time are DSL templates that the
 NoETL runtime renders, never Airflow's Jinja. Durations (``30s``, ``1h30m``, ``PT2H``, ``P10D``)
 are parsed at DAG import, so a bad one is an import error naming the step.
+
+At run time every gate renders its texts with the NoETL context (strictly: a person is never
+shown template text), emits ``ToolStarted`` and ``PlaybookPaused`` and waits: approve/input in
+Airflow's ``awaiting_input`` (answered in the UI, through ``PATCH .../hitlDetails`` or by
+`noetlc signal`; Airflow's scheduler applies the timeout and defaults), sleeps deferred to the
+triggerer. On release (``execute_complete``) the step result is built as spec-extensions §1
+says (``runtime.gates``), ``SignalReceived`` and ``ToolCompleted`` are emitted, and the step
+ends like any other (``runtime.step.complete_step``: ``set``, case rules, arcs; the targets not
+taken are skipped): a rejection goes where the arcs say, e.g. ``cancel``.
 """
 
 from __future__ import annotations
@@ -404,8 +413,17 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
 
         until = timezone.utcnow() + self.time_to_wait
         self.paused(context, {"duration": self.tool["duration"], "until": until.isoformat()})
-        # Defers to the triggerer (TaskDeferred) unless the time has already come.
-        WaitSensor.execute(self, context)
+        if self.deferrable:
+            from airflow.providers.standard.triggers.temporal import DateTimeTrigger
+
+            # Not WaitSensor's own deferral: its trigger ends the task in the triggerer
+            # (end_from_trigger=True), so execute_complete (the step's result, its events and
+            # its routing) would never run. This trigger hands the moment back to a worker.
+            self.defer(
+                trigger=DateTimeTrigger(moment=until, end_from_trigger=False),
+                method_name="execute_complete",
+            )
+        WaitSensor.execute(self, context)  # sleeps in the worker
         return self.execute_complete(context, until)
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:

@@ -102,6 +102,7 @@ def test_approve_runs_charge_with_the_typed_discount(home, tmp_path):
         ("PlaybookPaused", "approve", "paused"),
         ("SignalReceived", "approve", "success"),
     ]
+    assert out["cool_down"]["slept_until"] == seen[2][3]["until"]  # the trigger's own moment
     paused_start, signal_start = seen[0][3], seen[1][3]
     assert paused_start["subject"] == "Discount for an order of 1200?"  # rendered by NoETL
     assert paused_start["timeout"] == "1d" and paused_start["on_timeout"] == "default"
