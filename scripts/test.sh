@@ -4,17 +4,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${NOETLC_VENV:-.venv}"
-# System tools the tests use: graphviz for `noetlc graph --format svg|png`.
-if ! command -v dot >/dev/null 2>&1; then
+# System tools the tests use: graphviz for `noetlc graph --format svg|png`, redis-server for the
+# Celery deployment of tests/deploy (scripts/airflow-stack.sh --executor celery).
+MISSING=()
+command -v dot >/dev/null 2>&1 || MISSING+=(graphviz)
+command -v redis-server >/dev/null 2>&1 || MISSING+=(redis-server)
+if [ "${#MISSING[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${MISSING[@]}" >/dev/null
   else
-    echo "scripts/test.sh: please install graphviz (the 'dot' command)" >&2
+    echo "scripts/test.sh: please install ${MISSING[*]}" >&2
   fi
 fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[airflow,dev]'
+"$VENV/bin/python" -m pip install --quiet -e '.[airflow,celery,dev]'
 # Our own example DAGs must be exactly what the compiler makes of our playbooks.
 "$VENV/bin/noetlc" check playbooks/
 "$VENV/bin/noetlc" compile playbooks/ -o dags/ --check

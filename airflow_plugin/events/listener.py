@@ -122,18 +122,21 @@ class EventLogListener:
         except BaseException:  # a listener must never fail or silence anything else
             log.exception("NoETL event log listener failed")
 
-    def _is_noetl(self, dag_id: str, dag: Any = None, task: Any = None) -> bool:
+    def _is_noetl(self, dag_id: str, dag: Any = None, task: Any = None, orm: Any = None) -> bool:
         if task is not None and isinstance(getattr(task, "payload", None), Mapping):
             self._noetl_dags[dag_id] = True
             return True
         if dag_id not in self._noetl_dags:
-            tags = getattr(dag, "tags", None) if dag is not None else _tags_from_db(dag_id)
+            tags = getattr(dag, "tags", None) if dag is not None else _tags_from_db(dag_id, orm)
             self._noetl_dags[dag_id] = "noetl" in set(tags or ())
         return self._noetl_dags[dag_id]
 
-    def _run(self, dag_id: str, run_id: str, dag: Any, task: Any = None) -> _Run | None:
-        """The run's identity when its DAG was compiled by noetlc, else None (not recorded)."""
-        if not self._is_noetl(dag_id, dag, task):
+    def _run(
+        self, dag_id: str, run_id: str, dag: Any, task: Any = None, orm: Any = None
+    ) -> _Run | None:
+        """The run's identity when its DAG was compiled by noetlc, else None (not recorded);
+        ``orm`` is the hook's ORM object, whose session reads the DAG's tags if needed."""
+        if not self._is_noetl(dag_id, dag, task, orm):
             return None
         path, digest = playbook_identity(dag)
         return _Run(dag_id, run_id, execution_id_for(dag_id, run_id), path, digest)
@@ -149,7 +152,7 @@ class EventLogListener:
 
     def _task_finished(self, ti: Any, status: str, error: Any) -> None:
         task = getattr(ti, "task", None)
-        run = self._run(ti.dag_id, ti.run_id, getattr(task, "dag", None), task)
+        run = self._run(ti.dag_id, ti.run_id, getattr(task, "dag", None), task, ti)
         if run is None:
             return
         state = _state(getattr(ti, "state", None))
@@ -208,12 +211,12 @@ class EventLogListener:
         run_started(run.execution_id, run.dag_id, workload=conf(), source=source, **run.stamps())
 
     def _run_started(self, dag_run: Any) -> None:
-        run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None))
+        run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None), orm=dag_run)
         if run is not None:
             self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
 
     def _run_finished(self, dag_run: Any, status: str, msg: str | None) -> None:
-        run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None))
+        run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None), orm=dag_run)
         if run is None:
             return
         self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
@@ -260,19 +263,44 @@ def _conf_of(ti: Any) -> Mapping[str, Any]:
     return conf if isinstance(conf, Mapping) else {}
 
 
-def _task_instances(dag_run: Any) -> list[Any]:
+def _session_of(orm: Any) -> Any:
+    """The SQLAlchemy session an ORM object of the hook belongs to (None: not an ORM object).
+
+    In the scheduler a hook runs inside the scheduling loop's transaction, where Airflow forbids
+    commits ("UNEXPECTED COMMIT - THIS WILL BREAK HA LOCKS!"). A query without a session would
+    open, commit and roll back the thread's shared session: the loop's DagRun objects detach and
+    the scheduler crashes. Reads therefore go through the caller's own session, never commit.
+    """
+    if orm is None:
+        return None
     try:
+        from sqlalchemy.orm import object_session
+
+        return object_session(orm)
+    except Exception:  # noqa: BLE001 - not a mapped instance (a worker's RuntimeTaskInstance)
+        return None
+
+
+def _task_instances(dag_run: Any) -> list[Any]:
+    session = _session_of(dag_run)
+    try:
+        if session is not None:
+            return list(dag_run.get_task_instances(session=session))
         return list(dag_run.get_task_instances())
     except Exception:  # noqa: BLE001 - no DB access here (a worker): the scheduler's hook reports them
         log.debug("NoETL event log: task instances of %s not readable here", dag_run.run_id)
         return []
 
 
-def _tags_from_db(dag_id: str) -> list[str]:
+def _tags_from_db(dag_id: str, orm: Any = None) -> list[str]:
+    session = _session_of(orm)
     try:
         from airflow.models.dag import DagModel
 
-        model = DagModel.get_dagmodel(dag_id)
+        if session is not None:
+            model = DagModel.get_dagmodel(dag_id, session=session)
+        else:
+            model = DagModel.get_dagmodel(dag_id)
     except Exception:  # noqa: BLE001 - no metadata DB in this process: not known as NoETL
         return []
     return [getattr(tag, "name", tag) for tag in (getattr(model, "tags", None) or [])]

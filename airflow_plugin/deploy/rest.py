@@ -1,0 +1,232 @@
+"""A small client for the Airflow 3 REST API (``/api/v2``) of a running deployment.
+
+Used by the deployment tests and meant for the CLI's commands that talk to a deployment
+(signals, gates). It covers what driving a compiled playbook needs: a JWT from
+``POST /auth/token`` (SimpleAuthManager or any manager that issues tokens for a user/password),
+waiting for a DAG to be parsed, unpausing, triggering a run with ``conf``, waiting for the run,
+and reading its task instances and XCom return values.
+
+Every call raises :class:`AirflowApiError` naming the method, path, status and Airflow's
+``detail`` when the answer is not a success, so a failing test or command says what the server
+refused and why. Generic requests go through :meth:`AirflowClient.request` (for endpoints this
+module does not wrap yet, e.g. HITL details). Tokens are never logged or put in messages.
+
+    client = AirflowClient.from_stack("/path/to/.stack")      # reads stack.json + passwords
+    run = client.trigger("hello_world", conf={"message": "hi"})
+    done = client.wait_for_run("hello_world", run["dag_run_id"])
+    result = client.xcom_return("hello_world", run["dag_run_id"], "end")
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Self
+from urllib.parse import quote
+
+import httpx
+
+__all__ = ["FINISHED_RUN_STATES", "AirflowApiError", "AirflowClient"]
+
+FINISHED_RUN_STATES = frozenset({"success", "failed"})
+
+
+class AirflowApiError(RuntimeError):
+    """The API answered with an error status, or a wait ran out of time."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def _path(*parts: str) -> str:
+    return "/".join(quote(str(part), safe="") for part in parts)
+
+
+class AirflowClient:
+    """One deployment's API at ``base_url`` (``http://host:port``), as ``username``."""
+
+    def __init__(
+        self, base_url: str, username: str, password: str, *, timeout: float = 30.0
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.username = username
+        self._password = password
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._token: str | None = None
+
+    @classmethod
+    def from_stack(cls, state: str | Path) -> AirflowClient:
+        """A client for the stack started by ``scripts/airflow-stack.sh up`` in ``state``."""
+        manifest = json.loads((Path(state) / "stack.json").read_text())
+        passwords = json.loads(Path(manifest["password_file"]).read_text())
+        return cls(manifest["api_url"], manifest["user"], passwords[manifest["user"]])
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def token(self) -> str:
+        """A JWT for the user (fetched once, again after a 401)."""
+        if self._token is None:
+            response = self._http.post(
+                "/auth/token", json={"username": self.username, "password": self._password}
+            )
+            if response.status_code not in (200, 201):
+                raise AirflowApiError(
+                    f"POST /auth/token as {self.username!r}: {response.status_code} "
+                    f"{_detail(response)}",
+                    response.status_code,
+                )
+            self._token = response.json()["access_token"]
+        return self._token
+
+    def request(self, method: str, path: str, *, json_body: Any = None, params: Any = None) -> Any:
+        """``method`` on ``/api/v2/<path>``; the decoded JSON answer (None when empty)."""
+        url = "/api/v2/" + path.lstrip("/")
+        for attempt in (1, 2):
+            response = self._http.request(
+                method,
+                url,
+                json=json_body,
+                params=params,
+                headers={"Authorization": f"Bearer {self.token()}"},
+            )
+            if response.status_code == 401 and attempt == 1:
+                self._token = None  # expired: log in again once
+                continue
+            break
+        if response.status_code >= 400:
+            raise AirflowApiError(
+                f"{method} {url}: {response.status_code} {_detail(response)}",
+                response.status_code,
+            )
+        return response.json() if response.content else None
+
+    # -- DAGs ---------------------------------------------------------------------------------
+
+    def get_dag(self, dag_id: str) -> dict[str, Any]:
+        return self.request("GET", _path("dags", dag_id))
+
+    def wait_for_dag(self, dag_id: str, timeout: float = 120.0) -> dict[str, Any]:
+        """The DAG once the dag-processor has parsed it (raises after ``timeout`` s, with the
+        import errors Airflow recorded, if any)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.get_dag(dag_id)
+            except AirflowApiError as error:
+                if error.status_code != 404:
+                    raise
+            if time.monotonic() > deadline:
+                errors = self.request("GET", "importErrors").get("import_errors", [])
+                raise AirflowApiError(
+                    f"DAG {dag_id!r} not parsed after {timeout:.0f} s; import errors: {errors}"
+                )
+            time.sleep(1.0)
+
+    def set_paused(self, dag_id: str, paused: bool) -> dict[str, Any]:
+        return self.request("PATCH", _path("dags", dag_id), json_body={"is_paused": paused})
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def trigger(
+        self,
+        dag_id: str,
+        conf: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        unpause: bool = True,
+        wait_for_dag: float = 120.0,
+    ) -> dict[str, Any]:
+        """Start a run of ``dag_id`` now (``logical_date`` null: any number of runs may run at
+        once); unpauses the DAG first unless told not to. Returns the DAG run (``dag_run_id``)."""
+        if wait_for_dag:
+            self.wait_for_dag(dag_id, wait_for_dag)
+        if unpause:
+            self.set_paused(dag_id, False)
+        body = {
+            "dag_run_id": run_id or f"noetl__{uuid.uuid4().hex[:12]}",
+            "logical_date": None,
+            "conf": dict(conf or {}),
+        }
+        return self.request("POST", _path("dags", dag_id, "dagRuns"), json_body=body)
+
+    def get_run(self, dag_id: str, run_id: str) -> dict[str, Any]:
+        return self.request("GET", _path("dags", dag_id, "dagRuns", run_id))
+
+    def wait_for_run(
+        self,
+        dag_id: str,
+        run_id: str,
+        *,
+        timeout: float = 180.0,
+        states: Iterable[str] = FINISHED_RUN_STATES,
+        interval: float = 1.0,
+    ) -> dict[str, Any]:
+        """Poll until the run's state is one of ``states``; raises with the task states after
+        ``timeout`` s."""
+        wanted = set(states)
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.get_run(dag_id, run_id)
+            if run["state"] in wanted:
+                return run
+            if time.monotonic() > deadline:
+                tasks = {ti["task_id"]: ti["state"] for ti in self.task_instances(dag_id, run_id)}
+                raise AirflowApiError(
+                    f"run {dag_id}/{run_id} still {run['state']!r} after {timeout:.0f} s "
+                    f"(tasks: {tasks})"
+                )
+            time.sleep(interval)
+
+    # -- task instances and XCom --------------------------------------------------------------
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        answer = self.request(
+            "GET",
+            _path("dags", dag_id, "dagRuns", run_id, "taskInstances"),
+            params={"limit": 1000},
+        )
+        return answer["task_instances"]
+
+    def task_instance(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+    ) -> dict[str, Any]:
+        path = _path("dags", dag_id, "dagRuns", run_id, "taskInstances", task_id)
+        if map_index >= 0:
+            path += f"/{map_index}"
+        return self.request("GET", path)
+
+    def xcom(
+        self, dag_id: str, run_id: str, task_id: str, key: str = "return_value", map_index: int = -1
+    ) -> Any:
+        """The value of one XCom entry, deserialized (as the task pushed it)."""
+        path = _path(
+            "dags", dag_id, "dagRuns", run_id, "taskInstances", task_id, "xcomEntries", key
+        )
+        answer = self.request(
+            "GET", path, params={"map_index": map_index, "deserialize": True, "stringify": False}
+        )
+        return answer["value"]
+
+    def xcom_return(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> Any:
+        return self.xcom(dag_id, run_id, task_id, "return_value", map_index)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        detail = response.text
+    return str(detail)[:2000]

@@ -1,0 +1,708 @@
+"""A throwaway Airflow 3 deployment on one machine: ``scripts/airflow-stack.sh up|down|status``.
+
+What ``up`` starts, each process in its own session (process group), logs in ``<state>/logs``:
+
+* PostgreSQL 15 on 127.0.0.1 (run as the ``postgres`` user when we are root: it refuses root),
+  with the databases ``airflow`` (metadata), ``noetl_events`` (the NoETL event log, given to every
+  Airflow process as ``NOETL_EVENTS_URL``) and ``noetl_data`` (what playbooks' postgres
+  connections point at: ``--pg-conn NAME`` sets ``AIRFLOW_CONN_<NAME>``, default ``pg_local``);
+* ``airflow db migrate``, then ``api-server``, ``scheduler``, ``dag-processor``, ``triggerer``;
+* with ``--executor celery``: ``redis-server`` on loopback (the broker) and two
+  ``airflow celery worker`` processes with distinct hostnames (result backend: the airflow DB).
+
+SimpleAuthManager with one user, ``admin``, whose password is generated into
+``<state>/passwords.json``. The DAG folder is ``noetlc compile playbooks/ -o <state>/dags`` unless
+``--dags DIR`` names one. The NoETL plugin (event-log listener) loads through its
+``airflow.plugins`` entry point; ``PYTHONPATH`` starts with this checkout so every process runs
+this checkout's ``airflow_plugin``.
+
+``up`` returns when the API server answers ``/api/v2/monitor/health`` with every component
+healthy (and, with Celery, both workers say ready); it prints a summary and writes it to
+``<state>/stack.json`` (tests read it) and a shell file ``<state>/env`` (``source`` it to run
+``airflow`` commands against the stack). ``down`` stops every process group, then any process
+still carrying this stack's id in its environment, then the database; it is idempotent.
+
+The settings favour a small test machine: short heartbeats and timeouts so a killed task is
+noticed within seconds, a dag-processor that re-lists the folder every few seconds but does not
+keep re-parsing unchanged files, and enough executor slots for several concurrent runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["StackError", "main"]
+
+REPO = Path(__file__).resolve().parents[2]
+PG_BIN = Path(os.environ.get("NOETL_STACK_PG_BIN", "/usr/lib/postgresql/15/bin"))
+ADMIN = "admin"
+DATABASES = ("airflow", "noetl_events", "noetl_data")
+AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+CELERY_WORKERS = ("worker1", "worker2")
+STOP_GRACE_S = 8.0  # uvicorn (api-server) waits for idle connections on SIGTERM
+
+_PG_SETTINGS = {
+    "listen_addresses": "'127.0.0.1'",
+    # TCP only: a unix socket path inside a deep state folder can exceed the 107-byte limit.
+    "unix_socket_directories": "''",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    # Every Airflow process keeps a SQLAlchemy pool; Celery's result backend adds more.
+    "max_connections": "300",
+    "shared_buffers": "64MB",
+    "log_min_messages": "warning",
+    "logging_collector": "off",
+}
+
+
+class StackError(RuntimeError):
+    """The stack could not be started or stopped; the message says which part and why."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no log at {path})"
+
+
+@dataclass
+class Layout:
+    """Where everything of one stack lives."""
+
+    state: Path
+
+    @property
+    def home(self) -> Path:
+        return self.state / "airflow"
+
+    @property
+    def logs(self) -> Path:
+        return self.state / "logs"
+
+    @property
+    def pids(self) -> Path:
+        return self.state / "pids"
+
+    @property
+    def manifest(self) -> Path:
+        return self.state / "stack.json"
+
+    @property
+    def env_file(self) -> Path:
+        return self.state / "env"
+
+    @property
+    def passwords(self) -> Path:
+        return self.state / "passwords.json"
+
+    def read_manifest(self) -> dict:
+        try:
+            return json.loads(self.manifest.read_text())
+        except (OSError, ValueError):
+            return {}
+
+
+# ----------------------------------------------------------------------------------------------
+# PostgreSQL
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Postgres:
+    data_dir: Path
+    log_file: Path
+    port: int
+    as_root: bool = field(default_factory=lambda: os.geteuid() == 0)
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        command = [str(PG_BIN / args[0]), *args[1:]]
+        if self.as_root:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+    def url(self, database: str, driver: str = "postgresql") -> str:
+        return f"{driver}://postgres@127.0.0.1:{self.port}/{database}"
+
+    def init_and_start(self) -> None:
+        if not (PG_BIN / "initdb").exists():
+            raise StackError(
+                f"PostgreSQL 15 binaries not found in {PG_BIN} (apt-get install postgresql-15)"
+            )
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file.touch()
+        if self.as_root:
+            owner = pwd.getpwnam("postgres")
+            os.chown(self.data_dir.parent, owner.pw_uid, owner.pw_gid)
+            os.chown(self.log_file, owner.pw_uid, owner.pw_gid)  # the server appends to it
+        done = self.run(
+            "initdb", "-D", str(self.data_dir), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+            "--locale=C", "--no-sync",
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise StackError(f"postgres initdb failed: {done.stderr.strip() or done.stdout}")
+        settings = {**_PG_SETTINGS, "port": str(self.port)}
+        conf = self.data_dir / "postgresql.auto.conf"
+        conf.write_text("".join(f"{key} = {value}\n" for key, value in settings.items()))
+        if self.as_root:
+            os.chown(conf, pwd.getpwnam("postgres").pw_uid, pwd.getpwnam("postgres").pw_gid)
+        done = self.run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-w", "start")
+        if done.returncode != 0:
+            raise StackError(
+                f"postgres failed to start: {done.stderr.strip()}\n{_tail(self.log_file)}"
+            )
+
+    def create_databases(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            done = self.run(
+                "psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres",
+                "-v", "ON_ERROR_STOP=1", "-c", f'CREATE DATABASE "{name}"',
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise StackError(f"creating database {name} failed: {done.stderr.strip()}")
+
+    def stop(self) -> None:
+        if (self.data_dir / "postmaster.pid").exists():
+            self.run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop", timeout=60)
+
+
+def _pg_parent_dir(layout: Layout) -> Path:
+    """``<state>/pg`` when the postgres user can reach it, else a private folder in /tmp
+    (pytest's tmp folders are 0700 root: the postgres user could not enter them)."""
+    inside = layout.state / "pg"
+    if os.geteuid() != 0:
+        return inside
+    probe = subprocess.run(
+        ["runuser", "-u", "postgres", "--", "test", "-x", str(layout.state)],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode == 0:
+        return inside
+    return Path(tempfile.mkdtemp(prefix="noetl-stack-pg-"))
+
+
+# ----------------------------------------------------------------------------------------------
+# processes
+# ----------------------------------------------------------------------------------------------
+
+
+def _spawn(layout: Layout, name: str, command: list[str], env: dict[str, str]) -> int:
+    log = (layout.logs / f"{name}.log").open("ab")
+    try:
+        process = subprocess.Popen(
+            command,
+            env=env,
+            cwd=layout.state,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: `down` stops it with its children
+        )
+    finally:
+        log.close()
+    (layout.pids / f"{name}.pid").write_text(f"{process.pid}\n")
+    return process.pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, parent not reaping) is not alive.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _pids(layout: Layout) -> dict[str, int]:
+    found = {}
+    if layout.pids.is_dir():
+        for path in sorted(layout.pids.glob("*.pid")):
+            try:
+                found[path.stem] = int(path.read_text().strip())
+            except ValueError:
+                continue
+    return found
+
+
+def _tagged_processes(stack_id: str) -> list[int]:
+    """Processes whose environment carries this stack's id (children that left their group)."""
+    marker = f"NOETL_STACK_ID={stack_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration
+# ----------------------------------------------------------------------------------------------
+
+
+def _python() -> str:
+    return sys.executable
+
+
+def _base_env(env_file: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    # Our checkout first: the stack runs this working tree's compiler and runtime.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    # A caller's Airflow settings (a test's SQLite home...) must not leak into the deployment.
+    for key in list(env):
+        if key.startswith(("AIRFLOW__", "NOETL_EVENTS")) or key == "AIRFLOW_HOME":
+            del env[key]
+    if env_file is not None:
+        for number, line in enumerate(env_file.read_text().splitlines(), 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip():
+                raise StackError(f"{env_file}:{number}: expected KEY=VALUE, got {line!r}")
+            env[key.strip()] = value.strip()
+    return env
+
+
+def _airflow_env(
+    layout: Layout,
+    *,
+    executor: str,
+    pg: Postgres,
+    api_port: int,
+    dags: Path,
+    jwt_secret: str,
+    pg_conns: list[str],
+    redis_port: int | None,
+    env_file: Path | None,
+) -> dict[str, str]:
+    base_url = f"http://127.0.0.1:{api_port}"
+    settings = {
+        "AIRFLOW_HOME": str(layout.home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg.url("airflow", "postgresql+psycopg"),
+        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor" if executor == "celery" else "LocalExecutor",
+        "AIRFLOW__CORE__AUTH_MANAGER": (
+            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+        ),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(layout.passwords),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base_url}/execution/",
+        "AIRFLOW__CORE__HOSTNAME_CALLABLE": "airflow_plugin.deploy.hostname.worker_hostname",
+        # Four concurrent runs of a branching DAG need more than a handful of slots.
+        "AIRFLOW__CORE__PARALLELISM": "16",
+        "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "16",
+        "AIRFLOW__CORE__MAX_ACTIVE_RUNS_PER_DAG": "16",
+        "AIRFLOW__API__BASE_URL": base_url,
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(api_port),
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API__EXPOSE_CONFIG": "False",
+        # Every process signs and checks the same tokens (workers <-> Execution API).
+        "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
+        "AIRFLOW__API__SECRET_KEY": jwt_secret,
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
+        "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.5",
+        # A task whose process was killed is failed by the scheduler within seconds.
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_SEC": "2",
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "60",
+        "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "2",
+        "AIRFLOW__DAG_PROCESSOR__PRINT_STATS_INTERVAL": "300",
+        # Log servers on free ports: two stacks on one machine must not collide on 8793/8794.
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
+        "NOETL_EVENTS_URL": pg.url("noetl_events", "postgresql+psycopg"),
+        "NOETL_EVENTS_DIR": str(layout.state / "noetl"),
+        "NOETL_STACK_ID": str(layout.state),
+    }
+    for name in pg_conns:
+        variable = "AIRFLOW_CONN_" + "".join(c if c.isalnum() else "_" for c in name).upper()
+        settings[variable] = pg.url("noetl_data")
+    if executor == "celery":
+        settings.update(
+            {
+                "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+                "AIRFLOW__CELERY__RESULT_BACKEND": pg.url("airflow", "db+postgresql+psycopg"),
+                "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
+            }
+        )
+    return {**_base_env(env_file), **settings}
+
+
+# ----------------------------------------------------------------------------------------------
+# up / down / status
+# ----------------------------------------------------------------------------------------------
+
+
+def _run_step(name: str, command: list[str], env: dict[str, str], layout: Layout) -> float:
+    started = time.monotonic()
+    log = layout.logs / f"{name}.log"
+    with log.open("ab") as out:
+        done = subprocess.run(
+            command, env=env, cwd=layout.state, stdout=out, stderr=subprocess.STDOUT, check=False
+        )
+    if done.returncode != 0:
+        raise StackError(f"{name} failed (exit {done.returncode}); {log}:\n{_tail(log)}")
+    return time.monotonic() - started
+
+
+def _health(api_port: int) -> dict | None:
+    url = f"http://127.0.0.1:{api_port}/api/v2/monitor/health"
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+def _healthy(health: dict | None) -> bool:
+    if not health:
+        return False
+    parts = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+    return all((health.get(part) or {}).get("status") == "healthy" for part in parts)
+
+
+def _check_alive(layout: Layout) -> None:
+    for name, pid in _pids(layout).items():
+        if not _alive(pid):
+            log = layout.logs / f"{name}.log"
+            raise StackError(f"{name} (pid {pid}) exited during start-up; {log}:\n{_tail(log)}")
+
+
+def up(args: argparse.Namespace) -> dict:
+    layout = Layout(Path(args.state).resolve())
+    if _pids(layout) and any(_alive(pid) for pid in _pids(layout).values()):
+        raise StackError(f"a stack is already running in {layout.state} (run `down` first)")
+    down_quietly(layout)
+    for old in (
+        layout.home,
+        layout.logs,
+        layout.pids,
+        layout.state / "dags",
+        layout.state / "noetl",
+    ):
+        shutil.rmtree(old, ignore_errors=True)
+    for folder in (layout.home, layout.logs, layout.pids):
+        folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    timings: dict[str, float] = {}
+    executor = args.executor
+    if executor == "celery" and not shutil.which("redis-server"):
+        raise StackError("--executor celery needs redis-server (apt-get install redis-server)")
+
+    pg = Postgres(
+        data_dir=_pg_parent_dir(layout) / "data",
+        log_file=layout.logs / "postgres.log",
+        port=args.pg_port or _free_port(),
+    )
+    api_port = args.port or _free_port()
+    redis_port = _free_port() if executor == "celery" else None
+    manifest = {
+        "state": str(layout.state),
+        "executor": executor,
+        "pg_data": str(pg.data_dir),
+        "pg_port": pg.port,
+    }
+    layout.manifest.write_text(json.dumps(manifest, indent=2) + "\n")  # for `down` if we fail
+
+    dags = Path(args.dags).resolve() if args.dags else layout.state / "dags"
+    env = _airflow_env(
+        layout,
+        executor=executor,
+        pg=pg,
+        api_port=api_port,
+        dags=dags,
+        jwt_secret=secrets.token_urlsafe(64),
+        pg_conns=args.pg_conn or ["pg_local"],
+        redis_port=redis_port,
+        env_file=Path(args.env_file) if args.env_file else None,
+    )
+    # Our own password for the one user: Airflow keeps a file's existing entries.
+    password = secrets.token_urlsafe(12)
+    layout.passwords.write_text(json.dumps({ADMIN: password}) + "\n")
+    layout.passwords.chmod(0o600)
+
+    # Compile while the database initialises (two cores: the compiler is mostly waiting on I/O
+    # less than initdb is, but overlapping still saves a second or two).
+    compile_proc = None
+    if not args.dags:
+        compile_log = (layout.logs / "compile.log").open("ab")
+        compile_proc = subprocess.Popen(
+            [_python(), "-m", "noetl_compile.cli", "compile", str(args.playbooks), "-o", str(dags)],
+            env=env,
+            cwd=REPO,
+            stdout=compile_log,
+            stderr=subprocess.STDOUT,
+        )
+        compile_log.close()
+    elif not dags.is_dir():
+        raise StackError(f"--dags {dags}: not a folder")
+
+    started = time.monotonic()
+    pg.init_and_start()
+    pg.create_databases(DATABASES)
+    timings["postgres_s"] = time.monotonic() - started
+    if redis_port is not None:
+        redis_dir = layout.state / "redis"
+        redis_dir.mkdir(exist_ok=True)
+        _spawn(
+            layout,
+            "redis",
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--save", "",
+             "--appendonly", "no", "--dir", str(redis_dir)],
+            env,
+        )  # fmt: skip
+
+    timings["migrate_s"] = _run_step(
+        "db-migrate", [_python(), "-m", "airflow", "db", "migrate"], env, layout
+    )
+    if compile_proc is not None and compile_proc.wait() != 0:
+        log = layout.logs / "compile.log"
+        raise StackError(f"noetlc compile {args.playbooks} failed; {log}:\n{_tail(log)}")
+
+    airflow = [_python(), "-m", "airflow"]
+    _spawn(layout, "api-server", [*airflow, "api-server", "--port", str(api_port)], env)
+    _spawn(layout, "scheduler", [*airflow, "scheduler"], env)
+    _spawn(layout, "dag-processor", [*airflow, "dag-processor"], env)
+    _spawn(layout, "triggerer", [*airflow, "triggerer"], env)
+    if executor == "celery":
+        for name in CELERY_WORKERS:
+            _spawn(
+                layout,
+                name,
+                [*airflow, "celery", "worker", "--concurrency", "4", "--celery-hostname",
+                 f"{name}@%h", "--skip-serve-logs", "--without-mingle", "--without-gossip"],
+                {**env, "NOETL_WORKER_HOSTNAME": f"{name}.{socket.gethostname()}"},
+            )  # fmt: skip
+
+    started = time.monotonic()
+    deadline = started + args.timeout
+    while True:
+        _check_alive(layout)
+        health = _health(api_port)
+        workers_ready = executor != "celery" or all(
+            " ready." in _tail(layout.logs / f"{name}.log", 400) for name in CELERY_WORKERS
+        )
+        if _healthy(health) and workers_ready:
+            break
+        if time.monotonic() > deadline:
+            raise StackError(
+                f"the stack was not healthy after {args.timeout:.0f} s; health: {health}; "
+                f"logs in {layout.logs}"
+            )
+        time.sleep(0.5)
+    timings["components_s"] = time.monotonic() - started
+    timings["total_s"] = time.monotonic() - t0
+
+    manifest.update(
+        {
+            "api_url": f"http://127.0.0.1:{api_port}",
+            "api_port": api_port,
+            "user": ADMIN,
+            "password_file": str(layout.passwords),
+            "airflow_home": str(layout.home),
+            "dags_folder": str(dags),
+            "logs": str(layout.logs),
+            "airflow_db_url": pg.url("airflow"),
+            "events_url": pg.url("noetl_events"),
+            "data_url": pg.url("noetl_data"),
+            "pg_conns": args.pg_conn or ["pg_local"],
+            "redis_url": f"redis://127.0.0.1:{redis_port}/0" if redis_port else None,
+            "celery_workers": (
+                [f"{name}.{socket.gethostname()}" for name in CELERY_WORKERS]
+                if executor == "celery"
+                else []
+            ),
+            "pids": _pids(layout),
+            "timings": {key: round(value, 2) for key, value in timings.items()},
+        }
+    )
+    layout.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
+    _write_env_file(layout, env)
+    return manifest
+
+
+def _write_env_file(layout: Layout, env: dict[str, str]) -> None:
+    keys = [k for k in env if k.startswith(("AIRFLOW", "NOETL_", "PYTHONPATH"))]
+    lines = [f"export {key}={_shell_quote(env[key])}" for key in sorted(keys)]
+    layout.env_file.write_text("\n".join(lines) + "\n")
+    layout.env_file.chmod(0o600)
+
+
+def _shell_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def down_quietly(layout: Layout) -> list[str]:
+    """Stop whatever of this stack still runs; returns what was stopped."""
+    stopped = []
+    pids = _pids(layout)
+    for name, pid in pids.items():
+        if _alive(pid):
+            _signal_group(pid, signal.SIGTERM)
+            stopped.append(name)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids.values()):
+        time.sleep(0.2)
+    for pid in pids.values():
+        _signal_group(pid, signal.SIGKILL)
+    # Task processes and executor workers may have left their group: find them by the stack id.
+    for pid in _tagged_processes(str(layout.state)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            stopped.append(f"pid {pid}")
+        except ProcessLookupError:
+            pass
+    for path in layout.pids.glob("*.pid") if layout.pids.is_dir() else ():
+        path.unlink()
+    manifest = layout.read_manifest()
+    if manifest.get("pg_data"):
+        data_dir = Path(manifest["pg_data"])
+        pg = Postgres(data_dir=data_dir, log_file=layout.logs / "postgres.log", port=0)
+        if (data_dir / "postmaster.pid").exists():
+            pg.stop()
+            stopped.append("postgres")
+        # The database is throwaway: the next `up` starts a fresh one.
+        shutil.rmtree(data_dir.parent, ignore_errors=True)
+    return stopped
+
+
+def status(layout: Layout) -> dict[str, bool]:
+    found = {name: _alive(pid) for name, pid in _pids(layout).items()}
+    manifest = layout.read_manifest()
+    if manifest.get("pg_data"):
+        pid_file = Path(manifest["pg_data"]) / "postmaster.pid"
+        try:
+            found["postgres"] = _alive(int(pid_file.read_text().splitlines()[0]))
+        except (OSError, ValueError, IndexError):
+            found["postgres"] = False
+    return found
+
+
+def _summary(manifest: dict) -> str:
+    t = manifest["timings"]
+    lines = [
+        (
+            f"Airflow stack up ({manifest['executor']} executor) in {t['total_s']:.1f} s "
+            f"(postgres {t['postgres_s']:.1f} s, db migrate {t['migrate_s']:.1f} s, "
+            f"components healthy {t['components_s']:.1f} s)"
+        ),
+        (
+            f"  API/UI:        {manifest['api_url']}  (user {manifest['user']}, password in "
+            f"{manifest['password_file']})"
+        ),
+        f"  metadata DB:   {manifest['airflow_db_url']}",
+        f"  event log:     {manifest['events_url']}",
+        f"  playbook data: {manifest['data_url']}  (connections: {', '.join(manifest['pg_conns'])})",
+        f"  DAG folder:    {manifest['dags_folder']}",
+        f"  logs:          {manifest['logs']}",
+        f"  environment:   source {Path(manifest['state']) / 'env'}",
+    ]
+    if manifest.get("redis_url"):
+        lines.append(
+            f"  broker:        {manifest['redis_url']}  workers: {manifest['celery_workers']}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="airflow-stack.sh", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("up", "down", "status"))
+    parser.add_argument("--executor", choices=("local", "celery"), default="local")
+    parser.add_argument(
+        "--state",
+        default=os.environ.get("NOETL_STACK_DIR") or str(REPO / ".stack"),
+        help="state folder (default $NOETL_STACK_DIR or <repo>/.stack)",
+    )
+    parser.add_argument("--dags", help="DAG folder to deploy (default: compile --playbooks)")
+    parser.add_argument("--playbooks", default=str(REPO / "playbooks"), help="playbooks to compile")
+    parser.add_argument("--port", type=int, default=0, help="API server port (default: a free one)")
+    parser.add_argument("--pg-port", type=int, default=0, help="Postgres port (default: free)")
+    parser.add_argument(
+        "--pg-conn",
+        action="append",
+        help="Airflow connection name pointing at the stack's noetl_data DB (repeatable; "
+        "default pg_local)",
+    )
+    parser.add_argument("--env-file", help="KEY=VALUE lines added to every Airflow process")
+    parser.add_argument("--timeout", type=float, default=240, help="seconds `up` may take")
+    args = parser.parse_args(argv)
+    layout = Layout(Path(args.state).resolve())
+    try:
+        if args.command == "up":
+            try:
+                manifest = up(args)
+            except BaseException:
+                down_quietly(layout)
+                raise
+            print(_summary(manifest))
+            print(f"  stack.json:    {layout.manifest}")
+        elif args.command == "down":
+            stopped = down_quietly(layout)
+            print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        else:
+            found = status(layout)
+            if not found:
+                print(f"no stack in {layout.state}")
+                return 1
+            for name, alive in found.items():
+                print(f"{name:14} {'alive' if alive else 'dead'}")
+            return 0 if all(found.values()) else 1
+    except StackError as error:
+        print(f"airflow-stack: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
