@@ -9,23 +9,16 @@ import os
 import sys
 from typing import Any
 
-from .hitl import (
-    GateCommandError,
-    RestSession,
-    answer_gate,
-    connection_settings,
-    find_gate,
-    waiting_gates,
-)
+from .hitl import GateCommandError, answer_gate, connect, find_gate, waiting_gates
+from .rest import AirflowClient
 
 __all__ = ["run_gates", "run_signal"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-def _session(args: argparse.Namespace) -> RestSession:
-    url, user, password = connection_settings(args.url, args.user, args.password)
-    return RestSession(url, user, password)
+def _session(args: argparse.Namespace) -> AirflowClient:
+    return connect(args.url, args.user, args.password)
 
 
 def _fail(exc: Exception) -> int:
@@ -88,14 +81,20 @@ def _line(row: dict[str, Any]) -> str:
         else "--approve|--reject"
     )
     who = ", ".join(row["assignees"]) or "anyone"
-    default = row["defaults"]
-    on_timeout = f"default {default}" if default else "fails"
+    if not row["defaults"]:
+        on_timeout = "fails"
+    elif row["params"]:
+        on_timeout = "takes the defaults"
+    else:
+        on_timeout = f"takes {row['defaults'][0].lower()}"
     if row.get("timeout_at"):
-        on_timeout = f"{row['timeout']} (at {row['timeout_at']}), then {on_timeout}"
+        on_timeout = f"timeout: {row['timeout']} (at {row['timeout_at']}), then {on_timeout}"
+    else:
+        on_timeout = f"on timeout: {on_timeout}"
     return (
         f"{row['execution_id']}  {row['gate']}  ({kind})  since {row['since']}\n"
         f"    {row['subject']}\n"
-        f"    for: {who}; timeout: {on_timeout}; run {row['dag_id']} / {row['run_id']}\n"
+        f"    for: {who}; {on_timeout}; run {row['dag_id']} / {row['run_id']}\n"
         f"    answer: noetlc signal {row['execution_id']} {row['gate']} {answer}"
     )
 

@@ -11,26 +11,28 @@ Connection: ``--url``/``--user``/``--password`` or ``NOETL_AIRFLOW_URL`` (defaul
 ``POST /auth/token``. Every failure is a :class:`GateCommandError` with a one-line message (no
 such gate, already answered, not an assignee, server unreachable, login refused).
 
-Only HTTP here (httpx): no Airflow import. ``RestSession.request`` has the signature of the
-deployment client's ``AirflowClient.request`` (``deploy.rest``), so either can be passed to the
-functions below.
+Only HTTP here, through the deployment's REST client (``deploy.rest.AirflowClient``): no Airflow
+import.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
+
+import httpx
 
 from ..runtime.gates import GateAnswerError, parse_answer
 from ..runtime.ids import execution_id_for
+from .rest import AirflowApiError, AirflowClient
 
 __all__ = [
     "DEFAULT_URL",
     "GateCommandError",
-    "RestSession",
     "answer_gate",
+    "connect",
     "connection_settings",
     "find_gate",
     "waiting_gates",
@@ -44,82 +46,37 @@ class GateCommandError(Exception):
     """What went wrong, in one line for the person at the terminal."""
 
 
-class Api(Protocol):
-    def request(
-        self, method: str, path: str, *, json_body: Any = None, params: Any = None
-    ) -> Any: ...
-
-
-class RestSession:
-    """A user's session with ``/api/v2`` (a JWT fetched once, again after a 401)."""
-
-    def __init__(self, base_url: str, username: str, password: str, timeout: float = 30.0):
-        import httpx
-
-        self.base_url = base_url.rstrip("/")
-        self.username = username
-        self._password = password
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
-        self._token: str | None = None
-
-    def close(self) -> None:
-        self._http.close()
-
-    def _send(self, method: str, url: str, **kwargs: Any) -> Any:
-        import httpx
-
-        try:
-            return self._http.request(method, url, **kwargs)
-        except httpx.HTTPError as exc:
-            raise GateCommandError(
-                f"cannot reach Airflow at {self.base_url}: {type(exc).__name__}: {exc}"
-            ) from None
-
-    def _login(self) -> str:
-        if self._token is None:
-            response = self._send(
-                "POST", "/auth/token", json={"username": self.username, "password": self._password}
-            )
-            if response.status_code not in (200, 201):
-                raise GateCommandError(
-                    f"login to {self.base_url} as {self.username!r} refused "
-                    f"({response.status_code}): {_detail(response)}"
-                )
-            self._token = response.json()["access_token"]
-        return self._token
-
-    def request(self, method: str, path: str, *, json_body: Any = None, params: Any = None) -> Any:
-        url = "/api/v2/" + path.lstrip("/")
-        for attempt in (1, 2):
-            response = self._send(
-                method,
-                url,
-                json=json_body,
-                params=params,
-                headers={"Authorization": f"Bearer {self._login()}"},
-            )
-            if response.status_code == 401 and attempt == 1:
-                self._token = None
-                continue
-            break
-        if response.status_code >= 400:
-            raise ApiRefusal(response.status_code, _detail(response))
-        return response.json() if response.content else None
-
-
-class ApiRefusal(GateCommandError):
-    def __init__(self, status_code: int, detail: str) -> None:
-        super().__init__(f"Airflow refused ({status_code}): {detail}")
-        self.status_code = status_code
-        self.detail = detail
-
-
-def _detail(response: Any) -> str:
+def connect(url: str | None, user: str | None, password: str | None) -> AirflowClient:
+    """A client for the API server (options first, then the environment); logs in now, so a
+    wrong password or an unreachable server is told before anything else."""
+    url, user, password = connection_settings(url, user, password)
+    client = AirflowClient(url, user, password)
     try:
-        detail = response.json().get("detail", response.text)
-    except (ValueError, AttributeError):
-        detail = response.text
-    return " ".join(str(detail).split())[:500]
+        client.token()
+    except AirflowApiError as exc:
+        client.close()
+        raise GateCommandError(f"login to {url} as {user!r} refused: {_reason(exc)}") from None
+    except httpx.HTTPError as exc:
+        client.close()
+        raise GateCommandError(
+            f"cannot reach Airflow at {url}: {type(exc).__name__}: {exc}"
+        ) from None
+    return client
+
+
+def _reason(exc: AirflowApiError) -> str:
+    """Airflow's own words: the message after ``METHOD /path: ``."""
+    text = " ".join(str(exc).split())
+    return text.split(": ", 1)[1] if ": " in text else text
+
+
+def _request(api: AirflowClient, method: str, path: str, **kwargs: Any) -> Any:
+    try:
+        return api.request(method, path, **kwargs)
+    except httpx.HTTPError as exc:
+        raise GateCommandError(
+            f"cannot reach Airflow at {api.base_url}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def connection_settings(
@@ -160,11 +117,11 @@ def _gate_row(detail: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _list(api: Api, params: dict[str, Any]) -> list[dict[str, Any]]:
+def _list(api: AirflowClient, params: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     offset = 0
     while True:
-        page = api.request("GET", _LIST, params={**params, "limit": 100, "offset": offset})
+        page = _request(api, "GET", _LIST, params={**params, "limit": 100, "offset": offset})
         details = list(page.get("hitl_details") or [])
         rows += [_gate_row(d) for d in details]
         offset += len(details)
@@ -172,14 +129,14 @@ def _list(api: Api, params: dict[str, Any]) -> list[dict[str, Any]]:
             return rows
 
 
-def waiting_gates(api: Api) -> list[dict[str, Any]]:
+def waiting_gates(api: AirflowClient) -> list[dict[str, Any]]:
     """Every gate waiting for an answer, oldest first."""
     rows = _list(api, {"response_received": False, "state": "awaiting_input"})
     return sorted(rows, key=lambda r: str(r["since"] or ""))
 
 
 def find_gate(
-    api: Api,
+    api: AirflowClient,
     gate: str,
     execution: str | None = None,
     dag_id: str | None = None,
@@ -192,8 +149,9 @@ def find_gate(
             for p in ("dags", dag_id, "dagRuns", run_id, "taskInstances", gate, "-1")
         )
         try:
-            return _gate_row(_with_ti(api.request("GET", f"{path}/hitlDetails"), dag_id, run_id))
-        except ApiRefusal as exc:
+            detail = _request(api, "GET", f"{path}/hitlDetails")
+            return _gate_row(_with_ti(detail, dag_id, run_id))
+        except AirflowApiError as exc:
             if exc.status_code == 404:
                 raise GateCommandError(f"no gate {gate!r} in run {dag_id} / {run_id}") from None
             raise
@@ -215,7 +173,7 @@ def _with_ti(detail: Mapping[str, Any], dag_id: str, run_id: str) -> dict[str, A
 
 
 def answer_gate(
-    api: Api,
+    api: AirflowClient,
     row: Mapping[str, Any],
     *,
     approve: bool = False,
@@ -262,17 +220,18 @@ def answer_gate(
         )
     )
     try:
-        return api.request(
+        return _request(
+            api,
             "PATCH",
             f"{path}/hitlDetails",
             json_body={"chosen_options": chosen, "params_input": params_input},
         )
-    except ApiRefusal as exc:
+    except AirflowApiError as exc:
         if exc.status_code == 409:
             raise GateCommandError(f"{where} was already answered") from None
         if exc.status_code == 403:
             who = ", ".join(row["assignees"]) or "its assignees"
             raise GateCommandError(f"{where} may be answered only by {who}: {exc.detail}") from None
         if exc.status_code == 404:
-            raise GateCommandError(f"{where} is gone: {exc.detail}") from None
-        raise GateCommandError(f"{where}: {exc}") from None
+            raise GateCommandError(f"{where} is gone: {_reason(exc)}") from None
+        raise GateCommandError(f"{where}: Airflow refused: {_reason(exc)}") from None
