@@ -115,14 +115,34 @@ def wait_for(client: Any, run_id: str, task_id: str, wanted: str, timeout: float
     seen: list[str | None] = []
     deadline = time.monotonic() + timeout
     while True:
-        state = states(client, run_id).get(task_id)
+        everything = states(client, run_id)
+        state = everything.get(task_id)
         if not seen or seen[-1] != state:
             seen.append(state)
         if state == wanted:
             return seen
-        assert state not in ("failed", "upstream_failed"), (task_id, seen)
+        assert state not in ("failed", "upstream_failed"), (
+            task_id,
+            seen,
+            everything,
+            logs(client, run_id, everything),
+        )
         assert time.monotonic() < deadline, f"{task_id} never {wanted}: {seen}"
         time.sleep(0.3)
+
+
+def logs(client: Any, run_id: str, everything: dict[str, Any]) -> dict[str, str]:
+    """The last lines of the failed tasks' logs, for a failure message."""
+    found = {}
+    for task_id, state in everything.items():
+        if state == "failed":
+            path = f"dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{task_id}/logs/1"
+            try:
+                answer = client.request("GET", path, params={"full_content": True})
+            except Exception as exc:  # noqa: BLE001 - a diagnostic must not hide the failure
+                answer = str(exc)
+            found[task_id] = str(answer)[-3000:]
+    return found
 
 
 def execution_of(run_id: str) -> str:
@@ -214,7 +234,7 @@ def test_reject_routes_to_cancel_on_the_stack(stack):
     assert wrong.returncode == 1
     assert wrong.stderr == (
         f"noetlc: error: gate 'approve' of execution {execution} is an approve gate: "
-        "say --approve or --reject\n"
+        "answer it with --approve or --reject\n"
     )
     missing = noetlc(stack, "signal", execution, "nope", "--approve")
     assert missing.returncode == 1
