@@ -18,7 +18,9 @@ import.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://localhost:8080"
+SETTLE_S = 10.0  # see _let_the_scheduler_see_the_park
 _LIST = "dags/~/dagRuns/~/hitlDetails"
 
 
@@ -165,6 +168,28 @@ def find_gate(
     return rows[-1]
 
 
+def _let_the_scheduler_see_the_park(row: Mapping[str, Any]) -> None:
+    """Wait until the gate has waited ``SETTLE_S`` seconds before answering it.
+
+    Airflow 3.3.2 race (seen on the stack: 1 answer in ~8 given within a second failed the
+    task): the answer resumes the task (SCHEDULED, then QUEUED) before the scheduler has handled
+    the executor's "success" event of the workload that parked it; the scheduler then finds a
+    finished workload for a QUEUED task instance and marks it failed (its resume-after-defer
+    guard in ``_process_executor_events`` covers SCHEDULED only). That event comes when the
+    parking worker process has exited, which took up to 6 s on a loaded 2-core machine. A person
+    never answers that fast; a script might, so the command waits out the window."""
+    since = row.get("since")
+    if not since:
+        return
+    try:
+        created = datetime.fromisoformat(str(since))
+    except ValueError:
+        return
+    age = (datetime.now(UTC) - created).total_seconds()
+    if age < SETTLE_S:
+        time.sleep(SETTLE_S - age)
+
+
 def _with_ti(detail: Mapping[str, Any], dag_id: str, run_id: str) -> dict[str, Any]:
     ti = dict(detail.get("task_instance") or {})
     ti.setdefault("dag_id", dag_id)
@@ -207,6 +232,7 @@ def answer_gate(
         chosen, params_input = parse_answer(texts, row["options"], params)
     except GateAnswerError as exc:
         raise GateCommandError(f"{where}: {exc}") from None
+    _let_the_scheduler_see_the_park(row)
     path = "/".join(
         quote(str(p), safe="")
         for p in (
