@@ -42,6 +42,23 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+ASSIGNED = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata:
+  name: gate_assigned
+  path: tests/gate_assigned
+workflow:
+  - step: start
+    tool:
+      kind: gate
+      gate: approve
+      subject: "Only Ann may approve"
+      assignees: [ann]
+      timeout: 1h
+"""
+
+
 @pytest.fixture(scope="module")
 def stack():
     # Not pytest's tmp_path: Postgres runs as the `postgres` user and must write its log in the
@@ -57,8 +74,18 @@ def stack():
     assert "duration: 5s" in source
     playbook = state / "gates.yaml"
     playbook.write_text(source.replace("duration: 5s", "duration: 20s"))
+    (state / "assigned.yaml").write_text(ASSIGNED)
     compiled = subprocess.run(
-        [sys.executable, "-m", "noetl_compile", "compile", playbook, "-o", dags],
+        [
+            sys.executable,
+            "-m",
+            "noetl_compile",
+            "compile",
+            playbook,
+            state / "assigned.yaml",
+            "-o",
+            dags,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -262,3 +289,27 @@ def test_reject_routes_to_cancel_on_the_stack(stack):
     assert client.xcom_return(DAG_ID, run_id, "price")["result"] == {"price": 1080.0}
     assert client.xcom_return(DAG_ID, run_id, "cancel")["result"] == {"charged": 0}
     assert client.xcom_return(DAG_ID, run_id, "approve")["result"]["choice"] == "reject"
+
+
+def test_only_an_assignee_may_answer(stack):
+    client = stack["client"]
+    dag_id = "tests.gate_assigned"
+    run_id = client.trigger(dag_id)["dag_run_id"]
+    deadline = time.monotonic() + 120
+    while client.task_instance(dag_id, run_id, "start")["state"] != "awaiting_input":
+        assert time.monotonic() < deadline, "the assigned gate never waited"
+        time.sleep(0.3)
+    from airflow_plugin.runtime.ids import execution_id_for
+
+    execution = str(execution_id_for(dag_id, run_id))
+    listed = noetlc(stack, "gates")
+    assert f"{execution}  start  (approve)" in listed.stdout
+    assert "    Only Ann may approve\n    for: ann; timeout: 1h (at " in listed.stdout
+    refused = noetlc(stack, "signal", execution, "start", "--approve")
+    assert refused.returncode == 1
+    user = stack["manifest"]["user"]
+    assert refused.stderr == (
+        f"noetlc: error: gate 'start' of execution {execution} may be answered only by ann: "
+        f"403 User={user} (id={user}) is not a respondent for the task.\n"
+    )
+    assert client.task_instance(dag_id, run_id, "start")["state"] == "awaiting_input"
