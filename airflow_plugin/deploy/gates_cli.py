@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .hitl import GateCommandError, answer_gate, connect, find_gate, waiting_gates
-from .rest import AirflowClient
+from .rest import AirflowApiError, AirflowClient
 
 __all__ = ["run_gates", "run_signal"]
 
@@ -33,7 +33,7 @@ def run_gates(args: argparse.Namespace) -> int:
             rows = waiting_gates(session)
         finally:
             session.close()
-    except GateCommandError as exc:
+    except (GateCommandError, AirflowApiError) as exc:
         return _fail(exc)
     _add_timeouts(rows)
     if args.json:
@@ -116,7 +116,7 @@ def run_signal(args: argparse.Namespace) -> int:
             answer_gate(session, row, approve=args.approve, reject=args.reject, values=args.values)
         finally:
             session.close()
-    except GateCommandError as exc:
+    except (GateCommandError, AirflowApiError) as exc:
         return _fail(exc)
     what = "approve" if args.approve else "reject" if args.reject else " ".join(args.values)
     print(

@@ -257,7 +257,9 @@ def answer_gate(
             raise GateCommandError(f"{where} was already answered") from None
         if exc.status_code == 403:
             who = ", ".join(row["assignees"]) or "its assignees"
-            raise GateCommandError(f"{where} may be answered only by {who}: {exc.detail}") from None
+            raise GateCommandError(
+                f"{where} may be answered only by {who}: {_reason(exc)}"
+            ) from None
         if exc.status_code == 404:
             raise GateCommandError(f"{where} is gone: {_reason(exc)}") from None
         raise GateCommandError(f"{where}: Airflow refused: {_reason(exc)}") from None
