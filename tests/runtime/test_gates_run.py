@@ -201,7 +201,26 @@ TIMEOUTS = """\
             result = {"total": qty * unit}
         next:
           arcs:
+            - step: decide
+      - step: decide
+        tool:
+          kind: gate
+          gate: approve
+          subject: "Discount on {{ total.total }}?"
+          timeout: 1s
+          on_timeout: default
+          default: reject
+        next:
+          spec: {mode: exclusive}
+          arcs:
+            - step: discounted
+              when: "{{ decide.approved }}"
             - step: confirm
+      - step: discounted
+        tool:
+          kind: python
+          code: |
+            result = {"discounted": True}
       - step: confirm
         tool:
           kind: gate
@@ -221,7 +240,8 @@ TIMEOUTS = """\
 
 def test_timeouts_apply_the_default_or_fail(home, tmp_path):
     """No --signal: the input gate's 2s timeout gives its default (timed_out true) and the run
-    goes on with it; the approve gate's 1s timeout with `on_timeout: fail` fails the run."""
+    goes on with it; an approve gate's default (reject) is routed by its arcs; the approve gate
+    with `on_timeout: fail` fails the run."""
     playbook = tmp_path / "gate_timeouts.yaml"
     playbook.write_text(textwrap.dedent(TIMEOUTS))
     events = tmp_path / "events.db"
@@ -231,6 +251,8 @@ def test_timeouts_apply_the_default_or_fail(home, tmp_path):
     assert states(report) == {
         "start": "success",
         "total": "success",
+        "decide": "success",
+        "discounted": "skipped",
         "confirm": "failed",
         "done": "not_run",
     }
@@ -238,17 +260,27 @@ def test_timeouts_apply_the_default_or_fail(home, tmp_path):
     assert out["start"]["values"] == {"unit": 7} and out["start"]["timed_out"] is True
     assert out["start"]["responded_by"] is None
     assert out["total"] == {"total": 21}
+    assert out["decide"]["approved"] is False and out["decide"]["choice"] == "reject"
+    assert out["decide"]["timed_out"] is True and out["decide"]["responded_by"] is None
     error = report["steps"]["confirm"]["error"]
     assert error == "step 'confirm': the approve gate got no answer within 1s (on_timeout: fail)"
     seen = gate_events(events, report["execution_id"])
     assert [(n, g, s) for n, g, s, _ in seen] == [
         ("PlaybookPaused", "start", "paused"),
         ("SignalReceived", "start", "success"),
+        ("PlaybookPaused", "decide", "paused"),
+        ("SignalReceived", "decide", "success"),
         ("PlaybookPaused", "confirm", "paused"),
         ("SignalReceived", "confirm", "error"),
     ]
     assert seen[1][3]["timed_out"] is True and seen[1][3]["values"] == {"unit": 7}
-    assert seen[3][3]["timed_out"] is True
+    assert seen[3][3] == {
+        "gate": "approve",
+        "choice": "reject",
+        "responded_by": None,
+        "timed_out": True,
+    }
+    assert seen[5][3]["timed_out"] is True
 
 
 def test_a_gate_without_a_signal_names_the_signal_to_give(home, tmp_path):
