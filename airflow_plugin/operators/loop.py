@@ -41,7 +41,7 @@ EXTENSION_KEYS = ("loop", "sink", "retry", "playbook")
 
 
 def not_built(operator: object, what: str) -> NotImplementedError:
-    # Gates and cursor slots (the seed-extensions issue) are the only operators left on this.
+    # Cursor slots (the seed-extensions issue) are the only operators left on this.
     return NotImplementedError(
         f"{type(operator).__name__}: the runtime of this operator ({what}) is not built yet in this "
         "version of noetlc; the DAG compiles and loads, but this task cannot run"

@@ -11,7 +11,6 @@ the compiler (``noetl_compile.dag_ids.dag_id_for_path``, the one definition both
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from ..runtime.catalog import dag_id_for_path
 from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads, validate_step_payload
+from .tool_events import ToolCallEvents
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
 
@@ -139,7 +139,12 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             with self.recording(context):
                 # The call is a tool call of this step: its events frame the child's run, and
                 # the child's first event points back at ToolStarted.
-                call = _CallEvents(step, inputs["execution_id"], dag_id, execution_id)
+                call = ToolCallEvents(
+                    step,
+                    inputs["execution_id"],
+                    "playbook",
+                    {"dag_id": dag_id, "child_execution_id": str(execution_id)},
+                )
                 try:
                     result = run_child(
                         dag_id,
@@ -187,44 +192,3 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                 result = value["result"]
                 break
         return self._finish(context, result)
-
-
-class _CallEvents:
-    """ToolStarted now, ToolCompleted or ToolErrored later, for an inline nested call."""
-
-    def __init__(self, step: str, execution_id: int, dag_id: str, child: int) -> None:
-        self.step = step
-        self.fields = {
-            "entity": "tool",
-            "entity_id": f"{step}:playbook",
-            "tool_run_id": f"{step}:playbook",
-            "execution_id": str(execution_id),
-            "step": step,
-            "step_run_id": step,
-            "attempt": 1,
-        }
-        self.data = {"kind": "playbook", "dag_id": dag_id, "child_execution_id": str(child)}
-        self.started = time.monotonic()
-        self._emit("ToolStarted", "in_progress", None, {})
-
-    def completed(self, result: Any) -> None:
-        from ..runtime.render import to_jsonable
-
-        self._emit("ToolCompleted", "success", "call.done", {"result": to_jsonable(result)})
-
-    def errored(self, exc: BaseException) -> None:
-        self._emit("ToolErrored", "error", "call.error", {"error": str(exc)})
-
-    def _emit(self, name: str, status: str, alias: str | None, extra: dict[str, Any]) -> None:
-        from ..events import Event, emit
-
-        emit(
-            Event(
-                name=name,
-                status=status,
-                alias=alias,
-                data={**self.data, **extra},
-                duration=None if name == "ToolStarted" else time.monotonic() - self.started,
-                **self.fields,
-            )
-        )
