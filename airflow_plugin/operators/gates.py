@@ -24,6 +24,7 @@ taken are skipped): a rejection goes where the arcs say, e.g. ``cancel``.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -389,6 +390,13 @@ def _moment(event: Any, fallback: Any) -> Any:
     return fallback
 
 
+# Shorter sleeps stay in the worker. Deferring costs a task restart, and on Airflow 3.3.2 a task
+# whose trigger fires before the scheduler has seen the deferring attempt's process exit (that
+# took up to ~6 s on a loaded machine: the supervisor lingers 5 s after the task process ends)
+# is marked failed. Past this, the triggerer holds the wait and the worker slot is free.
+MIN_DEFERRED_SLEEP = timedelta(seconds=15)
+
+
 class NoetlSleepSensor(WaitSensor, _GateRuntime):
     template_fields = ()
     inherits_from_skipmixin = True
@@ -413,7 +421,7 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
 
         until = timezone.utcnow() + self.time_to_wait
         self.paused(context, {"duration": self.tool["duration"], "until": until.isoformat()})
-        if self.deferrable:
+        if self.deferrable and self.time_to_wait >= MIN_DEFERRED_SLEEP:
             from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 
             # Not WaitSensor's own deferral: its trigger ends the task in the triggerer
@@ -423,7 +431,9 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
                 trigger=DateTimeTrigger(moment=until, end_from_trigger=False),
                 method_name="execute_complete",
             )
-        WaitSensor.execute(self, context)  # sleeps in the worker
+        # In the worker (not WaitSensor.execute: with deferrable set it would defer to its own
+        # trigger, which ends the task in the triggerer).
+        time.sleep(max(0.0, (until - timezone.utcnow()).total_seconds()))
         return self.execute_complete(context, until)
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:

@@ -17,97 +17,29 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from airflow_plugin.deploy.rest import AirflowClient
-
 ROOT = Path(__file__).resolve().parents[2]
 STACK_SCRIPT = ROOT / "scripts" / "airflow-stack.sh"
-DAG_ID = "examples.gates"
-
-ASSIGNED = """\
-apiVersion: noetl.io/v2
-kind: Playbook
-metadata:
-  name: gate_assigned
-  path: tests/gate_assigned
-workflow:
-  - step: start
-    tool:
-      kind: gate
-      gate: approve
-      subject: "Only Ann may approve"
-      assignees: [ann]
-      timeout: 1h
-"""
+DAG_ID = "tests.gates_deferred"
 
 
 @pytest.fixture(scope="module")
-def stack():
-    # Not pytest's tmp_path: Postgres runs as the `postgres` user and must write its log in the
-    # state folder, which pytest creates readable by its owner only.
-    state = Path(tempfile.mkdtemp(prefix="noetl-gates-stack-"))
-    state.chmod(0o755)
-    dags = state / "dags-src"
-    env = {**os.environ, "NOETLC_PYTHON": sys.executable}
-    # examples.gates with a 20 s cool-down instead of 5 s. Airflow 3.3.2 fails a task whose
-    # trigger fires before the scheduler has handled the exit of the workload that deferred it
-    # (see deploy/hitl.py, _let_the_scheduler_see_the_park); that exit took up to 6 s here.
-    source = (ROOT / "playbooks" / "gates.yaml").read_text()
-    assert "duration: 5s" in source
-    playbook = state / "gates.yaml"
-    playbook.write_text(source.replace("duration: 5s", "duration: 20s"))
-    (state / "assigned.yaml").write_text(ASSIGNED)
-    compiled = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "noetl_compile",
-            "compile",
-            playbook,
-            state / "assigned.yaml",
-            "-o",
-            dags,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert compiled.returncode == 0, compiled.stderr
-    up = subprocess.run(
-        ["bash", STACK_SCRIPT, "up", "--state", state / "stack", "--dags", dags],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        manifest = json.loads((state / "stack" / "stack.json").read_text())
-        client = AirflowClient.from_stack(state / "stack")
-        yield {"client": client, "manifest": manifest, "state": state / "stack"}
-        client.close()
-    finally:
-        subprocess.run(
-            ["bash", STACK_SCRIPT, "down", "--state", state / "stack"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-        shutil.rmtree(state, ignore_errors=True)
+def stack(local_stack):
+    """The run's LocalExecutor stack (tests/deploy/conftest.py); its DAG folder holds
+    tests/deploy/playbooks: gates_deferred (examples.gates with a 20 s cool-down, so the sleep
+    is deferred to the triggerer) and gate_assigned."""
+    return {
+        "client": local_stack.client,
+        "manifest": local_stack.manifest,
+        "state": local_stack.state,
+    }
 
 
 def noetlc(stack: dict[str, Any], *args: str) -> subprocess.CompletedProcess:
