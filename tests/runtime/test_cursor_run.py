@@ -135,10 +135,42 @@ def test_claim_template_that_cannot_render_fails_the_head(run_playbook, tmp_path
 
 
 def _task_error(events, task_id: str) -> str:
-    # The listener may tell an attempt's end twice (the worker, then the run's end): one event id.
-    finished = {
-        e.event_id: e for e in events.events if e.name == "TaskFinished" and e.task_id == task_id
-    }
+    # The listener may tell an attempt's end twice (the worker, then the run's end) under one
+    # event id; the store keeps the first.
+    finished: dict = {}
+    for e in events.events:
+        if e.name == "TaskFinished" and e.task_id == task_id:
+            finished.setdefault(e.event_id, e)
     (failed,) = finished.values()
     assert failed.status == "error"
     return json.dumps(failed.data)
+
+
+def test_postgres_driver_shares_one_pool_per_dsn_and_process(pg_connections, pg_test_dsn):
+    from airflow_plugin.drivers import ClaimSpec, CursorDriverError
+    from airflow_plugin.drivers.postgres import PostgresCursorDriver, close_pools, pool_size
+
+    close_pools()  # an earlier test of this process may have opened the pool already
+
+    with psycopg.connect(pg_test_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS pool_q")
+        conn.execute(
+            "CREATE TABLE pool_q (id int PRIMARY KEY, n numeric, taken bool DEFAULT false)"
+        )
+        conn.execute("INSERT INTO pool_q (id, n) VALUES (1, 1.5), (2, 2.5)")
+    claim = (
+        "UPDATE pool_q SET taken = true WHERE id = (SELECT id FROM pool_q WHERE NOT taken"
+        " ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id, n"
+    )
+    first = PostgresCursorDriver(ClaimSpec("postgres", claim, "pg_local", {"pool_size": 3}))
+    second = PostgresCursorDriver(ClaimSpec("postgres", claim, "pg_local", {"pool_size": 5}))
+    assert pool_size(first.conninfo) == 5  # one pool, grown to the largest size asked
+    assert first.claim() == {"id": 1, "n": 1.5}  # JSON-safe values (Decimal -> number)
+    assert second.claim() == {"id": 2, "n": 2.5}
+    assert first.claim() is None
+    broken = PostgresCursorDriver(ClaimSpec("postgres", "SELECT * FROM no_such_queue", "pg_local"))
+    with pytest.raises(CursorDriverError, match="no_such_queue") as failure:
+        broken.claim()
+    assert failure.value.code == "42P01"
+    with pytest.raises(CursorDriverError, match="pool_size"):
+        PostgresCursorDriver(ClaimSpec("postgres", claim, "pg_local", {"pool_size": 0}))
