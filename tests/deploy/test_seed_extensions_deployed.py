@@ -36,21 +36,23 @@ def _at(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def _done_rows(stack) -> list[tuple[int, int]]:
+def _done_rows(stack, queue: str) -> list[tuple[int, int]]:
     with psycopg.connect(stack.manifest["data_url"]) as conn:
-        return conn.execute("SELECT id, pid FROM deploy_cursor_done ORDER BY id").fetchall()
+        return conn.execute(f"SELECT id, pid FROM {queue}_done ORDER BY id").fetchall()
 
 
-def _queue(stack) -> Counter:
+def _queue(stack, queue: str) -> Counter:
     with psycopg.connect(stack.manifest["data_url"]) as conn:
-        rows = conn.execute("SELECT status, attempt_count FROM deploy_cursor_queue").fetchall()
+        rows = conn.execute(f"SELECT status, attempt_count FROM {queue}_queue").fetchall()
     return Counter(rows)
 
 
 def test_cursor_slots_drain_the_queue_concurrently(local_stack) -> None:
     client = local_stack.client
     client.wait_for_dag(CURSOR)
-    run_id = client.trigger(CURSOR, conf={"items": 40, "pause": 0.2, "slots": 4})["dag_run_id"]
+    run_id = client.trigger(
+        CURSOR, conf={"items": 40, "pause": 0.2, "slots": 4, "queue": "cursor_a"}
+    )["dag_run_id"]
     run = client.wait_for_run(CURSOR, run_id, timeout=240)
     assert run["state"] == "success", client.task_instances(CURSOR, run_id)
     assert client.xcom_return(CURSOR, run_id, "verify")["result"]["rows"] == [
@@ -63,10 +65,10 @@ def test_cursor_slots_drain_the_queue_concurrently(local_stack) -> None:
     assert {w["state"] for w in workers} == {"success"}
     # At the same time: every slot started before any slot ended.
     assert max(_at(w["start_date"]) for w in workers) < min(_at(w["end_date"]) for w in workers)
-    rows = _done_rows(local_stack)
+    rows = _done_rows(local_stack, "cursor_a")
     assert [r[0] for r in rows] == list(range(1, 41))
     assert len({pid for _, pid in rows}) >= 2  # items were taken by more than one process
-    assert _queue(local_stack) == Counter({("done", 1): 40})
+    assert _queue(local_stack, "cursor_a") == Counter({("done", 1): 40})
     events = wait_for_events(local_stack, CURSOR, run_id, "PlaybookProcessed")
     done = [e for e in events if e["name"] == "LoopIterationCompleted"]
     assert sorted(e["data"]["item"]["id"] for e in done) == list(range(1, 41))
@@ -79,14 +81,14 @@ def test_cursor_slots_drain_the_queue_concurrently(local_stack) -> None:
 def test_cursor_slot_killed_mid_drain_is_retried_and_every_item_done_once(local_stack) -> None:
     client = local_stack.client
     client.wait_for_dag(CURSOR)
-    conf = {"items": 60, "pause": 0.5, "slots": 4, "stale_seconds": 3}
+    conf = {"items": 60, "pause": 0.5, "slots": 4, "stale_seconds": 3, "queue": "cursor_b"}
     run_id = client.trigger(CURSOR, conf=conf)["dag_run_id"]
     deadline = time.monotonic() + 180
     while True:
         victim = next((w for w in _workers(client, run_id) if w["map_index"] == 1), None)
         if victim and victim["state"] == "running" and victim["pid"]:
             try:
-                if len(_done_rows(local_stack)) >= 6:
+                if len(_done_rows(local_stack, "cursor_b")) >= 6:
                     break
             except psycopg.errors.UndefinedTable:
                 pass
@@ -99,9 +101,11 @@ def test_cursor_slot_killed_mid_drain_is_retried_and_every_item_done_once(local_
     assert run["state"] == "success", client.task_instances(CURSOR, run_id)
     retried = client.task_instance(CURSOR, run_id, "work.worker", 1)
     assert retried["state"] == "success" and retried["try_number"] >= 2, retried
-    rows = _done_rows(local_stack)  # a primary key: an item done twice would have failed
+    rows = _done_rows(
+        local_stack, "cursor_b"
+    )  # a primary key: an item done twice would have failed
     assert [r[0] for r in rows] == list(range(1, 61))
-    queue = _queue(local_stack)
+    queue = _queue(local_stack, "cursor_b")
     assert sum(queue.values()) == 60 and {status for status, _ in queue} == {"done"}
     # The item the killed attempt held (if it held one) was claimed twice, and done once.
     assert sum(n for (_, attempts), n in queue.items() if attempts > 1) <= 1
