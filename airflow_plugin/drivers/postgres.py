@@ -107,25 +107,40 @@ class PostgresCursorDriver:
 
     def claim(self) -> dict[str, Any] | None:
         try:
-            with self._pool.connection() as conn:
-                cursor = conn.execute(self._claim)
-                row = cursor.fetchone() if cursor.description else None
-        except PoolTimeout as exc:
-            raise CursorDriverError(
-                f"postgres cursor: no connection to {self._target.display} within "
-                f"{POOL_TIMEOUT:.0f}s ({exc})",
-                retryable=True,
-            ) from exc
-        except psycopg.Error as exc:
-            message = self._target.scrub(str(exc).strip())
-            raise CursorDriverError(
-                f"postgres cursor: the claim failed on {self._target.display}: {message}",
-                retryable=is_retryable(exc),
-                code=getattr(exc, "sqlstate", None),
-            ) from exc
+            row = self._claim_once()
+        except psycopg.OperationalError as exc:
+            if not is_retryable(exc):
+                raise self._failure(exc) from exc
+            # A pooled connection the server closed meanwhile (a restart, an administrator's
+            # terminate): the pool drops it; one more claim on a fresh connection.
+            try:
+                row = self._claim_once()
+            except (psycopg.Error, PoolTimeout) as again:
+                raise self._failure(again) from again
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._failure(exc) from exc
         if row is None:
             return None
         return {str(k): jsonable_value(v) for k, v in row.items()}
+
+    def _claim_once(self) -> Any:
+        with self._pool.connection() as conn:
+            cursor = conn.execute(self._claim)
+            return cursor.fetchone() if cursor.description else None
+
+    def _failure(self, exc: BaseException) -> CursorDriverError:
+        if isinstance(exc, PoolTimeout):
+            return CursorDriverError(
+                f"postgres cursor: no connection to {self._target.display} within "
+                f"{POOL_TIMEOUT:.0f}s ({exc})",
+                retryable=True,
+            )
+        message = self._target.scrub(str(exc).strip())
+        return CursorDriverError(
+            f"postgres cursor: the claim failed on {self._target.display}: {message}",
+            retryable=is_retryable(exc),
+            code=getattr(exc, "sqlstate", None),
+        )
 
     def close(self) -> None:
         # The pool is shared by the process's slots and loops; it closes at exit.

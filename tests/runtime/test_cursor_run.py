@@ -168,6 +168,15 @@ def test_postgres_driver_shares_one_pool_per_dsn_and_process(pg_connections, pg_
     assert first.claim() == {"id": 1, "n": 1.5}  # JSON-safe values (Decimal -> number)
     assert second.claim() == {"id": 2, "n": 2.5}
     assert first.claim() is None
+    # The server ends the pool's connections (a restart, an administrator): the next claim
+    # goes through on a fresh connection instead of failing the slot.
+    with psycopg.connect(pg_test_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = 'noetl-cursor' AND pid <> pg_backend_pid()"
+        )
+        conn.execute("UPDATE pool_q SET taken = false WHERE id = 2")
+    assert first.claim() == {"id": 2, "n": 2.5}
     broken = PostgresCursorDriver(ClaimSpec("postgres", "SELECT * FROM no_such_queue", "pg_local"))
     with pytest.raises(CursorDriverError, match="no_such_queue") as failure:
         broken.claim()
