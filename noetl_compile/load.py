@@ -124,9 +124,15 @@ class YList(list):
 
 
 class YStr(str):
-    """A string scalar with its span (so templates inside it can be located exactly)."""
+    """A string scalar with its span (so templates inside it can be located exactly).
 
-    __slots__ = ("_node",)
+    ``template_scan`` memoises what the template analysis derives from the text (set on first
+    use; the text never changes): one scan per string for a whole check-and-compile run, however
+    many strings the document holds (a size-bound cache shared by all strings would evict and
+    rescan them on every pass once a playbook holds more templates than it keeps).
+    """
+
+    __slots__ = ("_node", "template_scan")
 
     @property
     def span(self) -> Span:

@@ -27,6 +27,8 @@ from jinja2 import nodes as jinja_nodes
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
+from ..load import YStr
+
 __all__ = [
     "BUILTIN_GLOBALS",
     "Reference",
@@ -643,6 +645,11 @@ _JINJA_FRAMES = 700
 
 
 def _looks_deep(text: str) -> bool:
+    # Counting characters is far cheaper than the token search, and never counts fewer tokens
+    # (each token holds one of these characters or words): most templates stop here.
+    bound = sum(map(text.count, "([{-+~")) + text.count("not") + text.count("if")
+    if bound <= _NESTING_SUSPECT:
+        return False
     return any(count > _NESTING_SUSPECT for count, _ in enumerate(_NESTING_TOKEN.finditer(text), 1))
 
 
@@ -909,12 +916,22 @@ class _Scan:
 _NOT_TEMPLATED = TemplateScan((), (), (), None, ())
 
 
-@functools.lru_cache(maxsize=4096)
 def scan_template(text: str) -> TemplateScan:
     """References, filters, tests and the syntax error (if any) of a templated string.
 
-    Never raises. Memoised: playbooks repeat the same templates a lot.
+    Never raises. Memoised on the loaded string itself (check, then compile, ask for the same
+    strings several times each), and by text: playbooks repeat the same templates a lot.
     """
+    scan = getattr(text, "template_scan", None)
+    if scan is None:
+        scan = _scan_text(text)
+        if type(text) is YStr:
+            text.template_scan = scan
+    return scan
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan_text(text: str) -> TemplateScan:
     if not is_templated(text):
         return _NOT_TEMPLATED
     try:
@@ -922,6 +939,9 @@ def scan_template(text: str) -> TemplateScan:
     except RecursionError:  # absurdly deep nesting, for the scan as for Jinja itself
         problem = TemplateSyntaxProblem("template is nested too deeply", 0)
         return TemplateScan((), (), (), problem, ())
+
+
+scan_template.cache_clear = _scan_text.cache_clear  # type: ignore[attr-defined]  # benches: cold scans
 
 
 def template_tags(text: str) -> tuple[str, ...]:
