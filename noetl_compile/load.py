@@ -374,7 +374,13 @@ def _position(text: str, index: int) -> Position:
     return Position(line, index - (text.rfind("\n", 0, index) + 1) + 1)
 
 
+# The printable ASCII characters plus tab, LF and CR: the ASCII characters YAML allows.
+_ALLOWED_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
 def _forbidden_character(path: str, text: str) -> Diagnostic | None:
+    if text.isascii() and not text.encode("ascii").translate(None, _ALLOWED_ASCII):
+        return None  # nearly every playbook: one C pass, several times faster than the search
     match = _FORBIDDEN.search(text)
     if match is None:
         return None
