@@ -412,6 +412,13 @@ def _parse(kind: str, source: str) -> tuple[object | None, int | None]:
         for attribute in dotted.group(2).split(".")[1:]:
             node = Attr(node, attribute)
         return node, None
+    return _parse_with_grammar(kind, source)
+
+
+# Tags recur across the steps and files of a run (`{{ x | tojson }}`); trees are immutable and
+# their offsets are relative to the tag body, so one parse serves every occurrence.
+@functools.lru_cache(maxsize=4096)
+def _parse_with_grammar(kind: str, source: str) -> tuple[object | None, int | None]:
     try:
         return _PARSER.parse(source, start=kind), None
     except UnexpectedToken as failure:
@@ -941,7 +948,12 @@ def _scan_text(text: str) -> TemplateScan:
         return TemplateScan((), (), (), problem, ())
 
 
-scan_template.cache_clear = _scan_text.cache_clear  # type: ignore[attr-defined]  # benches: cold scans
+def _clear_scan_caches() -> None:
+    _scan_text.cache_clear()
+    _parse_with_grammar.cache_clear()
+
+
+scan_template.cache_clear = _clear_scan_caches  # type: ignore[attr-defined]  # benches: cold scans
 
 
 def template_tags(text: str) -> tuple[str, ...]:
