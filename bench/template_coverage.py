@@ -35,7 +35,8 @@ def templated_strings(corpus: Path = CORPUS) -> list[tuple[Path, str]]:
     def walk(value: Any, path: Path) -> None:
         if isinstance(value, str):
             if is_templated(value):
-                found.append((path, value))
+                # Plain text: a loaded string keeps its scan, the timings below want cold ones.
+                found.append((path, str(value)))
         elif isinstance(value, dict):
             for key, item in value.items():
                 walk(key, path)

@@ -124,9 +124,15 @@ class YList(list):
 
 
 class YStr(str):
-    """A string scalar with its span (so templates inside it can be located exactly)."""
+    """A string scalar with its span (so templates inside it can be located exactly).
 
-    __slots__ = ("_node",)
+    ``template_scan`` memoises what the template analysis derives from the text (set on first
+    use; the text never changes): one scan per string for a whole check-and-compile run, however
+    many strings the document holds (a size-bound cache shared by all strings would evict and
+    rescan them on every pass once a playbook holds more templates than it keeps).
+    """
+
+    __slots__ = ("_node", "template_scan")
 
     @property
     def span(self) -> Span:
@@ -171,7 +177,8 @@ class _Builder:
         self.text = text
         self.diagnostics: list[Diagnostic] = []
         self._active: set[int] = set()  # node ids on the current path, to catch alias cycles
-        self._path: list[tuple[yaml.Node, bool]] = []  # (collection, built before: an alias use)
+        # Collections on the current path that were built before (alias uses), outermost first.
+        self._repeated: list[yaml.Node] = []
         self._seen: set[int] = set()  # collections built once already
         self._budget = _EXPANSION_FLOOR + _EXPANSION_PER_CHAR * len(text)
 
@@ -190,7 +197,7 @@ class _Builder:
         self._budget -= 1
         if self._budget < 0:
             # Point at the outermost repeated anchor: that is the alias use that multiplies.
-            repeated = next((n for n, again in self._path if again), node)
+            repeated = self._repeated[0] if self._repeated else node
             self.report(
                 "Y008",
                 repeated,
@@ -229,15 +236,17 @@ class _Builder:
         if not again:
             self._seen.add(id(node))
             self._collection_tag(node)
+        else:
+            self._repeated.append(node)
         self._active.add(id(node))
-        self._path.append((node, again))
         try:
             if isinstance(node, yaml.MappingNode):
                 return self._mapping(node)
             return self._sequence(node)
         finally:
             self._active.discard(id(node))
-            self._path.pop()
+            if again:
+                self._repeated.pop()
 
     def _collection_tag(self, node: yaml.Node) -> None:
         mapping = isinstance(node, yaml.MappingNode)
@@ -270,8 +279,6 @@ class _Builder:
             value = YStr(node.value)
             value._node = node
             return value
-        value = YStr(node.value)
-        value._node = node
         if node.tag not in _SCALAR_TAGS:
             self.report(
                 "Y005",
@@ -279,24 +286,30 @@ class _Builder:
                 f"unsupported YAML tag {_tag_name(node.tag)!r} on a scalar; "
                 "the value is read as a string",
             )
-            return value
-        name = _tag_name(node.tag)
+            return self._as_text(node)
         if node.tag == _INT_TAG and len(node.value) > _MAX_INT_BITS // 3:
             # Cheap length test first: int() of a long decimal string is quadratic.
             self.report("Y005", node, f"invalid !!int value: {len(node.value)} digits is too large")
-            return value
+            return self._as_text(node)
         try:
             built = _scalar_constructor.yaml_constructors[node.tag](_scalar_constructor, node)
         except Exception:  # noqa: BLE001 — each constructor fails in its own way (KeyError...)
             shown = node.value if len(node.value) <= 40 else node.value[:37] + "..."
-            self.report("Y005", node, f"invalid {name} value: {shown!r}")
-            return value
+            self.report("Y005", node, f"invalid {_tag_name(node.tag)} value: {shown!r}")
+            return self._as_text(node)
         if isinstance(built, int) and built.bit_length() > _MAX_INT_BITS:
             self.report(
                 "Y005", node, f"invalid !!int value: {built.bit_length()} bits is too large"
             )
-            return value
+            return self._as_text(node)
         return built
+
+    @staticmethod
+    def _as_text(node: yaml.ScalarNode) -> YStr:
+        """A scalar whose tag does not fit is kept as the text it was written as."""
+        value = YStr(node.value)
+        value._node = node
+        return value
 
     def _sequence(self, node: yaml.SequenceNode) -> YList:
         items = YList(self.build(item) for item in node.value)
@@ -361,7 +374,13 @@ def _position(text: str, index: int) -> Position:
     return Position(line, index - (text.rfind("\n", 0, index) + 1) + 1)
 
 
+# The printable ASCII characters plus tab, LF and CR: the ASCII characters YAML allows.
+_ALLOWED_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
 def _forbidden_character(path: str, text: str) -> Diagnostic | None:
+    if text.isascii() and not text.encode("ascii").translate(None, _ALLOWED_ASCII):
+        return None  # nearly every playbook: one C pass, several times faster than the search
     match = _FORBIDDEN.search(text)
     if match is None:
         return None
@@ -377,8 +396,10 @@ def _forbidden_character(path: str, text: str) -> Diagnostic | None:
 
 def _too_deep(path: str, text: str) -> Diagnostic | None:
     """Y001 where nesting passes MAX_DEPTH, for texts where libyaml's composer might overflow."""
-    bound = text.count("[") + text.count("{") + max(map(len, text.splitlines()), default=0)
-    if bound < _COMPOSE_SAFE_BOUND:
+    brackets = text.count("[") + text.count("{")
+    if brackets + len(text) < _COMPOSE_SAFE_BOUND:
+        return None  # no line is longer than the text: skip splitting it
+    if brackets + max(map(len, text.splitlines()), default=0) < _COMPOSE_SAFE_BOUND:
         return None  # shallow enough for the composer; the builder checks MAX_DEPTH itself
     depth = 0
     try:

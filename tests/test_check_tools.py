@@ -9,7 +9,7 @@ import pytest
 
 from noetl_compile.check import check_paths
 from noetl_compile.check.gates import duration_seconds
-from noetl_compile.check.pycode import compile_error
+from noetl_compile.check.pycode import compile_error, stale_reads
 from noetl_compile.diagnostics import Severity
 
 CANONICAL = """\
@@ -210,6 +210,27 @@ def test_v1_workbook_code(tmp_path):
 )
 def test_errors_only_from_templating_are_not_reported(code):
     assert compile_error(code) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("x = r['command_0']\n", ((1, 7, "command_0"),)),
+        ("x = r.get('comm' 'and_1')\n", ((1, 11, "command_1"),)),
+        ("x = r[('comm'  # split\n       'and_2')]\n", ((1, 8, "command_2"),)),
+        ("x = r['\\x63ommand_3']\n", ((1, 7, "command_3"),)),
+        ("x = r['command\\\n_0']\n", ((1, 7, "command_0"),)),
+        ("x = r[{{ k }}] + r['command_1']\n", ((1, 20, "command_1"),)),
+        ('x = r.get("""c""" r"ommand_2")\n', ((1, 11, "command_2"),)),
+        ("x = r['command'] + r[''] + r['_0']\n", ()),
+        ("x = r['rows']\ny = '''doc'''\n", ()),
+    ],
+)
+def test_stale_fields_in_code_however_spelled(code, expected):
+    # The stale-field search skips code whose text cannot hold such a constant: escapes and
+    # implicitly concatenated literals must still be searched.
+    assert compile_error(code) is None
+    assert stale_reads(code) == expected
 
 
 # -- C502 http -----------------------------------------------------------------------------------

@@ -329,3 +329,29 @@ def test_corpus_references_agree_with_jinja_meta(corpus_strings):
                 known = environment.filters if kind == "filter" else environment.tests
                 known[name] = lambda *args, **kwargs: None
         assert {r.root for r in scan.references} == undeclared - BUILTIN_GLOBALS, text
+
+
+def test_each_template_is_scanned_once_in_a_large_playbook(tmp_path, monkeypatch):
+    # More templates than the by-text cache holds (4,096): check asks for each several times and
+    # compile asks again, so a size-bound cache alone would rescan all of them on every pass
+    # (what made 10k-step playbooks grow faster than linearly).
+    from bench.scale import chain
+    from noetl_compile.check import check_results, read_file
+    from noetl_compile.compile import compile_result
+
+    path = tmp_path / "chain.yaml"
+    path.write_text(chain(4_500), encoding="utf-8")
+    scanned: list[str] = []
+    run = expressions._Scan.run
+
+    def counted(self):
+        scanned.append(self.text)
+        return run(self)
+
+    monkeypatch.setattr(expressions._Scan, "run", counted)
+    scan_template.cache_clear()
+    result = read_file(str(path))
+    check_results([result])
+    compile_result(result, "chain.yaml")
+    assert len(scanned) >= 4_500
+    assert len(scanned) == len(set(scanned))

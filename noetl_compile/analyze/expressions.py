@@ -27,6 +27,8 @@ from jinja2 import nodes as jinja_nodes
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
+from ..load import YStr
+
 __all__ = [
     "BUILTIN_GLOBALS",
     "Reference",
@@ -410,6 +412,13 @@ def _parse(kind: str, source: str) -> tuple[object | None, int | None]:
         for attribute in dotted.group(2).split(".")[1:]:
             node = Attr(node, attribute)
         return node, None
+    return _parse_with_grammar(kind, source)
+
+
+# Tags recur across the steps and files of a run (`{{ x | tojson }}`); trees are immutable and
+# their offsets are relative to the tag body, so one parse serves every occurrence.
+@functools.lru_cache(maxsize=4096)
+def _parse_with_grammar(kind: str, source: str) -> tuple[object | None, int | None]:
     try:
         return _PARSER.parse(source, start=kind), None
     except UnexpectedToken as failure:
@@ -643,6 +652,11 @@ _JINJA_FRAMES = 700
 
 
 def _looks_deep(text: str) -> bool:
+    # Counting characters is far cheaper than the token search, and never counts fewer tokens
+    # (each token holds one of these characters or words): most templates stop here.
+    bound = sum(map(text.count, "([{-+~")) + text.count("not") + text.count("if")
+    if bound <= _NESTING_SUSPECT:
+        return False
     return any(count > _NESTING_SUSPECT for count, _ in enumerate(_NESTING_TOKEN.finditer(text), 1))
 
 
@@ -909,12 +923,22 @@ class _Scan:
 _NOT_TEMPLATED = TemplateScan((), (), (), None, ())
 
 
-@functools.lru_cache(maxsize=4096)
 def scan_template(text: str) -> TemplateScan:
     """References, filters, tests and the syntax error (if any) of a templated string.
 
-    Never raises. Memoised: playbooks repeat the same templates a lot.
+    Never raises. Memoised on the loaded string itself (check, then compile, ask for the same
+    strings several times each), and by text: playbooks repeat the same templates a lot.
     """
+    scan = getattr(text, "template_scan", None)
+    if scan is None:
+        scan = _scan_text(text)
+        if type(text) is YStr:
+            text.template_scan = scan
+    return scan
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan_text(text: str) -> TemplateScan:
     if not is_templated(text):
         return _NOT_TEMPLATED
     try:
@@ -922,6 +946,14 @@ def scan_template(text: str) -> TemplateScan:
     except RecursionError:  # absurdly deep nesting, for the scan as for Jinja itself
         problem = TemplateSyntaxProblem("template is nested too deeply", 0)
         return TemplateScan((), (), (), problem, ())
+
+
+def _clear_scan_caches() -> None:
+    _scan_text.cache_clear()
+    _parse_with_grammar.cache_clear()
+
+
+scan_template.cache_clear = _clear_scan_caches  # type: ignore[attr-defined]  # benches: cold scans
 
 
 def template_tags(text: str) -> tuple[str, ...]:

@@ -6,10 +6,7 @@ rule family on every playbook. One bad file never hides the others, and no input
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ..ast import Playbook
@@ -206,6 +203,11 @@ def _check_in_workers(files: list[str], named: set[str], jobs: int, dialect, con
     """One chunk per worker. A worker that dies (a crash in a C extension, the OOM killer)
     breaks the pool instead of hanging it; its files are then checked one per process, so only
     the file that kills its process is lost, as an E002 finding."""
+    # Imported here: a run small enough for one process (most runs) does not pay for them.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     context = multiprocessing.get_context("fork")
     chunks = [files[i::jobs] for i in range(jobs)]
     parts = []
@@ -237,6 +239,12 @@ def _check_in_workers(files: list[str], named: set[str], jobs: int, dialect, con
     return parts
 
 
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def report_paths(
     paths: Iterable[str],
     *,
@@ -252,10 +260,10 @@ def report_paths(
     """
     found = find_files(list(paths), tuple(exclude))
     files, named = found.files, found.named
-    if jobs <= 1 or len(files) < 16 * jobs or "fork" not in multiprocessing.get_all_start_methods():
-        parts = [_check_chunk(files, named, dialect, connections)]
-    else:
+    if jobs > 1 and len(files) >= 16 * jobs and _can_fork():
         parts = _check_in_workers(files, named, jobs, dialect, connections)
+    else:
+        parts = [_check_chunk(files, named, dialect, connections)]
     notes = sorted((note for part in parts for note in part[3]), key=lambda d: d.sort_key)
     problems = _found_problems(found) + notes
     reports = sorted((report for part in parts for report in part[0]), key=lambda r: r.path)

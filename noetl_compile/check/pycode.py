@@ -91,11 +91,36 @@ def _check_stale_reads(ctx: CheckContext, code: str, yaml_value: Any, label: str
         )
 
 
+# A string constant equal to a stale field (`command_0`) is spelled out in the source, or built
+# with an escape (`\x63`, a line continuation), or by implicit concatenation of literals: a first
+# piece opening with `c`, a last one closing on the digit, and only blanks or comments between
+# two literals (`'comm' 'and_0'`). Each search is linear: no pattern can backtrack far.
+_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")
+_ADJACENT_LITERALS = re.compile(r"""["']\s*(?:#|[rRbBuUfF]{0,2}["'])""")  # `#`: a comment between
+_FIRST_PIECE = re.compile(r"""["']c""")
+_LAST_PIECE = re.compile(r"""[0-3]["']""")
+
+
+def _may_hold_stale_key(source: str) -> bool:
+    """False when no string constant of ``source`` can equal a stale field. The maskings differ
+    only in what stands for a `{{ }}`: at least 4 characters, no quote or backslash, never part
+    of a field's spelling; so one masked text answers for all of them."""
+    if any(field in source for field in STALE_FIELDS) or _ESCAPE.search(source):
+        return True
+    return bool(
+        _FIRST_PIECE.search(source)
+        and _LAST_PIECE.search(source)
+        and _ADJACENT_LITERALS.search(source)
+    )
+
+
 @functools.lru_cache(maxsize=2048)
 def stale_reads(code: str) -> tuple[tuple[int, int, str], ...]:
     """(line, column, field) of every `x.get("command_N")` / `x["command_N"]` in ``code``
     (1-based; the code must compile once its Jinja parts are masked)."""
     regions = _template_regions(code)
+    if not _may_hold_stale_key(_masked(code, regions, _MASKS[0])):
+        return ()  # parsing and walking every block cost more than all other code checks
     tree = None
     for mask in _MASKS if regions else _MASKS[:1]:
         try:

@@ -222,9 +222,12 @@ _TOKEN_SHAPES = (
     ("a Square secret", re.compile(r"\bsq0(?:csp|atp)-[0-9A-Za-z_-]{22,64}")),
     ("an Azure storage key", re.compile(r"\bAccountKey=[A-Za-z0-9+/=]{40,128}")),
 )
+# Each shape's pattern starts with one of these. No `\b` here: an alternation whose branches all
+# start with a literal lets the regex engine skip to candidate characters (twice as fast), and a
+# wider prefilter only means the shapes themselves are searched more often.
 _SHAPE_HINTS = re.compile(
     r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|PRIVATE KEY|xox|eyJ|AIza|[sr]k_(?:live|test)_"
-    r"|\bsk-|SG\.|\bSK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey"
+    r"|sk-|SG\.|SK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey"
 )
 # Every credential key name holds one of these (lowercased): strings without any cannot hold a
 # `name=secret` or `name: "secret"` pair, so the name-based scans are skipped (most code and SQL).
@@ -233,6 +236,12 @@ _KEY_HINTS = re.compile(r"pass|pw|secret|token|key|cred|auth|cookie")
 
 def text_secrets(value: str) -> Iterator[Finding]:
     """Secrets inside a longer string: one finding per secret, at its first character."""
+    # Cheap substring tests first: most strings hold none of these.
+    lowered = value.lower()
+    named = _KEY_HINTS.search(lowered) is not None  # also true for `password`, `authorization`
+    shaped = _SHAPE_HINTS.search(value) is not None
+    if not (named or shaped or "identified" in lowered or ("://" in value and "@" in value)):
+        return  # no pattern below can match: most strings of a playbook end here
     found: set[int] = set()
 
     def add(offset: int, length: int, what: str) -> Iterator[Finding]:
@@ -240,9 +249,6 @@ def text_secrets(value: str) -> Iterator[Finding]:
             found.add(offset)
             yield Finding(offset, length, what)
 
-    # Cheap substring tests first: most strings hold none of these.
-    lowered = value.lower()
-    named = _KEY_HINTS.search(lowered) is not None
     if "://" in value and "@" in value:
         for m in _URL_CREDENTIALS.finditer(value):
             if _literal(m.group("secret")):
@@ -298,7 +304,7 @@ def text_secrets(value: str) -> Iterator[Finding]:
                     len(m.group("secret")),
                     "an Authorization header holds a literal secret",
                 )
-    if _SHAPE_HINTS.search(value):
+    if shaped:
         for what, pattern in _TOKEN_SHAPES:
             for m in pattern.finditer(value):
                 yield from add(m.start(), len(m.group()), f"{what} is written into the playbook")

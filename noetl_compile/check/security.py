@@ -52,22 +52,25 @@ def _values(root: YMap) -> Iterator[tuple[Any, Any, Any]]:
     while stack:
         key, node, holder = stack.pop()
         if isinstance(node, YMap):
-            stack.extend((k, v, node) for k, v in reversed(list(node.items())))
+            pushed = [(k, v, node) for k, v in node.items()]
         elif isinstance(node, YList):
-            stack.extend((None, v, node) for v in reversed(node))
-        elif isinstance(node, str) or (
-            isinstance(node, (int, float)) and not isinstance(node, bool)
-        ):
-            yield key, node, holder
+            pushed = [(None, v, node) for v in node]
+        else:
+            if isinstance(node, str) or (
+                isinstance(node, (int, float)) and not isinstance(node, bool)
+            ):
+                yield key, node, holder
+            continue
+        pushed.reverse()  # popped in document order
+        stack += pushed
 
 
-def _findings(key: Any, value: str, holder: Any) -> Iterator[Finding]:
+def _findings(key: Any, value: str, holder: Any) -> tuple[Finding, ...]:
     if isinstance(holder, YMap) and is_secret_key(key):
         keyed = keyed_secret(value)
         if keyed is not None:
-            yield keyed._replace(what=_keyed_what(key, keyed.what))
-            return
-    yield from _text_secrets(str(value))
+            return (keyed._replace(what=_keyed_what(key, keyed.what)),)
+    return _text_secrets(str(value))
 
 
 @functools.lru_cache(maxsize=8192)
