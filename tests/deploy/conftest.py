@@ -131,6 +131,9 @@ def shared_stack(factory: pytest.TempPathFactory, executor: str) -> Iterator[Sta
             if (state / "stack.json").exists():
                 _down(state)  # the previous users left it stopped; start afresh
             up_seconds = _up(state, executor)
+            # One line per start in the run's folder: how often a configuration was started.
+            with (root / f"stack-{executor}.starts").open("a") as starts:
+                starts.write(f"{me.name} {up_seconds:.1f}\n")
         me.touch()
     try:
         manifest = json.loads((state / "stack.json").read_text())
