@@ -26,10 +26,15 @@ SLEEPER = "tests.deploy_sleeper"
 def test_stack_status_reports_every_process(local_stack) -> None:
     done = stack_script("status", "--state", str(local_stack.state), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = dict(line.split() for line in done.stdout.splitlines())
+    lines = dict(line.rsplit(None, 1) for line in done.stdout.splitlines())
     assert lines == {
-        name: "alive"
-        for name in ("api-server", "scheduler", "dag-processor", "triggerer", "postgres")
+        **{
+            name: "alive"
+            for name in ("api-server", "scheduler", "dag-processor", "triggerer", "postgres")
+        },
+        "scheduler health": "healthy",
+        "triggerer health": "healthy",
+        "dag_processor health": "healthy",
     }
     print(f"stack up in {local_stack.up_seconds:.1f} s: {local_stack.manifest['timings']}")
 
