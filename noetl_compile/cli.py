@@ -168,6 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--conf", metavar="JSON", help="run configuration, a JSON object")
     run.add_argument(
+        "--signal",
+        dest="signals",
+        action="append",
+        default=[],
+        metavar="GATE=VALUE",
+        help="answer a gate (repeatable): GATE=approve|reject, GATE=param=value, "
+        "or GATE='{\"param\": value}'",
+    )
+    run.add_argument(
         "--connections",
         metavar="FILE",
         help="as for check; an entry may also define the connection (URI, JSON or fields)",
@@ -202,7 +211,49 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("execution", help="the execution id (`noetlc run` prints it)")
     status.add_argument("--json", action="store_true", help="the state as one JSON object")
     status.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
+    _add_gate_commands(commands)
     return parser
+
+
+def _add_airflow_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--url", help="the Airflow API server (default: NOETL_AIRFLOW_URL)")
+    command.add_argument("--user", help="Airflow user (default: NOETL_AIRFLOW_USER)")
+    command.add_argument("--password", help="its password (default: NOETL_AIRFLOW_PASSWORD)")
+
+
+def _add_gate_commands(commands: argparse._SubParsersAction) -> None:
+    gates = commands.add_parser("gates", help="the gates waiting for an answer in Airflow")
+    gates.add_argument("--json", action="store_true", help="one JSON object per gate")
+    _add_airflow_options(gates)
+    signal = commands.add_parser("signal", help="answer a waiting gate through Airflow's API")
+    signal.add_argument(
+        "target", nargs="+", metavar="EXECUTION GATE", help="the execution id and the gate step"
+    )
+    answer = signal.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--approve", action="store_true", help="approve an approve gate")
+    answer.add_argument("--reject", action="store_true", help="reject an approve gate")
+    answer.add_argument(
+        "--value",
+        dest="values",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a value of an input gate (repeatable), or one JSON object",
+    )
+    signal.add_argument("--dag", help="with --run: the gate's DAG run instead of EXECUTION")
+    signal.add_argument("--run", help="with --dag: the Airflow run id")
+    _add_airflow_options(signal)
+
+
+def run_gate_command(args: argparse.Namespace) -> int:
+    """`noetlc gates` / `noetlc signal` (airflow_plugin.deploy.gates_cli, HTTP only)."""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None:
+        raise UsageError(f"`noetlc {args.command}` needs httpx: pip install 'noetlc[airflow]'")
+    from airflow_plugin.deploy import gates_cli
+
+    return (gates_cli.run_gates if args.command == "gates" else gates_cli.run_signal)(args)
 
 
 def run_event_log(args: argparse.Namespace) -> int:
@@ -310,10 +361,10 @@ def run_graph(args: argparse.Namespace) -> int:
     return graph_run(args)
 
 
-def _key_value(item: str) -> list[str]:
+def _key_value(item: str, option: str = "--set", shape: str = "KEY=VALUE") -> list[str]:
     key, sep, value = item.partition("=")
     if not sep or not key.strip() or key != key.strip():
-        raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+        raise UsageError(f"{option} expects {shape}, got {item!r}")
     return [key, value]
 
 
@@ -375,6 +426,7 @@ def run_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     sets = [_key_value(item) for item in args.sets]
+    signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
     conf = _conf(args.conf)
     if os.path.isdir(args.playbook):
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
@@ -417,7 +469,7 @@ def run_run(args: argparse.Namespace) -> int:
         if request is None:
             child.abandon()
             return EXIT_FINDINGS
-        request.update(conf=conf, set=sets, json=args.json)
+        request.update(conf=conf, set=sets, signals=signals, json=args.json)
         return child.run(request)
 
 
@@ -468,6 +520,8 @@ COMMANDS = {
     "run": run_run,
     "events": run_event_log,
     "status": run_event_log,
+    "gates": run_gate_command,
+    "signal": run_gate_command,
 }
 
 

@@ -394,7 +394,11 @@ def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tm
             (managed.dags / "gate.py").unlink()
     assert result.returncode == 1, result.stderr
     steps = report_of(result)["steps"]
-    assert steps["ask"]["state"] == "failed" and "waits for a human" in steps["ask"]["error"]
+    assert steps["ask"]["state"] == "failed"
+    assert steps["ask"]["error"] == (
+        "gate 'ask' waits for an answer ('Go?'); "
+        "answer it with `noetlc run ... --signal ask=approve|reject`"
+    )
     assert steps["after"]["state"] == "not_run"
 
 

@@ -22,7 +22,7 @@ Taxonomy used by the runtime (spec 9.2 names; ``alias`` is the name playbook con
 | SinkStarted / SinkProcessed | sink | - | a sink write (data: table, rows, mode) |
 | NextEvaluated | next | - | routing decided (data: targets) |
 | LoopStarted / LoopIterationStarted / LoopIterationCompleted / LoopFinished | loop | - / - / - / loop.done | a loop and its iterations (iteration = 0-based index) |
-| PlaybookPaused | playbook | - | a gate waits |
+| PlaybookPaused / SignalReceived | gate | - | a gate waits / is released (answer, timer or timeout) |
 """
 
 from __future__ import annotations

@@ -11,7 +11,12 @@ playbook run needs it:
   its inline trigger would wait forever. Here, when a task defers, every queued run of a DAG of
   this command is driven to the end first (recursively), then the trigger runs and finds it done;
 * **gates**: a human-in-the-loop task parks in ``awaiting_input``; ``dag.test()`` waits for an
-  answer forever. Here the task fails with a message saying so, and the run ends;
+  answer forever. Here a ``--signal`` answers it through Airflow's own response path (the
+  ``hitl_detail`` row written as the REST API writes it, then ``handle_event_submit``: the task
+  resumes into ``execute_complete``); a gate with no signal whose deadline is near (at most
+  ``gate_wait`` seconds) waits for it, then Airflow's scheduler sweep
+  (``check_awaiting_input_timeouts``) applies the timeout rule (defaults, or
+  ``HITLTimeoutError``); any other gate fails with a message naming the ``--signal`` to give;
 * **no idle polling**: nothing sleeps unless an Airflow retry is waiting for its delay; a run
   where nothing can start any more ends instead of spinning;
 * **progress**: a listener hears about every task instance that finished (skips included, which
@@ -44,11 +49,10 @@ __all__ = ["DriveListener", "Driver", "RunRecorder", "task_row"]
 
 log = logging.getLogger(__name__)
 
-GATE_MESSAGE = (
-    "waits for a human answer (gate); `noetlc run` cannot give one: trigger the DAG in Airflow"
-    " and answer it in the UI"
-)
 MAX_RETRY_WAIT = 1.0  # seconds slept at a time while an Airflow retry waits for its delay
+# A gate with no --signal waits for its own timeout when that comes within this many seconds
+# (a test playbook's `timeout: 2s`); a longer one fails at once instead of hanging the command.
+GATE_WAIT = 60.0
 
 
 class RunRecorder(MemoryRecorder):
@@ -107,7 +111,12 @@ class Driver:
     """Creates and drives runs of the given DAGs (dag_id -> SDK DAG) in this process."""
 
     def __init__(
-        self, dags: Mapping[str, Any], recorder: RunRecorder, listener: DriveListener
+        self,
+        dags: Mapping[str, Any],
+        recorder: RunRecorder,
+        listener: DriveListener,
+        signals: Mapping[str, list[str]] | None = None,
+        gate_wait: float = GATE_WAIT,
     ) -> None:
         from airflow import settings
 
@@ -123,6 +132,10 @@ class Driver:
         # and would carry on with the next task; the loop checks this flag and stops instead.
         self.interrupted = False
         self._serialized: dict[str, Any] = {}
+        # --signal answers: gate (step / task id) -> the answer texts, used for every run.
+        self.signals = {k: list(v) for k, v in (signals or {}).items()}
+        self.gate_wait = gate_wait
+        self._sweeper: Any = None
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -252,13 +265,79 @@ class Driver:
         retries = [ti for ti in waiting if ti.state == TaskInstanceState.UP_FOR_RETRY]
         if gates:
             for ti in gates:
-                self._fail(run, ti, GATE_MESSAGE)
+                self._gate(run, ti)
         elif retries:
             time.sleep(MAX_RETRY_WAIT)
         elif idle >= 3 and waiting:
             # update_state found nothing to schedule three times in a row: nothing will.
             for ti in waiting:
                 self._fail(run, ti, f"cannot start (state {_state(ti.state) or 'none'})")
+        self.session.commit()
+
+    def _gate(self, run: DagRun, ti: Any) -> None:
+        """Answer a waiting gate from --signal, wait out a near deadline, or fail it."""
+        from airflow.models.hitl import HITLDetail
+
+        from ..runtime.gates import GateAnswerError, answer_syntax, parse_answer
+
+        detail = self.session.get(HITLDetail, ti.id)
+        if detail is None:
+            self._fail(run, ti, "waits for input but has no human-in-the-loop request")
+            return
+        params = detail.params or {}
+        syntax = answer_syntax(ti.task_id, list(detail.options or []), params)
+        answers = self.signals.get(ti.task_id)
+        if answers:
+            try:
+                chosen, values = parse_answer(answers, list(detail.options or []), params)
+            except GateAnswerError as exc:
+                self._fail(run, ti, f"--signal {ti.task_id}: {exc}; answer with {syntax}")
+                return
+            self._respond(ti, detail, chosen, values)
+            return
+        deadline = ti.trigger_timeout
+        now = timezone.utcnow()
+        if deadline is not None and (deadline - now).total_seconds() <= self.gate_wait:
+            if now <= deadline:
+                time.sleep(min(MAX_RETRY_WAIT, (deadline - now).total_seconds() + 0.05))
+                return
+            self._sweep()
+            return
+        timeout = "" if deadline is None else f", timeout at {deadline.isoformat()}"
+        self._fail(
+            run,
+            ti,
+            f"gate {ti.task_id!r} waits for an answer ({detail.subject!r}{timeout}); "
+            f"answer it with `noetlc run ... {syntax}`",
+        )
+
+    def _respond(self, ti: Any, detail: Any, chosen: list[str], values: dict[str, Any]) -> None:
+        """Write the answer as the REST API's PATCH .../hitlDetails does, and resume the task
+        the way it does (``handle_event_submit``: SCHEDULED into ``execute_complete``)."""
+        import getpass
+
+        from airflow.models.trigger import handle_event_submit
+        from airflow.triggers.base import TriggerEvent
+
+        user = getpass.getuser()
+        detail.responded_by = {"id": user, "name": user}
+        detail.responded_at = timezone.utcnow()
+        detail.chosen_options = chosen
+        detail.params_input = values
+        self.session.add(detail)
+        handle_event_submit(
+            TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=self.session
+        )
+        self.session.commit()
+
+    def _sweep(self) -> None:
+        """The scheduler's timeout rule for parked gates, run by the scheduler's own code."""
+        if self._sweeper is None:
+            from airflow.jobs.job import Job
+            from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+
+            self._sweeper = SchedulerJobRunner(job=Job())
+        self._sweeper.check_awaiting_input_timeouts(session=self.session)
         self.session.commit()
 
     def _fail(self, run: DagRun, ti: Any, message: str) -> None:

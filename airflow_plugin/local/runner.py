@@ -22,7 +22,7 @@ from typing import IO, Any
 from .home import Home
 from .report import TaskRow, build_report, complete_units, progress_line, render_summary, units_of
 
-__all__ = ["UsageProblem", "ensure_db", "execute", "run_conf"]
+__all__ = ["UsageProblem", "ensure_db", "execute", "gate_signals", "run_conf"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
 log = logging.getLogger("noetlc.run")
@@ -104,6 +104,28 @@ def run_conf(dag: Any, conf: Mapping[str, Any], sets: list[list[str]]) -> dict[s
                 ) from None
             result[key] = raw
     return result
+
+
+def gate_signals(dags: Mapping[str, Any], items: list[list[str]]) -> dict[str, list[str]]:
+    """``--signal GATE=VALUE`` pairs -> gate -> answers; a GATE that is no approve/input gate
+    of this run's DAGs is a usage error naming the gates there are."""
+    from airflow.providers.standard.operators.hitl import HITLOperator
+
+    gates = sorted(
+        {
+            task_id
+            for dag in dags.values()
+            for task_id, task in dag.task_dict.items()
+            if isinstance(task, HITLOperator)
+        }
+    )
+    signals: dict[str, list[str]] = {}
+    for gate, value in items:
+        if gate not in gates:
+            known = ", ".join(gates) if gates else "none"
+            raise UsageProblem(f"--signal {gate}: no approve/input gate {gate!r} (gates: {known})")
+        signals.setdefault(gate, []).append(value)
+    return signals
 
 
 class Progress:
@@ -221,7 +243,8 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     recorder = RunRecorder(None if isinstance(event_log, NullRecorder) else event_log)
     set_default_recorder(recorder)
     progress = Progress(payloads, progress_stream, recorder)
-    driver = Driver(dags, recorder, progress)
+    signals = gate_signals(dags, request.get("signals") or [])
+    driver = Driver(dags, recorder, progress, signals=signals)
 
     def interrupt(signum: int, frame: Any) -> None:
         driver.interrupted = True

@@ -40,14 +40,6 @@ LOOP_MODES = ("sequential", "parallel", "async", "cursor")
 EXTENSION_KEYS = ("loop", "sink", "retry", "playbook")
 
 
-def not_built(operator: object, what: str) -> NotImplementedError:
-    # Gates and cursor slots (the seed-extensions issue) are the only operators left on this.
-    return NotImplementedError(
-        f"{type(operator).__name__}: the runtime of this operator ({what}) is not built yet in this "
-        "version of noetlc; the DAG compiles and loads, but this task cannot run"
-    )
-
-
 def validate_reads(reads: Any, where: str) -> None:
     """``{"results": {step: task_id}, "ctx": {var: [task_id]}, "vars": {...}, "region_results"?}``."""
     problems = []

@@ -11,7 +11,6 @@ the compiler (``noetl_compile.dag_ids.dag_id_for_path``, the one definition both
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from ..runtime.catalog import dag_id_for_path
 from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads, validate_step_payload
+from .tool_events import ToolCallEvents
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
 
@@ -143,7 +143,12 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             with self.recording(context):
                 # The call is a tool call of this step: its events frame the child's run, and
                 # the child's first event points back at ToolStarted.
-                call = _CallEvents(step, inputs["execution_id"], dag_id, execution_id)
+                call = ToolCallEvents(
+                    step,
+                    inputs["execution_id"],
+                    "playbook",
+                    {"dag_id": dag_id, "child_execution_id": str(execution_id)},
+                )
                 try:
                     result = run_child(
                         dag_id,
@@ -163,17 +168,18 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         self.conf = workload
         self.trigger_run_id = self._child_run_id(context)
         with self.recording(context):
-            _CallEvents(step, inputs["execution_id"], dag_id, self._child_execution_id())
+            ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
         return super().execute(context)
 
     def _child_run_id(self, context: Any) -> str:
         return f"noetl__{context['run_id']}__{self.task_id}"[:250]
 
-    def _child_execution_id(self) -> int:
+    def _call_data(self) -> dict[str, Any]:
         from ..runtime.ids import execution_id_for
 
         # The child run's own execution (what the listener records it under).
-        return execution_id_for(self.trigger_dag_id, self.trigger_run_id)
+        child = execution_id_for(self.trigger_dag_id, self.trigger_run_id)
+        return {"dag_id": self.trigger_dag_id, "child_execution_id": str(child)}
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
         # Back from the triggerer this is a fresh operator from the DAG file: what execute()
@@ -189,12 +195,8 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         # Stamped with this task's coordinates like every event of the step (this process is
         # not the one that triggered the child: the call's start was told there).
         with self.recording(context):
-            call = _CallEvents(
-                step,
-                self.execution_id(context),
-                self.trigger_dag_id,
-                self._child_execution_id(),
-                announce=False,
+            call = ToolCallEvents(
+                step, self.execution_id(context), "playbook", self._call_data(), announce=False
             )
             try:
                 super().execute_complete(context, event)
@@ -226,53 +228,3 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                 result = value["result"]
                 break
         return result
-
-
-class _CallEvents:
-    """ToolStarted now, ToolCompleted or ToolErrored later, for a nested call: inline, or a
-    deployment's child DAG run (started in one task process, ended in another after deferral)."""
-
-    def __init__(
-        self, step: str, execution_id: int, dag_id: str, child: int, *, announce: bool = True
-    ) -> None:
-        self.step = step
-        self.fields = {
-            "entity": "tool",
-            "entity_id": f"{step}:playbook",
-            "tool_run_id": f"{step}:playbook",
-            "execution_id": str(execution_id),
-            "step": step,
-            "step_run_id": step,
-            "attempt": 1,
-        }
-        self.data = {"kind": "playbook", "dag_id": dag_id, "child_execution_id": str(child)}
-        # A deferred call ends in another process than it started: no duration there.
-        self.started = time.monotonic() if announce else None
-        if announce:
-            self._emit("ToolStarted", "in_progress", None, {})
-
-    def completed(self, result: Any) -> None:
-        from ..runtime.render import to_jsonable
-
-        self._emit("ToolCompleted", "success", "call.done", {"result": to_jsonable(result)})
-
-    def errored(self, exc: BaseException) -> None:
-        self._emit("ToolErrored", "error", "call.error", {"error": str(exc)})
-
-    def _emit(self, name: str, status: str, alias: str | None, extra: dict[str, Any]) -> None:
-        from ..events import Event, emit
-
-        emit(
-            Event(
-                name=name,
-                status=status,
-                alias=alias,
-                data={**self.data, **extra},
-                duration=(
-                    None
-                    if name == "ToolStarted" or self.started is None
-                    else time.monotonic() - self.started
-                ),
-                **self.fields,
-            )
-        )

@@ -171,17 +171,26 @@ def drain(
     except CursorDriverError as exc:
         raise _fail(step, str(exc), "CursorDriverError", code=exc.code) from exc
     records: list[dict[str, Any]] = []
+
+    def claim() -> Any:
+        try:
+            return handle.claim()
+        except CursorDriverError as exc:
+            raise _fail(
+                step,
+                f"slot {slot}, after {len(records)} item(s): {exc}",
+                "CursorClaimError",
+                code=exc.code,
+            ) from exc
+
     try:
         while True:
-            try:
-                row = handle.claim()
-            except CursorDriverError as exc:
-                raise _fail(
-                    step,
-                    f"slot {slot}, after {len(records)} item(s): {exc}",
-                    "CursorClaimError",
-                    code=exc.code,
-                ) from exc
+            row = claim()
+            if row is None:
+                # Confirm once: a claim whose stale-claim clause just gave a dead slot's item
+                # back cannot take it in the same statement (its snapshot still sees the item
+                # claimed); the next claim can.
+                row = claim()
             if row is None:
                 return records
             if not isinstance(row, Mapping):

@@ -135,7 +135,13 @@ def test_claim_template_that_cannot_render_fails_the_head(run_playbook, tmp_path
 
 
 def _task_error(events, task_id: str) -> str:
-    (failed,) = [e for e in events.events if e.name == "TaskFinished" and e.task_id == task_id]
+    # The listener may tell an attempt's end twice (the worker, then the run's end) under one
+    # event id; the store keeps the first.
+    finished: dict = {}
+    for e in events.events:
+        if e.name == "TaskFinished" and e.task_id == task_id:
+            finished.setdefault(e.event_id, e)
+    (failed,) = finished.values()
     assert failed.status == "error"
     return json.dumps(failed.data)
 
