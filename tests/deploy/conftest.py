@@ -12,8 +12,9 @@ One stack per configuration per test run, whatever the xdist distribution: under
 not group with pytest 9 + xdist 3.8: xdist renames ``item._nodeid``, which pytest 9 no longer
 reads). So the stack lives in the run's shared temporary folder: the first worker that needs it
 starts it under a file lock, every worker using it registers in ``<stack>.users``, and the last
-one to leave stops it. Module scope: a configuration is stopped once its module is done, so the
-two deployments rarely run side by side on a 2-core machine.
+one to leave stops it. ``local_stack`` is session-scoped: several modules use it (module scope
+restarted it for each, ~25 s every time); ``celery_stack`` serves one module and is stopped
+with it, so the two deployments seldom idle side by side on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def shared_stack(factory: pytest.TempPathFactory, executor: str) -> Iterator[Sta
                 _down(state)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     yield from shared_stack(tmp_path_factory, "local")
 
