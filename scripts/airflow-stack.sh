@@ -11,8 +11,10 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 # The project's venv (the one scripts/test.sh makes), unless told which Python to use.
 PY="${NOETLC_PYTHON:-}"
 if [ -z "$PY" ]; then
-  if [ -x "$REPO/${NOETLC_VENV:-.venv}/bin/python" ]; then
-    PY="$REPO/${NOETLC_VENV:-.venv}/bin/python"
+  VENV="${NOETLC_VENV:-.venv}"
+  case "$VENV" in /*) ;; *) VENV="$REPO/$VENV" ;; esac
+  if [ -x "$VENV/bin/python" ]; then
+    PY="$VENV/bin/python"
   else
     PY="$(command -v python3)"
   fi

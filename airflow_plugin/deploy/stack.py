@@ -709,7 +709,17 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             for name, alive in found.items():
                 print(f"{name:14} {'alive' if alive else 'dead'}")
-            return 0 if all(found.values()) else 1
+            # A live pid is not a working component (a scheduler stuck in its shutdown still
+            # has one): what the API server says of each heartbeat, too.
+            healthy = True
+            port = layout.read_manifest().get("api_port")
+            if port and found.get("api-server"):
+                health = _health(port) or {}
+                for part in ("scheduler", "triggerer", "dag_processor"):
+                    state = (health.get(part) or {}).get("status") or "unknown"
+                    healthy = healthy and state == "healthy"
+                    print(f"{part + ' health':24} {state}")
+            return 0 if all(found.values()) and healthy else 1
     except StackError as error:
         print(f"airflow-stack: {error}", file=sys.stderr)
         return 1

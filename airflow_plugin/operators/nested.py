@@ -59,6 +59,10 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             raise ValueError(
                 f"step {step!r}: trigger_dag_id {trigger_dag_id!r} does not match the payload"
             )
+        # How often the triggerer asks for the child's state: Airflow's default (60 s) would
+        # add up to a minute to every nested call (seen in a deployment: a child that ended
+        # in one second was noticed 60 s later).
+        kwargs.setdefault("poke_interval", 5)
         super().__init__(
             trigger_dag_id=trigger_dag_id or static or UNRESOLVED_DAG_ID,
             logical_date=None,
@@ -162,17 +166,49 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         # A deployment: a real child DAG run, waited for deferrably; its result is read after.
         self.trigger_dag_id = dag_id
         self.conf = workload
-        self.trigger_run_id = f"noetl__{context['run_id']}__{self.task_id}"[:250]
+        self.trigger_run_id = self._child_run_id(context)
+        with self.recording(context):
+            ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
         return super().execute(context)
+
+    def _child_run_id(self, context: Any) -> str:
+        return f"noetl__{context['run_id']}__{self.task_id}"[:250]
+
+    def _call_data(self) -> dict[str, Any]:
+        from ..runtime.ids import execution_id_for
+
+        # The child run's own execution (what the listener records it under).
+        child = execution_id_for(self.trigger_dag_id, self.trigger_run_id)
+        return {"dag_id": self.trigger_dag_id, "child_execution_id": str(child)}
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
         # Back from the triggerer this is a fresh operator from the DAG file: what execute()
         # resolved at run time (a templated child path) is gone; the trigger's event has the
         # child's dag id and run id (the base class reads the run id from it).
+        from airflow.providers.common.compat.sdk import AirflowException
+
         event_data = event[1] if isinstance(event, (tuple, list)) and len(event) == 2 else {}
         if isinstance(event_data, Mapping) and event_data.get("dag_id"):
             self.trigger_dag_id = event_data["dag_id"]
-        super().execute_complete(context, event)
+        self.trigger_run_id = self._child_run_id(context)
+        step = self.payload["step"]
+        # Stamped with this task's coordinates like every event of the step (this process is
+        # not the one that triggered the child: the call's start was told there).
+        with self.recording(context):
+            call = ToolCallEvents(
+                step, self.execution_id(context), "playbook", self._call_data(), announce=False
+            )
+            try:
+                super().execute_complete(context, event)
+            except AirflowException as exc:  # the child run failed: so does this step
+                call.errored(exc)
+                raise fail_task(step, exc) from exc
+            result = self._child_result(context)
+            call.completed(result)
+            return self._finish(context, result)
+
+    def _child_result(self, context: Any) -> Any:
+        """The child's result: the return step's, else the last step's that has one."""
         from ..runtime.catalog import find_playbook
 
         child = find_playbook(self.trigger_dag_id)
@@ -191,4 +227,4 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             if isinstance(value, dict) and "result" in value:
                 result = value["result"]
                 break
-        return self._finish(context, result)
+        return result

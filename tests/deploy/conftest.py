@@ -12,8 +12,9 @@ One stack per configuration per test run, whatever the xdist distribution: under
 not group with pytest 9 + xdist 3.8: xdist renames ``item._nodeid``, which pytest 9 no longer
 reads). So the stack lives in the run's shared temporary folder: the first worker that needs it
 starts it under a file lock, every worker using it registers in ``<stack>.users``, and the last
-one to leave stops it. Module scope: a configuration is stopped once its module is done, so the
-two deployments rarely run side by side on a 2-core machine.
+one to leave stops it. ``local_stack`` is session-scoped: several modules use it (module scope
+restarted it for each, ~25 s every time); ``celery_stack`` serves one module and is stopped
+with it, so the two deployments seldom idle side by side on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ def shared_stack(factory: pytest.TempPathFactory, executor: str) -> Iterator[Sta
             if (state / "stack.json").exists():
                 _down(state)  # the previous users left it stopped; start afresh
             up_seconds = _up(state, executor)
+            # One line per start in the run's folder: how often a configuration was started.
+            with (root / f"stack-{executor}.starts").open("a") as starts:
+                starts.write(f"{me.name} {up_seconds:.1f}\n")
         me.touch()
     try:
         manifest = json.loads((state / "stack.json").read_text())
@@ -148,7 +152,7 @@ def shared_stack(factory: pytest.TempPathFactory, executor: str) -> Iterator[Sta
                 _down(state)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     yield from shared_stack(tmp_path_factory, "local")
 

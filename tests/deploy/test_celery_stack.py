@@ -10,9 +10,10 @@ from .conftest import stack_script
 def test_celery_stack_status(celery_stack) -> None:
     done = stack_script("status", "--state", str(celery_stack.state), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    alive = dict(line.split() for line in done.stdout.splitlines())
+    alive = dict(line.rsplit(None, 1) for line in done.stdout.splitlines())
     assert {"redis", "worker1", "worker2", "scheduler", "postgres"} <= set(alive)
-    assert set(alive.values()) == {"alive"}
+    assert {"scheduler health", "triggerer health", "dag_processor health"} <= set(alive)
+    assert set(alive.values()) == {"alive", "healthy"}
     print(f"celery stack up in {celery_stack.up_seconds:.1f} s: {celery_stack.manifest['timings']}")
 
 

@@ -26,10 +26,15 @@ SLEEPER = "tests.deploy_sleeper"
 def test_stack_status_reports_every_process(local_stack) -> None:
     done = stack_script("status", "--state", str(local_stack.state), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = dict(line.split() for line in done.stdout.splitlines())
+    lines = dict(line.rsplit(None, 1) for line in done.stdout.splitlines())
     assert lines == {
-        name: "alive"
-        for name in ("api-server", "scheduler", "dag-processor", "triggerer", "postgres")
+        **{
+            name: "alive"
+            for name in ("api-server", "scheduler", "dag-processor", "triggerer", "postgres")
+        },
+        "scheduler health": "healthy",
+        "triggerer health": "healthy",
+        "dag_processor health": "healthy",
     }
     print(f"stack up in {local_stack.up_seconds:.1f} s: {local_stack.manifest['timings']}")
 
@@ -73,9 +78,43 @@ def test_nested_playbook_defers_to_the_triggerer_and_returns_the_child_result(lo
     for events in (parent_events, child_events):
         assert Counter(names(events))["WorkflowFinished"] == 1
         assert [e["status"] for e in events if e["name"] == "WorkflowFinished"] == ["success"]
-    assert {e["execution_id"] for e in parent_events}.isdisjoint(
-        {e["execution_id"] for e in child_events}
-    )
+    child_execution = {e["execution_id"] for e in child_events}
+    assert len(child_execution) == 1
+    assert {e["execution_id"] for e in parent_events}.isdisjoint(child_execution)
+    # The nested step's own events carry the task's coordinates (they are told in two task
+    # processes: the call's start where the child was triggered, the rest after the deferral),
+    # and the call points at the child's execution.
+    step_events = [e for e in parent_events if e["step"] == "call_child"]
+    assert [e["name"] for e in step_events if e["entity"] != "task"] == [
+        "ToolStarted",
+        "ToolCompleted",
+        "StepStarted",
+        "StepFinished",
+        "NextEvaluated",
+    ], step_events
+    assert {(e["task_id"], e["try_number"]) for e in step_events} == {("call_child", 1)}
+    completed = next(e for e in step_events if e["name"] == "ToolCompleted")
+    assert completed["data"]["result"] == {"greeting": "hello Grace"}
+    assert {int(completed["data"]["child_execution_id"])} == child_execution
+
+
+def test_a_failed_child_run_fails_the_nested_step_naming_it(local_stack) -> None:
+    client = local_stack.client
+    parent, child = "tests.deploy_failing_parent", "tests.deploy_failing_child"
+    client.wait_for_dag(child)
+    run_id = client.trigger(parent)["dag_run_id"]
+    run = client.wait_for_run(parent, run_id, timeout=180)
+    assert run["state"] == "failed"
+    states = {ti["task_id"]: ti["state"] for ti in client.task_instances(parent, run_id)}
+    assert states == {"start": "failed", "after": "upstream_failed"}
+    assert client.get_run(child, f"noetl__{run_id}__start")["state"] == "failed"
+    events = wait_for_events(local_stack, parent, run_id, "PlaybookProcessed")
+    [errored] = [e for e in events if e["name"] == "ToolErrored"]
+    assert errored["step"] == "start" and errored["task_id"] == "start"
+    assert child in errored["data"]["error"]
+    [finished] = [e for e in events if e["name"] == "TaskFinished" and e["task_id"] == "start"]
+    assert finished["status"] == "error"
+    assert finished["data"]["error"].startswith("AirflowFailException: step 'start': "), finished
 
 
 def test_four_concurrent_runs_of_one_dag(local_stack) -> None:
