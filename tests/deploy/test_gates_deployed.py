@@ -236,3 +236,16 @@ def test_only_an_assignee_may_answer(stack):
         f"403 User={user} (id={user}) is not a respondent for the task.\n"
     )
     assert client.task_instance(dag_id, run_id, "start")["state"] == "awaiting_input"
+
+
+def test_input_timeout_falls_back_to_its_default_on_the_stack(stack):
+    client = stack["client"]
+    dag_id = "tests.gate_timeout"
+    client.wait_for_dag(dag_id)
+    run_id = client.trigger(dag_id)["dag_run_id"]
+    # Nobody answers: the scheduler's timeout sweep applies the params' defaults.
+    run = client.wait_for_run(dag_id, run_id, timeout=180)
+    assert run["state"] == "success", client.task_instances(dag_id, run_id)
+    start = client.xcom_return(dag_id, run_id, "start")["result"]
+    assert start["values"] == {"discount": 0.25} and start["timed_out"] is True
+    assert client.xcom_return(dag_id, run_id, "price")["result"] == {"price": 75.0}
