@@ -355,3 +355,18 @@ def test_each_template_is_scanned_once_in_a_large_playbook(tmp_path, monkeypatch
     compile_result(result, "chain.yaml")
     assert len(scanned) >= 4_500
     assert len(scanned) == len(set(scanned))
+
+
+def test_parser_cache_is_in_the_users_own_folder_never_the_shared_tmp(tmp_path, monkeypatch):
+    import tempfile
+
+    from noetl_compile.analyze.expressions import parser_cache_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = parser_cache_path("grammar text")
+    assert path and path.startswith(str(tmp_path / "cache" / "noetlc"))
+    assert not path.startswith(tempfile.gettempdir() + "/.lark")
+    assert (tmp_path / "cache" / "noetlc").stat().st_mode & 0o777 == 0o700
+    assert parser_cache_path("other grammar") != path  # named by the grammar
+    (tmp_path / "cache" / "noetlc").chmod(0o777)  # writable by others: no cache at all
+    assert parser_cache_path("grammar text") is False

@@ -387,14 +387,36 @@ def _grammar_text() -> str:
     return installed.read_text(encoding="utf-8")
 
 
+def parser_cache_path(grammar: str) -> str | bool:
+    """Where Lark keeps the analysed grammar: a file in the user's own cache folder, named by the
+    grammar's and Lark's version, or False (no cache). Never `cache=True`: Lark would unpickle a
+    file of a predictable name in the shared temporary folder, which another user could plant."""
+    import hashlib
+    import os
+
+    import lark
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "noetlc"
+    try:
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = base.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            return False  # a folder someone else owns or may write into: no cache
+    except OSError:
+        return False
+    digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
+    return str(base / f"jinja_expr-{digest}.lark-cache")
+
+
+_GRAMMAR = _grammar_text()
 _PARSER = Lark(
-    _grammar_text(),
+    _GRAMMAR,
     parser="lalr",
     lexer="contextual",
     start=["expression", "statement"],
     maybe_placeholders=False,
     transformer=_Builder(),
-    cache=True,
+    cache=parser_cache_path(_GRAMMAR),
 )
 
 
