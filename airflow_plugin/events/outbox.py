@@ -36,7 +36,10 @@ class Outbox:
         if not rows:
             return None
         self.directory.mkdir(parents=True, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+        # Named by the batch's first event, not the time of the spill: the writer thread and a
+        # task-end flush can spill two batches at once, and delivery (in name order) must keep
+        # the order the events happened in.
+        stamp = _first_moment(rows).strftime("%Y%m%dT%H%M%S%f")
         name = f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp = self.directory / f".{name}.tmp"
         final = self.directory / f"{name}.jsonl"
@@ -119,3 +122,17 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _first_moment(rows: Sequence[Mapping[str, Any]]) -> _dt.datetime:
+    moments = []
+    for row in rows:
+        value = row.get("timestamp")
+        if isinstance(value, str):
+            try:
+                value = _dt.datetime.fromisoformat(value)
+            except ValueError:
+                continue
+        if isinstance(value, _dt.datetime):
+            moments.append(value if value.tzinfo else value.replace(tzinfo=_dt.UTC))
+    return min(moments).astimezone(_dt.UTC) if moments else _dt.datetime.now(_dt.UTC)
