@@ -17,10 +17,7 @@ share two cores with Postgres: expect the curve to flatten past 2 slots.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CURSOR = ROOT / "tests" / "runtime" / "cursor"
 
 HOME = Path(tempfile.mkdtemp(prefix="noetlc-bench-cursor-"))
 os.environ.update(
@@ -39,96 +35,22 @@ os.environ.update(
     AIRFLOW__LOGGING__LOGGING_LEVEL="ERROR",
 )
 
-
-def compiled_payload() -> dict:
-    from noetl_compile.cli import main
-
-    out = HOME / "dags"
-    if main(["compile", str(CURSOR / "facility_queue.yaml"), "-o", str(out)]) != 0:
-        raise SystemExit("facility_queue.yaml does not compile")
-    (path,) = out.glob("*.py")
-    spec = importlib.util.spec_from_file_location("facility_queue_dag", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.PAYLOADS["work"]
-
-
-def fill_queue(dsn: str, items: int) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS facility_queue, facility_results")
-        conn.execute(
-            "CREATE TABLE facility_queue (id serial PRIMARY KEY, facility int, patient int,"
-            " data_type text, status text DEFAULT 'pending', attempt_count int DEFAULT 0,"
-            " claimed_at timestamptz)"
-        )
-        # What a work queue needs so that a claim does not scan the items already done.
-        conn.execute("CREATE INDEX ON facility_queue (status, id)")
-        conn.execute(
-            "CREATE TABLE facility_results (facility int, patient int, data_type text, pid int,"
-            " PRIMARY KEY (facility, patient, data_type))"
-        )
-        conn.execute(
-            "INSERT INTO facility_queue (facility, patient, data_type)"
-            " SELECT 1 + (g - 1) / 500, 1 + ((g - 1) / 5) %% 100, (ARRAY['labs','vitals',"
-            "'notes','meds','imaging'])[1 + (g - 1) %% 5] FROM generate_series(1, %s) g",
-            (items,),
-        )
-
-
-def workload_inputs(execution_id: int, slots: int) -> dict:
-    return {
-        "workload": {
-            "pg_auth": "pg_local",
-            "slots": slots,
-            "stale_seconds": 300,
-            "victim": 0,
-            "marker": "/nonexistent",
-        },
-        "results": {},
-        "ctx": {},
-        "vars": {},
-        "args": {},
-        "execution_id": execution_id,
-    }
+from tests.runtime.cursor import workqueue
 
 
 def drain_with(slots: int, payload: dict, dsn: str, events_url: str, items: int) -> dict:
     from airflow_plugin.events.store import EventStore
-    from airflow_plugin.runtime.cursor import claim_spec
 
-    fill_queue(dsn, items)
+    workqueue.fill_queue(dsn, items)
     execution_id = 9_000_000 + slots
-    inputs = workload_inputs(execution_id, slots)
-    job = HOME / f"job{slots}.json"
-    job.write_text(
-        json.dumps(
-            {
-                "dag_id": "bench.cursor",
-                "run_id": f"slots{slots}",
-                "payload": payload,
-                "inputs": inputs,
-                "cursor": claim_spec(payload, inputs).as_dict(),
-            }
-        )
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NOETL_EVENTS_URL": events_url}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(CURSOR / "slot.py"), str(job), str(n)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for n in range(slots)
-    ]
+    inputs = workqueue.step_inputs(execution_id, slots)
+    job = workqueue.write_job(HOME / f"job{slots}.json", f"slots{slots}", payload, inputs)
+    procs = workqueue.start_slots(job, slots, {"NOETL_EVENTS_URL": events_url})
     for proc in procs:
         output = proc.communicate()[0]
         if proc.returncode != 0:
             raise SystemExit(f"slot failed:\n{output[-3000:]}")
-    reports = [json.loads(job.with_suffix(f".slot{n}.json").read_text()) for n in range(slots)]
+    reports = [workqueue.slot_report(job, n) for n in range(slots)]
     done = sum(len(r["records"]) for r in reports)
     if done != items:
         raise SystemExit(f"{slots} slots processed {done} of {items} items")
@@ -145,7 +67,7 @@ def loop_in_baseline(payload: dict, dsn: str, items: int) -> dict:
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
     from airflow_plugin.runtime.loop import run_loop
 
-    fill_queue(dsn, items)
+    workqueue.fill_queue(dsn, items)
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             "SELECT id, facility, patient, data_type, attempt_count FROM facility_queue ORDER BY id"
@@ -157,7 +79,7 @@ def loop_in_baseline(payload: dict, dsn: str, items: int) -> dict:
     previous = set_default_recorder(memory)
     started = time.perf_counter()
     try:
-        run_loop(loop_in, workload_inputs(9_100_000, 1))
+        run_loop(loop_in, workqueue.step_inputs(9_100_000, 1))
     finally:
         set_default_recorder(previous)
     elapsed = time.perf_counter() - started
@@ -175,7 +97,7 @@ def main() -> None:
     try:
         dsn = cluster.create_database("bench_cursor")
         os.environ[airflow_conn_env("pg_local")] = dsn
-        payload = compiled_payload()
+        payload = workqueue.compiled_payload(HOME / "dags")
         print(f"cursor loop, {args.items} items (python task + postgres task per item)")
         baseline = loop_in_baseline(payload, dsn, args.items)
         print(

@@ -27,8 +27,7 @@ from typing import Any
 
 from ..drivers import ClaimSpec, CursorDriver, CursorDriverError, driver_class, open_driver
 from ..events import recording
-from .context import build_context
-from .loop import loop_event, max_in_flight
+from .loop import loop_context, loop_event, max_in_flight
 from .render import RenderError, render_value, to_jsonable
 from .step import StepFailed, execute_step
 
@@ -46,15 +45,7 @@ def claim_spec(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> ClaimSp
     against a row: row values reach the item only through ``iter``)."""
     step = payload["step"]
     cursor = payload["loop"]["cursor"]
-    context = build_context(
-        workload=inputs.get("workload"),
-        results=inputs.get("results"),
-        ctx=inputs.get("ctx"),
-        vars=inputs.get("vars"),
-        execution_id=inputs.get("execution_id", 0),
-        dialect=payload.get("dialect") or "canonical",
-        step_names=[step, *(inputs.get("step_names") or ())],
-    )
+    context = loop_context(payload, inputs)
     rendered: dict[str, Any] = {}
     for key in ("kind", "auth", "claim", "options"):
         try:

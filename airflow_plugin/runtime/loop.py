@@ -33,6 +33,7 @@ __all__ = [
     "aggregate",
     "chunk",
     "finish",
+    "loop_context",
     "loop_event",
     "max_in_flight",
     "render_collection",
@@ -41,7 +42,9 @@ __all__ = [
 ]
 
 
-def _context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+def loop_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The execution context a loop's own templates render against (``in``, ``max_in_flight``,
+    a cursor's claim): the step's inputs, no iteration bound."""
     return build_context(
         workload=inputs.get("workload"),
         results=inputs.get("results"),
@@ -60,7 +63,7 @@ def _fail(step: str, message: str, kind: str = "LoopError") -> StepFailed:
 def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[Any]:
     """The items of ``loop.in`` (after ``filter``), or StepFailed naming the step and template."""
     step, loop = payload["step"], payload["loop"]
-    context = _context(payload, inputs)
+    context = loop_context(payload, inputs)
     try:
         items = render_value(loop.get("in"), context, strict=True, field="loop.in")
     except RenderError as exc:
@@ -94,7 +97,7 @@ def max_in_flight(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> int 
     if isinstance(limit, str):
         try:
             limit = render_value(
-                limit, _context(payload, inputs), strict=True, field="loop.max_in_flight"
+                limit, loop_context(payload, inputs), strict=True, field="loop.max_in_flight"
             )
         except RenderError as exc:
             raise _fail(
@@ -290,7 +293,7 @@ def finish(
         for record in sorted(records, key=lambda r: r["index"]):
             extra.update(record["result"] or {})
     if end:
-        context = _context(payload, end_inputs)
+        context = loop_context(payload, end_inputs)
         context[f"{step}_results"] = result["results"]
         context["results"] = result["results"]
         try:

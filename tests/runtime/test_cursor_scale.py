@@ -9,15 +9,10 @@ as a ``loop.in``)."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import psycopg
 
@@ -25,101 +20,32 @@ from airflow_plugin.events import MemoryRecorder, flush, recording, set_default_
 from airflow_plugin.events.outbox import Outbox
 from airflow_plugin.events.store import EventStore
 from airflow_plugin.events.writer import StoreRecorder
-from airflow_plugin.runtime.cursor import claim_spec
 from airflow_plugin.runtime.loop import finish, run_loop
-from noetl_compile.cli import main
 from tests.harness.postgres import airflow_conn_env
+from tests.runtime.cursor import workqueue
 
-ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent / "cursor"
-FACILITIES, PATIENTS, DATA_TYPES = 10, 100, ("labs", "vitals", "notes", "meds", "imaging")
+TOTAL = 10 * 100 * 5  # 10 facilities x 100 patients x 5 data types
 SLOTS, VICTIM = 8, 40
-
-
-def _payloads(tmp_path: Path) -> dict:
-    out = tmp_path / "dags"
-    assert main(["compile", str(HERE / "facility_queue.yaml"), "-o", str(out)]) == 0
-    (path,) = out.glob("*.py")
-    spec = importlib.util.spec_from_file_location("facility_queue_dag", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.PAYLOADS
-
-
-def _fill_queue(dsn: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS facility_queue, facility_results")
-        conn.execute(
-            "CREATE TABLE facility_queue (id serial PRIMARY KEY, facility int, patient int,"
-            " data_type text, status text DEFAULT 'pending', attempt_count int DEFAULT 0,"
-            " claimed_at timestamptz)"
-        )
-        # What a work queue needs so that a claim does not scan the items already done.
-        conn.execute("CREATE INDEX ON facility_queue (status, id)")
-        conn.execute(
-            "CREATE TABLE facility_results (facility int, patient int, data_type text, pid int,"
-            " PRIMARY KEY (facility, patient, data_type))"
-        )
-        conn.execute(
-            "INSERT INTO facility_queue (facility, patient, data_type)"
-            " SELECT f, p, t FROM generate_series(1, %s) f, generate_series(1, %s) p,"
-            " unnest(%s::text[]) t ORDER BY f, p, t",
-            (FACILITIES, PATIENTS, list(DATA_TYPES)),
-        )
 
 
 def test_5000_claims_8_slots_one_killed_every_item_once(
     airflow_db, pg_cluster, pg_connections, pg_test_dsn, tmp_path
 ):
-    payload = _payloads(tmp_path)["work"]
-    _fill_queue(pg_test_dsn)
+    payload = workqueue.compiled_payload(tmp_path / "dags")
+    workqueue.fill_queue(pg_test_dsn, TOTAL)
     events_url = pg_cluster.create_database(f"events_{uuid.uuid4().hex[:8]}")
     marker = tmp_path / "victim.pid"
     execution_id = 7_000_000_000 + os.getpid()
-    inputs = {
-        "workload": {
-            "pg_auth": "pg_local",
-            "slots": SLOTS,
-            "stale_seconds": 3,
-            "victim": VICTIM,
-            "marker": str(marker),
-        },
-        "results": {},
-        "ctx": {},
-        "vars": {},
-        "args": {},
-        "execution_id": execution_id,
-    }
-    spec = claim_spec(payload, inputs)
-    job = tmp_path / "job.json"
-    job.write_text(
-        json.dumps(
-            {
-                "dag_id": "tests.facility_queue",
-                "run_id": "scale",
-                "payload": payload,
-                "inputs": inputs,
-                "cursor": spec.as_dict(),
-            }
-        )
+    inputs = workqueue.step_inputs(
+        execution_id, SLOTS, stale_seconds=3, victim=VICTIM, marker=str(marker)
     )
+    job = workqueue.write_job(tmp_path / "job.json", "scale", payload, inputs)
     env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
         "NOETL_EVENTS_URL": events_url,
         airflow_conn_env("pg_local"): os.environ[airflow_conn_env("pg_local")],
     }
     started = time.monotonic()
-    slots = [
-        subprocess.Popen(
-            [sys.executable, str(HERE / "slot.py"), str(job), str(n)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for n in range(SLOTS)
-    ]
+    slots = workqueue.start_slots(job, SLOTS, env)
     try:
         # The slot that claimed the victim writes its pid and parks: kill it mid-item.
         deadline = time.monotonic() + 120
@@ -141,7 +67,7 @@ def test_5000_claims_8_slots_one_killed_every_item_once(
         if p is not killed:
             assert p.returncode == 0, outputs[p.pid][-3000:]
 
-    total = FACILITIES * PATIENTS * len(DATA_TYPES)
+    total = TOTAL
     with psycopg.connect(pg_test_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM facility_results").fetchone() == (total,)
         states = dict(conn.execute("SELECT status, count(*) FROM facility_queue GROUP BY 1"))
@@ -166,9 +92,9 @@ def test_5000_claims_8_slots_one_killed_every_item_once(
     # The loop's end over every surviving slot's records, recorded to the same store.
     records = []
     for n in range(SLOTS):
-        part = job.with_suffix(f".slot{n}.json")
-        if part.exists():
-            records += json.loads(part.read_text())["records"]
+        report = workqueue.slot_report(job, n)
+        if report is not None:  # none from the killed slot
+            records += report["records"]
     store = EventStore(events_url)
     recorder = StoreRecorder(store, Outbox(tmp_path / "outbox"), flush_timeout=30)
     with recording(recorder, dag_id="tests.facility_queue", run_id="scale", task_id="work.tail"):
