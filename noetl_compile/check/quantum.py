@@ -10,32 +10,12 @@ import re
 from typing import Any
 
 from ..diagnostics import Position
+from ..quantum_surface import CONFIG_KEYS, DEVICES, OPS, PROVIDERS, TRANSPILE_KEYS
 from ..read.base import did_you_mean, is_template, type_name
 from .context import CheckContext
 
-PROVIDERS = ("aer", "basic", "ibm")
-OPS = ("run", "submit", "status", "results")
-DEVICES = ("CPU", "GPU")
-KEYS = {
-    "kind",
-    "name",
-    "spec",
-    "output",
-    "input",
-    "provider",
-    "backend",
-    "op",
-    "circuit",
-    "params",
-    "shots",
-    "seed",
-    "transpile",
-    "job_id",
-    "auth",
-    "tags",
-    "device",
-}
-TRANSPILE_KEYS = {"optimization_level", "seed_transpiler"}
+# The tool's own keys, and a pipeline task's `name` and `spec`.
+KEYS = CONFIG_KEYS | {"name", "spec"}
 # Leading whitespace, `//` line comments and `/* */` block comments before the version header.
 _QASM_PREAMBLE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
 _QASM_HEADER = re.compile(r"OPENQASM\s+[23](?:\.\d+)?\s*;")

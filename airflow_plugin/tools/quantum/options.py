@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from noetl_compile.quantum_surface import CONFIG_KEYS, DEVICES, OPS, PROVIDERS, TRANSPILE_KEYS
+
 from .errors import config_error
 
 __all__ = [
@@ -23,30 +25,9 @@ __all__ = [
     "read_request",
 ]
 
-PROVIDERS = ("aer", "basic", "ibm")
-OPS = ("run", "submit", "status", "results")
-DEVICES = ("CPU", "GPU")
 DEFAULT_SHOTS = 1024
 # qiskit 2.x transpiles at level 2 when none is given; written down so provenance says it.
 DEFAULT_OPTIMIZATION_LEVEL = 2
-_KEYS = {
-    "kind",
-    "input",
-    "output",
-    "provider",
-    "backend",
-    "op",
-    "circuit",
-    "params",
-    "shots",
-    "seed",
-    "transpile",
-    "job_id",
-    "auth",
-    "tags",
-    "device",
-}
-_TRANSPILE_KEYS = {"optimization_level", "seed_transpiler"}
 
 
 @dataclass(frozen=True)
@@ -69,11 +50,11 @@ class QuantumRequest:
 
 
 def read_request(config: Mapping[str, Any]) -> QuantumRequest:
-    unknown = sorted(str(k) for k in config if k not in _KEYS)
+    unknown = sorted(str(k) for k in config if k not in CONFIG_KEYS)
     if unknown:
         raise config_error(
             f"unknown key(s) {', '.join(unknown)} in the quantum tool "
-            f"(known: {', '.join(sorted(_KEYS - {'kind'}))})"
+            f"(known: {', '.join(sorted(CONFIG_KEYS - {'kind'}))})"
         )
     provider = _choice(config, "provider", PROVIDERS, "aer")
     op = _choice(config, "op", OPS, "run")
@@ -88,7 +69,7 @@ def read_request(config: Mapping[str, Any]) -> QuantumRequest:
     transpile = config.get("transpile") or {}
     if not isinstance(transpile, Mapping):
         raise config_error("`transpile` must be a mapping {optimization_level, seed_transpiler}")
-    extra = sorted(str(k) for k in transpile if k not in _TRANSPILE_KEYS)
+    extra = sorted(str(k) for k in transpile if k not in TRANSPILE_KEYS)
     if extra:
         raise config_error(
             f"unknown key(s) {', '.join(extra)} in `transpile` "
