@@ -85,6 +85,7 @@ with DAG(
     description="case-v2 case rules, sink and vars",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
         "threshold": Param(5, type="integer"),

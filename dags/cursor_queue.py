@@ -71,6 +71,7 @@ with DAG(
     description="Cursor-driven work queue",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
     },

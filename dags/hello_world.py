@@ -47,6 +47,7 @@ with DAG(
     description="Three python steps in a row",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "message": Param("Hello World", type="string"),
     },

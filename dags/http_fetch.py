@@ -64,6 +64,7 @@ with DAG(
     description="HTTP with a retry policy, then the body read downstream",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api_url": Param("http://127.0.0.1:5555", type="string"),
     },

@@ -49,6 +49,7 @@ with DAG(
     description="Parallel loop over a collection with loop.done routing",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "cities": Param(["Paris", "Oslo", "Cairo", "Lima"], type="array"),
     },

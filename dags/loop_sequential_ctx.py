@@ -50,6 +50,7 @@ with DAG(
     description="Sequential loop accumulating a running total in ctx",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "amounts": Param([10, 20, 30], type="array"),
         "running_total": Param(0, type="integer"),

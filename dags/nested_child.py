@@ -31,6 +31,7 @@ with DAG(
     description="Child playbook called by nested_parent",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "name": Param("world", type="string"),
     },

@@ -82,6 +82,7 @@ with DAG(
     description="Pagination loop as a cyclic region",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api_url": Param("http://127.0.0.1:8765", type="string"),
         "page": Param(1, type="integer"),

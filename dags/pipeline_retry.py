@@ -77,6 +77,7 @@ with DAG(
     description="Tool pipeline with a retry policy",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "base": Param(21, type="integer"),
     },

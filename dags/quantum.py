@@ -49,6 +49,7 @@ with DAG(
     description="Bell state on the aer simulator",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "shots": Param(256, type="integer"),
     },

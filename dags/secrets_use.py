@@ -37,6 +37,7 @@ with DAG(
     description="Secret fetched through Airflow, used downstream, never stored",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     tags=["noetl", "canonical"],
     doc_md=__doc__,
 ) as dag:

@@ -366,6 +366,27 @@ def test_nested_playbook_as_a_real_child_dag_run(first_run, home):
     assert child["execution_id"] == execution_id_for(child["dag_id"], child["run_id"])
 
 
+def test_a_child_dag_paused_in_the_home_still_runs_under_noetlc_run(tmp_path):
+    """A home made before compiled DAGs were created unpaused may hold a child DAG paused; the
+    nested step refuses to trigger a paused DAG, so `noetlc run` unpauses the DAGs it runs."""
+    import sqlite3
+
+    home = tmp_path / "home"
+    env = {"NOETL_NESTED": "trigger"}
+    assert noetlc_run(home, PLAYBOOKS / "nested_parent.yaml", env=env).returncode == 0
+    with sqlite3.connect(Home(home).db) as db:
+        paused = db.execute(
+            "UPDATE dag SET is_paused = 1 WHERE dag_id = 'examples.nested_child'"
+        ).rowcount
+    assert paused == 1
+    result = noetlc_run(home, PLAYBOOKS / "nested_parent.yaml", "--json", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert report_of(result)["steps"]["call_child"]["result"] == {"greeting": "hello Ada"}
+    with sqlite3.connect(Home(home).db) as db:
+        states = dict(db.execute("SELECT dag_id, is_paused FROM dag").fetchall())
+    assert states["examples.nested_child"] == 0 and states["examples.nested_parent"] == 0
+
+
 def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tmp_path):
     """Through the Airflow side directly, with a hand-written HITL DAG."""
     managed = Home(home)

@@ -331,8 +331,6 @@ def _airflow_env(
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(layout.passwords),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        # Playbooks call each other: a child DAG paused at creation would never run its runs.
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base_url}/execution/",
         "AIRFLOW__CORE__HOSTNAME_CALLABLE": "airflow_plugin.deploy.hostname.worker_hostname",

@@ -157,6 +157,18 @@ class Driver:
                 problems = "; ".join(f"{k}: {v}" for k, v in bag.import_errors.items())
                 raise RuntimeError(f"a compiled DAG file does not import: {problems}")
             sync_bag_to_db(bag, bundle.name, bundle.version)
+        self._unpause()
+
+    def _unpause(self) -> None:
+        """The command's DAGs run: a home made before they were created unpaused may hold them
+        paused, and a child run of a paused DAG is refused (``fail_when_dag_is_paused``)."""
+        from airflow.models.dag import DagModel
+        from sqlalchemy import update
+
+        self.session.execute(
+            update(DagModel).where(DagModel.dag_id.in_(list(self.dags))).values(is_paused=False)
+        )
+        self.session.commit()
 
     def fail_stale_runs(self) -> int:
         """Runs left running or queued by a command that was killed (the home lock says that

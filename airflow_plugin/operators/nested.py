@@ -14,7 +14,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.providers.standard.operators.trigger_dagrun import DagIsPaused, TriggerDagRunOperator
+from airflow.sdk.exceptions import AirflowRuntimeError
 
 from ..runtime.catalog import dag_id_for_path
 from .base import NoetlTaskMixin, fail_task, step_output
@@ -24,6 +25,22 @@ from .tool_events import ToolCallEvents
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
 
 UNRESOLVED_DAG_ID = "__noetl_child_resolved_at_run_time__"
+
+
+def _trigger_error(dag_id: str, exc: Exception) -> Exception:
+    """What a failed start of the child run means for the playbook's author."""
+    if isinstance(exc, DagIsPaused):
+        return RuntimeError(
+            f"the child playbook's DAG {dag_id!r} is paused, so its run would never start: "
+            f"unpause it (`airflow dags unpause {dag_id}`) and run this step again"
+        )
+    detail = getattr(getattr(exc, "error", None), "detail", None)
+    if isinstance(detail, Mapping) and detail.get("status_code") == 404:
+        return LookupError(
+            f"the child playbook's DAG {dag_id!r} is not deployed: compile its playbook into "
+            "the DAGs folder (`noetlc compile`)"
+        )
+    return RuntimeError(f"cannot start a run of the child playbook's DAG {dag_id!r}: {exc}")
 
 
 class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
@@ -63,6 +80,10 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         # add up to a minute to every nested call (seen in a deployment: a child that ended
         # in one second was noticed 60 s later).
         kwargs.setdefault("poke_interval", 5)
+        # A paused child DAG would take the run and never start it: the step would wait for ever.
+        # Compiled DAGs are created unpaused (``is_paused_upon_creation=False``), so a paused
+        # child is someone's decision; the step fails at once saying so (``_trigger``).
+        kwargs.setdefault("fail_when_dag_is_paused", True)
         super().__init__(
             trigger_dag_id=trigger_dag_id or static or UNRESOLVED_DAG_ID,
             logical_date=None,
@@ -168,8 +189,14 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         self.conf = workload
         self.trigger_run_id = self._child_run_id(context)
         with self.recording(context):
-            ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
-        return super().execute(context)
+            call = ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
+        try:
+            return super().execute(context)  # raises DagRunTriggerException: the trigger itself
+        except (DagIsPaused, AirflowRuntimeError) as exc:
+            error = _trigger_error(dag_id, exc)
+            with self.recording(context):
+                call.errored(error)
+            raise fail_task(step, error) from exc
 
     def _child_run_id(self, context: Any) -> str:
         return f"noetl__{context['run_id']}__{self.task_id}"[:250]

@@ -74,6 +74,7 @@ with DAG(
     description="test_args_passing",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "initial_value": Param(100, type="integer"),
     },

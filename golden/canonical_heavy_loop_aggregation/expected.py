@@ -311,6 +311,7 @@ with DAG(
     description="Heavy load test for loop handling and result aggregation. This playbook tests the NATS K/V refactoring by: 1. Processing a large number of items (configurable, default 100) 2. Each iteration produces a result with meaningful data 3. Results are aggregated at the end 4. Validates that NATS K/V stores only counts, not results The test should complete successfully without hitting NATS 1MB limit because results are stored in event table, not NATS K/V.",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "item_count": Param(100, type="integer"),
         "result_padding_size": Param(100, type="integer"),

@@ -49,6 +49,7 @@ with DAG(
     description="hello_world",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "message": Param("Hello World", type="string"),
     },

@@ -36,6 +36,7 @@ with DAG(
     description="test_implicit_end_routing",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     tags=["noetl", "canonical"],
     doc_md=__doc__,
 ) as dag:

@@ -1151,6 +1151,7 @@ with DAG(
     description="master_regression_test",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "test_run_id": Param("{{ execution_id }}", type="string"),
         "pg_auth": Param("pg_k8s", type="string"),

@@ -155,6 +155,7 @@ with DAG(
     description="multi_playbook_batch",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "jobId": Param("{{ job.uuid }}", type="string"),
         "secret_name": Param("test-secret", type="string"),

@@ -170,6 +170,7 @@ with DAG(
     description="Cursor-based pagination test using canonical format",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api_url": Param("http://paginated-api.test-server.svc.cluster.local:5555", type="string"),
         "cursor": Param("", type="string"),

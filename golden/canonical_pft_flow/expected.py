@@ -1831,6 +1831,7 @@ with DAG(
     description="Full-pipeline PFT flow test — mirrors state_report_generation_prod_v13 without Snowflake. Tests queue-based patient batching with execution-scoped claim state. If all patients across all facilities are processed, NoETL is stable and the production playbook should work. Setup: - 10 facilities, 1000 patients each = 10 000 patients total - Each facility requires 10 batches of 100 per data type - 4 paginated fetch steps (assessments 2-4p, conditions 1-3p, medications 2-3p, vital_signs 1p always) + 1 non-paginated (demographics) - MDS sub-playbook batching (test_mds_batch_worker) for assessments - All test tables are prefixed pft_test_* in public schema Go/no-go criterion: validate_facility_results shows 1000/1000 per facility for all 5 data types. Any shortfall indicates the patient-loss bug is still present.",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api_url": Param("http://paginated-api.test-server.svc.cluster.local:5555", type="string"),
         "page_size": Param(10, type="integer"),

@@ -55,6 +55,7 @@ with DAG(
     description="simple_loop_test",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "numbers": Param([
             {"value": 10, "name": "ten"},

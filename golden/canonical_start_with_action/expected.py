@@ -79,6 +79,7 @@ with DAG(
     description="Test start step with action type that executes then routes",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "test_value": Param("hello", type="string"),
     },

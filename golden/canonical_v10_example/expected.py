@@ -163,6 +163,7 @@ with DAG(
     description="Demonstrates all canonical v10 DSL patterns",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api_url": Param("https://api.example.com", type="string"),
         "max_items": Param(100, type="integer"),

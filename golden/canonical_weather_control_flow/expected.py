@@ -130,6 +130,7 @@ with DAG(
     description="weather_control_flow",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     tags=["noetl", "canonical"],
     doc_md=__doc__,
 ) as dag:

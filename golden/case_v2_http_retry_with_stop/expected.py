@@ -52,6 +52,7 @@ with DAG(
     description="Test HTTP retry with stop condition when successful",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "test_url": Param("https://httpbin.org/get", type="string"),
     },

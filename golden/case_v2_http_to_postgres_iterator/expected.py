@@ -108,6 +108,7 @@ with DAG(
     description="http_to_postgres_iterator",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api_url": Param("https://jsonplaceholder.typicode.com/posts", type="string"),
         "pg_auth": Param("pg_local", type="string"),

@@ -223,6 +223,7 @@ with DAG(
     description="Simple test demonstrating save storage delegation is working",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
         "test_message": Param("Hello from save storage delegation test!", type="string"),

@@ -53,6 +53,7 @@ with DAG(
     description="Simple Python test for V2 worker",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "message": Param("Hello from V2", type="string"),
     },

@@ -228,6 +228,7 @@ with DAG(
     description="weather_loop_v2",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "cities": Param([
             {"name": "San Francisco", "lat": 37.7749, "lon": -122.4194},

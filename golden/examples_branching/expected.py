@@ -98,6 +98,7 @@ with DAG(
     description="Exclusive and inclusive arcs with a join",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "amount": Param(250, type="integer"),
         "region": Param("eu", type="string"),

@@ -44,6 +44,7 @@ with DAG(
     description="DuckDB aggregation over workload rows",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "sales": Param([
             {"region": "north", "amount": 120},

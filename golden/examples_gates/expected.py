@@ -90,6 +90,7 @@ with DAG(
     description="Input, sleep and approval gates",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "amount": Param(1200, type="integer"),
     },

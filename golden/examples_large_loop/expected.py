@@ -54,6 +54,7 @@ with DAG(
     description="Loop over more items than max_map_length",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "count": Param(5000, type="integer"),
     },

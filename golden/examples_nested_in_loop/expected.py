@@ -63,6 +63,7 @@ with DAG(
     description="Calls nested_child once per loop item",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "people": Param(["Ada", "Grace", "Linus"], type="array"),
     },

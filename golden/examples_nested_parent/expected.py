@@ -49,6 +49,7 @@ with DAG(
     description="Calls nested_child as a step",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "who": Param("Ada", type="string"),
     },

@@ -67,6 +67,7 @@ with DAG(
     description="postgres_upsert",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
     },

@@ -46,6 +46,7 @@ with DAG(
     description="Postgres to DuckDB transfer, chunked",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
         "rows": Param(2500, type="integer"),

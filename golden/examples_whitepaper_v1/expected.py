@@ -86,6 +86,7 @@ with DAG(
     description="whitepaper_v1",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "threshold": Param(25, type="integer"),
         "cities": Param([{"name": "Paris", "temp": 31}, {"name": "Oslo", "temp": 12}], type="array"),

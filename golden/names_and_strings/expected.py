@@ -87,6 +87,7 @@ with DAG(
     description='Line one line two with """ and \'\'\' and a backslash \\ and {{ braces }}',
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         'quote"key': Param('value with """ inside', type="string"),
         "__import__('os')": Param("{{ __import__('os').system('echo pwned') }}", type="string"),

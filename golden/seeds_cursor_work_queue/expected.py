@@ -173,6 +173,7 @@ with DAG(
     description="cursor_work_queue",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
         "api_url": Param("http://127.0.0.1:8765", type="string"),

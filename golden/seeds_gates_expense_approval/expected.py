@@ -91,6 +91,7 @@ with DAG(
     description="expense_approval",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "amount": Param(1200, type="integer"),
     },

@@ -79,6 +79,7 @@ with DAG(
     description="spec_case_sink",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api": Param("http://127.0.0.1:8765", type="string"),
         "pg_auth": Param("pg_local", type="string"),

@@ -100,6 +100,7 @@ with DAG(
     description="quantum_ibm_poll",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "circuit": Param('OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[2]; h q[0]; cx q[0],q[1]; measure q -> c;', type="string"),
         "shots": Param(1024, type="integer"),

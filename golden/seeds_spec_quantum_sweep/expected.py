@@ -63,6 +63,7 @@ with DAG(
     description="quantum_sweep",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "shots": Param(512, type="integer"),
         "seed": Param(1234, type="integer"),

@@ -64,6 +64,7 @@ with DAG(
     description="spec_unified_retry",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "api": Param("http://127.0.0.1:8765", type="string"),
     },

@@ -42,6 +42,7 @@ with DAG(
     description="spec_vars",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
     },

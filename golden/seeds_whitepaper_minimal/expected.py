@@ -39,6 +39,7 @@ with DAG(
     description="example",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "jobId": Param("{{ job.uuid }}", type="string"),
         "items": Param([], type="array"),

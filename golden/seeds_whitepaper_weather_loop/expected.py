@@ -86,6 +86,7 @@ with DAG(
     description="weather_loop",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "base_url": Param("http://127.0.0.1:8765", type="string"),
         "threshold": Param(25, type="integer"),

@@ -90,6 +90,7 @@ with DAG(
     description="control_flow_workbook",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "temperature_c": Param(30, type="integer"),
     },

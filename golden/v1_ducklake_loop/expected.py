@@ -182,6 +182,7 @@ with DAG(
     description="Test DuckLake distributed DuckDB with PostgreSQL metastore. Demonstrates concurrent access across multiple workers without file locking.",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "catalog_auth": Param("noetl_ducklake_catalog", type="string"),
         "catalog_name": Param("test_catalog", type="string"),

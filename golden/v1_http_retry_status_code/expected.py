@@ -37,6 +37,7 @@ with DAG(
     description="Test HTTP retry based on status code condition",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "test_url": Param("https://httpbin.org/status/503", type="string"),
     },

@@ -82,6 +82,7 @@ with DAG(
     description="iterator_save_test",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "pg_auth": Param("pg_local", type="string"),
         "items": Param([

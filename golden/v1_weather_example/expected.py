@@ -135,6 +135,7 @@ with DAG(
     description="Simple weather data workflow",
     schedule=None,
     catchup=False,
+    is_paused_upon_creation=False,
     params={
         "jobId": Param("{{ job.uuid }}", type="string"),
         "state": Param("ready", type="string"),

@@ -181,6 +181,9 @@ class _Emitter:
         if isinstance(description, str) and description.strip():
             args.append(("description", python_literal(" ".join(description.split()), 1, 12)))
         args += [("schedule", "None"), ("catchup", "False")]
+        # Unscheduled, so unpaused runs nothing by itself; a DAG paused at creation (Airflow's
+        # default) would take the runs a parent playbook triggers and never start them.
+        args.append(("is_paused_upon_creation", "False"))
         if ir.params:
             lines = "".join(
                 f"{INDENT * 2}{str_literal(k)}: {_param(v)},\n" for k, v in ir.params.items()

@@ -117,6 +117,38 @@ def test_a_failed_child_run_fails_the_nested_step_naming_it(local_stack) -> None
     assert finished["data"]["error"].startswith("AirflowFailException: step 'start': "), finished
 
 
+def test_a_paused_child_dag_fails_the_nested_step_at_once_saying_so(local_stack) -> None:
+    client = local_stack.client
+    parent, child = "tests.deploy_paused_parent", "tests.deploy_paused_child"
+    # Compiled DAGs are created unpaused (no global setting on this stack says so).
+    assert client.wait_for_dag(child)["is_paused"] is False
+    client.set_paused(child, True)
+    try:
+        run_id = client.trigger(parent)["dag_run_id"]
+        run = client.wait_for_run(parent, run_id, timeout=120)
+    finally:
+        client.set_paused(child, False)
+    assert run["state"] == "failed"
+    events = wait_for_events(local_stack, parent, run_id, "PlaybookProcessed")
+    [errored] = [e for e in events if e["name"] == "ToolErrored"]
+    assert f"the child playbook's DAG {child!r} is paused" in errored["data"]["error"], errored
+    assert f"airflow dags unpause {child}" in errored["data"]["error"]
+
+
+def test_a_child_that_is_not_deployed_fails_the_nested_step_naming_it(local_stack) -> None:
+    client = local_stack.client
+    parent = "tests.deploy_missing_child_parent"
+    run_id = client.trigger(parent)["dag_run_id"]
+    run = client.wait_for_run(parent, run_id, timeout=120)
+    assert run["state"] == "failed"
+    events = wait_for_events(local_stack, parent, run_id, "PlaybookProcessed")
+    [errored] = [e for e in events if e["name"] == "ToolErrored"]
+    assert (
+        "the child playbook's DAG 'tests.deploy_never_deployed' is not deployed"
+        in errored["data"]["error"]
+    ), errored
+
+
 def test_four_concurrent_runs_of_one_dag(local_stack) -> None:
     run_branching_concurrently(local_stack)
 
