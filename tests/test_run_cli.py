@@ -387,6 +387,18 @@ def test_a_child_dag_paused_in_the_home_still_runs_under_noetlc_run(tmp_path):
     assert states["examples.nested_child"] == 0 and states["examples.nested_parent"] == 0
 
 
+def test_a_large_loop_runs_in_few_instances_locally(first_run, home):
+    """Mapped instances run one at a time here, each with Airflow's per-instance cost: past 256
+    items the loop is chunked (every item still runs once, results in order)."""
+    env = {"AIRFLOW__CORE__MAX_MAP_LENGTH": "1024"}  # Airflow's default (the tests use 64)
+    result = noetlc_run(home, PLAYBOOKS / "large_loop.yaml", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    square = report_of(result)["steps"]["square"]
+    assert square["tasks"]["square.body"]["instances"] == 256
+    assert square["result"]["stats"] == {"total": 5000, "success": 5000, "failed": 0}
+    assert [r["square"] for r in square["result"]["results"]] == [n * n for n in range(5000)]
+
+
 def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tmp_path):
     """Through the Airflow side directly, with a hand-written HITL DAG."""
     managed = Home(home)

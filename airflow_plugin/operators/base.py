@@ -40,6 +40,18 @@ def is_noetl_output(value: Any) -> bool:
     return isinstance(value, Mapping) and "result" in value
 
 
+def runs_in_process() -> bool:
+    """True under ``dag.test()`` / ``noetlc run``: every task instance runs one after another in
+    this process through the in-process Execution API, and no scheduler exists to start other
+    DAG runs."""
+    try:
+        from airflow.sdk.execution_time import task_runner
+        from airflow.sdk.execution_time.supervisor import InProcessSupervisorComms
+    except ImportError:  # pragma: no cover - an Airflow without the in-process runner
+        return False
+    return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), InProcessSupervisorComms)
+
+
 def fail_task(step: str, exc: BaseException) -> AirflowFailException:
     """The task failure for a runtime error: the message names the step once."""
     text = str(exc)

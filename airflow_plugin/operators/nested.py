@@ -18,7 +18,7 @@ from airflow.providers.standard.operators.trigger_dagrun import DagIsPaused, Tri
 from airflow.sdk.exceptions import AirflowRuntimeError
 
 from ..runtime.catalog import dag_id_for_path
-from .base import NoetlTaskMixin, fail_task, step_output
+from .base import NoetlTaskMixin, fail_task, runs_in_process, step_output
 from .loop import validate_reads, validate_step_payload
 from .tool_events import ToolCallEvents
 
@@ -127,12 +127,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         mode = os.environ.get("NOETL_NESTED", "").strip().lower()
         if mode in ("inline", "trigger"):
             return mode == "inline"
-        try:
-            from airflow.sdk.execution_time import task_runner
-            from airflow.sdk.execution_time.supervisor import InProcessSupervisorComms
-        except ImportError:  # pragma: no cover
-            return False
-        return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), InProcessSupervisorComms)
+        return runs_in_process()
 
     def _finish(self, context: Any, result: Any) -> Any:
         from ..runtime.render import to_jsonable

@@ -191,3 +191,43 @@ def test_postgres_stopped_mid_run_fails_after_retries_without_half_written_data(
     assert "step 'write_more' failed: tool.write_more_task: OperationalError" in message
     with psycopg.connect(pg_test_dsn) as db:
         assert db.execute("SELECT id, step FROM midrun ORDER BY id").fetchall() == [(1, "start")]
+
+
+def test_a_failing_iteration_lets_the_rest_of_its_chunk_run(run_playbook):
+    """200 items in 64 chunks (max_map_length 64 here): items 4-7 share a mapped instance. Item 5
+    fails; 6 and 7 still run, as they would in instances of their own, and the loop fails."""
+    from airflow_plugin.events import MemoryRecorder, set_default_recorder
+
+    recorder = MemoryRecorder()
+    previous = set_default_recorder(recorder)
+    try:
+        out = run_playbook(
+            "chunk_failure",
+            """
+            apiVersion: noetl.io/v2
+            kind: Playbook
+            metadata: {name: chunk_failure, path: failures/chunk_failure}
+            workflow:
+              - step: start
+                loop: {in: "{{ range(200) | list }}", iterator: n}
+                tool:
+                  kind: python
+                  input: {n: "{{ iter.n }}"}
+                  code: |
+                    if n == 5:
+                        raise ValueError("item five is bad")
+                    result = n
+            """,
+        )
+    finally:
+        set_default_recorder(previous)
+    assert out.state == "failed", out.states
+    assert len(out.xcom["start.head"]) == 64
+    assert out.xcom["start.head"][1]["items"] == [4, 5, 6, 7]
+    completed = {
+        e.iteration: e.status for e in recorder.named("LoopIterationCompleted") if e.step == "start"
+    }
+    assert len(completed) == 200
+    assert completed[5] == "error"
+    assert {completed[i] for i in (4, 6, 7)} == {"success"}
+    assert sum(status == "success" for status in completed.values()) == 199
