@@ -48,6 +48,25 @@ def test_clean_file_exits_zero(files, capsys):
     assert out.out == "All checks passed: 1 playbook.\n"
 
 
+def test_an_in_process_caller_gets_its_garbage_collector_back(files, capsys, tmp_path):
+    """The CLI turns the cyclic collector off while it runs; a test or a bench that calls it and
+    then runs DAGs must not keep it off (uncollected asyncio tasks made every later run slower)."""
+    import gc
+
+    assert gc.isenabled()
+    assert main(["check", str(files / "ok.yaml")]) == 0
+    assert gc.isenabled()
+    assert main(["compile", str(files / "ok.yaml"), "-o", str(tmp_path / "out")]) == 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        main(["check", str(files / "ok.yaml")])
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
+    capsys.readouterr()
+
+
 def test_error_exits_one_with_concise_line(files, capsys):
     code, out = run(capsys, "check", str(files / "broken.yaml"), "--quiet")
     assert code == 1
