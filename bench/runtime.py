@@ -23,7 +23,9 @@ Usage: ``python bench/runtime.py [--only a,b,...] [--loop-items N] [--requests N
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 HOME = Path(tempfile.mkdtemp(prefix="noetlc-bench-runtime-"))
+atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 
 
 def _airflow_env(loop_items: int) -> None:
