@@ -152,3 +152,42 @@ def test_a_living_writers_journal_is_left_alone(event_store, tmp_path):
     assert len(stored_ids(event_store)) == 5
     # Everything stored: the journal is empty again.
     assert journal.read_text() == ""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork-only platform feature")
+def test_a_forked_child_killed_keeps_its_events_in_a_journal_of_its_own(event_store, tmp_path):
+    # A task runner is forked from its supervisor: the child must not write into the parent's
+    # journal (whose lock the parent holds until it dies, so the child's events could not be
+    # adopted while the parent lives).
+    from airflow_plugin.events import Event, emit, recording
+    from airflow_plugin.events.writer import StoreRecorder
+
+    outbox = Outbox(tmp_path / "outbox")
+    recorder = StoreRecorder(event_store, outbox, flush_timeout=30)
+    event_store.migrate()
+    with recording(recorder, dag_id="d", run_id="r", task_id="parent"):
+        emit(Event("StepStarted", "step", "p", "in_progress", execution_id=str(EXECUTION)))
+    assert recorder.flush(30)
+    parent_journal = recorder.journal.path
+    with writes_blocked(event_store):
+        pid = os.fork()
+        if pid == 0:  # the child: record, then die without a word
+            try:
+                with recording(recorder, dag_id="d", run_id="r", task_id="child"):
+                    for i in range(7):
+                        emit(
+                            Event("StepStarted", "step", f"c{i}", "in_progress", execution_id="77")
+                        )
+            finally:
+                os.kill(os.getpid(), signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+    journals = sorted((outbox.journals).glob("*.jsonl"))
+    assert parent_journal in journals and len(journals) == 2, journals
+    assert outbox.count() == 7  # the child's journal; the parent's is alive
+    assert outbox.deliver(event_store.append) == 7
+    assert len(event_store.events(77)) == 7
+    assert sorted(outbox.journals.glob("*.jsonl")) == [parent_journal]
+    with recording(recorder, dag_id="d", run_id="r", task_id="parent"):
+        emit(Event("StepFinished", "step", "p", "success", execution_id=str(EXECUTION)))
+    assert recorder.flush(30) and len(stored_ids(event_store)) == 2
