@@ -6,7 +6,7 @@ see and what it must not do:
 | hook | process | events |
 |---|---|---|
 | ``on_task_instance_running`` | task runner (worker) | PlaybookExecutionRequested, WorkflowStarted (first task of a run; ids dedupe the rest), TaskStarted |
-| ``on_task_instance_success/failed/skipped`` | task runner; scheduler for a killed worker, a timeout, a lost heartbeat; API server for a manual state change | TaskFinished (status success, error, skipped), then the task's events are flushed |
+| ``on_task_instance_success/failed/skipped`` | task runner; scheduler for a killed worker, a timeout, a lost heartbeat, an executor reporting a dead task process while its task instance still runs; API server for a manual state change | TaskFinished (status success, error, skipped), then the task's events are flushed |
 | ``on_dag_run_running`` | scheduler (not under ``dag.test``) | PlaybookExecutionRequested, WorkflowStarted |
 | ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed), for a failed last attempt whose process was killed before it could tell, and for every earlier attempt Airflow archived (``task_instance_history``: a killed attempt that was retried told nobody), WorkflowFinished, PlaybookProcessed |
 | ``before_stopping`` | every task runner and Airflow job | flush |
