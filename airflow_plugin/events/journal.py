@@ -148,32 +148,40 @@ class Journal:
 
 def adopt(directory: Path | str, put: Callable[[Sequence[Mapping[str, Any]]], Any]) -> int:
     """Move the rows of every journal in ``directory`` whose owner has died to ``put`` (the
-    outbox), then remove the journal. Returns the number of rows moved."""
+    outbox), then remove the journal. Returns the number of rows moved. Never raises: a journal
+    that cannot be read or moved now is reported and left for the next delivery."""
     moved = 0
     for path in _journals(directory):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # adopted, or closed by its owner, since the listing
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # its owner is alive
-            if not _same_file(path, fd):
-                continue  # another process adopted it between our open and our lock
-            rows = _read(path, fd)
-            if rows is None:
-                continue
-            if rows:
-                put(rows)  # raises when the outbox is not writable: the journal stays
-                moved += len(rows)
-            path.unlink(missing_ok=True)
-        finally:
-            os.close(fd)  # releases the lock
+            moved += _adopt_one(path, put)
+        except OSError as exc:
+            log.warning("NoETL event journal %s not adopted now (%s); kept", path, exc)
     if moved:
         log.info("NoETL event log: %d event(s) of killed processes moved to the outbox", moved)
     return moved
+
+
+def _adopt_one(path: Path, put: Callable[[Sequence[Mapping[str, Any]]], Any]) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0  # adopted, or closed by its owner, since the listing
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # its owner is alive
+        if not _same_file(path, fd):
+            return 0  # another process adopted it between our open and our lock
+        rows = _read(path, fd)
+        if rows is None:
+            return 0
+        if rows:
+            put(rows)  # raises when the outbox is not writable: the journal stays
+        path.unlink(missing_ok=True)
+        return len(rows)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def waiting(directory: Path | str) -> int:
@@ -182,7 +190,7 @@ def waiting(directory: Path | str) -> int:
     for path in _journals(directory):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
+        except OSError:  # gone since the listing, or not ours to read: not counted
             continue
         try:
             try:

@@ -191,3 +191,24 @@ def test_a_forked_child_killed_keeps_its_events_in_a_journal_of_its_own(event_st
     with recording(recorder, dag_id="d", run_id="r", task_id="parent"):
         emit(Event("StepFinished", "step", "p", "success", execution_id=str(EXECUTION)))
     assert recorder.flush(30) and len(stored_ids(event_store)) == 2
+
+
+def test_a_line_cut_short_by_the_kill_is_dropped_and_the_rest_delivered(event_store, tmp_path):
+    # A process killed inside its journal write leaves a last line without its newline: that
+    # event never reached its queue (emit had not returned); every whole line is delivered.
+    from airflow_plugin.events.journal import encode_row
+
+    outbox = Outbox(tmp_path / "outbox")
+    rows = [
+        {"event_id": f"00000000-0000-0000-0000-00000000000{i}", "execution_id": EXECUTION}
+        | {"timestamp": "2026-01-01T00:00:00+00:00", "source": "worker", "name": "StepStarted"}
+        | {"entity": "step", "entity_id": f"s{i}", "status": "in_progress", "data": {}}
+        for i in range(3)
+    ]
+    outbox.journals.mkdir(parents=True)
+    whole = b"".join(encode_row(row) for row in rows[:2])
+    (outbox.journals / "999999-deadbeef.jsonl").write_bytes(whole + encode_row(rows[2])[:25])
+    assert outbox.count() == 3  # lines on disk, the cut one included
+    assert outbox.deliver(event_store.append) == 2
+    assert stored_ids(event_store) == [rows[0]["event_id"], rows[1]["event_id"]]
+    assert list(outbox.journals.iterdir()) == []
