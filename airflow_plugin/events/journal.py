@@ -98,7 +98,7 @@ class Journal:
             self.directory.mkdir(parents=True, exist_ok=True)
             path = self.directory / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
-            fd = os.open(path, flags, 0o600)
+            fd = os.open(path, flags, 0o666)  # the umask decides, as for outbox files
             try:
                 # Held as long as the descriptor is open: until this process ends.
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -163,7 +163,7 @@ def adopt(directory: Path | str, put: Callable[[Sequence[Mapping[str, Any]]], An
 
 def _adopt_one(path: Path, put: Callable[[Sequence[Mapping[str, Any]]], Any]) -> int:
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # flock needs no write access
     except FileNotFoundError:
         return 0  # adopted, or closed by its owner, since the listing
     try:
