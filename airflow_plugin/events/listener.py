@@ -45,6 +45,7 @@ hookimpl = pluggy.HookimplMarker("airflow")
 _SOURCE = re.compile(r"^Source: (?P<path>.+)$", re.MULTILINE)
 _HASH = re.compile(r"^SHA-256: (?P<hash>[0-9a-f]{64})$", re.MULTILINE)
 _NEVER_RAN = ("skipped", "upstream_failed", "removed")
+_HOOK_OF = {"success": "success", "error": "failed", "skipped": "skipped"}
 # The TaskFinished status of an archived attempt, by the state Airflow archived it in (an
 # attempt archived while unfinished, as a killed one retried, is archived as failed).
 _ARCHIVED_STATUS = {"success": "success", "skipped": "skipped", "upstream_failed": "skipped"}
@@ -164,6 +165,10 @@ class EventLogListener:
             data["error"] = _error_text(error)
         if state == "up_for_retry":
             data["will_retry"] = True
+        if not _is_worker_ti(ti):
+            # Not the task process: the scheduler (the executor reported the process dead, a
+            # lost heartbeat, a timeout) or the API server (a manual state change).
+            data["told_by"] = f"server hook on_task_instance_{_HOOK_OF[status]}"
         duration = _float(getattr(ti, "duration", None))
         emit(self._task_event(ti, "TaskFinished", status, run, task, data, duration=duration))
         # The task is over: its events must be stored (or in the outbox) before the process
