@@ -8,7 +8,9 @@ secrets never reach the disk in clear) is appended to this process's journal fil
 writing process dies, so no fsync is needed for that: fsync would only matter for the machine
 dying, which costs a disk flush per event and is what the outbox's fsync covers once events
 are spilled. When everything recorded is settled (stored, or spilled to the fsynced outbox) the
-writer empties the journal (``clear``); a process that ends normally removes it (``close``).
+writer empties the journal (``clear``) at the next flush (a task's end), or as soon as it holds
+more than a megabyte; a process that ends normally removes it (``close``). Rows already stored
+may so stay in the journal for a while: adopted after a kill, they are stored once (their ids).
 
 Whose journal is alive is told by an ``fcntl.flock`` the owner takes when it creates the file
 and holds until it dies (the kernel drops it then, however the process ended), never by pid
@@ -59,7 +61,7 @@ class Journal:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._path: Path | None = None
-        self._written = False  # something appended since the last clear
+        self._written = 0  # bytes appended since the last clear
         self._broken = False  # the disk refused once: said once, not per event
 
     def __repr__(self) -> str:
@@ -68,6 +70,11 @@ class Journal:
     @property
     def path(self) -> Path | None:
         return self._path
+
+    @property
+    def size(self) -> int:
+        """Bytes appended since the journal was last emptied."""
+        return self._written
 
     def append(self, line: bytes) -> bool:
         """Write one encoded row; False when the disk refuses (the event is still queued)."""
@@ -78,7 +85,7 @@ class Journal:
             view = memoryview(line)
             while view:
                 view = view[os.write(fd, view) :]
-            self._written = True
+            self._written += len(line)
             return True
         except OSError as exc:
             if not self._broken:
@@ -115,7 +122,7 @@ class Journal:
             return
         try:
             os.ftruncate(self._fd, 0)
-            self._written = False
+            self._written = 0
         except OSError as exc:  # the rows stay; adopting them later stores nothing twice
             log.warning("NoETL event journal %s could not be emptied: %s", self._path, exc)
 
@@ -142,7 +149,7 @@ class Journal:
             except OSError:
                 pass
         self._fd = self._path = None
-        self._written = False
+        self._written = 0
         self._broken = False
 
 

@@ -9,7 +9,8 @@ that is down costs a task nothing but a local file write, and what was written w
 arrives later, exactly once (ids are deterministic, inserts ignore duplicates).
 
 Before a row is queued it is appended to this process's journal (``journal``: one unbuffered
-``write``, no fsync), and the journal is emptied whenever everything recorded is settled. So a
+``write``, no fsync), and the journal is emptied when everything recorded is settled, at a flush
+or once it holds a megabyte. So a
 process killed with SIGKILL, whose queue dies with it, leaves its unsettled events on disk; the
 next outbox delivery anywhere (a writer's first stored batch, the scheduler's run end,
 ``noetlc events flush``) adopts them.
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 1000
 QUEUE_LIMIT = 50_000  # events; beyond it record() writes straight to the outbox
+# Bytes a journal may hold, all settled, before the writer thread empties it; below that it is
+# emptied by flush (a task's end): an ftruncate per settled batch costs more than re-delivering a
+# killed process's already stored rows (ids dedupe them).
+JOURNAL_CLEAR_BYTES = 1 << 20
 BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)  # seconds the store is left alone after failures
 
 
@@ -140,6 +145,13 @@ class StoreRecorder:
         then costs one insert, not also a thread wake-up (which a busy machine delays)."""
         if self._pid != os.getpid():
             return True  # nothing was recorded in this process
+        try:
+            return self._flush(timeout)
+        finally:
+            with self._lock:
+                self._clear_journal()
+
+    def _flush(self, timeout: float | None) -> bool:
         deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
         while self._pending and time.monotonic() < deadline:
             if self._writing.acquire(blocking=False):
@@ -163,8 +175,6 @@ class StoreRecorder:
             self._inflight = []
             self._pending = max(0, self._pending - len(left))
         self._spill(left)
-        with self._lock:
-            self._clear_journal()
         return False
 
     def deliver_outbox(self) -> int:
@@ -231,7 +241,8 @@ class StoreRecorder:
         with self._lock:
             self._pending = max(0, self._pending - count)
             if not self._pending:
-                self._clear_journal()
+                if self.journal is not None and self.journal.size >= JOURNAL_CLEAR_BYTES:
+                    self._clear_journal()
                 self._settled.notify_all()
 
     def _clear_journal(self) -> None:
