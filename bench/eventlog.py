@@ -8,9 +8,12 @@
     a stage, then INSERT .. ON CONFLICT DO NOTHING) next to a plain COPY of the same rows into a
     plain table with no index or conflict check (the ceiling) (target >= 20,000 events/s);
 (c) events per loop iteration: a 200-item parallel loop (64 mapped chunks) under ``dag.test()``;
-(d) SQLite store throughput, events/s, the same batches as (b).
+(d) SQLite store throughput, events/s, the same batches as (b);
+(e) the journal's cost per event (what survives a SIGKILL): encoding a stored row and its one
+    ``O_APPEND`` write, next to what ``StoreRecorder.record`` already spends making the row
+    (redaction, bounding); both in this process, best of 5 rounds of 20,000 events.
 
-Usage: ``python bench/eventlog.py [--only a,b,c,d] [--events N]``.
+Usage: ``python bench/eventlog.py [--only a,b,c,d,e] [--events N]``.
 """
 
 from __future__ import annotations
@@ -237,9 +240,54 @@ def bench_loop_events(items: int = 200) -> None:
     )
 
 
+def bench_journal(n: int = 20_000, rounds: int = 5) -> None:
+    from airflow_plugin.events import Event
+    from airflow_plugin.events.journal import Journal, encode_row
+    from airflow_plugin.events.writer import event_row
+
+    events = [
+        Event(
+            name="StepFinished",
+            entity="step",
+            entity_id=f"s{i}",
+            status="success",
+            execution_id="7",
+            step=f"s{i}",
+            step_run_id=f"s{i}",
+            data={"result": {"value": i, "rows": [1, 2, 3]}, "ctx": {"seen": i}},
+            dag_id="examples.chain",
+            run_id="manual__bench",
+            task_id=f"s{i}",
+            map_index=-1,
+            try_number=1,
+            event_id=str(uuid.uuid4()),
+        )
+        for i in range(n)
+    ]
+    make, write = [], []
+    for _ in range(rounds):
+        journal = Journal(HOME / "journal-bench")
+        started = time.perf_counter()
+        rows = [event_row(event, 65536) for event in events]
+        made = time.perf_counter()
+        for row in rows:
+            journal.append(encode_row(row))
+        written = time.perf_counter()
+        journal.clear()
+        journal.close()
+        make.append((made - started) / n * 1e6)
+        write.append((written - made) / n * 1e6)
+    size = len(encode_row(rows[0]))
+    print(
+        f"(e) journal: {min(write):.1f} us per event (encode + one O_APPEND write of ~{size} B;"
+        f" median {statistics.median(write):.1f} us) next to {min(make):.1f} us to make the row"
+        f" (median {statistics.median(make):.1f} us); {n} events x {rounds} rounds"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="a,b,c,d")
+    parser.add_argument("--only", default="a,b,c,d,e")
     parser.add_argument("--events", type=int, default=100_000)
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -251,6 +299,8 @@ def main() -> None:
         bench_loop_events()
     if "d" in only:
         bench_sqlite(args.events)
+    if "e" in only:
+        bench_journal()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 * ``redact``: secrets out, size bounded, before anything is queued;
 * ``schema`` + ``migrations/``: the one table (and views) on Postgres or SQLite;
 * ``store``: reads and idempotent batched writes; ``outbox``: durable local spill;
-  ``writer``: the background batching recorder over both; ``config``: the environment settings;
+  ``journal``: each process's unsettled events on disk (a SIGKILLed process loses none);
+  ``writer``: the background batching recorder over them; ``config``: the environment settings;
 * ``listener``: Airflow listener hooks (DAG-run and task-instance transitions);
 * ``projection``: the execution state rebuilt from events alone (replay, ``noetlc status``);
 * ``timeline`` and ``cli``: ``noetlc events`` / ``noetlc status``.

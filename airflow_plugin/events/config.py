@@ -5,7 +5,7 @@
 | ``NOETL_EVENTS`` | ``off`` (or 0/false/no) disables the event log | on |
 | ``NOETL_EVENTS_URL`` | the store: SQLAlchemy/libpq URL, ``key=value`` DSN or SQLite path | SQLite file ``<dir>/events.db`` |
 | ``NOETL_EVENTS_CONN_ID`` | an Airflow Connection holding the store (used when no URL is set) | - |
-| ``NOETL_EVENTS_DIR`` | folder of the default SQLite file and of the outbox | ``$AIRFLOW_HOME/noetl`` |
+| ``NOETL_EVENTS_DIR`` | folder of the default SQLite file and of the outbox (with the processes' journals) | ``$AIRFLOW_HOME/noetl`` |
 | ``NOETL_EVENTS_MAX_DATA`` | bytes of ``data`` kept per event before it is truncated | 65536 |
 | ``NOETL_EVENTS_FLUSH_TIMEOUT`` | seconds a task end waits for its events to be stored | 2 |
 

@@ -6,9 +6,9 @@ see and what it must not do:
 | hook | process | events |
 |---|---|---|
 | ``on_task_instance_running`` | task runner (worker) | PlaybookExecutionRequested, WorkflowStarted (first task of a run; ids dedupe the rest), TaskStarted |
-| ``on_task_instance_success/failed/skipped`` | task runner; scheduler for a killed worker, a timeout, a lost heartbeat; API server for a manual state change | TaskFinished (status success, error, skipped), then the task's events are flushed |
+| ``on_task_instance_success/failed/skipped`` | task runner; scheduler for a killed worker, a timeout, a lost heartbeat, an executor reporting a dead task process while its task instance still runs; API server for a manual state change | TaskFinished (status success, error, skipped), then the task's events are flushed |
 | ``on_dag_run_running`` | scheduler (not under ``dag.test``) | PlaybookExecutionRequested, WorkflowStarted |
-| ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed) and for failed attempts whose process was killed before it could tell, WorkflowFinished, PlaybookProcessed |
+| ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed), for a failed last attempt whose process was killed before it could tell, and for every earlier attempt Airflow archived (``task_instance_history``: a killed attempt that was retried told nobody), WorkflowFinished, PlaybookProcessed |
 | ``before_stopping`` | every task runner and Airflow job | flush |
 
 One transition can be told twice (the worker and the scheduler both report a failure; every task
@@ -33,7 +33,7 @@ import pluggy
 
 from ..runtime.ids import execution_id_for
 from .identity import event_id
-from .recorder import Event, default_recorder, emit, flush
+from .recorder import Event, default_recorder, deliver_soon, emit, flush
 from .workflow import run_finished, run_started
 
 __all__ = ["EventLogListener", "playbook_identity"]
@@ -45,6 +45,10 @@ hookimpl = pluggy.HookimplMarker("airflow")
 _SOURCE = re.compile(r"^Source: (?P<path>.+)$", re.MULTILINE)
 _HASH = re.compile(r"^SHA-256: (?P<hash>[0-9a-f]{64})$", re.MULTILINE)
 _NEVER_RAN = ("skipped", "upstream_failed", "removed")
+_HOOK_OF = {"success": "success", "error": "failed", "skipped": "skipped"}
+# The TaskFinished status of an archived attempt, by the state Airflow archived it in (an
+# attempt archived while unfinished, as a killed one retried, is archived as failed).
+_ARCHIVED_STATUS = {"success": "success", "skipped": "skipped", "upstream_failed": "skipped"}
 
 
 def playbook_identity(dag: Any) -> tuple[str | None, str | None]:
@@ -161,11 +165,27 @@ class EventLogListener:
             data["error"] = _error_text(error)
         if state == "up_for_retry":
             data["will_retry"] = True
+        if not _is_worker_ti(ti):
+            # Not the task process: the scheduler (the executor reported the process dead, a
+            # lost heartbeat, a timeout) or the API server (a manual state change).
+            data["told_by"] = f"server hook on_task_instance_{_HOOK_OF[status]}"
         duration = _float(getattr(ti, "duration", None))
         emit(self._task_event(ti, "TaskFinished", status, run, task, data, duration=duration))
         # The task is over: its events must be stored (or in the outbox) before the process
         # ends (the supervisor gives listeners task_success_overtime, 20 s by default).
         flush(default_recorder())
+
+    def _archived_finished(self, ti: Any, run: _Run) -> None:
+        state = _state(ti.state)
+        status = _ARCHIVED_STATUS.get(state or "", "error")
+        data: dict[str, Any] = {"state": state, "told_by": "run end (task_instance_history)"}
+        if status == "error":
+            data["will_retry"] = True  # archived: a later try of this task instance followed
+        end = getattr(ti, "end_date", None)
+        fields: dict[str, Any] = {"duration": _float(getattr(ti, "duration", None))}
+        if end is not None:
+            fields["timestamp"] = end  # when that attempt ended, not when the run did
+        emit(self._task_event(ti, "TaskFinished", status, run, None, data, **fields))
 
     def _task_event(
         self,
@@ -233,6 +253,12 @@ class EventLogListener:
                 # ordinary failure) the store keeps that one and drops this.
                 data = {"state": state, "told_by": "run end (the task process did not tell)"}
                 emit(self._task_event(ti, "TaskFinished", "error", run, None, data))
+        for ti in _archived_tries(dag_run):
+            # Earlier attempts of retried (or cleared) tasks. A killed attempt that Airflow
+            # retried is reported by its supervisor to the API server as up_for_retry (no hook
+            # runs), and the next try replaces the task instance: its archived row is the only
+            # trace of its end. Same id as the worker's report, so a told attempt stays one row.
+            self._archived_finished(ti, run)
         run_finished(
             run.execution_id,
             run.dag_id,
@@ -242,6 +268,9 @@ class EventLogListener:
             duration=_run_duration(dag_run),
             **run.stamps(),
         )
+        # A task process killed during this run may have left events in its journal: the
+        # run's own last events, stored now, bring them along.
+        deliver_soon(default_recorder())
         flush(default_recorder())
 
 
@@ -297,6 +326,33 @@ def _task_instances(dag_run: Any) -> list[Any]:
         return list(dag_run.get_task_instances())
     except Exception:  # noqa: BLE001 - no DB access here (a worker): the scheduler's hook reports them
         log.debug("NoETL event log: task instances of %s not readable here", dag_run.run_id)
+        return []
+
+
+def _archived_tries(dag_run: Any) -> list[Any]:
+    """The run's archived task attempts (``TaskInstanceHistory``: one row per try that a later
+    try replaced), read through the hook's own session (see ``_session_of``), else (``dag.test``
+    passes a detached run) through a session of its own that is never the thread's scoped one,
+    so nothing the caller holds is committed or closed."""
+    try:
+        from airflow import settings
+        from airflow.models.taskinstancehistory import TaskInstanceHistory as History
+        from sqlalchemy import select
+
+        query = (
+            select(History)
+            .where(History.dag_id == dag_run.dag_id, History.run_id == dag_run.run_id)
+            .order_by(History.task_id, History.map_index, History.try_number)
+        )
+        session = _session_of(dag_run)
+        if session is not None:
+            return list(session.scalars(query))
+        if settings.NonScopedSession is None:
+            return []  # no metadata DB in this process (a worker): the scheduler tells them
+        with settings.NonScopedSession() as own:
+            return list(own.scalars(query))
+    except Exception:  # never fail the run's end over its history
+        log.exception("NoETL event log: archived attempts of %s not readable", dag_run.run_id)
         return []
 
 

@@ -7,8 +7,12 @@ so a file delivered twice, by two processes or after a crash between insert and 
 nothing) and only then removes it. A file that cannot be parsed is never deleted: it is renamed
 ``.bad`` and reported, so no event is lost silently.
 
+Events of a process that was killed before it could store or spill them are in its journal
+(``journal``, in ``<dir>/journal``): delivery first adopts every journal whose owner has died
+into a batch file here, so they are delivered like any other batch.
+
 Layout: ``<dir>/<utc time>-<pid>-<random>.jsonl``, one JSON row per line; the names sort in
-the order the batches were written.
+the order the batches' first events happened.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import journal
+
 __all__ = ["Outbox"]
 
 log = logging.getLogger(__name__)
@@ -30,6 +36,11 @@ log = logging.getLogger(__name__)
 class Outbox:
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
+
+    @property
+    def journals(self) -> Path:
+        """Where the writers of this outbox keep their per-process journals."""
+        return self.directory / "journal"
 
     def put(self, rows: Sequence[Mapping[str, Any]]) -> Path | None:
         """Write ``rows`` as one durable batch file; returns its path."""
@@ -43,10 +54,8 @@ class Outbox:
         name = f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp = self.directory / f".{name}.tmp"
         final = self.directory / f"{name}.jsonl"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, separators=(",", ":"), default=_json_default))
-                handle.write("\n")
+        with open(tmp, "wb") as handle:
+            handle.writelines(journal.encode_row(row) for row in rows)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, final)
@@ -60,8 +69,8 @@ class Outbox:
             return []
 
     def count(self) -> int:
-        """Events waiting (lines in pending files)."""
-        total = 0
+        """Events waiting (lines in pending files, and in journals of processes that died)."""
+        total = journal.waiting(self.journals)
         for path in self.pending():
             try:
                 with open(path, "rb") as handle:
@@ -72,7 +81,9 @@ class Outbox:
 
     def deliver(self, store: Callable[[list[dict[str, Any]]], None]) -> int:
         """Hand every pending batch to ``store`` (which raises when it cannot take it), oldest
-        first; stop at the first failure. Returns the number of rows delivered."""
+        first; stop at the first failure. Returns the number of rows delivered. Journals of
+        processes that died are adopted first, so their events are among them."""
+        journal.adopt(self.journals, self.put)
         delivered = 0
         for path in self.pending():
             rows = self._read(path)
@@ -102,12 +113,6 @@ class Outbox:
 
 def _lines(text: str) -> Iterable[str]:
     return (line for line in text.splitlines() if line.strip())
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, _dt.datetime):
-        return value.isoformat()
-    return str(value)
 
 
 def _fsync_dir(directory: Path) -> None:

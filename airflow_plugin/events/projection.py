@@ -10,7 +10,8 @@ shows and what a replay test compares with the run's real outcome:
 * ``ctx`` / ``vars``: every write, in order;
 * ``loops``: per loop, items, iterations finished, failed, done;
 * ``retries``: per step, retries started; ``tasks``: per Airflow task instance, its last try
-  and status (a task killed before its step could report still shows its failure);
+  and status (a task killed before its step could report still shows its failure; an earlier
+  try told after a later one, as the run's end tells archived tries, changes neither);
 * ``gates``: gates paused and not yet answered; ``children``: nested executions started here.
 """
 
@@ -121,6 +122,11 @@ def _task_finished(
 ) -> None:
     key = event["entity_id"]
     task = state["tasks"].setdefault(key, {"step": event.get("step"), "try_number": None})
+    tried, latest = event.get("try_number"), task.get("try_number")
+    if tried is not None and latest is not None and tried < latest:
+        # An earlier attempt told late (the run's end reports archived attempts): history, not
+        # the task's state, and no longer the step's (a later try ran it again).
+        return
     task["status"] = data.get("state") or event.get("status")
     task["try_number"] = event.get("try_number")
     if event.get("status") == "error":

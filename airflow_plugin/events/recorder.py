@@ -48,6 +48,7 @@ __all__ = [
     "current_event_id",
     "current_recorder",
     "default_recorder",
+    "deliver_soon",
     "emit",
     "flush",
     "recording",
@@ -192,6 +193,14 @@ def flush(recorder: Recorder, timeout: float | None = None) -> bool:
     except Exception:  # observing must never break the observed work
         log.exception("NoETL event recorder failed to flush")
         return False
+
+
+def deliver_soon(recorder: Recorder) -> None:
+    """Have ``recorder`` (a store writer) deliver what waits in its outbox, and what processes
+    that died left in their journals, with the next batch it stores."""
+    method = getattr(recorder, "deliver_soon", None)
+    if method is not None:
+        method()
 
 
 class _Scope:

@@ -8,6 +8,13 @@ batches go there directly; the first batch stored after that also delivers the o
 that is down costs a task nothing but a local file write, and what was written while it was down
 arrives later, exactly once (ids are deterministic, inserts ignore duplicates).
 
+Before a row is queued it is appended to this process's journal (``journal``: one unbuffered
+``write``, no fsync), and the journal is emptied when everything recorded is settled, at a flush
+or once it holds a megabyte. So a
+process killed with SIGKILL, whose queue dies with it, leaves its unsettled events on disk; the
+next outbox delivery anywhere (a writer's first stored batch, the scheduler's run end,
+``noetlc events flush``) adopts them.
+
 :meth:`flush` is called where a task ends (the listener's terminal hooks, process exit): it waits
 up to its timeout for the queue to drain, then writes whatever is still queued or in flight to
 the outbox. A batch that was in flight may then be stored twice; the store keeps one copy.
@@ -24,6 +31,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .journal import Journal, encode_row
 from .outbox import Outbox
 from .recorder import Event
 from .redact import bound, redact
@@ -36,6 +44,10 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 1000
 QUEUE_LIMIT = 50_000  # events; beyond it record() writes straight to the outbox
+# Bytes a journal may hold, all settled, before the writer thread empties it; below that it is
+# emptied by flush (a task's end): an ftruncate per settled batch costs more than re-delivering a
+# killed process's already stored rows (ids dedupe them).
+JOURNAL_CLEAR_BYTES = 1 << 20
 BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)  # seconds the store is left alone after failures
 
 
@@ -70,9 +82,12 @@ class StoreRecorder:
         *,
         max_data_bytes: int = 65536,
         flush_timeout: float = 2.0,
+        journaled: bool = True,
     ) -> None:
         self.store = store
         self.outbox = outbox
+        # Off only where a test or benchmark measures the writer without it.
+        self.journal = Journal(outbox.journals) if journaled else None
         self.max_data_bytes = max_data_bytes
         self.flush_timeout = flush_timeout
         self.stored = 0  # rows handed to the store by this process
@@ -95,6 +110,9 @@ class StoreRecorder:
         self._failures = 0
         self._down_until = 0.0
         self._outbox_checked = False
+        self._keep_journal = False  # the outbox refused rows: the journal is all that has them
+        if self.journal is not None:
+            self.journal.forget()  # after a fork: the parent's journal is not the child's
 
     def __repr__(self) -> str:
         return f"StoreRecorder({self.store.describe()}, outbox {self.outbox.directory})"
@@ -105,7 +123,11 @@ class StoreRecorder:
         row = event_row(event, self.max_data_bytes)
         self._ensure_thread()
         with self._lock:
+            # Counted before the journal write: the journal is emptied only when nothing is
+            # pending, so it cannot be emptied between this row's write and its queueing.
             self._pending += 1
+        if self.journal is not None:
+            self.journal.append(encode_row(row))
         try:
             self._queue.put_nowait(row)
         except queue.Full:
@@ -123,6 +145,13 @@ class StoreRecorder:
         then costs one insert, not also a thread wake-up (which a busy machine delays)."""
         if self._pid != os.getpid():
             return True  # nothing was recorded in this process
+        try:
+            return self._flush(timeout)
+        finally:
+            with self._lock:
+                self._clear_journal()
+
+    def _flush(self, timeout: float | None) -> bool:
         deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
         while self._pending and time.monotonic() < deadline:
             if self._writing.acquire(blocking=False):
@@ -140,9 +169,11 @@ class StoreRecorder:
         with self._lock:
             if not self._pending:
                 return True
-            left = self._drain() + list(self._inflight)
-            # Spilled here, so settled; an in-flight batch may still land in the store too.
-            self._pending = 0
+            left = self._drain() + self._inflight
+            # Spilled here, so settled; an in-flight batch may still land in the store too (its
+            # writer sees it was taken over and does not count it again).
+            self._inflight = []
+            self._pending = max(0, self._pending - len(left))
         self._spill(left)
         return False
 
@@ -150,9 +181,19 @@ class StoreRecorder:
         """Store what waits in the outbox now (``noetlc events flush``); raises StoreUnavailable."""
         return self.outbox.deliver(self._store)
 
+    def deliver_soon(self) -> None:
+        """Have the next batch stored also deliver the outbox (and adopt the journals of
+        processes that died): the scheduler asks at a run's end, where a killed task's events
+        may be waiting."""
+        self._outbox_checked = False
+
     def _at_exit(self) -> None:
         try:
             self.flush()
+            with self._lock:
+                done = not self._pending and not self._keep_journal
+            if done and self.journal is not None:
+                self.journal.close()
         except Exception:  # interpreter shutdown: never raise from here
             log.exception("NoETL event log: flush at exit failed")
 
@@ -189,14 +230,25 @@ class StoreRecorder:
             self._spill(batch)
         finally:
             with self._lock:
-                self._inflight = []
-            self._settle(len(batch))
+                # A flush that timed out may have taken the batch over (spilled and counted it).
+                mine = self._inflight is batch
+                if mine:
+                    self._inflight = []
+            if mine:
+                self._settle(len(batch))
 
     def _settle(self, count: int) -> None:
         with self._lock:
             self._pending = max(0, self._pending - count)
             if not self._pending:
+                if self.journal is not None and self.journal.size >= JOURNAL_CLEAR_BYTES:
+                    self._clear_journal()
                 self._settled.notify_all()
+
+    def _clear_journal(self) -> None:
+        # Holding ``_lock``: every row in the journal is now stored or in the outbox.
+        if self.journal is not None and not self._pending and not self._keep_journal:
+            self.journal.clear()
 
     def _drain(self, limit: int | None = None) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
@@ -248,6 +300,16 @@ class StoreRecorder:
             self.outbox.put(rows)
             self.spilled += len(rows)
         except OSError:
-            # Both the store and the local disk refuse: say so with everything needed to
-            # recover the events from the log line itself.
-            log.exception("NoETL event log: outbox %s not writable; events lost", self.outbox)
+            with self._lock:
+                self._keep_journal = True
+            where = self.journal.path if self.journal is not None else None
+            if where is not None:
+                # Adopted into the outbox by whoever delivers it once this process is gone.
+                log.exception(
+                    "NoETL event log: outbox %s not writable; %d event(s) stay in the journal %s",
+                    self.outbox.directory,
+                    len(rows),
+                    where,
+                )
+            else:
+                log.exception("NoETL event log: outbox %s not writable; events lost", self.outbox)

@@ -157,9 +157,9 @@ def _running_sleeper(stack) -> tuple[str, int]:
     """A run of the sleeper whose step is under way: (run id, pid of its task process)."""
     client = stack.client
     run_id = client.trigger(SLEEPER, conf={"seconds": 600})["dag_run_id"]
-    # Inside the step: once its python call is under way and the event log has it (the task
-    # process writes events from a background thread; a process killed in its first second
-    # would take its unwritten events with it).
+    # Inside the step: once its python call is under way and the event log has it (what the
+    # process had not stored when killed would come from its journal, but only later: at the
+    # next delivery).
     events = wait_for_events(stack, SLEEPER, run_id, "ToolStarted", timeout=90)
     assert "ToolStarted" in names(events), names(events)
     ti = client.task_instance(SLEEPER, run_id, "start")

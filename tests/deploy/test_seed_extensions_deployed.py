@@ -5,20 +5,28 @@ triggered through the REST API, results and the event log asserted.
   so they drain the queue at the same time; one completion event per item;
 * cursor, one slot's task process killed with SIGKILL mid-drain: Airflow retries the slot, the
   item it held comes back through the claim's stale-claim clause, every item is done exactly
-  once (a primary key on the results) and the run succeeds;
+  once (a primary key on the results) and the run succeeds; in the event log the killed try
+  has exactly one TaskFinished (error, told at the run's end from Airflow's task history), the
+  retry its own TaskStarted and TaskFinished (success), and what the killed process emitted
+  while the event store was stalled (its table locked) is there, from its journal;
 * quantum: the Bell example on the aer simulator, provenance in the step result and in the
   ToolCompleted event of the deployment's event store.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from collections import Counter
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
+
+from airflow_plugin.events.outbox import Outbox
 
 from .checks import names, wait_for_events
 
@@ -45,6 +53,25 @@ def _queue(stack, queue: str) -> Counter:
     with psycopg.connect(stack.manifest["data_url"]) as conn:
         rows = conn.execute(f"SELECT status, attempt_count FROM {queue}_queue").fetchall()
     return Counter(rows)
+
+
+@contextlib.contextmanager
+def _event_store_stalled(stack) -> Iterator[None]:
+    """The stack's event table locked: every process's event writes wait until the end."""
+    with psycopg.connect(stack.manifest["events_url"]) as conn:
+        conn.execute("LOCK TABLE noetl.event_log IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+def _items_by(stack, queue: str, pid: int) -> set[int]:
+    return {item for item, by in _done_rows(stack, queue) if by == pid}
+
+
+def _moment(value) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
 def test_cursor_slots_drain_the_queue_concurrently(local_stack) -> None:
@@ -94,7 +121,20 @@ def test_cursor_slot_killed_mid_drain_is_retried_and_every_item_done_once(local_
                 pass
         assert time.monotonic() < deadline, _workers(client, run_id)
         time.sleep(0.2)
-    os.kill(victim["pid"], signal.SIGKILL)
+    killed_pid = victim["pid"]
+    journals = Path(local_stack.state) / "noetl" / "outbox" / "journal"
+    # Stall the event store, let the slot finish one more item (its completion event can now
+    # reach the store only through the process's journal), then kill the slot's process.
+    with _event_store_stalled(local_stack):
+        stalled_at = datetime.now(UTC)
+        before = _items_by(local_stack, "cursor_b", killed_pid)
+        while not _items_by(local_stack, "cursor_b", killed_pid) - before:
+            assert time.monotonic() < deadline + 60, "the slot finished no item while stalled"
+            time.sleep(0.05)
+        time.sleep(0.2)  # its event is emitted right after the item's row is committed
+        assert list(journals.glob(f"{killed_pid}-*.jsonl")), sorted(journals.iterdir())
+        os.kill(killed_pid, signal.SIGKILL)
+        stalled_items = _items_by(local_stack, "cursor_b", killed_pid) - before
     killed_at = time.monotonic()
 
     run = client.wait_for_run(CURSOR, run_id, timeout=300, interval=0.5)
@@ -116,15 +156,43 @@ def test_cursor_slot_killed_mid_drain_is_retried_and_every_item_done_once(local_
     done = [e for e in events if e["name"] == "LoopIterationCompleted"]
     counted = Counter(e["data"]["item"]["id"] for e in done)
     assert max(counted.values()) == 1, counted  # never two completions of one item
-    killed_pid = victim["pid"]
-    # Every item a surviving process did has its completion event (the killed process may
-    # have died with its last events still queued in memory).
+    # Every item a surviving process did has its completion event.
     survivors = {item for item, pid in rows if pid != killed_pid}
     assert survivors <= set(counted), sorted(survivors - set(counted))
+    # What the killed process emitted while the store was stalled is in the store (from its
+    # journal, adopted by the next delivery), emitted by try 1 after the stall began.
+    slot = [e for e in events if e["task_id"] == "work.worker" and e["map_index"] == 1]
+    late = [e for e in slot if e["try_number"] == 1 and _moment(e["timestamp"]) >= stalled_at]
+    late_items = {e["data"]["item"]["id"] for e in late if e["name"] == "LoopIterationCompleted"}
+    assert stalled_items and stalled_items <= late_items, (stalled_items, late)
+    assert not list(journals.glob(f"{killed_pid}-*.jsonl"))
+    # One TaskFinished per try of the slot, the retry's told by its own process. The killed
+    # try told nobody; the scheduler tells it when the executor's report of the dead worker
+    # reaches it before the supervisor's up_for_retry does (``_process_executor_events`` ->
+    # ``handle_failure``), else the run's end tells it from Airflow's task history. Both use
+    # the attempt's id: one row whichever came first, or both.
+    tries = list(range(1, retried["try_number"] + 1))
+    ends = {e["try_number"]: e for e in slot if e["name"] == "TaskFinished"}
+    assert sorted(e["try_number"] for e in slot if e["name"] == "TaskFinished") == tries, ends
+    assert sorted(e["try_number"] for e in slot if e["name"] == "TaskStarted") == tries
+    killed = ends[1]
+    assert killed["status"] == "error" and killed["source"] == "server", killed
+    assert killed["data"]["will_retry"] is True
+    told_by = killed["data"]["told_by"]
+    assert told_by in ("run end (task_instance_history)", "server hook on_task_instance_failed")
+    assert ends[tries[-1]]["status"] == "success" and ends[tries[-1]]["source"] == "worker"
+    # Nothing left waiting: the run's end delivered what the stall spilled.
+    outbox = Outbox(Path(local_stack.state) / "noetl" / "outbox")
+    waited = time.monotonic() + 30
+    while outbox.count() and time.monotonic() < waited:
+        time.sleep(0.5)
+    assert outbox.count() == 0
     print(
         f"\ncursor on the stack: slot 1 killed, retried (try {retried['try_number']}), run done "
         f"{time.monotonic() - killed_at:.1f}s after the kill; items by the killed process: "
-        f"{sum(1 for _, pid in rows if pid == killed_pid)}"
+        f"{sum(1 for _, pid in rows if pid == killed_pid)}, of which {len(stalled_items)} while "
+        f"the store was stalled; its events after the stall, from its journal: {len(late)}; "
+        f"its TaskFinished told by {told_by}"
     )
 
 
