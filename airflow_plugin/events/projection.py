@@ -4,7 +4,8 @@
 shows and what a replay test compares with the run's real outcome:
 
 * ``status``: the run's terminal status (PlaybookProcessed), else ``running``;
-* ``steps``: per step, its last status, how many times it ran, its last error;
+* ``steps``: per step, its last status, how many times it ran, and the error of its last run
+  when that run failed (a run that succeeded after a failed one clears it);
 * ``results``: per step, the result of its last finished run outside any loop iteration (a loop
   step's aggregate, a region member's last visit);
 * ``ctx`` / ``vars``: every write, in order;
@@ -113,6 +114,8 @@ def _step_finished(
     if event.get("iteration") is not None:
         return  # one iteration of a loop body: the loop step reports the aggregate
     entry["status"] = event.get("status")
+    if event.get("status") != "error":
+        entry["error"] = None  # a later run of the step (a retry, a region's next visit) succeeded
     if "result" in data:
         state["results"][step] = data["result"]
 
@@ -129,8 +132,8 @@ def _task_finished(
         return
     task["status"] = data.get("state") or event.get("status")
     task["try_number"] = event.get("try_number")
+    task["error"] = data.get("error") if event.get("status") == "error" else None
     if event.get("status") == "error":
-        task["error"] = data.get("error")
         step = task.get("step")
         # A task that died without its step saying so (killed, timed out): the step failed.
         if step and state["steps"].get(step, {}).get("status") in (None, "pending", "running"):

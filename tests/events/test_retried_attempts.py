@@ -98,3 +98,18 @@ def test_each_try_of_a_retried_task_finishes_once(event_log, run_dag, told_by_wo
     assert state["status"] == "success"
     assert state["tasks"]["flaky"]["status"] == "success"
     assert state["tasks"]["flaky"]["try_number"] == 3
+    assert state["tasks"]["flaky"]["error"] is None  # the failed tries' errors are history
+
+
+def test_a_step_run_that_succeeds_after_a_failed_one_replays_without_its_old_error():
+    """A region visits a step twice (a retry arc): the first visit failed, the second succeeded.
+    The replayed step is a success with no error; a failed last visit keeps its error."""
+
+    def finished(status: str, **data):
+        return {"name": "StepFinished", "step": "fetch", "status": status, "data": data}
+
+    first = finished("error", error={"message": "HTTP 503"})
+    state = project([first, finished("success", result={"page": 2})])
+    assert state["steps"]["fetch"] == {"status": "success", "runs": 2, "error": None}
+    state = project([finished("success", result={"page": 1}), first])
+    assert state["steps"]["fetch"]["error"] == {"message": "HTTP 503"}
