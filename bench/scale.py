@@ -12,6 +12,11 @@ other programs take from the CPU does not count), each size is measured in a fre
 heap left over from a previous size), and the rounds are interleaved (every size once per round,
 the best of the rounds kept), so a busy minute disturbs one round of every size alike.
 
+Memory: the peak resident set (`ru_maxrss`) of the measuring process after check and after
+compile, and what check and compile add to it per step (peak minus the process's peak before it
+read the playbook, over the steps). The YAML baseline runs in a forked child, so its own
+document never counts in these peaks.
+
     python bench/scale.py              # all sizes, 3 rounds (the 100k chain takes a while)
     python bench/scale.py --quick      # 1k/10k chains, 500/5k fan-outs
     python bench/scale.py --rounds 5
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -89,21 +96,48 @@ def measure(shape: str, n: int, folder: Path) -> dict[str, float]:
     text = build(n)
     path = folder / f"{shape}{n}.yaml"
     path.write_text(text, encoding="utf-8")
-    base = min(timed(lambda: yaml.load(text, Loader=yaml.CSafeLoader)) for _ in range(2))
+    base = _in_child(
+        lambda: min(timed(lambda: yaml.load(text, Loader=yaml.CSafeLoader))[0] for _ in range(2))
+    )
+    before = _peak_kib()
     holder = {}
     checked = timed(lambda: holder.setdefault("result", _checked(str(path))))
+    after_check = _peak_kib()
     result = holder["result"]
     errors = [d for d in result.diagnostics if d.severity.label == "error"]
     if errors:
         raise SystemExit(f"{shape} {n}: the generated playbook has errors: {errors[:3]}")
     compiled = timed(lambda: compile_result(result, path.name))
+    after_compile = _peak_kib()
     return {
-        "yaml": base[0],
+        "yaml": base,
         "check": checked[0],
         "compile": compiled[0],
         "check_wall": checked[1],
         "compile_wall": compiled[1],
+        "peak_mib": after_compile / 1024,
+        "check_kib_per_step": (after_check - before) / n,
+        "compile_kib_per_step": (after_compile - before) / n,
     }
+
+
+def _peak_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+
+
+def _in_child(func) -> float:
+    """func() in a forked child (its memory never counts in this process's peak)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        os.write(write, repr(func()).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        value = float(pipe.read())
+    os.waitpid(pid, 0)
+    return value
 
 
 def _checked(path: str):
@@ -174,6 +208,13 @@ def main() -> None:
                 f" {now['check'] / now['yaml']:7.1f}{growth}"
             )
             previous = now
+        print(f"  {'steps':>8} {'peak MiB':>9} {'check KiB/step':>15} {'compile KiB/step':>17}")
+        for n in sizes:
+            now = best[(shape, n)]
+            print(
+                f"  {n:>8} {now['peak_mib']:9.0f} {now['check_kib_per_step']:15.1f}"
+                f" {now['compile_kib_per_step']:17.1f}"
+            )
     print(
         f"worst growth for 10x the steps: {worst:.1f}x (target <= {TARGET:.0f}x); "
         f"worst growth relative to the YAML baseline's: {worst_relative:.2f}x"

@@ -55,37 +55,38 @@ _MAX_INT_BITS = 14_000
 class Span:
     """Where a node sits in the source: 1-based line/col plus 0-based character offsets.
 
-    Built lazily from a composed node: a playbook has tens of thousands of nodes and most
-    spans are never asked for, so we keep the node and compute on access.
+    Kept small because a playbook has tens of thousands of nodes and most spans are never
+    asked for: the composed node tree is released once the document is built, and a value keeps
+    only libyaml's start mark of its node (a compact C object holding offset, line and column,
+    which the composer made anyway), its end offset and its scalar style. ``end`` and ``style``
+    are known for a value's own span (``span_of(value)``: strings, mappings, lists); the spans of
+    mapping keys and of items that are not strings or collections (``key_span``,
+    ``value_span``, ``item_span``) are positions only, with ``end`` and ``style`` None.
     """
 
-    __slots__ = ("_node",)
+    __slots__ = ("_mark", "end", "style")
 
-    def __init__(self, node: yaml.Node) -> None:
-        self._node = node
+    def __init__(self, mark: Any, end: int | None = None, style: str | None = None) -> None:
+        self._mark = mark
+        self.end = end
+        self.style = style  # scalar style: None (plain), "'", '"', "|", ">"; None for collections
+
+    @classmethod
+    def of(cls, node: yaml.Node) -> Span:
+        style = node.style if isinstance(node, yaml.ScalarNode) else None
+        return cls(node.start_mark, node.end_mark.index, style)
 
     @property
     def line(self) -> int:
-        return self._node.start_mark.line + 1
+        return self._mark.line + 1
 
     @property
     def col(self) -> int:
-        return self._node.start_mark.column + 1
+        return self._mark.column + 1
 
     @property
     def start(self) -> int:
-        return self._node.start_mark.index
-
-    @property
-    def end(self) -> int:
-        return self._node.end_mark.index
-
-    @property
-    def style(self) -> str | None:
-        """Scalar style: None (plain), "'", '"', "|", ">"; None for collections."""
-        return (
-            getattr(self._node, "style", None) if isinstance(self._node, yaml.ScalarNode) else None
-        )
+        return self._mark.index
 
     @property
     def position(self) -> Position:
@@ -95,25 +96,25 @@ class Span:
         return f"Span({self.line}:{self.col})"
 
 
-_span = Span
-
-
 class YMap(dict):
-    """A mapping that knows the span of itself, of each key and of each value."""
+    """A mapping that knows the span of itself, of each key and of each value.
+
+    ``key_spans`` and ``value_spans`` hold start marks (see ``Span``); the accessors wrap them.
+    """
 
     __slots__ = ("key_spans", "span", "value_spans")
 
     def key_span(self, key: Any) -> Span:
-        node = self.key_spans.get(key)
-        return Span(node) if node is not None else self.span
+        mark = self.key_spans.get(key)
+        return Span(mark) if mark is not None else self.span
 
     def value_span(self, key: Any) -> Span:
-        node = self.value_spans.get(key)
-        return Span(node) if node is not None else self.span
+        mark = self.value_spans.get(key)
+        return Span(mark) if mark is not None else self.span
 
 
 class YList(list):
-    """A sequence that knows the span of itself and of each item."""
+    """A sequence that knows the span of itself and of each item (``item_spans``: start marks)."""
 
     __slots__ = ("item_spans", "span")
 
@@ -132,11 +133,11 @@ class YStr(str):
     rescan them on every pass once a playbook holds more templates than it keeps).
     """
 
-    __slots__ = ("_node", "template_scan")
+    __slots__ = ("_end", "_mark", "_style", "template_scan")
 
     @property
     def span(self) -> Span:
-        return Span(self._node)
+        return Span(self._mark, self._end, self._style)
 
 
 def span_of(value: Any) -> Span | None:
@@ -189,7 +190,11 @@ class _Builder:
 
         self.diagnostics.append(
             Diagnostic(
-                code, severity_of(code), self.path, position or _span(node).position, message
+                code,
+                severity_of(code),
+                self.path,
+                position or _mark_position(node.start_mark),
+                message,
             )
         )
 
@@ -229,9 +234,7 @@ class _Builder:
                 "unquoted template: YAML reads `{{ ... }}` as a mapping; "
                 f'quote the whole value: "{self.text[node.start_mark.index : end]}"',
             )
-            value = YStr(self.text[node.start_mark.index : end])
-            value._node = node
-            return value
+            return _ystr(self.text[node.start_mark.index : end], node)
         again = id(node) in self._seen
         if not again:
             self._seen.add(id(node))
@@ -276,9 +279,7 @@ class _Builder:
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
         if node.tag in _TEXT_TAGS:
-            value = YStr(node.value)
-            value._node = node
-            return value
+            return _ystr(node.value, node)
         if node.tag not in _SCALAR_TAGS:
             self.report(
                 "Y005",
@@ -307,19 +308,17 @@ class _Builder:
     @staticmethod
     def _as_text(node: yaml.ScalarNode) -> YStr:
         """A scalar whose tag does not fit is kept as the text it was written as."""
-        value = YStr(node.value)
-        value._node = node
-        return value
+        return _ystr(node.value, node)
 
     def _sequence(self, node: yaml.SequenceNode) -> YList:
         items = YList(self.build(item) for item in node.value)
-        items.span = _span(node)
-        items.item_spans = node.value  # nodes; item_span() wraps lazily
+        items.span = Span.of(node)
+        items.item_spans = [item.start_mark for item in node.value]  # item_span() wraps lazily
         return items
 
     def _mapping(self, node: yaml.MappingNode) -> YMap:
         mapping = YMap()
-        mapping.span = _span(node)
+        mapping.span = Span.of(node)
         mapping.key_spans = {}
         mapping.value_spans = {}
         for key_node, value_node in node.value:
@@ -331,15 +330,16 @@ class _Builder:
                 self.report("Y003", key_node, "mapping keys must be scalars")
                 continue
             if key in mapping.key_spans:
-                first = Span(mapping.key_spans[key])
+                first = mapping.key_span(key)
                 self.report(
                     "Y002",
                     key_node,
                     f"duplicate key {key!r} (first defined on line {first.line}); YAML keeps only the last value",
                 )
             mapping[key] = self.build(value_node)
-            mapping.key_spans[key] = key_node  # nodes; key_span()/value_span() wrap lazily
-            mapping.value_spans[key] = value_node
+            # Start marks only: the node tree is released after building (see Span).
+            mapping.key_spans[key] = key_node.start_mark
+            mapping.value_spans[key] = value_node.start_mark
         return mapping
 
     def _merge(self, mapping: YMap, value_node: yaml.Node) -> None:
@@ -357,6 +357,18 @@ class _Builder:
                     mapping[key] = value
                     mapping.key_spans[key] = merged.key_spans.get(key)
                     mapping.value_spans[key] = merged.value_spans.get(key)
+
+
+def _ystr(text: str, node: yaml.Node) -> YStr:
+    value = YStr(text)
+    value._mark = node.start_mark
+    value._end = node.end_mark.index
+    value._style = node.style if isinstance(node, yaml.ScalarNode) else None
+    return value
+
+
+def _mark_position(mark: Any) -> Position:
+    return Position(mark.line + 1, mark.column + 1)
 
 
 def _tag_name(tag: str) -> str:
@@ -558,7 +570,7 @@ def list_of_one(value: Any, span: Span) -> YList:
     """Readers normalise `next: a` / `then: {...}` into a one-item list that keeps positions."""
     items = YList([value])
     items.span = span
-    items.item_spans = [span._node]
+    items.item_spans = [span._mark]
     return items
 
 

@@ -34,7 +34,7 @@ UNIT_KINDS = (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # one per step of a playbook: no __dict__ each
 class Task:
     """One Airflow task inside a unit."""
 
@@ -47,7 +47,7 @@ class Task:
     upstream: list[str] = field(default_factory=list)  # local task ids inside the same group
 
 
-@dataclass
+@dataclass(slots=True)  # one per step of a playbook: no __dict__ each
 class Unit:
     """One step (or group of steps) lowered onto one Airflow task or task group."""
 

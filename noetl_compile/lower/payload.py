@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime
 import math
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,7 +28,8 @@ _V1_INPUT_KEYS = ("with", "args", "data", "input")
 
 def _key(key: Any) -> str:
     if isinstance(key, str):
-        return str(key)
+        # A payload repeats the same few keys per step (`step`, `tool`, `kind`...): one copy each.
+        return sys.intern(str(key))
     if isinstance(key, bool):
         return "true" if key else "false"
     if key is None:
