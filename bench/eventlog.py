@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -283,6 +284,29 @@ def bench_journal(n: int = 20_000, rounds: int = 5) -> None:
         f" median {statistics.median(write):.1f} us) next to {min(make):.1f} us to make the row"
         f" (median {statistics.median(make):.1f} us); {n} events x {rounds} rounds"
     )
+    # The same appends while another Python thread runs (as the writer thread does while it
+    # stores a batch): a write that released the GIL would wait up to its switch interval.
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    busy = threading.Thread(target=spin)
+    lines = [encode_row(row) for row in rows[:2000]]
+    journal = Journal(HOME / "journal-bench")
+    busy.start()
+    try:
+        started = time.perf_counter()
+        for line in lines:
+            journal.append(line)
+        beside_busy = (time.perf_counter() - started) / len(lines) * 1e6
+    finally:
+        stop.set()
+        busy.join()
+        journal.clear()
+        journal.close()
+    print(f"(e) journal write next to a busy Python thread: {beside_busy:.1f} us per event (wall)")
 
 
 def main() -> None:

@@ -212,3 +212,29 @@ def test_a_line_cut_short_by_the_kill_is_dropped_and_the_rest_delivered(event_st
     assert outbox.deliver(event_store.append) == 2
     assert stored_ids(event_store) == [rows[0]["event_id"], rows[1]["event_id"]]
     assert list(outbox.journals.iterdir()) == []
+
+
+def test_the_journal_write_reports_what_the_kernel_refuses(tmp_path):
+    """The journal's write(2) holds the GIL (ctypes.PyDLL) instead of going through os.write;
+    it must still write whole lines and raise errors as os.write would."""
+    import errno
+
+    from airflow_plugin.events import journal
+
+    fd = os.open(tmp_path / "lines", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        assert journal._write(fd, b'{"n":1}\n') == 8
+        assert journal._write(fd, b'{"n":2}\n') == 8
+    finally:
+        os.close(fd)
+    assert (tmp_path / "lines").read_bytes() == b'{"n":1}\n{"n":2}\n'
+    with pytest.raises(OSError) as closed:
+        journal._write(fd, b"x\n")
+    assert closed.value.errno == errno.EBADF
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as no_space:
+            journal._write(full, b"x\n")
+        assert no_space.value.errno == errno.ENOSPC
+    finally:
+        os.close(full)
