@@ -17,7 +17,9 @@ share two cores with Postgres: expect the curve to flatten past 2 slots.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 HOME = Path(tempfile.mkdtemp(prefix="noetlc-bench-cursor-"))
+atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 os.environ.update(
     AIRFLOW_HOME=str(HOME),
     AIRFLOW__CORE__LOAD_EXAMPLES="False",

@@ -19,9 +19,11 @@ Usage: ``python bench/eventlog.py [--only a,b,c,d,e] [--events N]``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -34,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 HOME = Path(tempfile.mkdtemp(prefix="noetlc-bench-eventlog-"))
+atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 (HOME / "dags").mkdir()
 os.environ.update(
     AIRFLOW_HOME=str(HOME),

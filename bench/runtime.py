@@ -382,7 +382,7 @@ def bench_run_cli() -> None:
         print("(f) noetlc run: not available in this build")
         return
     playbook = ROOT / "playbooks" / "hello_world.yaml"
-    home = Path(tempfile.mkdtemp(prefix="noetlc-bench-run-"))
+    home = Path(tempfile.mkdtemp(prefix="run-", dir=HOME))  # removed with HOME
     env = dict(os.environ, NOETLC_HOME=str(home))
 
     def run_cli():
@@ -395,7 +395,7 @@ def bench_run_cli() -> None:
     run_cli()  # first run creates the managed home
     ours_t = statistics.median(_timed(run_cli) for _ in range(3))
 
-    air_home = Path(tempfile.mkdtemp(prefix="noetlc-bench-dagstest-"))
+    air_home = Path(tempfile.mkdtemp(prefix="dagstest-", dir=HOME))
     dags = air_home / "dags"
     subprocess.run(
         [str(noetlc), "compile", str(playbook), "-o", str(dags)], check=True, capture_output=True
