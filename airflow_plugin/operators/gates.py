@@ -125,19 +125,10 @@ class _GateRuntime(NoetlTaskMixin):
     def render_texts(self, context: Any, fields: tuple[str, ...]) -> dict[str, Any]:
         """The gate's templated texts, rendered strictly: a person must never be shown template
         text, so a template that cannot render fails the task naming step, field and template."""
-        from ..runtime.context import build_context
+        from ..runtime.context import step_context
         from ..runtime.render import RenderError, render_value
 
-        inputs = self.pull_inputs(context, self.step)
-        scope = build_context(
-            workload=inputs["workload"],
-            results=inputs["results"],
-            ctx=inputs["ctx"],
-            vars=inputs["vars"],
-            execution_id=inputs["execution_id"],
-            dialect=self.payload.get("dialect") or "canonical",
-            step_names=[self.step],
-        )
+        scope = step_context(self.payload, self.pull_inputs(context, self.step))
         rendered: dict[str, Any] = {}
         for name in fields:
             if self.tool.get(name) is None:

@@ -98,19 +98,11 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def _render_call(self, inputs: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
         """(child dag id, child workload overrides, rendered tool config) for this call."""
-        from ..runtime.context import build_context
+        from ..runtime.context import step_context
         from ..runtime.render import render_value
         from ..tools.playbook import child_workload
 
-        context = build_context(
-            workload=inputs["workload"],
-            results=inputs["results"],
-            ctx=inputs["ctx"],
-            vars=inputs["vars"],
-            execution_id=inputs["execution_id"],
-            dialect=self.payload.get("dialect") or "canonical",
-            step_names=[self.payload["step"]],
-        )
+        context = step_context(self.payload, inputs)
         tool = render_value(self.payload["tool"], context, strict=False, field="tool")
         step_input = render_value(
             self.payload.get("input") or {}, context, strict=False, field="input"

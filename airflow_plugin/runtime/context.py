@@ -33,6 +33,7 @@ __all__ = [
     "build_context",
     "job_namespace",
     "reveal",
+    "step_context",
     "with_bindings",
     "with_loop",
     "with_values",
@@ -125,6 +126,21 @@ def build_context(
         context["vars"] = dict(vars or {})
     context[PROTECTED_KEY] = frozenset(protected)
     return context
+
+
+def step_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The render context of a step's templates outside its tool call (a loop's ``in`` and
+    ``max_in_flight``, a cursor's claim, a gate's texts, a nested call's config): the step's
+    pulled inputs, no iteration bound."""
+    return build_context(
+        workload=inputs.get("workload"),
+        results=inputs.get("results"),
+        ctx=inputs.get("ctx"),
+        vars=inputs.get("vars"),
+        execution_id=inputs.get("execution_id", 0),
+        dialect=payload.get("dialect") or "canonical",
+        step_names=[payload["step"], *(inputs.get("step_names") or ())],
+    )
 
 
 def with_values(context: Mapping[str, Any], **values: Any) -> dict[str, Any]:

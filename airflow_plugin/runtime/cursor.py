@@ -27,7 +27,8 @@ from typing import Any
 
 from ..drivers import ClaimSpec, CursorDriver, CursorDriverError, driver_class, open_driver
 from ..events import recording
-from .loop import loop_context, loop_event, max_in_flight
+from .context import step_context
+from .loop import loop_event, max_in_flight
 from .render import RenderError, render_value, to_jsonable
 from .step import StepFailed, execute_step
 
@@ -45,7 +46,7 @@ def claim_spec(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> ClaimSp
     against a row: row values reach the item only through ``iter``)."""
     step = payload["step"]
     cursor = payload["loop"]["cursor"]
-    context = loop_context(payload, inputs)
+    context = step_context(payload, inputs)
     rendered: dict[str, Any] = {}
     for key in ("kind", "auth", "claim", "options"):
         try:

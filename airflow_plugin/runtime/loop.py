@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..events import Event, emit
-from .context import build_context, with_loop
+from .context import step_context, with_loop
 from .render import RenderError, evaluate_condition, render_value, to_jsonable
 from .step import StepFailed, StepOutcome, complete_step, execute_step
 
@@ -33,27 +33,12 @@ __all__ = [
     "aggregate",
     "chunk",
     "finish",
-    "loop_context",
     "loop_event",
     "max_in_flight",
     "render_collection",
     "run_iteration",
     "run_loop",
 ]
-
-
-def loop_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The execution context a loop's own templates render against (``in``, ``max_in_flight``,
-    a cursor's claim): the step's inputs, no iteration bound."""
-    return build_context(
-        workload=inputs.get("workload"),
-        results=inputs.get("results"),
-        ctx=inputs.get("ctx"),
-        vars=inputs.get("vars"),
-        execution_id=inputs.get("execution_id", 0),
-        dialect=payload.get("dialect") or "canonical",
-        step_names=[payload["step"], *(inputs.get("step_names") or ())],
-    )
 
 
 def _fail(step: str, message: str, kind: str = "LoopError") -> StepFailed:
@@ -63,7 +48,7 @@ def _fail(step: str, message: str, kind: str = "LoopError") -> StepFailed:
 def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[Any]:
     """The items of ``loop.in`` (after ``filter``), or StepFailed naming the step and template."""
     step, loop = payload["step"], payload["loop"]
-    context = loop_context(payload, inputs)
+    context = step_context(payload, inputs)
     try:
         items = render_value(loop.get("in"), context, strict=True, field="loop.in")
     except RenderError as exc:
@@ -97,7 +82,7 @@ def max_in_flight(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> int 
     if isinstance(limit, str):
         try:
             limit = render_value(
-                limit, loop_context(payload, inputs), strict=True, field="loop.max_in_flight"
+                limit, step_context(payload, inputs), strict=True, field="loop.max_in_flight"
             )
         except RenderError as exc:
             raise _fail(
@@ -293,7 +278,7 @@ def finish(
         for record in sorted(records, key=lambda r: r["index"]):
             extra.update(record["result"] or {})
     if end:
-        context = loop_context(payload, end_inputs)
+        context = step_context(payload, end_inputs)
         context[f"{step}_results"] = result["results"]
         context["results"] = result["results"]
         try:
