@@ -25,32 +25,10 @@ from airflow_plugin.local.launch import child_environment
 from airflow_plugin.local.report import TaskRow, build_report, render_summary
 from airflow_plugin.runtime.ids import execution_id_for
 from noetl_compile.connections import ConnectionsError, load_connections_file
+from tests.harness.run_cli import TIMEOUT, noetlc_run, report_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYBOOKS = ROOT / "playbooks"
-TIMEOUT = 300  # seconds for one run; a loaded 2-core CI machine needs a few
-
-
-def noetlc_run(home: Path, *args: Any, env: dict[str, str] | None = None):
-    environ = {k: v for k, v in os.environ.items() if k not in ("NOETL_STRICT", "NOETL_NESTED")}
-    environ["NOETLC_HOME"] = str(home)
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "noetl_compile", "run", *map(str, args)],
-        check=False,
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-
-
-def report_of(result: subprocess.CompletedProcess) -> dict[str, Any]:
-    assert result.stdout.count("\n") == 1, result.stdout  # exactly one JSON object, one line
-    report = json.loads(result.stdout)
-    assert isinstance(report, dict)
-    return report
 
 
 def write_playbook(folder: Path, name: str, text: str) -> Path:

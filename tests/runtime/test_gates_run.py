@@ -10,22 +10,21 @@ the answer is written the way the REST API writes it and the task resumes into
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.harness.run_cli import noetlc_run, report_of
+
 ROOT = Path(__file__).resolve().parents[2]
 GATES = ROOT / "playbooks" / "gates.yaml"
 SEED = Path("/work/shared/corpus/seeds/gates_expense_approval.yaml")
 if not SEED.is_file():  # a checkout without the shared corpus next to it
     SEED = ROOT.parent / "shared" / "corpus" / "seeds" / "gates_expense_approval.yaml"
-TIMEOUT = 300
 
 
 @pytest.fixture(scope="module")
@@ -34,22 +33,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(home: Path, events: Path, *args: Any) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k not in ("NOETL_STRICT", "NOETL_NESTED")}
-    environ.update(NOETLC_HOME=str(home), NOETL_EVENTS_URL=str(events))
-    return subprocess.run(
-        [sys.executable, "-m", "noetl_compile", "run", "--json", *map(str, args)],
-        check=False,
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-
-
-def report_of(result: subprocess.CompletedProcess) -> dict[str, Any]:
-    assert result.stdout.count("\n") == 1, (result.stdout, result.stderr)
-    return json.loads(result.stdout)
+    return noetlc_run(home, "--json", *args, env={"NOETL_EVENTS_URL": str(events)})
 
 
 def states(report: dict[str, Any]) -> dict[str, str]:

@@ -1,0 +1,41 @@
+"""`noetlc run` as a user types it: a subprocess of ``python -m noetl_compile run`` in a managed
+home, and its one-line ``--json`` report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 300  # seconds for one run; a loaded 2-core CI machine needs a few
+
+
+def noetlc_run(
+    home: Path, *args: Any, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``noetlc run ARGS`` with ``NOETLC_HOME=home``; the caller's strict/nested settings are
+    left out so every run starts from the defaults, then ``env`` is applied."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("NOETL_STRICT", "NOETL_NESTED")}
+    environ["NOETLC_HOME"] = str(home)
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "noetl_compile", "run", *map(str, args)],
+        check=False,
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+def report_of(result: subprocess.CompletedProcess) -> dict[str, Any]:
+    """The ``--json`` report: exactly one JSON object, on one line."""
+    assert result.stdout.count("\n") == 1, (result.stdout, result.stderr)
+    report = json.loads(result.stdout)
+    assert isinstance(report, dict)
+    return report
