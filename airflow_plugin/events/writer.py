@@ -10,10 +10,9 @@ arrives later, exactly once (ids are deterministic, inserts ignore duplicates).
 
 Before a row is queued it is appended to this process's journal (``journal``: one unbuffered
 ``write``, no fsync), and the journal is emptied when everything recorded is settled, at a flush
-or once it holds a megabyte. So a
-process killed with SIGKILL, whose queue dies with it, leaves its unsettled events on disk; the
-next outbox delivery anywhere (a writer's first stored batch, the scheduler's run end,
-``noetlc events flush``) adopts them.
+or once it holds a megabyte. So a process killed with SIGKILL, whose queue dies with it, leaves
+its unsettled events on disk; the next outbox delivery anywhere (a writer's first stored batch,
+the scheduler's run end, ``noetlc events flush``) adopts them.
 
 :meth:`flush` is called where a task ends (the listener's terminal hooks, process exit): it waits
 up to its timeout for the queue to drain, then writes whatever is still queued or in flight to
