@@ -413,24 +413,45 @@ def _too_deep(path: str, text: str) -> Diagnostic | None:
         return None  # no line is longer than the text: skip splitting it
     if brackets + max(map(len, text.splitlines()), default=0) < _COMPOSE_SAFE_BOUND:
         return None  # shallow enough for the composer; the builder checks MAX_DEPTH itself
-    depth = 0
     try:
-        for event in yaml.parse(text, Loader=_Loader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    return Diagnostic(
-                        "Y001",
-                        Severity.ERROR,
-                        path,
-                        Position(mark.line + 1, mark.column + 1),
-                        f"invalid YAML: nesting deeper than {MAX_DEPTH} levels",
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
+        return _first_too_deep(path, text, _Loader)
+    except yaml.YAMLError as error:
+        if not _libyaml_nesting_limit(error):
+            return None  # compose reports the syntax error with its own position
+    return _too_deep_pure(path, text)
+
+
+def _libyaml_nesting_limit(error: yaml.YAMLError) -> bool:
+    # libyaml >= 0.2.6 (in PyYAML 6.0.4's wheels) has a nesting limit of its own (1000 levels), and
+    # its scanner's look-ahead can trip it before the parser hands over event MAX_DEPTH + 1.
+    return "maximum nesting depth" in str(error)
+
+
+def _too_deep_pure(path: str, text: str) -> Diagnostic | None:
+    """The depth check with PyYAML's pure-Python parser: no limit and no recursion, so the
+    diagnostic and its position are the same whatever libyaml is installed."""
+    try:
+        return _first_too_deep(path, text, yaml.SafeLoader)
     except yaml.YAMLError:
-        return None  # compose reports the syntax error with its own position
+        return None
+
+
+def _first_too_deep(path: str, text: str, loader: type) -> Diagnostic | None:
+    depth = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                return Diagnostic(
+                    "Y001",
+                    Severity.ERROR,
+                    path,
+                    Position(mark.line + 1, mark.column + 1),
+                    f"invalid YAML: nesting deeper than {MAX_DEPTH} levels",
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
     return None
 
 
@@ -501,7 +522,8 @@ def load_text(text: str, path: str) -> Document:
     try:
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
-        return Document(path, text, None, [_yaml_error(path, exc, text)])
+        too_deep = _too_deep_pure(path, text) if _libyaml_nesting_limit(exc) else None
+        return Document(path, text, None, [too_deep or _yaml_error(path, exc, text)])
     except (ValueError, RecursionError, MemoryError) as exc:
         message = f"invalid YAML: {_one_line(str(exc) or type(exc).__name__)}"
         return Document(
