@@ -8,6 +8,7 @@ survive; ``span`` fields hold ``load.Span`` objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -137,6 +138,7 @@ class Playbook(Node):
     entry: str | None = None  # name of the entry step, when it exists
     raw: Any = None
     _index: tuple[int, dict[str, Step]] | None = PrivateAttr(default=None)
+    _analyses: dict[str, tuple[tuple[int, int], Any]] = PrivateAttr(default_factory=dict)
 
     def step(self, name: str) -> Step | None:
         # Called once per step by several stages: an index keeps them linear. Rebuilt when the
@@ -151,7 +153,20 @@ class Playbook(Node):
 
     @property
     def step_names(self) -> list[str]:
-        return [step.name for step in self.steps]
+        # A copy of a kept list: several stages ask for it, and collecting the names walks every
+        # step object of a large playbook (cache misses) where copying a list does not.
+        return list(self.analysis("step_names", lambda playbook: [s.name for s in playbook.steps]))
+
+    def analysis(self, key: str, compute: Callable[[Playbook], Any]) -> Any:
+        """``compute(self)``, kept under ``key`` until the step list is replaced or changes length
+        (readers append steps while they build the playbook). check and compile share one
+        playbook, so an analysis both need (the step graph, the template sites, the writes) is
+        done once. Callers must not change what they get back."""
+        version = (id(self.steps), len(self.steps))
+        kept = self._analyses.get(key)
+        if kept is None or kept[0] != version:
+            kept = self._analyses[key] = (version, compute(self))
+        return kept[1]
 
     @property
     def catalog_key(self) -> str | None:

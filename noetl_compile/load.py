@@ -406,8 +406,25 @@ def _forbidden_character(path: str, text: str) -> Diagnostic | None:
     )
 
 
+@functools.cache
+def _libyaml_limits_nesting() -> bool:
+    """Whether the installed libyaml stops at a nesting limit of its own (1000 levels since 0.2.6,
+    far below the ~20,000 where its recursive composer overflows): then composing is always safe.
+    Probed, not read from the version: a wheel may bundle one libyaml, a source build another."""
+    if _Loader is yaml.SafeLoader:
+        return True  # the pure-Python composer: RecursionError, which load_text reports
+    try:
+        for _ in yaml.parse("[" * 1001 + "]" * 1001, Loader=_Loader):
+            pass
+    except yaml.YAMLError as error:
+        return _libyaml_nesting_limit(error)
+    return False
+
+
 def _too_deep(path: str, text: str) -> Diagnostic | None:
     """Y001 where nesting passes MAX_DEPTH, for texts where libyaml's composer might overflow."""
+    if _libyaml_limits_nesting():
+        return None  # compose stops first; load_text then finds the depth with _too_deep_pure
     brackets = text.count("[") + text.count("{")
     if brackets + len(text) < _COMPOSE_SAFE_BOUND:
         return None  # no line is longer than the text: skip splitting it

@@ -59,6 +59,10 @@ def _case_set_keys(block: Any) -> list[tuple[str, Position, str]]:
 
 def vars_writes(playbook: Playbook) -> dict[str, set[str]]:
     """step name -> names of case-v2 `vars` it writes (step `vars`, case `set`/`vars`)."""
+    return playbook.analysis("vars_writes", _vars_writes)
+
+
+def _vars_writes(playbook: Playbook) -> dict[str, set[str]]:
     writes: dict[str, set[str]] = {}
     for step in playbook.steps:
         names = writes.setdefault(step.name, set())
@@ -79,6 +83,11 @@ def vars_writes(playbook: Playbook) -> dict[str, set[str]]:
 
 
 def ctx_writes(playbook: Playbook) -> dict[str, list[CtxWrite]]:
+    """ctx variable -> where it is written (computed once per playbook)."""
+    return playbook.analysis("ctx_writes", _ctx_writes)
+
+
+def _ctx_writes(playbook: Playbook) -> dict[str, list[CtxWrite]]:
     writes: dict[str, list[CtxWrite]] = {}
 
     def add(

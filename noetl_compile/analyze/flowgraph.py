@@ -23,6 +23,12 @@ from .reach import Reachability
 class StepGraph:
     playbook: Playbook
 
+    @staticmethod
+    def of(playbook: Playbook) -> StepGraph:
+        """The playbook's one StepGraph: its cached properties are then computed once for
+        check and compile together."""
+        return playbook.analysis("step_graph", StepGraph)
+
     @cached_property
     def successors(self) -> dict[str, list[str]]:
         names = self.playbook.step_names

@@ -38,6 +38,11 @@ def _walk(value: Any, field: str, out: list[tuple[YStr, str]]) -> None:
 
 
 def template_sites(playbook: Playbook) -> list[TemplateSite]:
+    """Every templated string, in document order (computed once per playbook)."""
+    return playbook.analysis("template_sites", _template_sites)
+
+
+def _template_sites(playbook: Playbook) -> list[TemplateSite]:
     sites: list[TemplateSite] = []
     root = playbook.raw if isinstance(playbook.raw, dict) else {}
     for section in ("workload", "keychain", "executor"):

@@ -131,7 +131,7 @@ class CheckContext:
 
     @cached_property
     def flow(self) -> StepGraph:
-        return StepGraph(self.playbook)
+        return StepGraph.of(self.playbook)
 
     @cached_property
     def sites(self) -> list[TemplateSite]:

@@ -7,6 +7,7 @@ prints without further decisions.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,29 +41,31 @@ def dag_id_for(playbook: Playbook, fallback: str) -> str:
 
 def step_graph(playbook: Playbook) -> tuple[nx.DiGraph, list[str]]:
     """The routing graph over the steps a route from the entry reaches, and the steps left out."""
-    full = StepGraph(playbook)
-    reachable = full.reachable
-    graph = nx.DiGraph()
-    for step in playbook.steps:
-        if step.name in reachable:
-            graph.add_node(step.name)
+    reachable = StepGraph.of(playbook).reachable
+    # Arcs are gathered per (source, target) first and the graph is built in two bulk calls:
+    # networkx's per-edge lookups (has_edge, the edges view) dominated this on wide fan-outs.
+    arcs_of: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for step in playbook.steps:
         if step.name not in reachable:
             continue
+        mode = step.router.mode
         for arc in step.router.arcs:
-            if arc.target not in graph:
+            if arc.target not in reachable:
                 continue
-            if not graph.has_edge(step.name, arc.target):
-                graph.add_edge(step.name, arc.target, arcs=[])
-            graph.edges[step.name, arc.target]["arcs"].append(
+            arcs_of.setdefault((step.name, arc.target), []).append(
                 {
                     "when": plain(arc.when),
                     "event": arc.event,
                     "origin": arc.origin,
-                    "mode": step.router.mode,
+                    "mode": mode,
                     "group": arc.group,
                 }
             )
+    graph = nx.DiGraph()
+    graph.add_nodes_from(step.name for step in playbook.steps if step.name in reachable)
+    graph.add_edges_from(
+        (source, target, {"arcs": arcs}) for (source, target), arcs in arcs_of.items()
+    )
     excluded = [name for name in playbook.step_names if name not in reachable]
     return graph, excluded
 
@@ -88,7 +91,7 @@ class _Lowering:
 
     # -- shapes -----------------------------------------------------------------------------------
     def plan(self) -> None:
-        regions = cyclic_regions(self.graph, self.order)
+        regions = cyclic_regions(self.playbook, self.graph)
         taken = {name for members in regions for name in members}
         bodies = {
             b.loop_step: b for b in v1_loop_bodies(self.playbook, self.graph, taken, self.order)
@@ -345,12 +348,7 @@ class _Lowering:
             unit.upstream.sort(key=position.__getitem__)
             if len(unit.upstream) > 1:
                 unit.trigger_rule = JOIN_TRIGGER_RULE
-        graph = nx.DiGraph()
-        graph.add_nodes_from(u.id for u in self.units)
-        graph.add_edges_from((up, u.id) for u in self.units for up in u.upstream)
-        order = list(nx.lexicographical_topological_sort(graph, key=lambda uid: position[uid]))
-        by_id = {u.id: u for u in self.units}
-        self.units = [by_id[uid] for uid in order]
+        self.units = [self.units[i] for i in _topological_by_position(self.units, position)]
 
     def reads(self, unit: Unit) -> dict[str, Any]:
         members = set(unit.steps)
@@ -396,6 +394,30 @@ class _Lowering:
         for unit in self.units:
             unit.reads = self.reads(unit)
         return self.units
+
+
+def _topological_by_position(units: list[Unit], position: dict[str, int]) -> list[int]:
+    """Unit indexes in dependency order, the earliest unit in workflow order first whenever
+    several are ready (Kahn's algorithm over a heap of positions: n log n, plain ints)."""
+    downstream: list[list[int]] = [[] for _ in units]
+    waiting = [0] * len(units)
+    for index, unit in enumerate(units):
+        for upstream in unit.upstream:
+            downstream[position[upstream]].append(index)
+        waiting[index] = len(unit.upstream)
+    ready = [index for index, count in enumerate(waiting) if count == 0]  # ascending: a heap
+    order: list[int] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(index)
+        for later in downstream[index]:
+            waiting[later] -= 1
+            if waiting[later] == 0:
+                heapq.heappush(ready, later)
+    if len(order) != len(units):
+        # Cycles are regions by now (plan); a cycle left among units is a lowering bug.
+        raise ValueError("task dependencies form a cycle")
+    return order
 
 
 def _workload_params(playbook: Playbook) -> dict[str, Any]:

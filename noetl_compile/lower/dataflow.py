@@ -9,6 +9,7 @@ writer of ``x``. Lowering turns the reaching writers into the task ids a task pu
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +18,8 @@ import networkx as nx
 
 from ..analyze.dataflow import ctx_writes, vars_writes
 from ..analyze.expressions import scan_template
+from ..analyze.flowgraph import StepGraph
 from ..analyze.names import JINJA_GLOBALS, RUNTIME_NAMES
-from ..analyze.reach import Reachability
 from ..analyze.sites import template_sites
 from ..ast import Playbook
 
@@ -34,6 +35,9 @@ class StepReads:
     vars: set[str] = field(default_factory=set)
     all_ctx: bool = False  # `ctx[name]` with a computed name: every ctx write may matter
     all_vars: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.results or self.ctx or self.vars or self.all_ctx or self.all_vars)
 
 
 def step_ctx_writes(playbook: Playbook) -> dict[str, set[str]]:
@@ -57,7 +61,8 @@ def _workbook_name(step: Any) -> str | None:
 
 
 def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepReads]:
-    """Per step, the names its templates reference (its own and its workbook task's)."""
+    """Per step, the names its templates reference (its own and its workbook task's); steps
+    whose templates read nothing are left out."""
     steps = set(playbook.step_names)
     by_step: dict[str, list[Any]] = {name: [] for name in playbook.step_names}
     by_workbook: dict[str, list[Any]] = {}
@@ -93,40 +98,55 @@ def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepRea
                         found.all_vars = True
                 elif root in ctx_names and root not in RUNTIME_NAMES and root not in JINJA_GLOBALS:
                     found.ctx.add(root)
-        reads[step.name] = found
+        if found:
+            reads[step.name] = found
     return reads
 
 
 def reaching_definitions(
     graph: nx.DiGraph, writes: Mapping[str, set[str]]
 ) -> dict[str, dict[str, set[str]]]:
-    """IN sets: step -> variable -> the writer steps whose write can reach the step's start."""
-    gen = {node: {(var, node) for var in writes.get(node, ())} for node in graph}
-    killed = {node: set(writes.get(node, ())) for node in graph}
-    incoming: dict[str, set[tuple[str, str]]] = {node: set() for node in graph}
-    outgoing: dict[str, set[tuple[str, str]]] = {node: set(gen[node]) for node in graph}
-    order = list(nx.dfs_preorder_nodes(graph)) if graph else []
-    visited = set(order)
-    order += [n for n in graph if n not in visited]
-    changed = True
-    while changed:
-        changed = False
-        for node in order:
-            new_in: set[tuple[str, str]] = set()
-            for pred in graph.predecessors(node):
-                new_in |= outgoing[pred]
-            if new_in != incoming[node]:
-                incoming[node] = new_in
-                new_out = gen[node] | {d for d in new_in if d[0] not in killed[node]}
-                if new_out != outgoing[node]:
-                    outgoing[node] = new_out
-                changed = True
+    """IN sets: step -> variable -> the writer steps whose write can reach the step's start
+    (steps no write reaches are left out).
+
+    A work list of what is new: the sets only grow (a may-analysis from empty sets), so a
+    predecessor's new definitions are all a successor has to take in, never a union of all its
+    predecessors again. Each definition enters each step at most once, and a graph without
+    writes costs one pass to build the empty tables (most steps of most playbooks write nothing).
+    """
+    incoming: dict[str, set[tuple[str, str]]] = {}
+    pending: dict[str, set[tuple[str, str]]] = {}
+    queue: deque[str] = deque()
+
+    def send(node: str, definitions: set[tuple[str, str]]) -> None:
+        for successor in graph.successors(node):
+            waiting = pending.get(successor)
+            if waiting is None:
+                pending[successor] = set(definitions)
+                queue.append(successor)
+            else:
+                waiting |= definitions
+
+    for node, names in writes.items():
+        if names and node in graph:
+            send(node, {(var, node) for var in names})
+    while queue:
+        node = queue.popleft()
+        arrived = pending.pop(node)
+        known = incoming.setdefault(node, set())
+        fresh = arrived - known
+        if not fresh:
+            continue
+        known |= fresh
+        killed = writes.get(node, ())
+        passed = {d for d in fresh if d[0] not in killed} if killed else fresh
+        if passed:
+            send(node, passed)
     result: dict[str, dict[str, set[str]]] = {}
     for node, defs in incoming.items():
-        table: dict[str, set[str]] = {}
+        table = result[node] = {}
         for var, writer in defs:
             table.setdefault(var, set()).add(writer)
-        result[node] = table
     return result
 
 
@@ -134,6 +154,7 @@ def reaching_definitions(
 class DataDependencies:
     """Step-level data dependencies (before steps are grouped into tasks)."""
 
+    # Steps without an entry read nothing of that kind.
     results: dict[str, list[str]]  # step -> upstream steps whose result it reads
     ctx: dict[str, dict[str, list[str]]]  # step -> ctx var -> writer steps reaching it
     vars: dict[str, dict[str, list[str]]]  # step -> vars name -> writer steps reaching it
@@ -154,19 +175,28 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
     def ordered(names: set[str]) -> list[str]:
         return sorted(names, key=lambda n: position.get(n, 0))
 
-    upstream = Reachability(graph, graph.predecessors, graph.successors)
-    results, ctx, vars_ = {}, {}, {}
-    for node in graph:
-        found = reads.get(node, StepReads())
-        results[node] = ordered({r for r in found.results if upstream.reaches(r, node)})
-        wanted_ctx = set(ctx_in[node]) if found.all_ctx else found.ctx
-        ctx[node] = {
-            var: ordered(ctx_in[node][var]) for var in sorted(wanted_ctx) if ctx_in[node].get(var)
-        }
-        wanted_vars = set(vars_in[node]) if found.all_vars else found.vars
-        vars_[node] = {
-            var: ordered(vars_in[node][var])
-            for var in sorted(wanted_vars)
-            if vars_in[node].get(var)
-        }
+    # The routes check has walked already. ``graph`` holds the steps reachable from the entry,
+    # and every route from one of them stays among them, so a route in the whole step graph
+    # between two of its steps is a route in ``graph``.
+    flow = StepGraph.of(playbook)
+    results: dict[str, list[str]] = {}
+    ctx: dict[str, dict[str, list[str]]] = {}
+    vars_: dict[str, dict[str, list[str]]] = {}
+    for node, found in reads.items():  # steps that read nothing get no entry
+        if node not in graph:
+            continue
+        producers = {r for r in found.results if r in graph and flow.is_ancestor(r, node)}
+        if producers:
+            results[node] = ordered(producers)
+        for reaching, wanted, every, out in (
+            (ctx_in.get(node, {}), found.ctx, found.all_ctx, ctx),
+            (vars_in.get(node, {}), found.vars, found.all_vars, vars_),
+        ):
+            table = {
+                var: ordered(reaching[var])
+                for var in sorted(set(reaching) if every else wanted)
+                if reaching.get(var)
+            }
+            if table:
+                out[node] = table
     return DataDependencies(results, ctx, vars_, cwrites, vwrites)

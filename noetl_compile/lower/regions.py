@@ -13,18 +13,19 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook
 
 __all__ = ["V1LoopBody", "cyclic_regions", "v1_loop_bodies"]
 
 
-def cyclic_regions(graph: nx.DiGraph, order: dict[str, int]) -> list[list[str]]:
-    """SCCs with more than one step or a self-loop, each sorted and listed in workflow order."""
-    found = []
-    for component in nx.strongly_connected_components(graph):
-        if len(component) > 1 or any(graph.has_edge(n, n) for n in component):
-            found.append(sorted(component, key=order.__getitem__))
-    return sorted(found, key=lambda members: order[members[0]])
+def cyclic_regions(playbook: Playbook, graph: nx.DiGraph) -> list[list[str]]:
+    """SCCs with more than one step or a self-loop, each sorted and listed in workflow order.
+
+    The step graph's cycles (which check has already found) restricted to ``graph``: it holds the
+    steps reachable from the entry, and a cycle through one of them lies wholly among them.
+    """
+    return [members for members in StepGraph.of(playbook).cycles if members[0] in graph]
 
 
 @dataclass
@@ -39,6 +40,10 @@ def v1_loop_bodies(
 ) -> list[V1LoopBody]:
     """v1 loops that route into body steps (``Loop.body_via_next`` and no action of their own)."""
     bodies = []
+    ends_of: dict[str, list[str]] = {}  # loop step -> its `end_loop` steps, in workflow order
+    for step in playbook.steps:
+        if isinstance(step.end_loop, str) and step.name in graph:
+            ends_of.setdefault(step.end_loop, []).append(step.name)
     for step in playbook.steps:
         loop = step.loop
         if (
@@ -50,7 +55,7 @@ def v1_loop_bodies(
             or step.name in taken
         ):
             continue
-        ends = [s.name for s in playbook.steps if s.end_loop == step.name and s.name in graph]
+        ends = ends_of.get(step.name, [])
         end = ends[0] if ends else None
         stop = {step.name} | ({end} if end else set())
         body: set[str] = set()

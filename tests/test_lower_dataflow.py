@@ -1,0 +1,107 @@
+"""Data dependencies of the lowering: reaching definitions and the analyses check shares with it."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import pytest
+
+from noetl_compile.analyze.flowgraph import StepGraph
+from noetl_compile.check import check_results, read_file
+from noetl_compile.compile import compile_result
+from noetl_compile.lower.dataflow import reaching_definitions
+
+
+def _by_search(graph: nx.DiGraph, writes: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
+    """The definition, one writer at a time: a write of x at W reaches S when a route of at least
+    one edge leads from W to S through no other writer of x."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for writer, names in writes.items():
+        for var in names:
+            seen: set[str] = set()
+            frontier = list(graph.successors(writer))
+            while frontier:
+                node = frontier.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                found.setdefault(node, {}).setdefault(var, set()).add(writer)
+                if var not in writes.get(node, ()):
+                    frontier.extend(graph.successors(node))
+    return found
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_reaching_definitions_match_the_definition_on_random_graphs(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(150):
+        size = rng.randint(1, 30)
+        graph = nx.gnp_random_graph(
+            size, rng.random() * 0.25, directed=True, seed=rng.randrange(2**32)
+        )
+        graph = nx.relabel_nodes(graph, {i: f"s{i}" for i in graph})
+        for i in range(size):
+            if rng.random() < 0.1:
+                graph.add_edge(f"s{i}", f"s{i}")  # a step that routes to itself
+        writes = {
+            f"s{i}": {rng.choice("xyz") for _ in range(rng.randint(1, 2))}
+            for i in range(size)
+            if rng.random() < 0.3
+        }
+        assert reaching_definitions(graph, writes) == _by_search(graph, writes)
+
+
+def test_a_loop_back_carries_a_write_around_and_a_rewrite_stops_it() -> None:
+    graph = nx.DiGraph([("a", "b"), ("b", "c"), ("c", "b"), ("c", "d"), ("d", "e")])
+    got = reaching_definitions(graph, {"a": {"x"}, "c": {"x"}, "d": {"y"}})
+    assert got["b"] == {"x": {"a", "c"}}  # first pass from a, later ones from c
+    assert got["c"] == {"x": {"a", "c"}}
+    assert got["d"] == {"x": {"c"}}  # c rewrote x on every route to d
+    assert got["e"] == {"x": {"c"}, "y": {"d"}}
+    assert "a" not in got  # nothing reaches the entry
+
+
+def test_no_writes_reach_nothing() -> None:
+    graph = nx.DiGraph([(f"s{i}", f"s{i + 1}") for i in range(1000)])
+    assert reaching_definitions(graph, {}) == {}
+
+
+PLAYBOOK = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: shared, path: tests/shared}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = 1"}
+    next:
+      - step: page
+  - step: page
+    tool: {kind: python, args: {n: "{{ start }}"}, code: "result = n"}
+    next:
+      - step: page
+        when: "{{ page.result < 3 }}"
+      - step: end
+  - step: end
+    tool: {kind: noop}
+"""
+
+
+def test_check_and_compile_share_one_step_graph_and_replacing_the_steps_renews_it(
+    tmp_path,
+) -> None:
+    path = tmp_path / "shared.yaml"
+    path.write_text(PLAYBOOK, encoding="utf-8")
+    result = read_file(str(path))
+    check_results([result])
+    playbook = result.playbook
+    assert playbook is not None
+    graph = StepGraph.of(playbook)
+    assert graph.cycles == [["page"]]  # found by check (F402)
+    text, ir = compile_result(result, "shared.yaml")
+    assert StepGraph.of(playbook) is graph  # compile reused it
+    assert [unit.kind for unit in ir.units] == ["step", "region", "step"]
+    assert "NoetlRegionOperator" in text
+    playbook.steps = playbook.steps[:1]
+    assert StepGraph.of(playbook) is not graph
+    assert playbook.step_names == ["start"]
