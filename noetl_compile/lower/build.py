@@ -337,15 +337,13 @@ class _Lowering:
 
     # -- dependencies -------------------------------------------------------------------------------
     def wire(self) -> None:
-        linked: set[tuple[str, str]] = set()  # a join of a wide fan-out has thousands upstream
-        for source, target in self.graph.edges:
-            a, b = self.unit_of[source], self.unit_of[target]
-            if a is not b and (a.id, b.id) not in linked:
-                linked.add((a.id, b.id))
-                b.upstream.append(a.id)
         position = {u.id: i for i, u in enumerate(self.units)}
+        predecessors = self.graph.pred
         for unit in self.units:
-            unit.upstream.sort(key=position.__getitem__)
+            # A set per unit: the join of a wide fan-out has thousands of arcs in.
+            upstream = {self.unit_of[p].id for m in unit.steps for p in predecessors[m]}
+            upstream.discard(unit.id)  # arcs inside a region or a loop body
+            unit.upstream = sorted(upstream, key=position.__getitem__)
             if len(unit.upstream) > 1:
                 unit.trigger_rule = JOIN_TRIGGER_RULE
         self.units = [self.units[i] for i in _topological_by_position(self.units, position)]
