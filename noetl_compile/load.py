@@ -446,11 +446,13 @@ def _libyaml_nesting_limit(error: yaml.YAMLError) -> bool:
 
 def _too_deep_pure(path: str, text: str) -> Diagnostic | None:
     """The depth check with PyYAML's pure-Python parser: no limit and no recursion, so the
-    diagnostic and its position are the same whatever libyaml is installed."""
+    diagnostic and its position are the same whatever libyaml is installed. A syntax error
+    before the first level too deep is reported instead: it is the first mistake in the text
+    (libyaml's look-ahead can trip its limit before its parser reaches that error)."""
     try:
         return _first_too_deep(path, text, yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
+    except yaml.YAMLError as error:
+        return _yaml_error(path, error, text)
 
 
 def _first_too_deep(path: str, text: str, loader: type) -> Diagnostic | None:
