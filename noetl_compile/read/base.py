@@ -120,31 +120,66 @@ def type_name(value: Any) -> str:
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Optimal string alignment distance (typos: insert, delete, replace, swap), capped at limit+1."""
+    """Optimal string alignment distance (typos: insert, delete, replace, swap), capped at limit+1.
+
+    Only the band of cells within ``limit`` of the diagonal is computed (a cell outside it is
+    more than ``limit`` edits away), and a row past the limit ends the search."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        previous2, previous = previous, current
-    return previous[-1]
+    cap = limit + 1
+    width = len(b)
+    before: list[int] = []
+    previous = [j if j <= limit else cap for j in range(width + 1)]
+    for i in range(1, len(a) + 1):
+        ca = a[i - 1]
+        current = [cap] * (width + 1)
+        current[0] = row_best = i if i <= limit else cap
+        for j in range(max(1, i - limit), min(width, i + limit) + 1):
+            # Comparisons, not min(): this loop runs once per cell for every unknown name of a
+            # file, and a builtin call per cell made it a third slower.
+            cb = b[j - 1]
+            cost = previous[j - 1] + (ca != cb)
+            if previous[j] + 1 < cost:  # noqa: PLR1730
+                cost = previous[j] + 1
+            if current[j - 1] + 1 < cost:  # noqa: PLR1730
+                cost = current[j - 1] + 1
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb and before[j - 2] + 1 < cost:
+                cost = before[j - 2] + 1
+            current[j] = cost if cost < cap else cap  # noqa: FURB136
+            if cost < row_best:  # noqa: PLR1730
+                row_best = cost
+        if row_best > limit:
+            return cap
+        before, previous = previous, current
+    return previous[width]
+
+
+@functools.lru_cache(maxsize=64)
+def _by_length(choices: frozenset[str]) -> dict[int, list[tuple[str, str]]]:
+    """Choices as (lowered, original) in sorted order, grouped by length: a word is compared only
+    with choices an edit within its limit could reach (a file with thousands of unknown names
+    asks once per name)."""
+    groups: dict[int, list[tuple[str, str]]] = {}
+    for choice in sorted(choices):
+        groups.setdefault(len(choice), []).append((choice.lower(), choice))
+    return groups
 
 
 @functools.lru_cache(maxsize=4096)
 def _closest(word: str, choices: frozenset[str]) -> str | None:
     # A typo is a small edit relative to the word: one for short names, up to three for long ones.
     limit = 1 if len(word) <= 4 else 2 if len(word) <= 10 else 3
-    best: tuple[int, str] | None = None
-    for choice in sorted(choices):
-        distance = edit_distance(word.lower(), choice.lower(), limit)
-        if distance <= limit and choice != word and (best is None or distance < best[0]):
+    lowered = word.lower()
+    groups = _by_length(choices)
+    candidates = [
+        pair
+        for length in range(len(word) - limit, len(word) + limit + 1)
+        for pair in groups.get(length, ())
+    ]
+    best: tuple[int, str] | None = None  # (distance, choice): ties go to the first in sort order
+    for choice_lower, choice in candidates:
+        distance = edit_distance(lowered, choice_lower, limit)
+        if distance <= limit and choice != word and (best is None or (distance, choice) < best):
             best = (distance, choice)
     return best[1] if best else None
 
