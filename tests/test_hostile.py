@@ -514,6 +514,43 @@ CASES: list[Case] = [
         [one("T301", "8:13") + ".*nested too deeply"],
     ),
     Case(
+        # Each `.name` nests one Getattr node, which Jinja compiles by recursion; the scan's own
+        # parse of a dotted name is flat, so only asking Jinja finds it.
+        "attribute_chain",
+        lambda: {"p.yaml": playbook('workload:\n  a: "{{ workload' + ".b" * 3000 + ' }}"\n')},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7") + ".*nested too deeply"],
+    ),
+    Case(
+        # Python refuses more than 20 nested loops in the code Jinja generates.
+        "nested_for_blocks",
+        lambda: {
+            "p.yaml": playbook(
+                'workload:\n  a: "'
+                + "".join(f"{{% for x{i} in y %}}" for i in range(21))
+                + "x"
+                + "{% endfor %}" * 21
+                + '"\n'
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:7") + ".*too many statically nested blocks"],
+    ),
+    Case(
+        # Depth is per tag: 200,000 small tags in one string are no deeper than one, and are not
+        # handed to Jinja's compiler as a whole (that took ~20 s).
+        "many_small_templates_in_one_string",
+        lambda: {
+            "p.yaml": playbook('workload:\n  x: 1\n  a: "' + "{{ workload.x }} " * 200_000 + '"\n')
+        },
+        ["check", "p.yaml"],
+        0,
+        [r"^All checks passed: 1 playbook\.$"],
+        seconds=10,
+    ),
+    Case(
         "shallow_nesting_is_fine",
         lambda: {
             "p.yaml": playbook(

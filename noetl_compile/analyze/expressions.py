@@ -664,22 +664,30 @@ def _jinja_syntax_error(text: str) -> jinja2.TemplateSyntaxError | None:
     return None
 
 
-# Jinja parses and compiles nesting by recursion (each bracket, `not`, sign, conditional and
-# nested block costs several frames), so a deep template fails there with a RecursionError where
-# the LALR parse above copes. Templates with many nesting tokens are compiled by Jinja itself,
-# with fewer frames than a worker rendering them has left (Python's default limit is 1000).
-_NESTING_TOKEN = re.compile(r"[(\[{]|\bnot\b|\bif\b|[-+~]")
-_NESTING_SUSPECT = 40  # tokens before a template is worth asking Jinja about
+# Jinja parses and compiles nesting by recursion, so a deep template fails there with a
+# RecursionError (or Python's own compiler refuses Jinja's output) where the LALR parse above
+# copes. Every token that nests a node in Jinja's tree counts: brackets, signs and operators
+# (a chain `a * b * c` nests left), filters, attributes (`a.b.c`), `not`, `and`/`or`, tests and
+# inline `if`; and every block statement around the tag (Python refuses more than 20 nested
+# loops). A template with a tag past either bound is compiled by Jinja itself, with fewer frames
+# than a worker rendering it has left (Python's default limit is 1000). Counted per tag, not
+# per template: ten thousand small tags in one string are no deeper than one.
+_NESTING_TOKEN = re.compile(r"[(\[{.|*/%~+-]|\b(?:not|if|and|or|is|in)\b")
+_NESTING_CHARS = "([{.|*/%~+-"
+_NESTING_WORDS = ("not", "if", "and", "or", "is", "in")
+_NESTING_SUSPECT = 40  # tokens in one tag before the template is worth asking Jinja about
+_BLOCKS_SUSPECT = 6  # block statements open at once
 _JINJA_FRAMES = 700
 
 
-def _looks_deep(text: str) -> bool:
-    # Counting characters is far cheaper than the token search, and never counts fewer tokens
-    # (each token holds one of these characters or words): most templates stop here.
-    bound = sum(map(text.count, "([{-+~")) + text.count("not") + text.count("if")
+def _looks_deep(body: str) -> bool:
+    """Whether one tag's body holds more nesting tokens than _NESTING_SUSPECT."""
+    # Counting characters and words is far cheaper than the token search and never counts fewer
+    # (each token holds one of them): nearly every tag stops here.
+    bound = sum(map(body.count, _NESTING_CHARS)) + sum(map(body.count, _NESTING_WORDS))
     if bound <= _NESTING_SUSPECT:
         return False
-    return any(count > _NESTING_SUSPECT for count, _ in enumerate(_NESTING_TOKEN.finditer(text), 1))
+    return any(count > _NESTING_SUSPECT for count, _ in enumerate(_NESTING_TOKEN.finditer(body), 1))
 
 
 def _jinja_depth_error(text: str) -> jinja2.TemplateSyntaxError | None:
@@ -789,15 +797,20 @@ class _Scan:
     jinja_verdict: object = _UNCHECKED
 
     def run(self) -> TemplateScan:
+        deep = False
         for tag in _split_tags(self.text):
             if tag.kind == "broken":
                 self.problems.append(tag.body_start)
             else:
                 self._tag(tag)
+                deep = deep or (
+                    len(self.blocks) > _BLOCKS_SUSPECT
+                    or _looks_deep(self.text[tag.body_start : tag.body_end])
+                )
         if self.blocks:
             self.problems.append(len(self.text))
         error = self._jinja_error() if self.problems else None
-        if error is None and _looks_deep(self.text):
+        if error is None and deep:
             error = _jinja_depth_error(self.text)
             if error is not None:
                 self.problems.append(_TAG_OPEN.search(self.text).start())
