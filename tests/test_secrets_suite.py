@@ -134,6 +134,12 @@ PLACEMENTS = [
         "url: https://x.org\nheaders:\n  Ocp-Apim-Subscription-Key: «sub-Val-123»",
     ),
     _t("params_api_key", "http", "url: https://x.org\nparams:\n  api_key: «param-Val-123»"),
+    _t(
+        "bearer_under_any_header",
+        "http",
+        "url: https://x.org\nheaders:\n  X-Upstream: Bearer «ups7ream-Tok3n-0123»",
+    ),
+    _w("bearer_in_a_note", 'note: "pass Basic «dXNlcjpwYXNzd29yZDEyMw==» upstream"'),
     # -- URLs and DSNs -------------------------------------------------------------------------
     _w("url_postgres", 'dsn: "postgresql://noetl:«pa55w0rd»@db:5432/noetl"'),
     _w("url_mysql_driver", "dsn: mysql+pymysql://app:«Db-pw-123»@db/x"),
@@ -154,11 +160,20 @@ PLACEMENTS = [
     _w("query_api_key", "url: https://api.example.org/v1/data?api_key=«qs-Val-123»&q=x"),
     _w("query_access_token", "url: https://api.example.org/v1?x=1&access_token=«qs-Tok-12»"),
     _w("query_apikey", "url: https://api.example.org/v1?apikey=«qs-Val-456»"),
+    _w(
+        "query_sas_signature", "url: https://a.blob.core.windows.net/c/b?sv=2022&sig=«sAs-Sig-0123»"
+    ),
+    _w(
+        "query_s3_presigned",
+        "url: https://b.s3.amazonaws.com/k?X-Amz-Date=1&X-Amz-Signature=«a1b2c3d4e5f6»",
+    ),
     # -- SQL -----------------------------------------------------------------------------------
     _sql("sql_create_user", "CREATE USER app WITH PASSWORD '«sql-pw-123»';"),
     _sql("sql_alter_role", "ALTER ROLE app PASSWORD = '«sql-pw-456»';"),
     _sql("sql_identified_by", "CREATE USER app IDENTIFIED BY '«ora-pw-123»';"),
     _sql("sql_identified_by_bare", "ALTER USER app IDENTIFIED BY «ora-pw-456»;"),
+    _sql("sql_set_password", "SET PASSWORD FOR 'app'@'%' = '«set-pw-123»';"),
+    _sql("sql_set_password_function", "SET PASSWORD = PASSWORD('«set-pw-456»');"),
     _sql("sql_attach", "ATTACH 'dbname=x user=u password=«attach-pw-1»' AS db (TYPE postgres);"),
     _t(
         "duckdb_secret",
@@ -171,6 +186,11 @@ PLACEMENTS = [
     _shell("shell_option_eq", "mysql --password=«shell-pw-3» -u root"),
     _shell("shell_option_space", "docker login --password «shell-pw-4» registry"),
     _shell("shell_curl_header", 'curl -H "Authorization: Bearer «curl-tok-123»" https://x.org'),
+    _shell("shell_curl_user", "curl -u admin:«curl-pw-123» https://x.org"),
+    _shell("shell_mysql_glued", "mysql -u root -p«mysql-pw-1» app"),
+    _shell("shell_sshpass", "sshpass -p «ssh-pw-123» ssh host"),
+    _w("netrc_line", 'netrc: "machine api.x.org login bob password «netrc-pw-1»"'),
+    _w("pgpass_line", 'pgpass: "db.x.org:5432:app:bob:«pgpass-pw-1»"'),
     # -- python code ---------------------------------------------------------------------------
     _code("python_assignment", 'password = "«py-pw-123»"'),
     _code("python_constant", "API_KEY = '«py-Val-456»'"),
@@ -209,6 +229,14 @@ PLACEMENTS = [
     _w(
         "pgp_key",
         "key: |\n    «-----BEGIN PGP PRIVATE KEY BLOCK-----»\n    lQOYBF0\n    -----END PGP PRIVATE KEY BLOCK-----",
+    ),
+    _w(
+        "slack_webhook",
+        "hook: https://«hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/abcdefghij0123456789ABCD»",
+    ),
+    _w(
+        "discord_webhook",
+        "hook: https://«discord.com/api/webhooks/123456789012/abcdefghijklmnopqrstuvwxyz0123456789ABCDEF»",
     ),
     _code("token_in_code", 'client = Client("«AKIAQRSTUVWXYZ234567»")'),
 ]

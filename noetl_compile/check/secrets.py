@@ -197,6 +197,38 @@ _ASSIGNMENT = re.compile(
 _OPTION = re.compile(
     r"(?:^|\s)--(?P<name>[A-Za-z][\w-]{0,64}) +(?P<secret>[^\s'\"=;&|()-][^\s'\";&|()]{0,511})"
 )
+# `SET PASSWORD FOR 'u'@'h' = 'x'`, `SET PASSWORD = PASSWORD('x')` (MySQL).
+_SQL_SET_PASSWORD = re.compile(
+    r"\bSET\s+PASSWORD\b[^=;\n]{0,256}=\s*(?:PASSWORD\s*\(\s*)?(?P<q>['\"])"
+    r"(?P<secret>[^'\"\n]{1,512})(?P=q)",
+    re.IGNORECASE,
+)
+# Command lines whose password is an option of its own: `curl -u user:x`, `wget --user=u:x`,
+# `mysql -px` (the password glued to `-p`), `sshpass -p x`.
+_COMMAND_PASSWORD = re.compile(
+    r"\b(?:curl\b[^\n]{0,512}?\s(?:-u|--user)[ =]['\"]?[^\s:'\"]{1,128}:(?P<curl>[^\s'\"]{1,256})"
+    r"|mysql(?:dump|admin|import|show)?\b[^\n]{0,512}?\s-p(?P<mysql>[^\s'\"-][^\s'\"]{0,255})"
+    r"|sshpass\s+-p\s*['\"]?(?P<sshpass>[^\s'\"]{1,256}))"
+)
+# `machine host login u password x` (.netrc) and `host:port:db:user:x` (.pgpass) lines.
+_NETRC = re.compile(
+    r"\bmachine\s+\S{1,253}\s+login\s+\S{1,256}\s+password\s+(?P<secret>[^\s'\"]{1,256})"
+)
+_PGPASS = re.compile(
+    r"(?:^|[\s'\">])(?P<host>[\w.-]{1,253}):(?:\d{1,5}|\*):[\w.*-]{1,63}:[\w.*-]{1,63}"
+    r":(?P<secret>[^\s:'\"]{1,256})(?=$|[\s'\"])",
+    re.MULTILINE,
+)
+# A credential scheme and its token, whatever header or key holds it (`X-Upstream: Bearer x`).
+# Long and with a digit, so that prose ("Basic authentication") is not a token.
+_SCHEME_TOKEN = re.compile(
+    r"(?:^|[\s'\"])(?:Bearer|Basic)\s+(?P<secret>(?=[^\s'\"]{0,511}\d)[\w.~+/-]{16,512}=*)",
+    re.IGNORECASE,
+)
+# Query parameters of signed URLs (Azure SAS, S3 and GCS presigned): the signature is the secret.
+_SIGNED_URL_PARAMETERS = frozenset(
+    {"sig", "signature", "x-amz-signature", "x-goog-signature", "x-amz-security-token"}
+)
 _HEADER_LINE = re.compile(
     r"\b(?:Authorization|Proxy-Authorization)\s*:\s*(?:Bearer|Basic|Token)\s+(?P<secret>[\w.~+/=-]{4,512})",
     re.IGNORECASE,
@@ -221,13 +253,23 @@ _TOKEN_SHAPES = (
     ("a PyPI token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,255}")),
     ("a Square secret", re.compile(r"\bsq0(?:csp|atp)-[0-9A-Za-z_-]{22,64}")),
     ("an Azure storage key", re.compile(r"\bAccountKey=[A-Za-z0-9+/=]{40,128}")),
+    (
+        "a Slack webhook URL",
+        re.compile(
+            r"hooks\.slack\.com/services/T[A-Z0-9]{6,16}/B[A-Z0-9]{6,16}/[A-Za-z0-9]{16,64}"
+        ),
+    ),
+    (
+        "a Discord webhook URL",
+        re.compile(r"discord(?:app)?\.com/api/webhooks/\d{5,32}/[\w-]{32,128}"),
+    ),
 )
 # Each shape's pattern starts with one of these. No `\b` here: an alternation whose branches all
 # start with a literal lets the regex engine skip to candidate characters (twice as fast), and a
 # wider prefilter only means the shapes themselves are searched more often.
 _SHAPE_HINTS = re.compile(
     r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|PRIVATE KEY|xox|eyJ|AIza|[sr]k_(?:live|test)_"
-    r"|sk-|SG\.|SK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey"
+    r"|sk-|SG\.|SK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey|hooks\.slack|discord"
 )
 # Every credential key name holds one of these (lowercased): strings without any cannot hold a
 # `name=secret` or `name: "secret"` pair, so the name-based scans are skipped (most code and SQL).
@@ -239,8 +281,21 @@ def text_secrets(value: str) -> Iterator[Finding]:
     # Cheap substring tests first: most strings hold none of these.
     lowered = value.lower()
     named = _KEY_HINTS.search(lowered) is not None  # also true for `password`, `authorization`
+    signed = "sig=" in lowered or "signature=" in lowered
     shaped = _SHAPE_HINTS.search(value) is not None
-    if not (named or shaped or "identified" in lowered or ("://" in value and "@" in value)):
+    commands = any(word in lowered for word in ("curl", "mysql", "sshpass"))
+    schemed = "bearer" in lowered or "basic" in lowered
+    pgpass = value.count(":") >= 4
+    if not (
+        named
+        or signed
+        or shaped
+        or commands
+        or schemed
+        or pgpass
+        or "identified" in lowered
+        or ("://" in value and "@" in value)
+    ):
         return  # no pattern below can match: most strings of a playbook end here
     found: set[int] = set()
 
@@ -255,9 +310,11 @@ def text_secrets(value: str) -> Iterator[Finding]:
                 yield from add(
                     m.start("secret"), len(m.group("secret")), "a URL holds a literal password"
                 )
-    if named and "=" in value:
+    if (named or signed) and "=" in value:
         for m in _PARAMETER.finditer(value):
-            if is_secret_key(m.group("name")) and _literal(m.group("secret")):
+            name = m.group("name")
+            credential = is_secret_key(name) or name.lower() in _SIGNED_URL_PARAMETERS
+            if credential and _literal(m.group("secret")):
                 yield from add(
                     m.start("secret"),
                     len(m.group("secret")),
@@ -270,6 +327,42 @@ def text_secrets(value: str) -> Iterator[Finding]:
                     m.start("secret"),
                     len(m.group("secret")),
                     "an SQL statement holds a literal password",
+                )
+        for m in _SQL_SET_PASSWORD.finditer(value) if "set" in lowered else ():
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    "an SQL statement holds a literal password",
+                )
+        for m in _NETRC.finditer(value) if "machine" in lowered else ():
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), "a .netrc line holds a password"
+                )
+    if commands:
+        for m in _COMMAND_PASSWORD.finditer(value):
+            group = next(g for g in ("curl", "mysql", "sshpass") if m.group(g) is not None)
+            if _literal(m.group(group)):
+                yield from add(
+                    m.start(group),
+                    len(m.group(group)),
+                    "a command line holds a literal password",
+                )
+    if pgpass:
+        for m in _PGPASS.finditer(value):
+            # A host has a letter or a dot: `12:30:00:00:x` is not a .pgpass line.
+            if re.search(r"[A-Za-z.]", m.group("host")) and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), "a .pgpass line holds a password"
+                )
+    if schemed:
+        for m in _SCHEME_TOKEN.finditer(value):
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    "a credential scheme (Bearer, Basic) is followed by a literal token",
                 )
     if named and ("'" in value or '"' in value):
         for m in _ASSIGNMENT.finditer(value):
