@@ -155,6 +155,9 @@ PLACEMENTS = [
         "azure_storage",
         f'storage: "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=«{AZURE_KEY}»;"',
     ),
+    _w("jdbc_oracle_thin", 'dsn: "jdbc:oracle:thin:scott/«ora-thin-pw1»@db:1521/orcl"'),
+    _w("config_file_line", 'config: "db:\\n  host: h\\n  password: «cfg-pw-123»\\n"'),
+    _w("plural_key_list", "passwords:\n    - «list-pw-1»\n    - other"),
     _w("libpq_keywords", 'conninfo: "host=db user=u password=«libpq-pw-1» dbname=x"'),
     # -- query strings -------------------------------------------------------------------------
     _w("query_api_key", "url: https://api.example.org/v1/data?api_key=«qs-Val-123»&q=x"),
@@ -196,6 +199,7 @@ PLACEMENTS = [
     _code("python_constant", "API_KEY = '«py-Val-456»'"),
     _code("python_kwarg", 'conn = connect(host="db", password="«py-pw-789»")'),
     _code("python_dict", 'creds = {"user": "u", "secret": "«py-Sec-1»"}'),
+    _code("python_auth_tuple", 'r = httpx.get("https://x.org", auth=("bob", "«tuple-pw-1»"))'),
     _code("python_environ", 'os.environ["PGPASSWORD"] = "«py-env-pw-1»"'),
     _code("python_header", 'headers = {"Authorization": "Bearer «py-bearer-12»"}'),
     # -- well-known token shapes, under innocent keys -------------------------------------------

@@ -41,6 +41,20 @@ _PHRASES = (
     ("client", "secret"),
     ("authorization",),
     ("cookie",),
+    # Plurals: a list of them. Not `tokens` alone (`max_tokens` counts, it holds none).
+    ("passwords",),
+    ("passwds",),
+    ("passphrases",),
+    ("secrets",),
+    ("api", "keys"),
+    ("apikeys",),
+    ("private", "keys"),
+    ("access", "keys"),
+    ("client", "secrets"),
+    ("access", "tokens"),
+    ("auth", "tokens"),
+    ("api", "tokens"),
+    ("refresh", "tokens"),
 )
 _NEUTRAL = frozenset(
     [
@@ -210,6 +224,22 @@ _COMMAND_PASSWORD = re.compile(
     r"|mysql(?:dump|admin|import|show)?\b[^\n]{0,512}?\s-p(?P<mysql>[^\s'\"-][^\s'\"]{0,255})"
     r"|sshpass\s+-p\s*['\"]?(?P<sshpass>[^\s'\"]{1,256}))"
 )
+# `auth=("user", "x")`: basic auth as a python tuple (httpx, requests).
+_AUTH_TUPLE = re.compile(
+    r"""\bauth\s{0,8}=\s{0,8}[(\[]\s{0,8}(?P<q1>['"])[^'"\n]{0,256}(?P=q1)\s{0,8},\s{0,8}"""
+    r"""(?P<q2>['"])(?P<secret>[^'"\n]{1,512})(?P=q2)"""
+)
+# `jdbc:oracle:thin:user/x@host:1521/db`: Oracle's user/password form.
+_ORACLE_THIN = re.compile(
+    r"\bjdbc:oracle:[a-z]{1,16}:[^/@\s:'\"]{1,128}/(?P<secret>[^@\s'\"]{1,256})@", re.IGNORECASE
+)
+# `password: x` as a line of a config file written in a string (YAML, INI, .env with `:`).
+# Unquoted values with a digit or a symbol only: `password: str` is a python annotation.
+_CONFIG_LINE = re.compile(
+    r"^[ \t]{0,64}(?P<name>[A-Za-z_][\w.-]{0,64})[ \t]{0,8}:[ \t]{1,8}"
+    r"(?P<secret>(?=[^\s'\"#]{0,511}[0-9!@$%^&*+=~?])[^\s'\"#{\[][^\s'\"#]{0,511})[ \t]*$",
+    re.MULTILINE,
+)
 # `machine host login u password x` (.netrc) and `host:port:db:user:x` (.pgpass) lines.
 _NETRC = re.compile(
     r"\bmachine\s+\S{1,253}\s+login\s+\S{1,256}\s+password\s+(?P<secret>[^\s'\"]{1,256})"
@@ -288,6 +318,7 @@ def text_secrets(value: str) -> Iterator[Finding]:
     pgpass = value.count(":") >= 4
     if not (
         named
+        or "jdbc:oracle" in lowered
         or signed
         or shaped
         or commands
@@ -339,6 +370,26 @@ def text_secrets(value: str) -> Iterator[Finding]:
             if _literal(m.group("secret")):
                 yield from add(
                     m.start("secret"), len(m.group("secret")), "a .netrc line holds a password"
+                )
+    if named and "\n" in value:
+        for m in _CONFIG_LINE.finditer(value):
+            if is_secret_key(m.group("name")) and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"),
+                    len(m.group("secret")),
+                    f"`{m.group('name')}` is set to a literal secret",
+                )
+    if "auth" in lowered:
+        for m in _AUTH_TUPLE.finditer(value):
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), "basic auth holds a literal password"
+                )
+    if "jdbc:oracle" in lowered:
+        for m in _ORACLE_THIN.finditer(value):
+            if _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), "a JDBC URL holds a literal password"
                 )
     if commands:
         for m in _COMMAND_PASSWORD.finditer(value):

@@ -46,15 +46,16 @@ def check(ctx: CheckContext) -> None:
 
 
 def _values(root: YMap) -> Iterator[tuple[Any, Any, Any]]:
-    """(key, scalar, container) for every string or number in the document; list items have no
-    key. Iterative: the loader accepts nesting deeper than a recursive walk would survive."""
+    """(key, scalar, container) for every string or number in the document; a list's items carry
+    the list's key (`passwords: [a, b]`). Iterative: the loader accepts nesting deeper than a
+    recursive walk would survive."""
     stack: list[tuple[Any, Any, Any]] = [(None, root, None)]
     while stack:
         key, node, holder = stack.pop()
         if isinstance(node, YMap):
             pushed = [(k, v, node) for k, v in node.items()]
         elif isinstance(node, YList):
-            pushed = [(None, v, node) for v in node]
+            pushed = [(key, v, node) for v in node]
         else:
             if isinstance(node, str) or (
                 isinstance(node, (int, float)) and not isinstance(node, bool)
@@ -66,7 +67,7 @@ def _values(root: YMap) -> Iterator[tuple[Any, Any, Any]]:
 
 
 def _findings(key: Any, value: str, holder: Any) -> tuple[Finding, ...]:
-    if isinstance(holder, YMap) and is_secret_key(key):
+    if isinstance(holder, (YMap, YList)) and is_secret_key(key):
         keyed = keyed_secret(value)
         if keyed is not None:
             return (keyed._replace(what=_keyed_what(key, keyed.what)),)
