@@ -18,7 +18,8 @@ import pytest
 from noetl_compile.compile import compile_paths
 from tests.corpus import CORPUS, ROOT, corpus_projects
 
-# Loads every DAG file of a folder in ONE DagBag under a throwaway AIRFLOW_HOME.
+# Loads every DAG file of a folder in ONE DagBag under a throwaway AIRFLOW_HOME, validates and
+# serializes every DAG as the DAG processor does.
 DAGBAG_PROBE = r"""
 import json, os, sys, tempfile, time
 home = tempfile.mkdtemp(prefix="noetlc-dagbag-")
@@ -26,6 +27,7 @@ os.environ.update(AIRFLOW_HOME=home, AIRFLOW__CORE__LOAD_EXAMPLES="False",
                   AIRFLOW__CORE__DAGS_FOLDER=sys.argv[1], AIRFLOW__CORE__UNIT_TEST_MODE="True",
                   AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home}/airflow.db")
 from airflow.dag_processing.dagbag import DagBag
+from airflow.serialization.serialized_objects import DagSerialization, LazyDeserializedDAG
 started = time.perf_counter()
 bag = DagBag(dag_folder=sys.argv[1], safe_mode=False)
 seconds = time.perf_counter() - started
@@ -33,6 +35,8 @@ invalid = {}
 for dag_id, dag in bag.dags.items():
     try:
         dag.validate()
+        # the DAG processor stores only the serialized DAG: failing that is an import error
+        LazyDeserializedDAG(data=DagSerialization.to_dict(dag))
     except Exception as exc:
         invalid[dag_id] = f"{type(exc).__name__}: {exc}"
 print(json.dumps({"dags": len(bag.dags), "tasks": sum(len(d.tasks) for d in bag.dags.values()),

@@ -23,9 +23,21 @@ pytest.importorskip("airflow")
 
 
 def _dagbag(folder: Path):
-    from airflow.models.dagbag import DagBag
+    """Parse the folder as the DAG processor does: import every file, then serialize every DAG.
 
-    return DagBag(dag_folder=str(folder))
+    The processor stores a DAG only in its serialized form, and a DAG that fails to serialize
+    is an import error there too (``_serialize_dags`` in airflow/dag_processing/processor.py).
+    """
+    from airflow.models.dagbag import DagBag
+    from airflow.serialization.serialized_objects import DagSerialization, LazyDeserializedDAG
+
+    bag = DagBag(dag_folder=str(folder))
+    for dag in bag.dags.values():
+        try:
+            LazyDeserializedDAG(data=DagSerialization.to_dict(dag))
+        except Exception as error:  # noqa: BLE001 - every failure is what the processor reports
+            bag.import_errors[dag.fileloc] = f"serialization failed: {error!r}"
+    return bag
 
 
 def test_invalid_suite_cases_check_accepts_import(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ of concise output is one `path:line:col: CODE message` finding or the summary.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
@@ -60,6 +61,26 @@ def fan_out(n: int) -> str:
     for i in range(n):
         steps.append(f"  - step: b{i}\n    tool: {{kind: noop}}\n    next:\n      - step: join\n")
     steps.append("  - step: join\n    tool: {kind: noop}\n")
+    return HEADER + "".join(steps)
+
+
+def typo_chain(n: int) -> str:
+    """A chain whose every arc misspells the next step's name."""
+    steps = ["workflow:\n"]
+    for i in range(n):
+        name = "start" if i == 0 else f"step_number_{i}"
+        steps.append(f"  - step: {name}\n    tool: {{kind: noop}}\n")
+        steps.append(f"    next:\n      - step: step_numbr_{i + 1}\n")
+    return HEADER + "".join(steps)
+
+
+def typo_templates(n: int) -> str:
+    """Steps each naming an unknown `stp_N` (two edits from the step `sN`: a runtime name?)."""
+    steps = ["workflow:\n  - step: start\n    tool: {kind: noop}\n"]
+    steps += [
+        f"  - step: s{i}\n    tool: {{kind: python, code: 'x = 1', args: {{a: '{{{{ stp_{i}.x }}}}'}}}}\n"
+        for i in range(n)
+    ]
     return HEADER + "".join(steps)
 
 
@@ -377,6 +398,28 @@ CASES: list[Case] = [
         [one("T302", "8:17") + "unknown name 'u0'", one("T302") + "unknown name 'u19999'"],
         seconds=60,
     ),
+    # One unknown name per step among thousands of step names: each did-you-mean once compared
+    # with every name of similar length (5k arcs: over 300 s; 10k templates: 200 s).
+    Case(
+        "unknown_step_in_every_arc",
+        lambda: {"p.yaml": typo_chain(5_000)},
+        ["check", "p.yaml", "--select", "R201"],
+        1,
+        [
+            one("R201", "8:15") + "step 'start' routes to unknown step 'step_numbr_1'; "
+            "did you mean 'step_number_1'",
+            one("R201") + "step 'step_number_4999' routes to unknown step 'step_numbr_5000'$",
+        ],
+        seconds=30,
+    ),
+    Case(
+        "unknown_name_in_every_step",
+        lambda: {"p.yaml": typo_templates(10_000)},
+        ["check", "p.yaml", "--select", "T302,T307"],
+        0,
+        [one("T302", "8:55") + "unknown name 'stp_0'", one("T302") + "unknown name 'stp_9999'"],
+        seconds=30,
+    ),
     Case(
         "many_templates_in_block",
         lambda: {"p.yaml": playbook(steps=python_step("{{ u }}\n" * 20_000))},
@@ -560,6 +603,36 @@ CASES: list[Case] = [
         ["check", "p.yaml"],
         0,
         [r"^All checks passed"],
+    ),
+    # What Python's parser or compiler gives up on (nesting past its stack or recursion limit,
+    # no line named) is C501 too: the worker's compile() fails the same way.
+    Case(
+        "python_operator_chain_past_recursion_limit",
+        lambda: {"p.yaml": playbook(steps=python_step("a = 1\nb = a" + " + a" * 100_000))},
+        ["check", "p.yaml"],
+        1,
+        [one("C501", "10:9") + r".*nested too deeply .*\(RecursionError\)"],
+    ),
+    Case(
+        "python_unary_chain_past_parser_stack",
+        lambda: {"p.yaml": playbook(steps=python_step("b = " + "-" * 100_000 + "1"))},
+        ["check", "p.yaml"],
+        1,
+        [one("C501", "9:9") + r".*nested too deeply .*\(MemoryError\)"],
+    ),
+    Case(
+        "python_attribute_chain_in_code_b64",
+        lambda: {
+            "p.yaml": playbook(
+                steps="workflow:\n  - step: start\n    tool:\n      kind: python\n"
+                "      code_b64: "
+                + base64.b64encode(("import os\nx = os" + ".sep" * 60_000).encode()).decode()
+                + "\n"
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [one("C501", "8:17") + r".*nested too deeply"],
     ),
     # -- 4. secrets never printed --------------------------------------------------------------
     *[

@@ -44,3 +44,55 @@ def test_suggestions_pick_the_closest_then_the_first_in_sort_order() -> None:
     assert did_you_mean("WORKLOAD", ["workload"]) == "; did you mean 'workload'?"  # case blind
     assert did_you_mean("x", ["workload"]) == ""  # nothing within one edit
     assert did_you_mean("workload", ["workload"]) == ""  # the word itself is no suggestion
+
+
+def _exact_closest_within_one(word: str, choices: list[str]) -> str:
+    """The definition the index must meet in a large namespace: the closest choice at most one
+    edit away (case-blind), ties to the first in sort order."""
+    found = sorted(
+        (_full_table(word.lower(), c.lower()), c)
+        for c in choices
+        if c != word and _full_table(word.lower(), c.lower()) <= 1
+    )
+    return f"; did you mean {found[0][1]!r}?" if found else ""
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_large_namespace_suggests_the_closest_one_edit_typo(seed: int) -> None:
+    rng = random.Random(seed)
+    choices = sorted(
+        {"".join(rng.choice("abcA") for _ in range(rng.randint(4, 7))) for _ in range(600)}
+    )
+    namespace = frozenset(choices)
+    for _ in range(400):
+        word = "".join(rng.choice("abcdA") for _ in range(rng.randint(4, 7)))
+        assert did_you_mean(word, namespace) == _exact_closest_within_one(word, choices), word
+
+
+def test_large_namespace_keeps_the_common_typos() -> None:
+    steps = [f"load_part_{i}" for i in range(5_000)]
+    assert did_you_mean("load_prt_42", steps) == "; did you mean 'load_part_42'?"  # deletion
+    assert did_you_mean("load_patr_42", steps) == "; did you mean 'load_part_42'?"  # swap
+    assert did_you_mean("LOAD_PART_42", steps) == "; did you mean 'load_part_42'?"  # case only
+    # two edits away: the exact search would find it, the index of one-edit typos does not
+    assert did_you_mean("lod_prt_42", steps) == ""
+
+
+def test_thousands_of_unknown_names_in_a_large_namespace_take_linear_time(monkeypatch) -> None:
+    # Not a timing assertion: the work is counted. Each question verifies a few candidates
+    # instead of comparing with every name within reach of its length (5,000 here).
+    from noetl_compile.read import base
+
+    calls = 0
+    original = base.edit_distance
+
+    def counting(a: str, b: str, limit: int) -> int:
+        nonlocal calls
+        calls += 1
+        return original(a, b, limit)
+
+    monkeypatch.setattr(base, "edit_distance", counting)
+    namespace = frozenset(f"step_number_{i}" for i in range(5_000))
+    for i in range(2_000):
+        did_you_mean(f"step_numbr_{i}x", namespace)
+    assert calls <= 2_000 * 12, calls

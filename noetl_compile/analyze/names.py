@@ -7,6 +7,7 @@ name, bind loop iterators, and add runtime namespaces; `classify` answers which 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from ..ast import Playbook
@@ -89,15 +90,17 @@ class NameTable:
             return "bound"
         return None
 
-    @property
-    def all_names(self) -> set[str]:
-        return self.steps | self.workload | self.bound | RUNTIME_NAMES
+    # Computed once, after name_table has filled the table: every unknown name of a playbook is
+    # looked up in them, and a fresh union per name made a large playbook quadratic.
+    @functools.cached_property
+    def all_names(self) -> frozenset[str]:
+        return frozenset(self.steps | self.workload | self.bound | RUNTIME_NAMES)
 
-    @property
-    def declared_names(self) -> set[str]:
+    @functools.cached_property
+    def declared_names(self) -> frozenset[str]:
         """The names a playbook declares in plain sight (steps, workload keys, loop iterators):
         an unknown name one typo away from one of these is a misspelling, not a runtime name."""
-        return self.steps | self.workload | self.iterators
+        return frozenset(self.steps | self.workload | self.iterators)
 
 
 def _keys(mapping: object) -> set[str]:

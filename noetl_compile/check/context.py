@@ -126,8 +126,10 @@ class CheckContext:
         return span.position
 
     @cached_property
-    def step_names(self) -> set[str]:
-        return set(self.playbook.step_names)
+    def step_names(self) -> frozenset[str]:
+        # Frozen: it is also the namespace of every did-you-mean about a step name, which then
+        # costs nothing to pass (see read.base.did_you_mean).
+        return frozenset(self.playbook.step_names)
 
     @cached_property
     def flow(self) -> StepGraph:

@@ -165,8 +165,16 @@ def compile_error(code: str) -> tuple[int, int, str] | None:
             first_error = first_error or exc
         except ValueError as exc:  # NUL bytes in the source
             return 1, 1, str(exc)
-        except (RecursionError, MemoryError):  # absurdly nested code: no verdict
-            return None
+        except (RecursionError, MemoryError) as exc:
+            # Nesting past the parser's stack or the compiler's recursion limit: the worker's own
+            # compile() fails the same way, so this is an error. Python names no line; such
+            # nesting takes a long line, so point at the longest.
+            lines = code.split("\n")
+            longest = max(range(len(lines)), key=lambda index: len(lines[index]))
+            indent = len(lines[longest]) - len(lines[longest].lstrip())
+            kind = type(exc).__name__
+            message = f"nested too deeply for Python's parser or compiler ({kind})"
+            return longest + 1, indent + 1, message
     assert first_error is not None
     line = first_error.lineno or 1
     column = max(first_error.offset or 1, 1)

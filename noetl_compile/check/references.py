@@ -18,7 +18,6 @@ _SIMPLE_REF = ("{{", "}}")
 
 def check(ctx: CheckContext) -> None:
     playbook = ctx.playbook
-    names = playbook.step_names
     for step in playbook.steps:
         for arc in step.router.arcs:
             if arc.target not in ctx.step_names and not is_template(arc.target):
@@ -28,7 +27,7 @@ def check(ctx: CheckContext) -> None:
                     "R201",
                     arc.span.position if arc.span else ctx.pos(step.raw),
                     f"step {step.name!r} routes to unknown step {arc.target!r}"
-                    + did_you_mean(arc.target, names),
+                    + did_you_mean(arc.target, ctx.step_names),
                 )
         _check_end_loop(ctx, step)
         _check_jumps(ctx, step)
@@ -77,11 +76,23 @@ def _check_end_loop(ctx: CheckContext, step: Step) -> None:
             step.end_loop_span.position,
             f"`end_loop` of step {step.name!r} names {step.end_loop!r}, {what}"
             + (
-                did_you_mean(step.end_loop, [s.name for s in ctx.playbook.steps if s.loop])
+                did_you_mean(step.end_loop, _loop_step_names(ctx.playbook))
                 if target is None
                 else ""
             ),
         )
+
+
+# Namespaces of did-you-mean hints, built once per playbook: a playbook with thousands of unknown
+# names asks once per name.
+def _loop_step_names(playbook: Playbook) -> frozenset[str]:
+    return playbook.analysis(
+        "loop_step_names", lambda p: frozenset(s.name for s in p.steps if s.loop)
+    )
+
+
+def _workbook_names(playbook: Playbook) -> frozenset[str]:
+    return playbook.analysis("workbook_names", lambda p: frozenset(map(str, p.workbook)))
 
 
 def _check_jumps(ctx: CheckContext, step: Step) -> None:
@@ -114,7 +125,7 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
                 "R202",
                 ctx.pos(config, key),
                 f"workbook task {name!r} is not defined in `workbook`"
-                + did_you_mean(name, list(ctx.playbook.workbook)),
+                + did_you_mean(name, _workbook_names(ctx.playbook)),
             )
     if task.kind in ("playbook", "playbooks"):
         path = config.get("path")
@@ -192,6 +203,7 @@ def unresolved_nested_calls(
     by_key: dict[str, list[CatalogClaim]] = defaultdict(list)
     for claim in claims:
         by_key[claim.key].append(claim)
+    known = frozenset(by_key)
     found = []
     for call in calls:
         matches = by_key.get(call.target.strip("/"), [])
@@ -208,7 +220,7 @@ def unresolved_nested_calls(
             code = "R204"
             message = (
                 f"nested playbook {call.target!r} is not among the checked playbooks"
-                + did_you_mean(call.target.strip("/"), sorted(by_key))
+                + did_you_mean(call.target.strip("/"), known)
             )
         found.append(Diagnostic(code, severity_of(code), call.file, call.position, message))
     return found
@@ -242,5 +254,5 @@ def _check_executor(ctx: CheckContext) -> None:
                 "R207",
                 ctx.pos(spec, key),
                 f"`executor.spec.{key}` names unknown step {name!r}"
-                + did_you_mean(name, ctx.playbook.step_names),
+                + did_you_mean(name, ctx.step_names),
             )
