@@ -49,12 +49,29 @@ def test_reaching_definitions_match_the_definition_on_random_graphs(seed: int) -
             for i in range(size)
             if rng.random() < 0.3
         }
-        assert reaching_definitions(graph, writes) == _by_search(graph, writes)
+        everything = {node: "xyz" for node in graph}
+        assert reaching_definitions(graph, writes, everything) == _by_search(graph, writes)
+        # asked about some steps and variables only: the same answers for those, no others
+        wanted = {
+            node: rng.sample("xyz", rng.randint(0, 3)) for node in graph if rng.random() < 0.4
+        }
+        expected = {
+            node: {
+                var: found
+                for var, found in _by_search(graph, writes).get(node, {}).items()
+                if var in names
+            }
+            for node, names in wanted.items()
+        }
+        expected = {node: table for node, table in expected.items() if table}
+        assert reaching_definitions(graph, writes, wanted) == expected
 
 
 def test_a_loop_back_carries_a_write_around_and_a_rewrite_stops_it() -> None:
     graph = nx.DiGraph([("a", "b"), ("b", "c"), ("c", "b"), ("c", "d"), ("d", "e")])
-    got = reaching_definitions(graph, {"a": {"x"}, "c": {"x"}, "d": {"y"}})
+    got = reaching_definitions(
+        graph, {"a": {"x"}, "c": {"x"}, "d": {"y"}}, {node: "xy" for node in graph}
+    )
     assert got["b"] == {"x": {"a", "c"}}  # first pass from a, later ones from c
     assert got["c"] == {"x": {"a", "c"}}
     assert got["d"] == {"x": {"c"}}  # c rewrote x on every route to d
@@ -64,7 +81,17 @@ def test_a_loop_back_carries_a_write_around_and_a_rewrite_stops_it() -> None:
 
 def test_no_writes_reach_nothing() -> None:
     graph = nx.DiGraph([(f"s{i}", f"s{i + 1}") for i in range(1000)])
-    assert reaching_definitions(graph, {}) == {}
+    assert reaching_definitions(graph, {}, {node: "x" for node in graph}) == {}
+
+
+def test_a_long_chain_of_writes_each_read_by_the_next_step() -> None:
+    # The dense analysis carried every variable to every later step: quadratic in the chain.
+    size = 20_000
+    graph = nx.DiGraph([(f"s{i}", f"s{i + 1}") for i in range(size)])
+    writes = {f"s{i}": {f"v{i}"} for i in range(size)}
+    wanted = {f"s{i + 1}": [f"v{i}"] for i in range(size)}
+    got = reaching_definitions(graph, writes, wanted)
+    assert got == {f"s{i + 1}": {f"v{i}": {f"s{i}"}} for i in range(size)}
 
 
 PLAYBOOK = """\

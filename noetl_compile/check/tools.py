@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..ast import Step, Task
+from ..ast import Playbook, Step, Task
 from ..diagnostics import Position
 from ..load import YList, YMap
 from ..read.base import TOOL_KINDS, TOOL_SETTING_KEYS, is_template
@@ -207,26 +207,50 @@ def _input_mappings(ctx: CheckContext, site: Site) -> Iterator[dict]:
     if site.sink is not None:
         yield site.sink
         yield from _inputs_of(site.sink)
+    playbook = ctx.playbook
     steps = (
         [site.step]
         if site.step is not None
-        else [
-            step
-            for step in ctx.playbook.steps
-            for task in step.tasks
-            if task.kind == "workbook" and task.name == site.task.name
-        ]
+        else _calls_of_workbook_tasks(playbook).get(site.task.name, [])
     )
+    arc_args = _arc_args_by_target(playbook)
     for step in steps:
         if site.step is None:
             for task in step.tasks:
                 yield from _inputs_of(task.config)
         if isinstance(step.input, dict):
             yield step.input
-        for other in ctx.playbook.steps:
-            for arc in other.router.arcs:
-                if arc.target == step.name and isinstance(arc.args, dict):
-                    yield arc.args
+        yield from arc_args.get(step.name, ())
+
+
+# Built once per playbook: asked for every postgres tool, a scan of all steps per tool made a
+# playbook of thousands of such steps quadratic.
+def _arc_args_by_target(playbook: Playbook) -> dict[str, list[dict]]:
+    """The `args` mappings arcs pass into each step, in step and arc order."""
+
+    def compute(playbook: Playbook) -> dict[str, list[dict]]:
+        found: dict[str, list[dict]] = {}
+        for step in playbook.steps:
+            for arc in step.router.arcs:
+                if isinstance(arc.args, dict):
+                    found.setdefault(arc.target, []).append(arc.args)
+        return found
+
+    return playbook.analysis("arc_args_by_target", compute)
+
+
+def _calls_of_workbook_tasks(playbook: Playbook) -> dict[str | None, list[Step]]:
+    """The steps calling each workbook task (a step once per calling task, in step order)."""
+
+    def compute(playbook: Playbook) -> dict[str | None, list[Step]]:
+        found: dict[str | None, list[Step]] = {}
+        for step in playbook.steps:
+            for task in step.tasks:
+                if task.kind == "workbook":
+                    found.setdefault(task.name, []).append(step)
+        return found
+
+    return playbook.analysis("workbook_callers", compute)
 
 
 def _inputs_of(mapping: Any) -> Iterator[dict]:
@@ -280,12 +304,8 @@ def check_runtime_support(ctx: CheckContext, site: Site) -> None:
 
 
 def _workbook_callers(ctx: CheckContext, task_name: str | None) -> list[str]:
-    callers = [
-        step.name
-        for step in ctx.playbook.steps
-        if any(task.kind == "workbook" and task.name == task_name for task in step.tasks)
-    ]
-    return list(dict.fromkeys(callers))
+    calls = _calls_of_workbook_tasks(ctx.playbook).get(task_name, [])
+    return list(dict.fromkeys(step.name for step in calls))
 
 
 # -- tool settings on the step -------------------------------------------------------------------

@@ -10,7 +10,7 @@ writer of ``x``. Lowering turns the reaching writers into the task ids a task pu
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,32 +104,71 @@ def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepRea
 
 
 def reaching_definitions(
-    graph: nx.DiGraph, writes: Mapping[str, set[str]]
+    graph: nx.DiGraph, writes: Mapping[str, set[str]], wanted: Mapping[str, Iterable[str]]
 ) -> dict[str, dict[str, set[str]]]:
-    """IN sets: step -> variable -> the writer steps whose write can reach the step's start
-    (steps no write reaches are left out).
+    """For each step and variable in ``wanted``: the writer steps whose write of the variable can
+    reach the step's start (a route of at least one edge through no other writer of it). Pairs
+    no write reaches are left out.
 
-    A work list of what is new: the sets only grow (a may-analysis from empty sets), so a
-    predecessor's new definitions are all a successor has to take in, never a union of all its
-    predecessors again. Each definition enters each step at most once, and a graph without
-    writes costs one pass to build the empty tables (most steps of most playbooks write nothing).
+    Demand-driven, one variable at a time: only the steps between a reader and the writers that
+    reach it are visited, never the whole graph with every variable. A dense analysis holds every
+    variable at every step; a chain whose steps each write a variable the next one reads made it
+    quadratic in the playbook's size.
     """
-    incoming: dict[str, set[tuple[str, str]]] = {}
-    pending: dict[str, set[tuple[str, str]]] = {}
-    queue: deque[str] = deque()
-
-    def send(node: str, definitions: set[tuple[str, str]]) -> None:
-        for successor in graph.successors(node):
-            waiting = pending.get(successor)
-            if waiting is None:
-                pending[successor] = set(definitions)
-                queue.append(successor)
-            else:
-                waiting |= definitions
-
+    writers_of: dict[str, set[str]] = {}
     for node, names in writes.items():
-        if names and node in graph:
-            send(node, {(var, node) for var in names})
+        if node in graph:
+            for var in names:
+                writers_of.setdefault(var, set()).add(node)
+    readers_of: dict[str, list[str]] = {}
+    for node, names in wanted.items():
+        if node in graph:
+            for var in names:
+                if var in writers_of:
+                    readers_of.setdefault(var, []).append(node)
+    result: dict[str, dict[str, set[str]]] = {}
+    for var in sorted(readers_of):
+        readers = readers_of[var]
+        reaching = _reaching_writers(graph, writers_of[var], readers)
+        for node in readers:
+            if reaching.get(node):
+                result.setdefault(node, {})[var] = reaching[node]
+    return result
+
+
+def _reaching_writers(
+    graph: nx.DiGraph, writers: set[str], readers: list[str]
+) -> dict[str, set[str]]:
+    """IN sets of one variable over the region that matters: the readers and every step a
+    reader's start depends on (walking back from the readers through steps that do not write
+    the variable; a writer's OUT is itself, so the walk stops there)."""
+    region: set[str] = set(readers)
+    frontier = list(readers)
+    while frontier:
+        node = frontier.pop()
+        for predecessor in graph.predecessors(node):
+            if predecessor not in writers and predecessor not in region:
+                region.add(predecessor)
+                frontier.append(predecessor)
+    # A work list of what is new inside the region: IN(n) is the union over predecessors p of
+    # {p} for a writer, IN(p) otherwise; the sets only grow, so a step passes on only what it
+    # has not passed on before.
+    incoming: dict[str, set[str]] = {}
+    queue: deque[str] = deque()
+    pending: dict[str, set[str]] = {}
+
+    def arrive(node: str, found: set[str]) -> None:
+        waiting = pending.get(node)
+        if waiting is None:
+            pending[node] = set(found)
+            queue.append(node)
+        else:
+            waiting |= found
+
+    for writer in writers:
+        for successor in graph.successors(writer):
+            if successor in region:
+                arrive(successor, {writer})
     while queue:
         node = queue.popleft()
         arrived = pending.pop(node)
@@ -138,16 +177,11 @@ def reaching_definitions(
         if not fresh:
             continue
         known |= fresh
-        killed = writes.get(node, ())
-        passed = {d for d in fresh if d[0] not in killed} if killed else fresh
-        if passed:
-            send(node, passed)
-    result: dict[str, dict[str, set[str]]] = {}
-    for node, defs in incoming.items():
-        table = result[node] = {}
-        for var, writer in defs:
-            table.setdefault(var, set()).add(writer)
-    return result
+        if node not in writers:
+            for successor in graph.successors(node):
+                if successor in region:
+                    arrive(successor, fresh)
+    return incoming
 
 
 @dataclass
@@ -168,8 +202,13 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
     vwrites = {k: v for k, v in vars_writes(playbook).items() if k in graph}
     ctx_names = set().union(*cwrites.values()) if cwrites else set()
     reads = template_reads(playbook, ctx_names)
-    ctx_in = reaching_definitions(graph, cwrites)
-    vars_in = reaching_definitions(graph, vwrites)
+    vars_names = set().union(*vwrites.values()) if vwrites else set()
+    ctx_in = reaching_definitions(
+        graph, cwrites, {n: ctx_names if f.all_ctx else f.ctx for n, f in reads.items()}
+    )
+    vars_in = reaching_definitions(
+        graph, vwrites, {n: vars_names if f.all_vars else f.vars for n, f in reads.items()}
+    )
     position = {name: index for index, name in enumerate(playbook.step_names)}
 
     def ordered(names: set[str]) -> list[str]:
