@@ -409,6 +409,15 @@ RULES: dict[str, Rule] = {
             "Two steps that can run at the same time write the same ctx variable; the last writer wins at random.",
             "write distinct names in each branch and combine them after the join",
         ),
+        _rule(
+            "F405",
+            I,
+            "parallel-write search stopped",
+            "Finding which writers of a ctx variable can run in parallel compares writers that "
+            "sit after a join pair by pair; past 200,000 comparisons in one playbook the "
+            "search stops, so races among the remaining variables are not reported.",
+            "split the playbook, or write fewer steps to the same ctx variable after a join",
+        ),
         # -- tool config ---------------------------------------------------------------------------
         _rule(
             "C501",

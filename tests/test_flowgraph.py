@@ -3,7 +3,11 @@ on every playbook we have: reachability, immediate dominators (and dominance), c
 
 from __future__ import annotations
 
+import random
+import re
+
 import networkx as nx
+import pytest
 
 from noetl_compile.analyze.flowgraph import StepGraph
 from noetl_compile.check import check_paths
@@ -52,3 +56,65 @@ def test_step_graph_matches_networkx():
                     assert ours.dominates(other, name) == (other in strict), (other, name)
         compared += 1
     assert compared > 300
+
+
+def _random_playbook(rng: random.Random) -> str:
+    """Steps with random routes (some inclusive forks, some joins, some cycles) and random
+    writes of ctx.x / ctx.y."""
+    size = rng.randint(2, 24)
+    names = ["start"] + [f"s{i}" for i in range(1, size)]
+    lines = ["apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: r, path: r}\nworkflow:\n"]
+    for index, name in enumerate(names):
+        lines.append(f"  - step: {name}\n    tool: {{kind: noop}}\n")
+        written = [v for v in "xy" if rng.random() < 0.35]
+        if written:
+            lines.append("    set: {" + ", ".join(f"ctx.{v}: 1" for v in written) + "}\n")
+        later = names[index + 1 :] if rng.random() < 0.9 else names
+        targets = sorted(set(rng.sample(later, min(len(later), rng.randint(0, 3)))))
+        if not targets:
+            continue
+        mode = "inclusive" if len(targets) > 1 and rng.random() < 0.7 else "exclusive"
+        lines.append(f"    next:\n      spec: {{mode: {mode}}}\n      arcs:\n")
+        lines += [f"        - step: {t}\n" for t in targets]
+    return "".join(lines)
+
+
+def _races_by_definition(graph: StepGraph, writers: list[str]) -> dict[str, str]:
+    """Each writer with the first writer before it in name order that may run in parallel."""
+    found = {}
+    for i, second in enumerate(writers):
+        for first in writers[:i]:
+            if graph.may_run_in_parallel(first, second):
+                found[second] = first
+                break
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_parallel_writes_are_the_pairs_the_definition_finds(tmp_path, seed: int) -> None:
+    rng = random.Random(seed)
+    pattern = re.compile(r"`ctx\.(\w)` is written by steps '(\w+)' and '(\w+)'")
+    races = 0
+    for round_ in range(60):
+        path = tmp_path / f"p{round_}.yaml"
+        path.write_text(_random_playbook(rng), encoding="utf-8")
+        results, _ = check_paths([str(path)])
+        (result,) = results
+        graph = StepGraph.of(result.playbook)
+        expected = {}
+        for var in "xy":
+            writers = sorted(
+                s.name
+                for s in result.playbook.steps
+                if isinstance(s.raw.get("set"), dict) and f"ctx.{var}" in s.raw["set"]
+            )
+            for second, first in _races_by_definition(graph, writers).items():
+                expected[(var, second)] = first
+        reported = {
+            (m.group(1), m.group(3)): m.group(2)
+            for d in result.diagnostics
+            if d.code == "F404" and (m := pattern.search(d.message))
+        }
+        assert reported == expected, path.read_text()
+        races += len(reported)
+    assert races >= 20, races  # the random playbooks race often enough to test something

@@ -91,6 +91,38 @@ def postgres_chain(n: int) -> str:
     return HEADER + "".join(steps)
 
 
+def joined_writers(n: int) -> str:
+    """A fork into `a` and `b`, joined in `c0`, then a chain `c0 -> c1 -> ...` all writing ctx.x."""
+    steps = [
+        "workflow:\n  - step: start\n    tool: {kind: noop}\n    next:\n"
+        "      spec: {mode: inclusive}\n      arcs:\n        - step: a\n        - step: b\n"
+        "  - step: a\n    tool: {kind: noop}\n    next:\n      - step: c0\n"
+        "  - step: b\n    tool: {kind: noop}\n    next:\n      - step: c0\n"
+    ]
+    for i in range(n):
+        steps.append(f"  - step: c{i}\n    tool: {{kind: noop}}\n    set: {{ctx.x: {i}}}\n")
+        if i + 1 < n:
+            steps.append(f"    next:\n      - step: c{i + 1}\n")
+    return HEADER + "".join(steps)
+
+
+def branch_writer_chains(n: int) -> str:
+    """A fork into chains `a0 -> a1 -> ...` and `b0 -> b1 -> ...` of n steps each, all writing
+    ctx.x: every `b` races every `a`."""
+    steps = [
+        "workflow:\n  - step: start\n    tool: {kind: noop}\n    next:\n"
+        "      spec: {mode: inclusive}\n      arcs:\n        - step: a0\n        - step: b0\n"
+    ]
+    for branch in "ab":
+        for i in range(n):
+            steps.append(
+                f"  - step: {branch}{i}\n    tool: {{kind: noop}}\n    set: {{ctx.x: 1}}\n"
+            )
+            if i + 1 < n:
+                steps.append(f"    next:\n      - step: {branch}{i + 1}\n")
+    return HEADER + "".join(steps)
+
+
 def typo_chain(n: int) -> str:
     """A chain whose every arc misspells the next step's name."""
     steps = ["workflow:\n"]
@@ -431,6 +463,29 @@ CASES: list[Case] = [
         ["check", "p.yaml", "--select", "F404"],
         0,
         [one("F404") + "`ctx.x` is written by steps 'b0' and 'b1'"],
+        seconds=60,
+    ),
+    # Writers of one variable after a join are compared pair by pair: a chain of 3,000 such
+    # writers (4.5 million pairs) stops at the budget with F405, in seconds, instead of minutes.
+    Case(
+        "joined_ctx_writers_3k",
+        lambda: {"p.yaml": joined_writers(3000)},
+        ["check", "p.yaml", "--select", "F404,F405"],
+        0,
+        [
+            one("F405", "22:11") + "the search for parallel writes stopped at `ctx.x` after "
+            "200,000 comparisons"
+        ],
+        seconds=30,
+    ),
+    # Writers in different branches of one fork race without a comparison: a chain of 20,000
+    # writers in each of two branches (once 2 x 200 million comparisons).
+    Case(
+        "branch_ctx_writer_chains_20k",
+        lambda: {"p.yaml": branch_writer_chains(20_000)},
+        ["check", "p.yaml", "--select", "F404,F405"],
+        0,
+        [one("F404") + "`ctx.x` is written by steps 'a0' and 'b0'"],
         seconds=60,
     ),
     Case(

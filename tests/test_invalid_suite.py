@@ -169,8 +169,9 @@ def test_every_rule_is_covered() -> None:
     # is named on the command line, so never skipped: tests/test_cli_snapshots.py and, for
     # special files, tests/test_hostile.py); E004 (output folder) is tested in
     # tests/test_hostile.py; E002 (internal error) and L701 (lowering failure) are bugs of ours
-    # that no playbook may trigger.
-    missing = sorted(set(RULES) - {"E001", "E002", "E003", "E004", "L701"} - covered)
+    # that no playbook may trigger; F405 (the parallel-write search stopped) takes hundreds of
+    # writers after a join: tests/test_hostile.py.
+    missing = sorted(set(RULES) - {"E001", "E002", "E003", "E004", "F405", "L701"} - covered)
     assert not missing, f"codes without a case: {missing}"
 
 

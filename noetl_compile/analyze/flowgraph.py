@@ -239,6 +239,11 @@ class StepGraph:
                     found.setdefault(step, {}).setdefault(index, set()).add(target)
         return found
 
+    def fork_branches(self, step: str) -> dict[int, set[str]]:
+        """fork index -> the targets of that fork whose branch holds ``step`` (empty: the step is
+        in no branch of an inclusive fork, so it runs in parallel with nothing)."""
+        return self._branches.get(step, {})
+
     def may_run_in_parallel(self, a: str, b: str) -> bool:
         """Both steps can be active in one run without one following the other: some fork
         starts a branch holding one and another branch holding the other."""

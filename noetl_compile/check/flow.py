@@ -63,25 +63,94 @@ def _check_ctx(ctx: CheckContext) -> None:
                 f"`ctx.{read.name}` is read in step {read.step!r} but written only by "
                 f"{', '.join(names)}, which never {verb} before it",
             )
+    budget = _RaceBudget()
     for name, writers in sorted(writes.items()):
         first_write = {}
         for w in writers:
             if w.step:
                 first_write.setdefault(w.step, w)
-        steps = sorted(first_write)
-        # Each writer is reported once, with the first writer it races: n findings, not n^2
-        # (a fan-out of thousands of writers would otherwise print millions of lines).
-        for i, second in enumerate(steps):
-            race = (steps[j] for j in range(i) if ctx.flow.may_run_in_parallel(steps[j], second))
-            first = next(race, None)
-            if first is not None:
-                where = first_write[second]
-                ctx.report(
-                    "F404",
-                    where.position,
-                    f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
-                    "which can run in parallel; the last writer wins at random",
-                )
+        # Each writer is reported once, with the first writer (in name order) it races: n
+        # findings, not n^2 (a fan-out of thousands of writers would print millions of lines).
+        for second, first in _races(ctx.flow, sorted(first_write), budget):
+            ctx.report(
+                "F404",
+                first_write[second].position,
+                f"`ctx.{name}` is written by steps {first!r} and {second!r}, "
+                "which can run in parallel; the last writer wins at random",
+            )
+        if budget.exhausted:
+            ctx.report(
+                "F405",
+                next(iter(first_write.values())).position,
+                f"the search for parallel writes stopped at `ctx.{name}` after "
+                f"{_RaceBudget.LIMIT:,} comparisons of writers: races of it and of the ctx "
+                "variables after it in name order are not reported",
+            )
+            return
+
+
+class _RaceBudget:
+    """Comparisons of writer pairs the race search may make in one playbook. Writers in
+    different branches of one fork race without a comparison; only writers after a join (in
+    several branches at once) need one, and thousands of those, each following the other,
+    would take a comparison per pair."""
+
+    LIMIT = 200_000
+
+    def __init__(self) -> None:
+        self.used = 0
+        self.exhausted = False
+
+    def take(self) -> bool:
+        self.used += 1
+        self.exhausted = self.used > self.LIMIT
+        return not self.exhausted
+
+
+def _races(flow, steps: list[str], budget: _RaceBudget):
+    """(writer, the first writer before it in ``steps`` it may run in parallel with).
+
+    Two writers each in exactly one branch of a fork, different ones, always race (neither can
+    reach the other: the later would be in both branches), so per fork the first two writers
+    with different single branches answer for all such pairs. A writer in several branches of
+    a fork (after a join) races only with what it neither follows nor precedes: those pairs
+    are compared one by one, in name order, up to the race already found."""
+    first_single: dict[int, list[tuple[str, str]]] = {}  # fork -> up to 2 (writer, branch)
+    earlier: list[str] = []  # writers in some fork's branches, in name order
+    joined: list[str] = []  # those in several branches of some fork
+    for step in steps:
+        branches = flow.fork_branches(step)
+        if not branches:
+            continue  # in no fork's branches: parallel with nothing
+        found = None
+        for fork, targets in branches.items():
+            if len(targets) != 1:
+                continue
+            (target,) = targets
+            for writer, branch in first_single.get(fork, ()):
+                if branch != target:
+                    found = writer if found is None else min(found, writer)
+                    break
+        in_several = any(len(targets) > 1 for targets in branches.values())
+        for other in earlier if in_several else joined:
+            if found is not None and other >= found:
+                break
+            if not budget.take():
+                return
+            if flow.may_run_in_parallel(other, step):
+                found = other
+                break
+        if found is not None:
+            yield step, found
+        for fork, targets in branches.items():
+            if len(targets) == 1:
+                kept = first_single.setdefault(fork, [])
+                (target,) = targets
+                if len(kept) < 2 and all(branch != target for _, branch in kept):
+                    kept.append((step, target))
+        earlier.append(step)
+        if in_several:
+            joined.append(step)
 
 
 def _written_before(ctx: CheckContext, step: str, writers) -> bool:
