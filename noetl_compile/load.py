@@ -569,6 +569,8 @@ def load_text(text: str, path: str) -> Document:
         data = builder.build(nodes[0])
     except _GiveUp:
         data = None
+    if data is None and not builder.diagnostics:  # `---` or `~` alone: a document of nothing
+        builder.report("Y006", nodes[0], "empty document: no playbook here")
     return Document(path, text, data, builder.diagnostics)
 
 

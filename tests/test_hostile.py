@@ -382,6 +382,58 @@ CASES: list[Case] = [
         1,
         [one("Y001", "5:9") + "not UTF-8 text"],
     ),
+    # A document of nothing (`---` alone, `~`): once "all checks passed" while compile failed
+    # the file without a word.
+    Case(
+        "document_marker_only",
+        lambda: {"p.yaml": "---\n", "q.yaml": "--- ~\n"},
+        ["check", "p.yaml", "q.yaml"],
+        1,
+        [one("Y006", "2:1") + "empty document", one("Y006", "1:5", "q.yaml") + "empty document"],
+    ),
+    Case(
+        "document_marker_only_compile",
+        lambda: {"p.yaml": "# nothing here\n---\n...\n"},
+        ["compile", "p.yaml", "-o", "out"],
+        1,
+        [one("Y006") + "empty document"],
+        after=lambda d: _assert_no_dag(d / "out"),
+    ),
+    # `step:` with no name: the step was dropped without a word and the rest compiled.
+    Case(
+        "step_name_null_or_blank",
+        lambda: {
+            "p.yaml": HEADER
+            + "workflow:\n  - step: start\n    tool: {kind: noop}\n"
+            + "  - step:\n    tool: {kind: noop}\n  - step: ' '\n    tool: {kind: noop}\n"
+        },
+        ["check", "p.yaml"],
+        1,
+        [
+            one("S101", "7:5") + "workflow item 2 needs a `step` name: it is empty",
+            one("S101", "9:11") + "workflow item 3 needs a `step` name: it is empty",
+        ],
+    ),
+    # A key written with nothing after it (`kind:`, `step:`, `in:`, `code:`) where a value is
+    # needed: each once dropped its tool, arc or loop without a word and the playbook passed.
+    Case(
+        "null_where_a_value_is_needed",
+        lambda: {
+            "p.yaml": HEADER
+            + "workflow:\n  - step: start\n    tool: {kind: python, code: ~}\n"
+            + "    next:\n      - step:\n      - step: b\n"
+            + "  - step: b\n    loop: {in: ~, iterator: ~}\n    tool: {kind: ~}\n"
+        },
+        ["check", "p.yaml"],
+        1,
+        [
+            one("C501", "6:26") + "the python tool of step 'start' has no code",
+            one("S101", "8:9") + "`step` of arc 1 of `next` of step 'start' is empty",
+            one("S108", "11:12") + "`in` of the loop of step 'b' is empty",
+            one("S108", "11:19") + "loop `iterator` of step 'b' is empty",
+            one("S101", "12:12") + "`kind` of the tool of step 'b' is empty",
+        ],
+    ),
     Case(
         "byte_order_mark",
         lambda: {"p.yaml": "\ufeff" + playbook()},

@@ -84,6 +84,18 @@ def _read(document: Document, dialect: str | None) -> FileResult:
     except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
         sink.items.append(_internal_error(document.path, "reading", exc))
         playbook = None
+    if playbook is None and not any(d.severity is Severity.ERROR for d in sink.items):
+        # Nothing to check or compile must never read as "all checks passed": a bug of ours
+        # if no diagnostic says why.
+        sink.items.append(
+            Diagnostic(
+                "E002",
+                Severity.ERROR,
+                document.path,
+                Position(1, 1),
+                "internal error while reading: no playbook was read and no reason was reported",
+            )
+        )
     return FileResult(document.path, document, playbook, sink.items)
 
 

@@ -35,9 +35,27 @@ _MASKS = (
 )
 
 
-def check_task_code(ctx: CheckContext, config: Any, label: str) -> None:
-    """Compile `code` (or the decoded `code_b64`) of one python tool mapping."""
+_CODE_KEYS = ("code", "code_b64", "script")
+
+
+def check_task_code(ctx: CheckContext, config: Any, label: str, step_raw: Any = None) -> None:
+    """Compile `code` (or the decoded `code_b64`) of one python tool mapping; ``step_raw`` is
+    the step whose own tool this is."""
     if not isinstance(config, dict):
+        return
+    # Code inside the tool's `spec` or on the step is C513's finding: where it sits.
+    misplaced = any(
+        isinstance(holder, dict) and any(k in holder for k in _CODE_KEYS)
+        for holder in (config.get("spec"), step_raw)
+    )
+    if not misplaced and all(config.get(k) is None for k in _CODE_KEYS):
+        where = "code" if "code" in config else "code_b64" if "code_b64" in config else None
+        ctx.report(
+            "C501",
+            ctx.key_pos(config, where) if where else ctx.pos(config),
+            f"the python tool of {label} has no code (`code`, `code_b64` or `script`): "
+            "the engine fails the step every time",
+        )
         return
     code = config.get("code")
     if isinstance(code, str) and code.strip():

@@ -89,7 +89,8 @@ def check_site(ctx: CheckContext, site: Site) -> None:
     if not isinstance(config, dict) or kind is None:
         return
     if kind == "python":
-        pycode.check_task_code(ctx, config, site.label)
+        own_tool = site.step is not None and site.step.tool is site.task
+        pycode.check_task_code(ctx, config, site.label, site.step.raw if own_tool else None)
     elif kind == "http":
         check_http(ctx, site)
     elif kind == "gate":

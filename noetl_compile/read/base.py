@@ -308,7 +308,9 @@ class Reader:
         """The name a loop binds each item to: written out and not blank, because the loop
         operator checks it when the DAG file is parsed, before anything is rendered."""
         value = self.string(container, key, what)
-        if value is not None and (not value.strip() or is_template(value)):
+        if value is None and isinstance(container, dict) and container.get(key, 0) is None:
+            self.report("S108", self.key_pos(container, key), f"{what} is empty: give it a name")
+        elif value is not None and (not value.strip() or is_template(value)):
             problem = "is empty" if not value.strip() else "cannot be a template"
             self.report("S108", self.pos(container, key), f"{what} {problem}: give it a name")
         return value
@@ -369,6 +371,9 @@ class Reader:
     # -- shared building blocks ------------------------------------------------------------------
     def tool_kind(self, mapping: YMap, key: str, where: str) -> str | None:
         kind = self.string(mapping, key, f"{where} kind")
+        if kind is None and isinstance(mapping, dict) and key in mapping:
+            # `kind:` with nothing after it: no tool would run, and nothing would say why.
+            self.report("S101", self.key_pos(mapping, key), f"`{key}` of {where} is empty")
         if kind is None or is_template(kind):
             return kind
         kinds = TOOL_KINDS[self.dialect]
@@ -480,6 +485,9 @@ class Reader:
         """An arc from a mapping with a `step` key (v2 next entries, canonical arcs)."""
         if "step" not in target_holder:
             self.report("S101", self.pos(target_holder), f"{where} needs `step`")
+            return None
+        if target_holder["step"] is None:  # `step:` with nothing after it: the arc would vanish
+            self.report("S101", self.key_pos(target_holder, "step"), f"`step` of {where} is empty")
             return None
         target = self.string(target_holder, "step", f"`step` of {where}")
         if target is None:

@@ -124,6 +124,15 @@ class PlaybookReader(Reader):
                 )
                 continue
             name = self.string(item, "step", "`step`")
+            if item["step"] is None or (name is not None and not name.strip()):
+                # `step:` with nothing after it would drop the step without a word, and a blank
+                # name is no task id Airflow accepts.
+                self.report(
+                    "S101",
+                    self.key_pos(item, "step") if item["step"] is None else self.pos(item, "step"),
+                    f"workflow item {index + 1} needs a `step` name: it is empty",
+                )
+                continue
             if name is None:
                 continue
             step = self.read_step(item, name)
