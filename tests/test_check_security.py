@@ -183,6 +183,15 @@ def test_messages_never_contain_the_secret(tmp_path):
         "private_key",
         "Authorization",
         "pwd",
+        "private_key_pem",
+        "credentials_json",
+        "ssh_key",
+        "bearer",
+        "jwt",
+        "creds",
+        "license_key",
+        "APP_KEY",
+        "totp_seed",
     ],
 )
 def test_secret_keys(key):
@@ -198,7 +207,11 @@ def test_secret_keys(key):
         "max_tokens",
         "token_type",
         "auth",
+        "credential",  # NoETL's name of a stored credential, not the credential
         "keychain",
+        "kms_key",  # a key id or ARN
+        "pem_path",
+        "jwt_issuer",
         3,
     ],
 )

@@ -92,6 +92,10 @@ PLACEMENTS = [
                 "PGPASSWORD",
                 "MYSQL_PWD",
                 "signing_key",
+                "private_key_pem",
+                "ssh_key",
+                "jwt",
+                "APP_KEY",
             ]
         )
     ],

@@ -41,6 +41,17 @@ _PHRASES = (
     ("client", "secret"),
     ("authorization",),
     ("cookie",),
+    ("bearer",),
+    ("jwt",),
+    ("creds",),
+    ("ssh", "key"),
+    ("license", "key"),
+    ("session", "key"),
+    ("hmac", "key"),
+    ("app", "key"),
+    ("auth", "key"),
+    ("totp", "seed"),
+    ("otp", "seed"),
     # Plurals: a list of them. Not `tokens` alone (`max_tokens` counts, it holds none).
     ("passwords",),
     ("passwds",),
@@ -77,6 +88,8 @@ _NEUTRAL = frozenset(
         "string",
         "text",
         "hex",
+        "pem",
+        "json",
     ]
 )
 # Written as one word (`PGPASSWORD`, `dbpassword`, `xapikey`): only words that cannot end an
