@@ -758,6 +758,47 @@ CASES: list[Case] = [
         0,
         [r"^All checks passed"],
     ),
+    # A task with no kind where one is needed: check passed it, and the DAG file failed to
+    # import (the operator validates its payload when the file is parsed).
+    Case(
+        "task_without_kind",
+        lambda: {
+            "v1.yaml": "apiVersion: noetl.io/v1\nkind: Playbook\nname: a\npath: a\n"
+            "workflow:\n  - step: start\n    type: iterator\n    collection: [1]\n"
+            "    element: x\n    task:\n      code: 'def main(): return 1'\n",
+            "wb.yaml": HEADER + "workbook:\n  - name: t\n    tool: {code: 'result = 1'}\n"
+            "workflow:\n  - step: start\n    tool: {kind: workbook, name: t}\n",
+        },
+        ["check", "v1.yaml", "wb.yaml"],
+        1,
+        [
+            one("S101", "11:7", "v1.yaml") + "the task of step 'start' needs `type`",
+            one("S101", "6:11", "wb.yaml") + "the tool of workbook task 't' needs `kind`",
+        ],
+    ),
+    # What Jinja parses but the runtime can never render: a template loaded from elsewhere (no
+    # loader) and an attribute the sandbox refuses; check passed both, every run failed.
+    Case(
+        "template_loads_another_template",
+        lambda: {
+            "p.yaml": playbook(
+                "workload:\n  a: \"{% include 'x.j2' %}\"\n  b: \"{% from 'm' import f %}{{ f() }}\"\n"
+            )
+        },
+        ["check", "p.yaml"],
+        1,
+        [
+            one("T301", "5:10") + "`{% include %}` in workload.a loads another template",
+            one("T301", "6:10") + "`{% from %}` in workload.b",
+        ],
+    ),
+    Case(
+        "template_escapes_the_sandbox",
+        lambda: {"p.yaml": playbook('workload:\n  a: "{{ workload.__class__.__mro__ }}"\n')},
+        ["check", "p.yaml"],
+        1,
+        [one("T301", "5:10") + "`__class__` in workload.a: the runtime renders in Jinja's sandbox"],
+    ),
     # What Python's parser or compiler gives up on (nesting past its stack or recursion limit,
     # no line named) is C501 too: the worker's compile() fails the same way.
     Case(

@@ -526,6 +526,24 @@ def _scan_tag(kind: str, text: str, body_start: int) -> _Tag:
         position = step.end()
 
 
+# Statements that load another template: the runtime (like NoETL's engine) renders playbook
+# strings in an environment without a loader, so each of them fails every time it renders.
+LOADER_STATEMENTS = frozenset({"include", "extends", "import", "from"})
+_STATEMENT_KEYWORD = re.compile(r"\s*(\w+)")
+
+
+def loader_statements(text: str) -> tuple[tuple[str, int], ...]:
+    """(keyword, offset of the keyword) of every `include`/`extends`/`import`/`from` tag."""
+    found = []
+    for tag in _split_tags(text):
+        if tag.kind != "statement":
+            continue
+        keyword = _STATEMENT_KEYWORD.match(text, tag.body_start, tag.body_end)
+        if keyword is not None and keyword.group(1) in LOADER_STATEMENTS:
+            found.append((keyword.group(1), keyword.start(1)))
+    return tuple(found)
+
+
 # ----------------------------------------------------------------------------- Jinja fallback
 
 _ENV = jinja2.Environment()

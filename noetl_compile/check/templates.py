@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
 
-from ..analyze.expressions import scan_template
+from ..analyze.expressions import loader_statements, scan_template
 from ..analyze.names import NOETL_FILTERS, name_table
 from ..read.base import did_you_mean
 from .context import CheckContext
@@ -47,6 +47,7 @@ def check(ctx: CheckContext) -> None:
                     ctx.position_in_string(site.value, offset),
                     f"unknown test {name!r}" + did_you_mean(name, KNOWN_TESTS),
                 )
+        _check_renderable(ctx, site, scan)
         # A step named bare (`a.x if a else b.x`) is tested for having run: the template chooses
         # between alternatives itself, so its step reads are guarded.
         probing = any(
@@ -127,3 +128,37 @@ def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) 
             f"step {reader!r} reads the result of {producer!r}, which does not run before it "
             "on every path",
         )
+
+
+# Attributes Jinja's sandbox refuses (every name starting with `_` that is not a mapping key):
+# the ones a template reaches for to escape it. A playbook's data never has such keys, so a
+# path through one fails at render every time.
+_SANDBOX_ESCAPES = frozenset(
+    {
+        "__class__", "__mro__", "__base__", "__bases__", "__subclasses__", "__globals__",
+        "__builtins__", "__init__", "__dict__", "__code__", "__func__", "__self__",
+        "__closure__", "__module__", "__getattribute__", "__reduce__", "__reduce_ex__",
+    }
+)  # fmt: skip
+
+
+def _check_renderable(ctx: CheckContext, site, scan) -> None:
+    """Templates Jinja parses but the runtime can never render: what Jinja would refuse at render
+    time, check refuses too (T301), instead of a step that fails on every run."""
+    if "{%" in site.value:
+        for keyword, offset in loader_statements(site.value):
+            ctx.report(
+                "T301",
+                ctx.position_in_string(site.value, offset),
+                f"`{{% {keyword} %}}` in {site.field} loads another template, and playbook "
+                "templates render without a template loader: it fails every time",
+            )
+    for ref in scan.references:
+        escape = next((p for p in ref.path if p in _SANDBOX_ESCAPES), None)
+        if escape is not None:
+            ctx.report(
+                "T301",
+                ctx.position_in_string(site.value, ref.offset),
+                f"`{escape}` in {site.field}: the runtime renders in Jinja's sandbox, which "
+                "refuses attributes starting with `_`; rendering fails every time",
+            )

@@ -103,6 +103,10 @@ class CanonicalReader(PlaybookReader):
         if tool is None:
             self.report("S101", self.pos(item), f"workbook task {name!r} needs a `tool`")
             return None
+        if "kind" not in tool:
+            self.report(
+                "S101", self.pos(item, "tool"), f"the tool of workbook task {name!r} needs `kind`"
+            )  # still defined: a step calling it is no R202
         return self.read_task(tool, f"workbook task {name!r}", name=name)
 
     # -- steps ---------------------------------------------------------------------------------

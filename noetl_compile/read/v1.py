@@ -193,6 +193,9 @@ class V1Reader(PlaybookReader):
             return
         self.check_keys(task, TASK_KEYS | {"task", "path"}, f"the task of {label}")
         kind = self.task_kind(task, f"the task of {label}")
+        if kind is None and not any(k in task for k in ("type", "tool")):
+            # Each item runs this task: without a type there is nothing to run.
+            self.report("S101", self.pos(item, "task"), f"the task of {label} needs `type`")
         step.tool = Task(
             span=span_of(task),
             name=step.name,
