@@ -108,6 +108,8 @@ PLACEMENTS = [
     _w("through_alias", "base: &pw «aliased-pw-1»\npassword: *pw"),
     _w("merge_key", "defaults: &d {password: «merged-pw-1»}\nconn:\n  <<: *d\n  host: h"),
     _w("flow_mapping", "conn: {user: u, password: «flow-pw-1»}"),
+    _w("param_default", "api_token:\n  type: string\n  default: «param-default-tok-1»"),
+    _w("under_value", "password:\n  value: «nested-value-pw-1»"),
     # -- templates that hide a literal ---------------------------------------------------------
     _w("template_default", "password: \"{{ env.PG_PASSWORD | default('«hunter2-def»') }}\""),
     _w("template_d", "token: \"{{ env.TOKEN | d('«tok-default-1»') }}\""),

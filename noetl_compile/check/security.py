@@ -45,6 +45,9 @@ def check(ctx: CheckContext) -> None:
             _report(ctx, position, str(value), f"`{key}` holds a literal secret", reported)
 
 
+_VALUE_KEYS = frozenset({"value", "default", "literal", "plain", "raw", "data", "current"})
+
+
 def _values(root: YMap) -> Iterator[tuple[Any, Any, Any]]:
     """(key, scalar, container) for every string or number in the document; a list's items carry
     the list's key (`passwords: [a, b]`). Iterative: the loader accepts nesting deeper than a
@@ -53,7 +56,13 @@ def _values(root: YMap) -> Iterator[tuple[Any, Any, Any]]:
     while stack:
         key, node, holder = stack.pop()
         if isinstance(node, YMap):
-            pushed = [(k, v, node) for k, v in node.items()]
+            # Under a credential key, a mapping's value-like entries are the credential:
+            # `password: {default: x}` (a gate or Param default), `token: {value: x}`.
+            inherit = is_secret_key(key)
+            pushed = [
+                (key if inherit and str(k).lower() in _VALUE_KEYS else k, v, node)
+                for k, v in node.items()
+            ]
         elif isinstance(node, YList):
             pushed = [(key, v, node) for v in node]
         else:
