@@ -67,27 +67,48 @@ def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -
     return "".join(concise(d, redact) + "\n" for d in diagnostics)
 
 
+# The full form quotes at most this much of a source line, around the column: a playbook may hold
+# a line of megabytes, and quoting all of it under each of its findings made the output grow
+# with the square of the line.
+_QUOTE_WIDTH, _QUOTE_BEFORE = 120, 40
+
+
 def format_full(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """ruff-style: the line of YAML with a caret under the column, and the hint if any."""
     redact = _Redactor(diagnostics)
     blocks = []
     lines_of: dict[str, list[str]] = {}
+    redacted: dict[tuple[str, int], str] = {}  # each line masked once, however many findings
     for d in diagnostics:
         lines = lines_of.setdefault(d.path, sources.get(d.path, "").splitlines())
         text = [concise(d, redact)]
         if 0 < d.position.line <= len(lines):
-            line = redact(d.path, lines[d.position.line - 1])
+            key = (d.path, d.position.line)
+            line = redacted.get(key)
+            if line is None:
+                line = redacted[key] = redact(d.path, lines[d.position.line - 1]).replace("\t", " ")
+            column = min(d.position.col - 1, len(line))
             if d.secret:  # mask from the secret to the end of its line, whatever was matched
-                line = line[: d.position.col - 1] + "*" * len(line[d.position.col - 1 :])
-            source_line = _one_line(line.replace("\t", " "))
+                line = line[:column] + "*" * (len(line) - column)
+            before, quoted = _quote(line, column)
             gutter = str(d.position.line)
             text.append(f"{' ' * len(gutter)} |")
-            text.append(f"{gutter} | {source_line}")
-            text.append(f"{' ' * len(gutter)} | {' ' * (d.position.col - 1)}^")
+            text.append(f"{gutter} | {quoted}")
+            text.append(f"{' ' * len(gutter)} | {' ' * before}^")
         if d.hint:
             text.append(f"  = help: {_one_line(redact(d.path, d.hint))}")
         blocks.append("\n".join(text) + "\n")
     return "\n".join(blocks)
+
+
+def _quote(line: str, column: int) -> tuple[int, str]:
+    """(width before the caret, the quoted line): a window of the line around ``column``,
+    marked with `...` where it was cut, its control characters escaped."""
+    start = 0 if len(line) <= _QUOTE_WIDTH else max(0, column - _QUOTE_BEFORE)
+    end = min(len(line), start + _QUOTE_WIDTH)
+    head = ("..." if start else "") + _one_line(line[start:column])
+    tail = _one_line(line[column:end]) + ("..." if end < len(line) else "")
+    return len(head), head + tail
 
 
 def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:

@@ -55,7 +55,7 @@ def test_invalid_suite_cases_check_accepts_import(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
 )
 @given(mutated_playbook())
 def test_mutated_playbooks_check_accepts_import(tmp_path_factory, text: str) -> None:

@@ -829,6 +829,28 @@ CASES: list[Case] = [
         1,
         [one("C501", "8:17") + r".*nested too deeply"],
     ),
+    # The full form quoted the whole source line under each finding: 3,000 findings on a line
+    # of a megabyte printed 2 GB. It quotes a window around the column now.
+    Case(
+        "full_format_long_line_many_findings",
+        lambda: {
+            "p.yaml": playbook(
+                'workload:\n  a: "'
+                + " ".join(f"{{{{ u{i} }}}}" for i in range(3000))
+                + "x" * 1_000_000
+                + '"\n'
+            )
+        },
+        ["check", "p.yaml", "--format", "full"],
+        0,
+        [
+            r"^5 \|   a: \"\{\{ u0 \}\} .{100,130}\.\.\.$",
+            r"^5 \| \.\.\..{0,130}u2999 .{0,80}\.\.\.$",
+            r"^Found 3000 warnings in 1 playbook\.$",
+        ],
+        seconds=20,
+        one_line=False,
+    ),
     # -- 4. secrets never printed --------------------------------------------------------------
     *[
         Case(
