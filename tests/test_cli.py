@@ -103,6 +103,23 @@ def test_full_format_shows_the_line_and_a_caret(files, capsys):
     assert out.splitlines()[3] == "  | " + " " * 25 + "^"
 
 
+def test_full_format_caret_stays_under_the_column_past_escapes_and_cuts(tmp_path, capsys):
+    # A bidi control (printed escaped, six characters for one) and a line cut to a window
+    # before the column: the caret still points at the unknown step.
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: p}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: noop}\n"
+        '    next: {arcs: [{step: "' + "a" * 300 + '\u202e"}, {step: nope}]}\n',
+        encoding="utf-8",
+    )
+    out = run(capsys, "check", str(path), "--format", "full", "--quiet")[1].out.splitlines()
+    quoted = next(i for i, line in enumerate(out) if "{step: nope}" in line)
+    caret = out[quoted + 1].index("^")
+    assert out[quoted][caret:].startswith("nope}]}")
+    assert out[quoted].startswith("7 | ...") and len(out[quoted]) < 140
+
+
 def test_json_github_and_sarif(files, capsys):
     path = str(files / "broken.yaml")
     items = json.loads(run(capsys, "check", path, "--format", "json")[1].out)
