@@ -19,6 +19,7 @@ import fnmatch
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -116,23 +117,35 @@ def _repository_root(folder: str) -> str:
         current = parent
 
 
-@lru_cache(maxsize=1024)
-def _governing(folder: str, root: str) -> tuple[tuple[str, tuple[_Rule, ...]], ...]:
+def _governing(
+    folder: str, root: str, known: dict[str, tuple[tuple[str, tuple[_Rule, ...]], ...]]
+) -> tuple[tuple[str, tuple[_Rule, ...]], ...]:
     """The (folder, rules) of the ``.gitignore`` files from ``root`` down to ``folder`` that
-    hold rules, outermost first (one answer per folder, shared by all its files)."""
+    hold rules, outermost first. Built on the nearest folder above already answered (``known``,
+    one per walk): in a tree a thousand folders deep, walking every folder's ancestors again
+    read each .gitignore half a million times."""
     chain = []
-    while True:
-        chain.append(folder)
-        if folder == root or os.path.dirname(folder) == folder:
+    current = folder
+    while current not in known:
+        chain.append(current)
+        parent = os.path.dirname(current)
+        if current == root or parent == current:
+            outer: tuple[tuple[str, tuple[_Rule, ...]], ...] = ()
             break
-        folder = os.path.dirname(folder)
-    return tuple((base, _rules(base)) for base in reversed(chain) if _rules(base))
+        current = parent
+    else:
+        outer = known[current]
+    for base in reversed(chain):
+        rules = _rules(base)
+        outer = (*outer, (base, rules)) if rules else outer
+        known[base] = outer
+    return outer
 
 
-def _ignored(path: str, is_folder: bool, root: str) -> bool:
+def _ignored(path: str, is_folder: bool, root: str, known: dict) -> bool:
     """Whether the ``.gitignore`` files from ``root`` down to ``path``'s folder ignore it."""
     ignored = False
-    for base, rules in _governing(os.path.dirname(path), root):  # deeper files decide last
+    for base, rules in _governing(os.path.dirname(path), root, known):  # deeper decide last
         relative = os.path.relpath(path, base).replace(os.sep, "/")
         for rule in rules:
             if rule.folders_only and not is_folder:
@@ -179,14 +192,15 @@ def find_files(paths: list[str] | tuple[str, ...], exclude: tuple[str, ...] = ()
             continue
         start = os.path.abspath(path)
         root = _repository_root(start)
-        for folder, dirs, files in os.walk(path, onerror=unreadable):
+        known: dict = {}  # folder -> the .gitignore rules governing it
+        for folder, dirs, files in _walk(path, unreadable):
             here = os.path.abspath(folder)
             dirs[:] = sorted(
                 d
                 for d in dirs
                 if not d.startswith(".")
                 and not _excluded(os.path.join(here, d), start, exclude)
-                and not _ignored(os.path.join(here, d), True, root)
+                and not _ignored(os.path.join(here, d), True, root, known)
             )
             for name in sorted(files):
                 full = os.path.join(here, name)
@@ -194,7 +208,7 @@ def find_files(paths: list[str] | tuple[str, ...], exclude: tuple[str, ...] = ()
                     name.endswith(PLAYBOOK_SUFFIXES)
                     and not name.startswith(".")
                     and not _excluded(full, start, exclude)
-                    and not _ignored(full, False, root)
+                    and not _ignored(full, False, root, known)
                 ):
                     relative = os.path.join(folder, name)
                     kind = path_kind(relative)
@@ -206,6 +220,33 @@ def find_files(paths: list[str] | tuple[str, ...], exclude: tuple[str, ...] = ()
                         found.special.append((relative, kind))
     found.files = sorted(dict.fromkeys(found.files))
     return found
+
+
+def _walk(
+    top: str, onerror: Callable[[OSError], None]
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top)`` top-down without following symlinked folders, as a loop: Python 3.11's
+    walk recurses once per level, and a folder tree 1,000 levels deep ended the run with a
+    RecursionError. The caller may prune ``dirs`` in place before the walk goes on."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        dirs, files, links = [], [], set()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry.name)
+                    if is_dir and entry.is_symlink():
+                        links.add(entry.name)
+        except OSError as error:
+            onerror(error)
+            continue
+        yield folder, dirs, files
+        stack += [os.path.join(folder, d) for d in reversed(dirs) if d not in links]
 
 
 def path_kind(path: str) -> str:

@@ -123,6 +123,20 @@ def branch_writer_chains(n: int) -> str:
     return HEADER + "".join(steps)
 
 
+def deep_tree(levels: int, text: str) -> Callable[[Path], None]:
+    """Folders ``levels`` deep from ``path`` with ``text`` as p.yaml at the bottom (made in a
+    loop: pathlib's and os.makedirs' parents=True recurse once per level)."""
+
+    def make(path: Path) -> None:
+        folder = str(path)
+        for _ in range(levels):
+            os.mkdir(folder)
+            folder = os.path.join(folder, "a")
+        Path(folder).parent.joinpath("p.yaml").write_text(text, encoding="utf-8")
+
+    return make
+
+
 def typo_chain(n: int) -> str:
     """A chain whose every arc misspells the next step's name."""
     steps = ["workflow:\n"]
@@ -965,6 +979,15 @@ CASES: list[Case] = [
         ["compile", "p.yaml", "-o", "out"],
         1,
         [one("E004", "1:1") + "cannot write out/p.py: it is not a regular file"],
+    ),
+    # Python 3.11's os.walk recurses once per level: a tree 1,100 folders deep ended check with
+    # a RecursionError traceback.
+    Case(
+        "deep_folder_tree",
+        lambda: {"a": deep_tree(1100, playbook()), "q.yaml": playbook().replace("hostile", "q")},
+        ["check", "."],
+        0,
+        [r"^All checks passed: 2 playbooks\.$"],
     ),
     Case(
         "two_sources_one_output",
