@@ -94,7 +94,7 @@ def _write(target: str, data: bytes, check_only: bool, done: Written) -> str | N
         return None
     try:
         folder = os.path.dirname(target) or "."
-        os.makedirs(folder, exist_ok=True)
+        _make_folders(folder)
         # mkstemp creates a new file (O_EXCL): a symlink planted at a guessable temp name
         # cannot redirect the write. os.replace swaps the name itself, never a link's target.
         handle, temporary = tempfile.mkstemp(prefix=".noetlc-", suffix=".tmp", dir=folder)
@@ -110,6 +110,24 @@ def _write(target: str, data: bytes, check_only: bool, done: Written) -> str | N
         return f"cannot write {target}: {exc.strerror or exc}"
     done.written.append(target)
     return None
+
+
+def _make_folders(folder: str) -> None:
+    """``os.makedirs(folder, exist_ok=True)`` as a loop: makedirs recurses once per missing
+    level, and a source tree a thousand folders deep is mirrored into the output."""
+    missing = []
+    while folder and not os.path.isdir(folder):  # "" is the working folder: it exists
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise
 
 
 def _remove_orphans(files, output, roots, owned, check_only, done) -> None:

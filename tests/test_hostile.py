@@ -990,6 +990,13 @@ CASES: list[Case] = [
         [r"^All checks passed: 2 playbooks\.$"],
     ),
     Case(
+        "deep_folder_tree_compile",  # and os.makedirs recursed once per level of the output
+        lambda: {"a": deep_tree(1100, playbook())},
+        ["compile", ".", "-o", "out"],
+        0,
+        [r"^1 of 1 playbook\(s\) compiled; 1 written"],
+    ),
+    Case(
         "two_sources_one_output",
         lambda: {
             "a/playbooks/one.yaml": playbook(),
