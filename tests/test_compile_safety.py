@@ -254,3 +254,18 @@ def test_hostile_playbooks_compile_to_safe_files(tmp_path_factory, playbook) -> 
     assert {t.task_id for t in module.dag.tasks} == {
         unit.full_id(t.task_id) for unit in ir.units for t in unit.tasks
     }
+
+
+def test_a_loop_limit_past_a_sql_integer_is_clamped(tmp_path) -> None:
+    # The scheduler binds max_active_tis_per_dagrun into SQL: 10**23 would overflow the column.
+    source = tmp_path / "p.yaml"
+    source.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p, path: p}\nworkflow:\n"
+        "  - step: start\n    loop:\n      in: [1, 2]\n      iterator: x\n"
+        "      spec: {mode: parallel, max_in_flight: 100000000000000000000000}\n"
+        "    tool: {kind: noop}\n",
+        encoding="utf-8",
+    )
+    _, ir = compile_result(read_file(str(source)), "p.yaml")
+    (body,) = [t for u in ir.units for t in u.tasks if "max_active_tis_per_dagrun" in t.kwargs]
+    assert body.kwargs["max_active_tis_per_dagrun"] == 2**31 - 1

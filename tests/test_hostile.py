@@ -1128,8 +1128,35 @@ def test_suite_size():
     assert len({case.name for case in CASES}) == len(CASES)
 
 
+@pytest.fixture
+def case_folder(tmp_path: Path):
+    """The case's folder, removed afterwards in a loop: pytest removes old temporary folders
+    with shutil.rmtree, which recurses once per level and fails on a deep_tree."""
+    yield tmp_path
+    try:
+        _remove_tree(tmp_path)
+    except OSError:
+        pass  # something the case made unremovable: pytest's own clean-up gets the rest
+
+
+def _remove_tree(top: Path) -> None:
+    stack, folders = [str(top)], []
+    while stack:
+        folder = stack.pop()
+        folders.append(folder)
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for folder in reversed(folders[1:]):
+        os.rmdir(folder)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_hostile_input(case: Case, tmp_path: Path) -> None:
+def test_hostile_input(case: Case, case_folder: Path) -> None:
+    tmp_path = case_folder
     _build(tmp_path, case.files())
     start = time.monotonic()
     try:

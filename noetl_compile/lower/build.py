@@ -31,6 +31,8 @@ NESTED_MODULE = "airflow_plugin.operators.nested"
 GATES_MODULE = "airflow_plugin.operators.gates"
 # Trigger rule of loop tails: run after an empty fan-out (body skipped), not after a skipped head.
 TAIL_TRIGGER_RULE = "none_failed_min_one_success"
+# The largest limit a task may carry into the scheduler's SQL (a signed 32-bit column).
+_MAX_SQL_INT = 2**31 - 1
 
 
 def dag_id_for(playbook: Playbook, fallback: str) -> str:
@@ -215,7 +217,9 @@ class _Lowering:
         body_kwargs: dict[str, Any] = {}
         limit = 1 if loop.mode == "sequential" else _static_int(loop.max_in_flight)
         if limit is not None:
-            body_kwargs["max_active_tis_per_dagrun"] = limit
+            # Past a 32-bit integer no run has that many instances anyway, and the scheduler
+            # binds the limit into SQL, where a larger number overflows the column type.
+            body_kwargs["max_active_tis_per_dagrun"] = min(limit, _MAX_SQL_INT)
         unit.tasks = [
             Task("head", "NoetlLoopHeadOperator", LOOP_MODULE),
             Task(
