@@ -249,6 +249,9 @@ def _walk(
         stack += [os.path.join(folder, d) for d in reversed(dirs) if d not in links]
 
 
+_PSEUDO_FILE_SYSTEMS = ("/proc/", "/sys/")
+
+
 def path_kind(path: str) -> str:
     """ "folder", "file", "missing" or what else the path is (following symlinks)."""
     try:
@@ -260,6 +263,11 @@ def path_kind(path: str) -> str:
     if stat.S_ISDIR(mode):
         return "folder"
     if stat.S_ISREG(mode):
+        # /proc and /sys files pass for empty regular files, but reading one can block for ever
+        # (/proc/kmsg) or hand over the process's secrets (/proc/self/environ): a symlink to one
+        # is no playbook.
+        if os.path.realpath(path).startswith(_PSEUDO_FILE_SYSTEMS):
+            return "a file of /proc or /sys"
         return "file"
     if stat.S_ISFIFO(mode):
         return "a FIFO"

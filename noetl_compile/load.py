@@ -9,8 +9,11 @@ ordinary ``dict``/``list``/``str`` values (subclasses), so they never depend on 
 from __future__ import annotations
 
 import bisect
+import errno
 import functools
+import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -580,7 +583,12 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 def load_file(path: str) -> Document:
     try:
-        with open(path, "rb") as handle:
+        # Non-blocking and checked after opening: a file swapped for a FIFO (or any file whose
+        # read would wait) since discovery looked at it cannot hang the run.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
             data = handle.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             message = f"cannot read file: larger than {MAX_FILE_BYTES // 2**20} MiB"

@@ -913,6 +913,25 @@ CASES: list[Case] = [
         0,
         [one("E003", "1:1", "./zero.yaml") + "skipped: a device file"],
     ),
+    # /proc files pass for empty regular files: /proc/kmsg blocked check for ever, and
+    # /proc/self/environ would have been read (and quoted by --format full) with its secrets.
+    Case(
+        "symlink_to_proc_files",
+        lambda: {
+            "ok.yaml": playbook(),
+            "kmsg.yaml": symlink_to("/proc/kmsg"),
+            "env.yaml": symlink_to("/proc/self/environ"),
+        },
+        ["check", ".", "--format", "full"],
+        0,
+        [
+            r"^\./kmsg\.yaml:1:1: E003 \[info\] skipped: a file of /proc or /sys",
+            r"^\./env\.yaml:1:1: E003 \[info\] skipped: a file of /proc or /sys",
+        ],
+        absent=["PATH="],
+        seconds=20,
+        one_line=False,
+    ),
     Case(
         "symlink_to_fifo",
         lambda: {"pipe": fifo, "link.yaml": symlink_to("pipe")},
