@@ -323,14 +323,14 @@ def text_secrets(value: str) -> Iterator[Finding]:
     """Secrets inside a longer string: one finding per secret, at its first character."""
     # Cheap substring tests first: most strings hold none of these.
     lowered = value.lower()
-    named = _KEY_HINTS.search(lowered) is not None  # also true for `password`, `authorization`
+    named_key = _KEY_HINTS.search(lowered) is not None  # also true for `password`, `authorization`
     signed = "sig=" in lowered or "signature=" in lowered
     shaped = _SHAPE_HINTS.search(value) is not None
     commands = any(word in lowered for word in ("curl", "mysql", "sshpass"))
     schemed = "bearer" in lowered or "basic" in lowered
     pgpass = value.count(":") >= 4
     if not (
-        named
+        named_key
         or "jdbc:oracle" in lowered
         or signed
         or shaped
@@ -348,70 +348,45 @@ def text_secrets(value: str) -> Iterator[Finding]:
             found.add(offset)
             yield Finding(offset, length, what)
 
-    if "://" in value and "@" in value:
-        for m in _URL_CREDENTIALS.finditer(value):
+    def literal(pattern: re.Pattern[str], what: str) -> Iterator[Finding]:
+        """A finding for each match of ``pattern`` whose `secret` group is a literal."""
+        for m in pattern.finditer(value):
             if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"), len(m.group("secret")), "a URL holds a literal password"
-                )
-    if (named or signed) and "=" in value:
-        for m in _PARAMETER.finditer(value):
+                yield from add(m.start("secret"), len(m.group("secret")), what)
+
+    def named(
+        pattern: re.Pattern[str], what: str, also: frozenset[str] = frozenset()
+    ) -> Iterator[Finding]:
+        """As ``literal``, for patterns with a `name` group that must name a credential (or be
+        one of ``also``); ``what`` is formatted with the name."""
+        for m in pattern.finditer(value):
             name = m.group("name")
-            credential = is_secret_key(name) or name.lower() in _SIGNED_URL_PARAMETERS
+            credential = is_secret_key(name) or name.lower() in also
             if credential and _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"),
-                    len(m.group("secret")),
-                    f"`{m.group('name')}=` holds a literal secret",
-                )
+                yield from add(m.start("secret"), len(m.group("secret")), what.format(name=name))
+
+    if "://" in value and "@" in value:
+        yield from literal(_URL_CREDENTIALS, "a URL holds a literal password")
+    if (named_key or signed) and "=" in value:
+        yield from named(_PARAMETER, "`{name}=` holds a literal secret", _SIGNED_URL_PARAMETERS)
     if "password" in lowered or "identified" in lowered:
-        for m in _SQL_PASSWORD.finditer(value):
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"),
-                    len(m.group("secret")),
-                    "an SQL statement holds a literal password",
-                )
-        for m in _SQL_SET_PASSWORD.finditer(value) if "set" in lowered else ():
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"),
-                    len(m.group("secret")),
-                    "an SQL statement holds a literal password",
-                )
-        for m in _NETRC.finditer(value) if "machine" in lowered else ():
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"), len(m.group("secret")), "a .netrc line holds a password"
-                )
-    if named and "\n" in value:
-        for m in _CONFIG_LINE.finditer(value):
-            if is_secret_key(m.group("name")) and _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"),
-                    len(m.group("secret")),
-                    f"`{m.group('name')}` is set to a literal secret",
-                )
+        yield from literal(_SQL_PASSWORD, "an SQL statement holds a literal password")
+        if "set" in lowered:
+            yield from literal(_SQL_SET_PASSWORD, "an SQL statement holds a literal password")
+        if "machine" in lowered:
+            yield from literal(_NETRC, "a .netrc line holds a password")
+    if named_key and "\n" in value:
+        yield from named(_CONFIG_LINE, "`{name}` is set to a literal secret")
     if "auth" in lowered:
-        for m in _AUTH_TUPLE.finditer(value):
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"), len(m.group("secret")), "basic auth holds a literal password"
-                )
+        yield from literal(_AUTH_TUPLE, "basic auth holds a literal password")
     if "jdbc:oracle" in lowered:
-        for m in _ORACLE_THIN.finditer(value):
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"), len(m.group("secret")), "a JDBC URL holds a literal password"
-                )
+        yield from literal(_ORACLE_THIN, "a JDBC URL holds a literal password")
     if commands:
         for m in _COMMAND_PASSWORD.finditer(value):
             group = next(g for g in ("curl", "mysql", "sshpass") if m.group(g) is not None)
             if _literal(m.group(group)):
                 yield from add(
-                    m.start(group),
-                    len(m.group(group)),
-                    "a command line holds a literal password",
+                    m.start(group), len(m.group(group)), "a command line holds a literal password"
                 )
     if pgpass:
         for m in _PGPASS.finditer(value):
@@ -421,14 +396,10 @@ def text_secrets(value: str) -> Iterator[Finding]:
                     m.start("secret"), len(m.group("secret")), "a .pgpass line holds a password"
                 )
     if schemed:
-        for m in _SCHEME_TOKEN.finditer(value):
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"),
-                    len(m.group("secret")),
-                    "a credential scheme (Bearer, Basic) is followed by a literal token",
-                )
-    if named and ("'" in value or '"' in value):
+        yield from literal(
+            _SCHEME_TOKEN, "a credential scheme (Bearer, Basic) is followed by a literal token"
+        )
+    if named_key and ("'" in value or '"' in value):
         for m in _ASSIGNMENT.finditer(value):
             bearer = _BEARER.match(m.group("secret"))
             if bearer:  # `"Authorization": "Bearer x"`: the secret is the part after the scheme
@@ -446,21 +417,10 @@ def text_secrets(value: str) -> Iterator[Finding]:
                     len(m.group("secret")),
                     f"`{m.group('name')}` is assigned a literal secret",
                 )
-    for m in _OPTION.finditer(value) if named and "--" in value else ():
-        if is_secret_key(m.group("name")) and _literal(m.group("secret")):
-            yield from add(
-                m.start("secret"),
-                len(m.group("secret")),
-                f"`{m.group('name')}` is set to a literal secret",
-            )
+    if named_key and "--" in value:
+        yield from named(_OPTION, "`{name}` is set to a literal secret")
     if "authorization" in lowered:
-        for m in _HEADER_LINE.finditer(value):
-            if _literal(m.group("secret")):
-                yield from add(
-                    m.start("secret"),
-                    len(m.group("secret")),
-                    "an Authorization header holds a literal secret",
-                )
+        yield from literal(_HEADER_LINE, "an Authorization header holds a literal secret")
     if shaped:
         for what, pattern in _TOKEN_SHAPES:
             for m in pattern.finditer(value):
