@@ -269,6 +269,15 @@ class Reader:
     def report(self, code: str, position: Position, message: str, **kwargs: Any) -> None:
         self.sink.add(code, position, message, **kwargs)
 
+    def left_empty(self, container: Any, key: Any, code: str, what: str) -> bool:
+        """Whether ``key`` is written with nothing after it (`key:`) where a value is needed;
+        reported at the key as "``what`` is empty". Silently read as absent, such a key would
+        drop the step, arc, tool or loop it belongs to without a word."""
+        if isinstance(container, dict) and key in container and container[key] is None:
+            self.report(code, self.key_pos(container, key), f"{what} is empty")
+            return True
+        return False
+
     # -- typed access ----------------------------------------------------------------------------
     def expect(self, container: Any, key: Any, types: tuple[type, ...], what: str) -> bool:
         """Report S102 unless ``container[key]`` is one of ``types``."""
@@ -371,9 +380,7 @@ class Reader:
     # -- shared building blocks ------------------------------------------------------------------
     def tool_kind(self, mapping: YMap, key: str, where: str) -> str | None:
         kind = self.string(mapping, key, f"{where} kind")
-        if kind is None and isinstance(mapping, dict) and key in mapping:
-            # `kind:` with nothing after it: no tool would run, and nothing would say why.
-            self.report("S101", self.key_pos(mapping, key), f"`{key}` of {where} is empty")
+        self.left_empty(mapping, key, "S101", f"`{key}` of {where}")
         if kind is None or is_template(kind):
             return kind
         kinds = TOOL_KINDS[self.dialect]
@@ -486,8 +493,7 @@ class Reader:
         if "step" not in target_holder:
             self.report("S101", self.pos(target_holder), f"{where} needs `step`")
             return None
-        if target_holder["step"] is None:  # `step:` with nothing after it: the arc would vanish
-            self.report("S101", self.key_pos(target_holder, "step"), f"`step` of {where} is empty")
+        if self.left_empty(target_holder, "step", "S101", f"`step` of {where}"):
             return None
         target = self.string(target_holder, "step", f"`step` of {where}")
         if target is None:

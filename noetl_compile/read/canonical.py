@@ -239,8 +239,8 @@ class CanonicalReader(PlaybookReader):
             self.report(
                 "S108", self.pos(item, "loop"), f"the loop of {label} needs `in` (or `cursor`)"
             )
-        elif has_in and loop["in"] is None:  # `in:` with nothing after it: nothing to iterate
-            self.report("S108", self.key_pos(loop, "in"), f"`in` of the loop of {label} is empty")
+        else:
+            self.left_empty(loop, "in", "S108", f"`in` of the loop of {label}")
         if has_cursor and mode != "cursor":
             self.report(
                 "S109",

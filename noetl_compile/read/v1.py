@@ -168,10 +168,7 @@ class V1Reader(PlaybookReader):
         for key in ("collection", "element"):
             if key not in item:
                 self.report("S108", self.pos(item, "type"), f"the iterator {label} needs `{key}`")
-        if "collection" in item and item["collection"] is None:
-            self.report(
-                "S108", self.key_pos(item, "collection"), f"`collection` of {label} is empty"
-            )
+        self.left_empty(item, "collection", "S108", f"`collection` of {label}")
         step.loop = Loop(
             span=span_of(item),
             iterator=self.iterator_name(item, "element", f"`element` of {label}"),
@@ -222,9 +219,9 @@ class V1Reader(PlaybookReader):
         iterator_key = "iterator" if "iterator" in loop else "element"
         if collection is None and "in" not in loop and "collection" not in loop:
             self.report("S108", self.pos(item, "loop"), f"the loop of {label} needs `in`")
-        elif collection is None:  # `in:` with nothing after it: nothing to iterate
+        elif collection is None:
             key = "in" if "in" in loop else "collection"
-            self.report("S108", self.key_pos(loop, key), f"`{key}` of the loop of {label} is empty")
+            self.left_empty(loop, key, "S108", f"`{key}` of the loop of {label}")
         if iterator_key not in loop:
             self.report(
                 "S108", self.pos(item, "loop"), f"the loop of {label} needs an `iterator` name"
