@@ -78,6 +78,7 @@ class Arc(Node):
 class Router(Node):
     mode: Literal["exclusive", "inclusive"] = "inclusive"
     arcs: list[Arc] = Field(default_factory=list)
+    on_no_match: str | None = None  # NoETL 5 `next.spec.on_no_match`: complete | quiet
 
 
 class CaseRule(Node):
@@ -136,6 +137,12 @@ class Playbook(Node):
     workbook: dict[str, Task] = Field(default_factory=dict)
     steps: list[Step] = Field(default_factory=list)
     entry: str | None = None  # name of the entry step, when it exists
+    # The canonical dialect's generation: None for the April 2026 engine (the corpus), "noetl5"
+    # for NoETL 5 (Rust engine and CLI), whose semantics differ (python calling convention,
+    # `credential`, task `set` names...); `profile` is `executor.profile` ("local": the CLI's
+    # own interpreter, with its dialect: step `vars`, `next` lists with `when`/`then`).
+    generation: str | None = None
+    profile: str | None = None
     raw: Any = None
     _index: tuple[int, dict[str, Step]] | None = PrivateAttr(default=None)
     _analyses: dict[str, tuple[tuple[int, int], Any]] = PrivateAttr(default_factory=dict)

@@ -41,7 +41,7 @@ def _codes(value: str) -> list[str]:
     return [code.strip().upper() for code in value.split(",") if code.strip()]
 
 
-DIALECTS = ("v1", "case-v2", "canonical")
+DIALECTS = ("v1", "case-v2", "canonical", "noetl5")
 FORMATS = ("concise", "full", "json", "github", "sarif")
 GRAPH_FORMATS = ("mermaid", "dot", "svg", "png")
 

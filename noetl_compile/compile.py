@@ -139,7 +139,9 @@ def compile_paths(
     results, problems = check_paths(
         paths, dialect=dialect, connections=connections, exclude=exclude
     )
-    report = CompileReport(playbooks=len(results))
+    # A document of another kind (a NoETL Subscription...) was skipped with a note (E003).
+    skipped = {r.path for r in results if r.playbook is None and not r.has_errors}
+    report = CompileReport(playbooks=len(results) - len(skipped))
     report.diagnostics.extend(select_codes(problems, select, ignore))
     failing = Severity.WARNING if strict else Severity.ERROR
     report.sources = {r.path: r.document.text for r in results}
@@ -150,6 +152,8 @@ def compile_paths(
             report.dag_ids[result.path] = dag_id_for(result.playbook, stem)
         findings = select_codes(result.diagnostics, select, ignore)
         report.diagnostics.extend(findings)
+        if result.path in skipped:
+            continue
         if result.playbook is None or any(d.severity >= failing for d in findings):
             report.failed.append(result.path)
             continue

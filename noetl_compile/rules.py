@@ -247,6 +247,18 @@ RULES: dict[str, Rule] = {
             "executor:\n  spec: {entry_step: begin}   # or name the first step `start`",
         ),
         _rule(
+            "S116",
+            W,
+            "NoETL 5 construct accepted, not executed on Airflow",
+            "The key (or template filter or function) belongs to NoETL 5 and is read, but the "
+            "Airflow runtime has no equivalent yet (a server-side admission policy, a storage "
+            "tier of an outside service, worker frame sizing, a filter of NoETL 5's renderer...). "
+            "The playbook compiles; that part of its meaning does not run. The message names "
+            "the construct and what would be needed.",
+            "# keep the key for NoETL; on Airflow, express it with what runs there, e.g.\n"
+            "next: {spec: {mode: exclusive}, arcs: [...]}   # instead of on_no_match",
+        ),
+        _rule(
             "R201",
             E,
             "unknown step",

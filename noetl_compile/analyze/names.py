@@ -70,6 +70,15 @@ JINJA_GLOBALS = frozenset(
 )
 # Filters the NoETL worker registers on top of Jinja's built-ins.
 NOETL_FILTERS = frozenset({"b64encode", "b64decode", "tojson", "encrypt_secret", "fromjson"})
+# NoETL 5's renderer (minijinja, noetl/server and noetl/tools `TemplateRenderer`) adds these.
+NOETL5_FILTERS = frozenset(
+    {"keys", "values", "items", "get", "split", "string", "int", "float", "trim", "safe"}
+)
+# Functions NoETL 5's templates may call (`{{ now() }}`).
+NOETL5_GLOBALS = frozenset({"now"})
+# Where a canonical `set` key names a scoped variable; any other key of a NoETL 5 pipeline
+# task's `set` is a plain name the later tasks of the step read.
+SCOPED_PREFIXES = ("ctx.", "iter.", "step.")
 
 
 @dataclass
@@ -127,6 +136,8 @@ def name_table(playbook: Playbook) -> NameTable:
             if task.name:
                 bound.add(task.name)
             bound |= _input_keys(task.config)
+            if playbook.generation == "noetl5":
+                bound |= _noetl5_task_names(task.config)
         for arc in step.router.arcs:
             bound |= _keys(arc.args)
         for rule in step.case:
@@ -135,7 +146,24 @@ def name_table(playbook: Playbook) -> NameTable:
             if isinstance(collect, dict) and isinstance(collect.get("into"), str):
                 bound.add(collect["into"])
         bound |= _retry_names(step)
+    if playbook.generation == "noetl5":
+        bound |= NOETL5_GLOBALS
     return table
+
+
+def _noetl5_task_names(config: object) -> set[str]:
+    """Names a NoETL 5 task binds: plain `set` keys, `output.as` and `output.select[].as`."""
+    if not isinstance(config, dict):
+        return set()
+    names = {k for k in _keys(config.get("set")) if not k.startswith(SCOPED_PREFIXES)}
+    output = config.get("output")
+    if isinstance(output, dict):
+        if isinstance(output.get("as"), str):
+            names.add(output["as"])
+        for entry in output.get("select") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("as"), str):
+                names.add(entry["as"])
+    return names
 
 
 def _input_keys(config: object) -> set[str]:

@@ -84,7 +84,12 @@ def _read(document: Document, dialect: str | None) -> FileResult:
     except Exception as exc:  # noqa: BLE001 — a bug must not hide the other files' findings
         sink.items.append(_internal_error(document.path, "reading", exc))
         playbook = None
-    if playbook is None and not any(d.severity is Severity.ERROR for d in sink.items):
+    skipped = any(d.code == "E003" for d in sink.items)  # a document of another kind
+    if (
+        playbook is None
+        and not skipped
+        and not any(d.severity is Severity.ERROR for d in sink.items)
+    ):
         # Nothing to check or compile must never read as "all checks passed": a bug of ours
         # if no diagnostic says why.
         sink.items.append(

@@ -23,6 +23,9 @@ class NestedCall:
     file: str
     position: Position
     target: str
+    # NoETL's local runtime (and a `./`/`../` path in NoETL 5) names the child by its file,
+    # relative to the calling playbook's folder, not by catalog path.
+    by_file: bool = False
 
 
 @dataclass(frozen=True)

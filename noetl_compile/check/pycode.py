@@ -36,6 +36,7 @@ _MASKS = (
 
 
 _CODE_KEYS = ("code", "code_b64", "script")
+_FUNCTION_HEAD = "def _noetl_main(input_data, args):\n"
 
 
 def check_task_code(ctx: CheckContext, config: Any, label: str, step_raw: Any = None) -> None:
@@ -78,6 +79,9 @@ def check_task_code(ctx: CheckContext, config: Any, label: str, step_raw: Any = 
 
 def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=None) -> None:
     error = compile_error(code)
+    if error is not None and ctx.playbook.generation == "noetl5" and "outside function" in error[2]:
+        # NoETL 5 wraps the code in a function of `input_data` and `args`: `return` is allowed.
+        error = compile_error(code, as_function=True)
     if error is None:
         _check_stale_reads(ctx, code, yaml_value, label, anchor)
         return
@@ -168,16 +172,21 @@ def stale_reads(code: str) -> tuple[tuple[int, int, str], ...]:
 
 
 @functools.lru_cache(maxsize=2048)  # the same code block recurs across steps and files
-def compile_error(code: str) -> tuple[int, int, str] | None:
+def compile_error(code: str, *, as_function: bool = False) -> tuple[int, int, str] | None:
     """(line, column, message) of the first syntax error, both 1-based; None when it compiles
-    or when the error is only an artefact of masking the Jinja parts."""
+    or when the error is only an artefact of masking the Jinja parts. ``as_function``: compiled
+    as the body of a function taking `input_data` and `args`, as NoETL 5's python tool runs it
+    (a top-level `return` is its result)."""
     regions = _template_regions(code)
     first_error: SyntaxError | None = None
     for mask in _MASKS if regions else _MASKS[:1]:
+        source = _masked(code, regions, mask)
+        if as_function:  # one line and one column more: taken back below
+            source = _FUNCTION_HEAD + "\n".join(" " + line for line in source.split("\n"))
         try:
             with warnings.catch_warnings():  # user code: SyntaxWarnings are not ours to print
                 warnings.simplefilter("ignore")
-                compile(_masked(code, regions, mask), "<code>", "exec")
+                compile(source, "<code>", "exec")
             return None
         except SyntaxError as exc:
             first_error = first_error or exc
@@ -194,8 +203,8 @@ def compile_error(code: str) -> tuple[int, int, str] | None:
             message = f"nested too deeply for Python's parser or compiler ({kind})"
             return longest + 1, indent + 1, message
     assert first_error is not None
-    line = first_error.lineno or 1
-    column = max(first_error.offset or 1, 1)
+    line = max((first_error.lineno or 1) - as_function, 1)
+    column = max((first_error.offset or 1) - as_function, 1)
     if _caused_by_template(code, regions, line, column):
         return None
     text = code.split("\n")[line - 1] if line <= code.count("\n") + 1 else ""

@@ -3,6 +3,7 @@ end_loop, executor steps, connections and nested playbooks."""
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 from ..ast import Playbook, Step, Task
@@ -143,7 +144,9 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
             ctx.report("S101", ctx.pos(config, "path"), "the nested playbook `path` is empty")
         elif isinstance(path, str) and not is_template(path):
             ctx.project.nested_calls.append(
-                NestedCall(ctx.sink.path, ctx.pos(config, "path"), path)
+                NestedCall(
+                    ctx.sink.path, ctx.pos(config, "path"), path, by_file(ctx.playbook, path)
+                )
             )
     if ctx.project.connections is not None:
         for key in ("auth", "credential"):
@@ -194,6 +197,19 @@ def duplicate_claims(claims: list[CatalogClaim]) -> list[Diagnostic]:
     return found
 
 
+def by_file(playbook: Playbook, path: str) -> bool:
+    """Whether a nested call names its child by file: always under NoETL's local runtime (the
+    CLI joins the path to the caller's folder), and for a `./`/`../` path in NoETL 5."""
+    if playbook.generation != "noetl5":
+        return False
+    return playbook.profile == "local" or path.startswith(("./", "../"))
+
+
+def child_file(caller: str, target: str) -> str:
+    """The file a by-file nested call names: ``target`` joined to the caller's folder."""
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(caller)), target))
+
+
 def unresolved_nested_calls(
     calls: list[NestedCall], claims: list[CatalogClaim]
 ) -> list[Diagnostic]:
@@ -206,6 +222,17 @@ def unresolved_nested_calls(
     known = frozenset(by_key)
     found = []
     for call in calls:
+        if call.by_file:
+            resolved = child_file(call.file, call.target)
+            if not os.path.isfile(resolved):
+                message = (
+                    f"nested playbook file {call.target!r} does not exist (NoETL's local runtime "
+                    f"reads it from the calling playbook's folder: {resolved})"
+                )
+                found.append(
+                    Diagnostic("R204", severity_of("R204"), call.file, call.position, message)
+                )
+            continue
         matches = by_key.get(call.target.strip("/"), [])
         if len(matches) == 1:
             continue

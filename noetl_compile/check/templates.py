@@ -7,11 +7,14 @@ from __future__ import annotations
 from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
 
 from ..analyze.expressions import loader_statements, scan_template
-from ..analyze.names import NOETL_FILTERS, name_table
+from ..analyze.names import NOETL5_FILTERS, NOETL5_GLOBALS, NOETL_FILTERS, name_table
 from ..read.base import did_you_mean
 from .context import CheckContext
 
 KNOWN_FILTERS = frozenset(DEFAULT_FILTERS) | NOETL_FILTERS
+KNOWN_FILTERS_5 = KNOWN_FILTERS | NOETL5_FILTERS
+# NoETL 5 filters that Jinja itself lacks: the Airflow runtime's renderer does not have them yet.
+FILTERS_NOT_ON_AIRFLOW = NOETL5_FILTERS - frozenset(DEFAULT_FILTERS)
 KNOWN_TESTS = frozenset(DEFAULT_TESTS)
 # Fields postgres results stopped carrying when the tool began returning only the last statement.
 STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
@@ -24,6 +27,7 @@ CANONICAL_OUTPUT_FIELDS = frozenset(
 
 def check(ctx: CheckContext) -> None:
     names = name_table(ctx.playbook)
+    known_filters = KNOWN_FILTERS_5 if ctx.playbook.generation == "noetl5" else KNOWN_FILTERS
     for site in ctx.sites:
         scan = scan_template(site.value)
         if scan.error is not None:
@@ -34,11 +38,18 @@ def check(ctx: CheckContext) -> None:
             )
             continue
         for name, offset in scan.filters:
-            if name not in KNOWN_FILTERS:
+            if name not in known_filters:
                 ctx.report(
                     "T304",
                     ctx.position_in_string(site.value, offset),
-                    f"unknown filter {name!r}" + did_you_mean(name, KNOWN_FILTERS),
+                    f"unknown filter {name!r}" + did_you_mean(name, known_filters),
+                )
+            elif name in FILTERS_NOT_ON_AIRFLOW and known_filters is KNOWN_FILTERS_5:
+                ctx.report(
+                    "S116",
+                    ctx.position_in_string(site.value, offset),
+                    f"filter {name!r} of NoETL 5's renderer is accepted, not executed on Airflow: "
+                    "the runtime's Jinja environment does not register it yet",
                 )
         for name, offset in scan.tests:
             if name not in KNOWN_TESTS:
@@ -55,6 +66,13 @@ def check(ctx: CheckContext) -> None:
         )
         for ref in scan.references:
             kind = names.classify(ref.root)
+            if ref.root in NOETL5_GLOBALS and kind == "bound" and known_filters is KNOWN_FILTERS_5:
+                ctx.report(
+                    "S116",
+                    ctx.position_in_string(site.value, ref.offset),
+                    f"`{ref.root}()` of NoETL 5's renderer is accepted, not executed on Airflow: "
+                    "the runtime's Jinja environment does not define it yet",
+                )
             position = None
             if kind is None:
                 if ref.guarded:

@@ -16,7 +16,7 @@ from typing import Any
 from ..ast import Playbook, Step, Task
 from ..diagnostics import Position
 from ..load import YList, YMap
-from ..read.base import TOOL_KINDS, TOOL_SETTING_KEYS, is_template
+from ..read.base import TOOL_SETTING_KEYS, is_template, tool_kinds
 from ..runtime_support import runtime_executes
 from . import cursor, gates, pycode, quantum
 from .context import CheckContext
@@ -168,6 +168,8 @@ def check_postgres_auth(ctx: CheckContext, site: Site) -> None:
         return
     canonical = ctx.playbook.dialect == "canonical"
     legacy = [k for k in ("credential", "credentials") if _present(config.get(k))]
+    if ctx.playbook.generation == "noetl5" and _present(config.get("credential")):
+        return  # NoETL 5's tools take the credential name as `credential` too
     if not canonical and (legacy or any(_legacy_connection(m) for m in inputs)):
         return
     if canonical and legacy:
@@ -288,7 +290,7 @@ def check_runtime_support(ctx: CheckContext, site: Site) -> None:
     kind = site.task.kind
     if not isinstance(kind, str) or is_template(kind) or runtime_executes(kind):
         return
-    if site.sink is None and kind not in TOOL_KINDS.get(ctx.playbook.dialect, ()):
+    if site.sink is None and kind not in tool_kinds(ctx.playbook.dialect, ctx.playbook.generation):
         return  # an unknown kind is already an error (S110); sinks are not read for kinds
     label = site.label
     if site.step is None:

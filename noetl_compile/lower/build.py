@@ -8,6 +8,7 @@ prints without further decisions.
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,8 @@ import networkx as nx
 
 from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook, Step
+from ..check import read_file
+from ..check.references import by_file, child_file
 from .dataflow import data_dependencies
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
@@ -33,6 +36,18 @@ GATES_MODULE = "airflow_plugin.operators.gates"
 TAIL_TRIGGER_RULE = "none_failed_min_one_success"
 # The largest limit a task may carry into the scheduler's SQL (a signed 32-bit column).
 _MAX_SQL_INT = 2**31 - 1
+
+
+def _child_dag_id(playbook: Playbook, path: str) -> str | None:
+    """The DAG id of a nested call's child: by catalog path, or, where NoETL names the child by
+    file (its local runtime; `./`, `../` in NoETL 5), the id of the playbook in that file."""
+    if not by_file(playbook, path):
+        return dag_id_for_path(path)
+    target = child_file(playbook.file, path)
+    child = read_file(target).playbook if os.path.isfile(target) else None
+    if child is None:
+        return None  # R204 said so; the operator fails with the path it was given
+    return dag_id_for(child, os.path.splitext(os.path.basename(target))[0])
 
 
 def dag_id_for(playbook: Playbook, fallback: str) -> str:
@@ -264,7 +279,9 @@ class _Lowering:
         tool = unit.payload.get("tool") or {}
         path = tool.get("path")
         child = (
-            dag_id_for_path(path) if isinstance(path, str) and path and "{" not in path else None
+            _child_dag_id(self.playbook, path)
+            if isinstance(path, str) and path and "{" not in path
+            else None
         )
         unit.payload["playbook"] = {"path": path, "dag_id": child}
         kwargs: dict[str, Any] = {}

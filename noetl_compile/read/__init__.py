@@ -13,9 +13,20 @@ from ..diagnostics import DiagnosticSink, Position
 from ..load import Document, YMap
 from .canonical import CanonicalReader
 from .case_v2 import CaseV2Reader
+from .noetl5 import Noetl5Reader, noetl5_marker
 from .v1 import V1Reader
 
-READERS = {"v1": V1Reader, "case-v2": CaseV2Reader, "canonical": CanonicalReader}
+READERS = {
+    "v1": V1Reader,
+    "case-v2": CaseV2Reader,
+    "canonical": CanonicalReader,
+    "noetl5": Noetl5Reader,  # the canonical dialect as NoETL 5 reads it (`--dialect noetl5`)
+}
+# NoETL 5 documents that sit beside playbooks but are not playbooks: recognised and skipped.
+OTHER_DOCUMENT_KINDS = {
+    "Subscription": "a NoETL Subscription (an event source that starts playbooks)",
+    "Mcp": "a NoETL MCP server registration",
+}
 SUPPORTED_API_VERSIONS = ("noetl.io/v1", "noetl.io/v2", "noetl.io/v10")
 
 # Step keys that only one generation uses, and how strongly they point at it.
@@ -25,9 +36,19 @@ _V1_MARKS = {"type": 3, "end_loop": 3, "with": 2, "data": 1, "save": 2, "task": 
 
 
 def detect_dialect(root: Any) -> str:
-    """Best guess of a file's generation; ties between the two v2 generations go to canonical."""
+    """Best guess of a file's generation; ties between the two v2 generations go to canonical.
+    A canonical file with a NoETL 5 marker is "noetl5"; `executor.profile: local` is one
+    whatever else the file holds (the CLI's dialect mixes in `vars` and `next` lists)."""
     if not isinstance(root, dict):
         return "canonical"
+    executor = root.get("executor")
+    if isinstance(executor, dict) and executor.get("profile") == "local":
+        return "noetl5"
+    dialect = _detect_generation(root)
+    return "noetl5" if dialect == "canonical" and noetl5_marker(root) else dialect
+
+
+def _detect_generation(root: dict) -> str:
     api = root.get("apiVersion")
     steps = root.get("workflow") if isinstance(root.get("workflow"), list) else []
     scores = {"v1": 0, "case-v2": 0, "canonical": 0}
@@ -86,6 +107,15 @@ def read_document(
             "S102",
             getattr(getattr(root, "span", None), "position", Position(1, 1)),
             "a playbook must be a YAML mapping at the top level",
+        )
+        return None
+    kind = root.get("kind")
+    if isinstance(kind, str) and kind in OTHER_DOCUMENT_KINDS:
+        sink.add(
+            "E003",
+            root.value_span("kind").position,
+            f"not a playbook: `kind: {kind}` is {OTHER_DOCUMENT_KINDS[kind]}; skipped",
+            hint="noetlc compiles `kind: Playbook` documents only",
         )
         return None
     api = root.get("apiVersion")

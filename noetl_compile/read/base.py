@@ -42,6 +42,19 @@ TOOL_KINDS = {
     "case-v2": _V2_KINDS | EXTENSION_KINDS,
     "canonical": _CANONICAL_KINDS | EXTENSION_KINDS,
 }
+# Kinds NoETL 5 added (its tool crates and CLI, noetl/noetl@3badb77a and noetl/tools): a
+# playbook of that generation may name them; the April engine refused them (S110).
+NOETL5_KINDS = frozenset(
+    {"subscription", "mcp", "auth", "provider", "wasm", "result_fetch", "sink"}
+)
+
+
+def tool_kinds(dialect: str, generation: str | None) -> frozenset[str] | set[str]:
+    """The tool kinds a playbook of this dialect and generation may name."""
+    kinds = TOOL_KINDS[dialect]
+    return kinds | NOETL5_KINDS if generation == "noetl5" else kinds
+
+
 # Tool settings that people put on the step by mistake; check/tools.py reports them (C513)
 # instead of the generic unknown-key warning.
 TOOL_SETTING_KEYS = frozenset(
@@ -242,6 +255,8 @@ class Reader:
 
     dialect = "canonical"
 
+    generation: str | None = None  # "noetl5" for the NoETL 5 reader
+
     def __init__(self, document: Document, sink: DiagnosticSink) -> None:
         self.document = document
         self.sink = sink
@@ -383,7 +398,7 @@ class Reader:
         self.left_empty(mapping, key, "S101", f"`{key}` of {where}")
         if kind is None or is_template(kind):
             return kind
-        kinds = TOOL_KINDS[self.dialect]
+        kinds = tool_kinds(self.dialect, self.generation)
         if kind not in kinds:
             self.report(
                 "S110",
@@ -535,11 +550,13 @@ def event_of(when: Any) -> str | None:
 
 
 __all__ = [
+    "NOETL5_KINDS",
     "TOOL_KINDS",
     "TOOL_SETTING_KEYS",
     "Reader",
     "did_you_mean",
     "event_of",
     "is_template",
+    "tool_kinds",
     "type_name",
 ]

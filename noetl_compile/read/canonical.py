@@ -47,6 +47,21 @@ EXECUTOR_KEYS = {"profile", "version", "requires", "spec"}
 
 class CanonicalReader(PlaybookReader):
     dialect = "canonical"
+    # What a step, its spec and its `next.spec` may hold; the NoETL 5 reader widens them.
+    step_keys: ClassVar[set[str]] = STEP_KEYS
+    step_foreign: ClassVar[dict[str, tuple[str, Severity]]] = STEP_FOREIGN
+    step_spec_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {
+        "next_mode": ("use `next.spec.mode`", E)
+    }
+    next_spec_keys: ClassVar[tuple[str, ...]] = ("mode", "policy")
+    arc_keys: ClassVar[set[str]] = ARC_KEYS
+    arc_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {
+        "expr": ("use `when`", E),
+        # `{step, args}` is the v2 form: the engine drops `args`, so the values never arrive
+        "args": ("the engine drops it (it reads step, when and set); pass values with `set`", E),
+    }
+    # A step with neither tool nor `next` is S107 here; NoETL 5 reads it as a terminal step.
+    tool_required = True
     root_keys = PlaybookReader.root_keys | {"tracing"}
     root_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {
         "vars": ("the engine rejects a root `vars`; use `set: {ctx...}` on steps", E)
@@ -111,7 +126,9 @@ class CanonicalReader(PlaybookReader):
 
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
-        step, label = self.open_step(item, name, STEP_KEYS, STEP_FOREIGN, TOOL_SETTING_KEYS)
+        step, label = self.open_step(
+            item, name, self.step_keys, self.step_foreign, TOOL_SETTING_KEYS
+        )
         if "tool" in item:
             self.read_step_tool(item, step, label)
         if "input" in item:
@@ -123,7 +140,12 @@ class CanonicalReader(PlaybookReader):
         if "spec" in item:
             step.admit = self.read_step_spec(item, label)
         step.router = self.read_next(item, label) if "next" in item else Router(mode="exclusive")
-        if step.tool is None and step.pipeline is None and "next" not in item:
+        if (
+            self.tool_required
+            and step.tool is None
+            and step.pipeline is None
+            and "next" not in item
+        ):
             self.report(
                 "S107",
                 self.pos(item, "step"),
@@ -195,7 +217,7 @@ class CanonicalReader(PlaybookReader):
             spec,
             ("policy", "timeout"),
             f"the spec of {label}",
-            foreign={"next_mode": ("use `next.spec.mode`", E)},
+            foreign=self.step_spec_foreign,
         )
         policy = self.mapping(spec, "policy", f"`spec.policy` of {label}")
         if policy is None:
@@ -290,7 +312,7 @@ class CanonicalReader(PlaybookReader):
         if router is not None:
             return router
         if isinstance(value, YList):
-            return Router(mode="exclusive", arcs=self.read_arcs(value, where))
+            return self.read_next_list(item, value, where)
         if isinstance(value, YMap):
             if self.borrowed_v1_routing(value, where):
                 return Router(mode="exclusive")
@@ -300,7 +322,7 @@ class CanonicalReader(PlaybookReader):
             self.check_keys(value, ("spec", "arcs"), where)
             spec = self.mapping(value, "spec", f"`next.spec` of {label}") or {}
             if spec:
-                self.check_keys(spec, ("mode", "policy"), f"`next.spec` of {label}")
+                self.check_keys(spec, self.next_spec_keys, f"`next.spec` of {label}")
             mode = self.choice(
                 spec,
                 "mode",
@@ -316,9 +338,18 @@ class CanonicalReader(PlaybookReader):
                 span=span_of(value),
                 mode=mode or "exclusive",
                 arcs=self.read_arcs(arcs or [], where),
+                on_no_match=self.read_next_spec_extra(spec, label),
             )
         self.expect(item, "next", (str, list, dict), where)
         return Router(mode="exclusive")
+
+    def read_next_list(self, item: YMap, value: YList, where: str) -> Router:
+        """`next: [...]`: a list of arcs (first match wins)."""
+        return Router(mode="exclusive", arcs=self.read_arcs(value, where))
+
+    def read_next_spec_extra(self, spec: Any, label: str) -> str | None:
+        """Keys of `next.spec` beyond `mode` (none in this generation)."""
+        return None
 
     def borrowed_v1_routing(self, entry: YMap, where: str) -> bool:
         """S114 for a v1 `when`/`then`/`else` block; such an entry gives no arc at all."""
@@ -349,19 +380,7 @@ class CanonicalReader(PlaybookReader):
         return arcs
 
     def read_arc(self, entry: YMap, where: str, index: int) -> Arc | None:
-        self.check_keys(
-            entry,
-            ARC_KEYS,
-            where,
-            foreign={
-                "expr": ("use `when`", E),
-                # `{step, args}` is the v2 form: the engine drops `args`, so the values never arrive
-                "args": (
-                    "the engine drops it (it reads step, when and set); pass values with `set`",
-                    E,
-                ),
-            },
-        )
+        self.check_keys(entry, self.arc_keys, where, foreign=self.arc_foreign)
         when = entry.get("when")
         if when is not None and not isinstance(when, (str, bool)):
             self.report(
@@ -369,11 +388,15 @@ class CanonicalReader(PlaybookReader):
             )
         if "set" in entry:
             self.mapping(entry, "set", f"`set` of {where}")
+        args = None
+        if "args" in entry and "args" in self.arc_keys:
+            args = self.mapping(entry, "args", f"`args` of {where}")
         return self.arc(
             entry,
             where,
             when=when,
             set=entry.get("set"),
+            args=args,
             group=index,
             origin="arc",
             event=event_of(when),
