@@ -1,0 +1,320 @@
+"""NoETL 5, the current generation of the canonical dialect, and its local dialect.
+
+The playbooks under tests/noetl5_dsl/playbooks/ are ours, one or more per construct NoETL 5
+added; they check with no error, compile and import. The same files read as the April 2026
+generation (`--dialect canonical`) get that engine's verdicts, which are the false rejects this
+generation must not repeat. tests/noetl5_dsl/schema_paths.json records the property paths of
+NoETL's playbook JSON Schema (noetl/noetl@3badb77a); every one must be known to the reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from noetl_compile.check import check_paths, check_text, read_file
+from noetl_compile.compile import compile_result
+from noetl_compile.read import detect_dialect
+from noetl_compile.read.noetl5 import NOT_EXECUTED, SCHEMA_READ
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER = ROOT / "tests" / "noetl5_dsl"
+PLAYBOOKS = FOLDER / "playbooks"
+SCHEMA = json.loads((FOLDER / "schema_paths.json").read_text(encoding="utf-8"))
+
+
+def _codes(result) -> Counter:
+    return Counter(d.code for d in result.diagnostics)
+
+
+def _errors(result) -> list[str]:
+    return [
+        f"{d.position.line}:{d.code} {d.message}" for d in result.diagnostics if d.severity >= 3
+    ]
+
+
+def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
+    results, _ = check_paths([str(PLAYBOOKS)])
+    by_name = {Path(r.path).name: r for r in results}
+    assert set(by_name) == {
+        "schema_keys.yaml",
+        "local_router.yaml",
+        "python_convention.yaml",
+        "subscription_tool.yaml",
+        "orders.subscription.yaml",
+        "tools.mcp.yaml",
+        "parent.yaml",
+        "child.yaml",
+    }
+    for name, result in by_name.items():
+        assert not _errors(result), (name, _errors(result))
+        if name.endswith((".subscription.yaml", ".mcp.yaml")):
+            assert result.playbook is None
+            assert [d.code for d in result.diagnostics] == ["E003"]
+            continue
+        assert result.playbook.dialect == "canonical"
+        assert result.playbook.generation == "noetl5", name
+        # Nothing of NoETL 5's vocabulary is an unknown key, a foreign form or an unknown name.
+        unexpected = {"S103", "S107", "S110", "S114", "T302", "T304", "T307", "C501", "C503"}
+        assert not unexpected & set(_codes(result)), (name, _codes(result))
+    assert by_name["local_router.yaml"].playbook.profile == "local"
+    assert by_name["schema_keys.yaml"].playbook.profile == "distributed"
+
+
+def test_the_april_generation_rejects_what_noetl5_accepts() -> None:
+    """Before/after: read as the April 2026 engine (`--dialect canonical`), the same files get
+    the verdicts that were false rejects of NoETL 5 playbooks."""
+    expected = {
+        # step vars, next lists with then, next_mode
+        "local_router.yaml": {"S114"},
+        # top-level return (C501), credential (C503), task set names and filters (T302/T304)
+        "python_convention.yaml": {"C501", "C503", "T304"},
+        "subscription_tool.yaml": {"S110", "S103"},  # the kind; next.spec.on_no_match
+        "schema_keys.yaml": {"S103", "C501", "S107"},  # exposes_as_mcp, return, tool-less end
+    }
+    for name, codes in expected.items():
+        (before,), _ = check_paths([str(PLAYBOOKS / name)], dialect="canonical")
+        found = set(_codes(before))
+        assert codes <= found, (name, found)
+        (after,), _ = check_paths([str(PLAYBOOKS / name)])
+        assert not codes & {d.code for d in after.diagnostics if d.severity >= 2} - {"S116"}, name
+
+
+def test_compiles_and_imports(tmp_path: Path) -> None:
+    pytest.importorskip("airflow")
+    from tests.test_compiles_imports import _dagbag
+
+    results, _ = check_paths([str(PLAYBOOKS)])
+    compiled = [r for r in results if r.playbook is not None]
+    assert len(compiled) == 6
+    for index, result in enumerate(compiled):
+        text, _ = compile_result(result, Path(result.path).name)
+        (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
+    bag = _dagbag(tmp_path)
+    assert not bag.import_errors, bag.import_errors
+    assert len(bag.dags) == 6
+    parent = bag.dags["tests.noetl5.nested.parent"]
+    # Nested calls by file path trigger the DAG of the playbook in that file.
+    triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
+    assert triggers["start"] == "tests.noetl5.nested.child"
+    assert triggers["call_sibling"] == "tests.noetl5.local_router"
+
+
+def test_local_dialect_routing_is_read_with_the_clis_meaning() -> None:
+    playbook = read_file(str(PLAYBOOKS / "local_router.yaml")).playbook
+    assert playbook.entry == "begin"  # the CLI starts at the first step
+    begin = playbook.step("begin")
+    assert set(begin.vars) == {"env", "replicas"}
+    assert begin.router.mode == "exclusive"
+    arcs = [(a.target, a.group, a.when is not None, a.args is not None) for a in begin.router.arcs]
+    assert arcs == [
+        ("prod_setup", 0, True, False),
+        ("staging_setup", 2, True, True),
+        ("dev_setup", 4, False, False),
+    ]
+    fan_out = playbook.step("fan_out")
+    assert fan_out.tool is None and fan_out.pipeline is None  # a pure router
+    assert fan_out.router.mode == "inclusive"  # spec.next_mode
+    assert [a.target for a in fan_out.router.arcs] == ["report", "audit"]
+    assert playbook.step("audit").router.arcs == []  # a terminal step
+
+
+def test_exclusive_then_list_runs_its_first_entry_only() -> None:
+    """The CLI routes a `then` list with the step's mode: under `exclusive` its first entry runs,
+    so each entry is a group of its own; under `inclusive` they fire together."""
+    text = _local(
+        """
+  - step: start
+    tool: {kind: noop}
+    spec: {next_mode: MODE}
+    next:
+      - when: "{{ workload.go }}"
+        then: [a, b]
+  - step: a
+  - step: b
+"""
+    )
+    exclusive = check_text(text.replace("MODE", "exclusive"), "x.yaml").playbook.step("start")
+    inclusive = check_text(text.replace("MODE", "inclusive"), "x.yaml").playbook.step("start")
+    assert [a.group for a in exclusive.router.arcs] == [0, 1]
+    assert exclusive.router.mode == "exclusive"
+    assert [a.group for a in inclusive.router.arcs] == [0, 0]
+
+
+def _local(steps: str) -> str:
+    return (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\n"
+        "executor: {profile: local}\nworkload: {go: true}\nworkflow:" + steps
+    )
+
+
+def test_python_convention_and_real_syntax_errors() -> None:
+    """NoETL 5 runs the code as a function body: `return` is fine, a real syntax error is still
+    C501 at its own line."""
+    base = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t, exposes_as_mcp: true}\n"
+        "workflow:\n  - step: start\n    tool:\n      kind: python\n      code: |\n"
+    )
+    good = check_text(
+        base + "        x = input_data.get('a')\n        return {'x': x, 'n': args}\n"
+    )
+    assert good.playbook.generation == "noetl5"
+    assert "C501" not in _codes(good)
+    bad = check_text(base + "        x = 1\n        return {'x': x\n")
+    c501 = [d for d in bad.diagnostics if d.code == "C501"]
+    assert len(c501) == 1 and c501[0].position.line == 10, c501
+    assert "'return' outside function" not in c501[0].message
+
+
+def test_nested_call_to_a_missing_file_is_r204_with_the_resolved_path(tmp_path: Path) -> None:
+    parent = tmp_path / "parent.yaml"
+    parent.write_text(
+        _local("\n  - step: start\n    tool: {kind: playbook, path: ./missing.yaml}\n"),
+        encoding="utf-8",
+    )
+    (result,), _ = check_paths([str(parent)])
+    r204 = [d for d in result.diagnostics if d.code == "R204"]
+    assert len(r204) == 1
+    assert str(tmp_path / "missing.yaml") in r204[0].message
+    assert r204[0].position.line == 8  # the `path` value
+
+
+_TYPO_BASE = [
+    "apiVersion: noetl.io/v2",
+    "kind: Playbook",
+    "metadata: {name: t, path: t}",
+    "workflow:",
+    "  - step: start",
+    "    tool: {kind: noop}",
+    "    next: {spec: {on_no_match: quiet}, arcs: [{step: done}]}",
+    "  - step: done",
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "fragment", "word", "suggestion"),
+    [
+        (
+            "metadata",
+            "metadata: {name: t, path: t, exposes_as_mpc: true}",
+            "exposes_as_mpc",
+            "exposes_as_mcp",
+        ),
+        (
+            "executor",
+            "executor: {profile: auto, spec: {final_stp: done}}",
+            "final_stp",
+            "final_step",
+        ),
+        (
+            "next",
+            "    next: {spec: {on_no_mach: quiet}, arcs: [{step: done}]}",
+            "on_no_mach",
+            "on_no_match",
+        ),
+        (
+            "done",
+            "    loop: {in: '{{ [1] }}', iterator: i, spec: {frame: {lease_second: 5}}}",
+            "lease_second",
+            "lease_seconds",
+        ),
+        ("done", "    tool: {kind: noop, output: {selct: []}}", "selct", "select"),
+        ("done", "    spec: {policy: {admitt: {}}}", "admitt", "admit"),
+    ],
+)
+def test_typos_in_noetl5_keys_are_positioned_with_a_suggestion(
+    where: str, fragment: str, word: str, suggestion: str
+) -> None:
+    lines = list(_TYPO_BASE)
+    if where == "metadata":
+        lines[2] = fragment
+    elif where == "executor":
+        lines.insert(3, fragment)
+    elif where == "next":
+        lines[6] = fragment
+    else:
+        lines.append(fragment)
+    text = "\n".join(lines) + "\n"
+    result = check_text(text, "typo.yaml", dialect="noetl5")
+    found = [d for d in result.diagnostics if d.code == "S103" and word in d.message]
+    assert len(found) == 1, [d.message for d in result.diagnostics]
+    line = next(i for i, t in enumerate(lines, 1) if word in t)
+    assert found[0].position.line == line
+    assert found[0].position.col == lines[line - 1].index(word) + 1
+    assert f"did you mean {suggestion!r}" in found[0].message
+
+
+def test_every_schema_property_is_known_to_the_reader() -> None:
+    """Each property of each object of NoETL's schema is in the key set the reader checks that
+    object against; the recorded objects are exactly the schema's."""
+    assert set(SCHEMA["objects"]) == set(SCHEMA_READ)
+    missing = [
+        f"{obj}.{key}"
+        for obj, keys in SCHEMA["objects"].items()
+        for key in keys
+        if key not in SCHEMA_READ[obj]
+    ]
+    assert not missing, f"schema keys the reader does not know: {missing}"
+    for entry in NOT_EXECUTED:  # no stale reason: each names a schema key (or the local guard)
+        obj, key = entry.split(".")
+        assert key in SCHEMA["objects"].get(obj, []) or entry == "Step.when", entry
+
+
+def _paths(value, prefix: str = "") -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            found.add(path)
+            found |= _paths(item, path)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _paths(item, prefix + "[]")
+    return found
+
+
+def test_schema_keys_playbook_uses_every_schema_path_and_each_is_read_or_reported() -> None:
+    """schema_keys.yaml holds every property path of the schema; checking it gives no unknown-key
+    or foreign-form diagnostic, and an S116 for each key the Airflow runtime does not execute."""
+    text = (PLAYBOOKS / "schema_keys.yaml").read_text(encoding="utf-8")
+    used = _paths(yaml.safe_load(text))
+    missing = sorted(set(SCHEMA["paths"]) - used)
+    assert not missing, f"schema paths the test playbook does not use: {missing}"
+    result = check_text(text, str(PLAYBOOKS / "schema_keys.yaml"))
+    assert not {"S103", "S114"} & set(_codes(result))
+    reported = {d.message.split("`")[1] for d in result.diagnostics if d.code == "S116"}
+    expected = {entry.split(".")[1] for entry in NOT_EXECUTED if entry != "Step.when"}
+    expected -= {"no_next_is_error"}  # reported only when true: false is the runtime's behaviour
+    assert expected <= reported, sorted(expected - reported)
+
+
+def test_other_document_kinds_are_skipped_with_a_note() -> None:
+    for name, kind in (("orders.subscription.yaml", "Subscription"), ("tools.mcp.yaml", "Mcp")):
+        result = read_file(str(PLAYBOOKS / name))
+        assert result.playbook is None and not result.has_errors
+        (note,) = result.diagnostics
+        assert note.code == "E003" and f"kind: {kind}" in note.message
+        assert note.position.line == 3
+
+
+def test_detection_needs_an_explicit_marker() -> None:
+    """The generations share apiVersion and shape: only a NoETL 5 marker makes a file NoETL 5."""
+    plain = {"apiVersion": "noetl.io/v2", "workflow": [{"step": "start", "tool": {"kind": "noop"}}]}
+    assert detect_dialect(plain) == "canonical"
+    assert detect_dialect({**plain, "executor": {"profile": "local"}}) == "noetl5"
+    assert detect_dialect({**plain, "executor": {"profile": "auto"}}) == "canonical"
+    assert detect_dialect({**plain, "metadata": {"exposes_as_mcp": True}}) == "noetl5"
+    piped = {
+        "apiVersion": "noetl.io/v2",
+        "workflow": [{"step": "start", "tool": [{"kind": "noop", "set": {"x": 1}}]}],
+    }
+    assert detect_dialect(piped) == "noetl5"
+    scoped = {
+        "apiVersion": "noetl.io/v2",
+        "workflow": [{"step": "start", "tool": [{"kind": "noop", "set": {"ctx.x": 1}}]}],
+    }
+    assert detect_dialect(scoped) == "canonical"
