@@ -318,3 +318,6 @@ def test_detection_needs_an_explicit_marker() -> None:
         "workflow": [{"step": "start", "tool": [{"kind": "noop", "set": {"ctx.x": 1}}]}],
     }
     assert detect_dialect(scoped) == "canonical"
+    # Values of any shape: a list as a kind is the reader's S102, never a crash of detection.
+    odd = {"apiVersion": "noetl.io/v2", "workflow": [{"step": "s", "tool": {"kind": []}}]}
+    assert detect_dialect(odd) == "canonical"

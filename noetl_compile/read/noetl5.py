@@ -190,7 +190,8 @@ def noetl5_marker(root: Any) -> str | None:
     workbook = root.get("workbook") if isinstance(root.get("workbook"), list) else []
     tools += [task.get("tool") for task in workbook if isinstance(task, dict)]
     for tool in tools:
-        if isinstance(tool, dict) and tool.get("kind") in NOETL5_KINDS:
+        kind = tool.get("kind") if isinstance(tool, dict) else None
+        if isinstance(kind, str) and kind in NOETL5_KINDS:
             return f"tool kind {tool['kind']!r}"
     return None
 
