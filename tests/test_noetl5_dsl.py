@@ -93,6 +93,8 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
     assert len(compiled) == 6
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
+        # Each step payload tells the runtime the generation whose semantics apply.
+        assert '"generation": "noetl5"' in text
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors

@@ -32,8 +32,8 @@ PAYLOAD_KEYS = frozenset(
 )
 # Keys the lowering adds beyond the step contract: ``sink``/``retry`` (step-level blocks, run by
 # runtime.step), ``loop`` (run by runtime.loop and the loop operators), ``playbook`` (the resolved
-# child of a step-level nested call).
-PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop", "playbook"})
+# child of a step-level nested call), ``generation`` ("noetl5": the playbook's NoETL 5 semantics).
+PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop", "playbook", "generation"})
 # What an absent key means (``noetl_compile.payload_defaults``, the table the compiler compacts
 # with). An absent arc ``when`` is an unguarded arc, an absent arc ``task_id`` is the step name
 # (``arc_task_id``), an absent routing ``mode`` exclusive.

@@ -198,6 +198,10 @@ def step_payload(
 ) -> dict[str, Any]:
     """The contract payload of one step (no lowering-specific extension keys)."""
     payload: dict[str, Any] = {"step": step.name, "dialect": playbook.dialect}
+    if playbook.generation is not None:
+        # NoETL 5 semantics the runtime decides per playbook (python calling convention...);
+        # absent for the older generations, so their DAG files do not change.
+        payload["generation"] = playbook.generation
     if step.desc:
         payload["desc"] = str(step.desc)
     payload["input"] = plain(step.input) if isinstance(step.input, Mapping) else {}
