@@ -323,3 +323,31 @@ def test_detection_needs_an_explicit_marker() -> None:
     # Values of any shape: a list as a kind is the reader's S102, never a crash of detection.
     odd = {"apiVersion": "noetl.io/v2", "workflow": [{"step": "s", "tool": {"kind": []}}]}
     assert detect_dialect(odd) == "canonical"
+
+
+def test_unreachable_step_of_a_local_playbook_names_the_target_step_run() -> None:
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n  - step: status\n    tool: {kind: noop}\n"
+    )
+    result = check_text(text, "local.yaml")
+    (f401,) = [d for d in result.diagnostics if d.code == "F401"]
+    assert f401.position.line == 9  # `- step: status`
+    assert "target step" in f401.message
+
+
+def test_cli_dialect_noetl5_reads_a_file_without_markers_as_noetl5(tmp_path: Path, capsys) -> None:
+    """A NoETL 5 playbook with no marker: the April reading rejects its `return` (C501);
+    `--dialect noetl5` reads it as NoETL 5 runs it."""
+    from noetl_compile.cli import main
+
+    path = tmp_path / "plain.yaml"
+    path.write_text(
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: plain, path: plain}\n"
+        "workflow:\n  - step: start\n    tool:\n      kind: python\n      code: |\n"
+        "        return {'n': len(input_data)}\n",
+        encoding="utf-8",
+    )
+    assert main(["check", str(path), "--quiet"]) == 1
+    assert "C501" in capsys.readouterr().out
+    assert main(["check", str(path), "--quiet", "--dialect", "noetl5"]) == 0
+    assert capsys.readouterr().out == ""

@@ -22,7 +22,13 @@ def check(ctx: CheckContext) -> None:
             ctx.report(
                 "F401",
                 step.span.position,
-                f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}",
+                f"step {step.name!r} is unreachable from the entry step {playbook.entry!r}"
+                + (
+                    " (NoETL's local runtime runs it when it is named as the target step; the "
+                    "DAG always starts at the entry)"
+                    if playbook.profile == "local"
+                    else ""
+                ),
             )
     for cycle in flow.cycles:
         first = playbook.step(cycle[0])
