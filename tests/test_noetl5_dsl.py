@@ -43,6 +43,7 @@ def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
     assert set(by_name) == {
         "schema_keys.yaml",
         "local_router.yaml",
+        "local_run.yaml",
         "python_convention.yaml",
         "subscription_tool.yaml",
         "orders.subscription.yaml",
@@ -90,7 +91,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
 
     results, _ = check_paths([str(PLAYBOOKS)])
     compiled = [r for r in results if r.playbook is not None]
-    assert len(compiled) == 6
+    assert len(compiled) == 7
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
         # Each step payload tells the runtime the generation whose semantics apply.
@@ -98,7 +99,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors
-    assert len(bag.dags) == 6
+    assert len(bag.dags) == 7
     parent = bag.dags["tests.noetl5.nested.parent"]
     # Nested calls by file path trigger the DAG of the playbook in that file.
     triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
@@ -351,3 +352,27 @@ def test_cli_dialect_noetl5_reads_a_file_without_markers_as_noetl5(tmp_path: Pat
     assert "C501" in capsys.readouterr().out
     assert main(["check", str(path), "--quiet", "--dialect", "noetl5"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_local_dialect_routing_runs_on_airflow(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: vars from the step result, the `{when, then}` list
+    (first match only), the arc's args, a tool-less inclusive router and terminal step."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-run-home")
+    result = noetlc_run(home, PLAYBOOKS / "local_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "begin": "success",
+        "broken": "skipped",
+        "dev": "skipped",
+        "staging": "success",
+        "router": "success",
+        "left": "success",
+        "right": "success",
+    }
+    assert steps["begin"]["result"] == {"status": "noop", "step": "begin"}
+    assert steps["left"]["result"] == {"status": "noop", "step": "left"}
+    assert steps["router"]["result"] is None and steps["right"]["result"] is None
