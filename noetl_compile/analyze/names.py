@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..ast import Playbook
 from ..load import YMap
+from ..read.noetl5 import SCOPED_PREFIXES  # a task `set` key outside them binds a plain name
 from .dataflow import ctx_writes, vars_writes
 
 # Namespaces some runtime location provides (engine, worker, pipeline, case, retry, v1).
@@ -76,9 +77,6 @@ NOETL5_FILTERS = frozenset(
 )
 # Functions NoETL 5's templates may call (`{{ now() }}`).
 NOETL5_GLOBALS = frozenset({"now"})
-# Where a canonical `set` key names a scoped variable; any other key of a NoETL 5 pipeline
-# task's `set` is a plain name the later tasks of the step read.
-SCOPED_PREFIXES = ("ctx.", "iter.", "step.")
 
 
 @dataclass

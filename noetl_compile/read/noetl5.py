@@ -155,7 +155,6 @@ NOT_EXECUTED: dict[str, str] = {
     "Step.when": "a local-dialect step guard: the Airflow runtime runs the step whenever "
     "routing reaches it",
 }
-_OUTPUT_SCHEMA = "ToolOutput"
 
 
 def noetl5_marker(root: Any) -> str | None:
@@ -371,7 +370,7 @@ class Noetl5Reader(CanonicalReader):
         self.check_keys(output, OUTPUT_KEYS, where)
         for key in output:
             if key in OUTPUT_KEYS:
-                self.not_executed(output, key, f"{_OUTPUT_SCHEMA}.{key}", where)
+                self.not_executed(output, key, f"ToolOutput.{key}", where)
         store = self.mapping(output, "store", f"`output.store` of {label}")
         if store is not None:
             self.check_keys(store, OUTPUT_STORE_KEYS, f"`output.store` of {label}")
@@ -537,4 +536,4 @@ def _expr(guard: Any) -> str:
     return text
 
 
-__all__ = ["NOT_EXECUTED", "SCHEMA_READ", "Noetl5Reader", "noetl5_marker"]
+__all__ = ["NOT_EXECUTED", "SCHEMA_READ", "SCOPED_PREFIXES", "Noetl5Reader", "noetl5_marker"]
