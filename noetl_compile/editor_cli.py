@@ -1,0 +1,34 @@
+"""The editor and migration commands: `noetlc schema`, `noetlc upgrade`, `noetlc lsp`.
+
+Their options live here so `cli.py` only registers them; each command imports its module when
+it runs (the LSP server's pygls is an extra, and `check` must start fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DIALECTS = ("v1", "case-v2", "canonical")
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schema of a DSL generation (for editors)"
+    )
+    schema.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="canonical",
+        help="the generation (default: canonical)",
+    )
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    from .schema import schema_text
+
+    sys.stdout.write(schema_text(args.dialect))
+    return 0
+
+
+COMMANDS = {"schema": run_schema}
