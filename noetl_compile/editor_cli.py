@@ -23,6 +23,24 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="the generation (default: canonical)",
     )
 
+    commands.add_parser(
+        "lsp",
+        help="language server over stdio: check's findings as you type, definitions, completion "
+        "(needs the lsp extra)",
+    )
+
+
+def run_lsp(args: argparse.Namespace) -> int:
+    try:
+        from .lsp.server import serve
+    except ImportError as exc:  # pygls is the `lsp` extra
+        print(
+            f"noetlc: error: `noetlc lsp` needs pygls ({exc}): pip install 'noetlc[lsp]'",
+            file=sys.stderr,
+        )
+        return 2
+    return serve()
+
 
 def run_schema(args: argparse.Namespace) -> int:
     from .schema import schema_text
@@ -31,4 +49,4 @@ def run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"schema": run_schema}
+COMMANDS = {"schema": run_schema, "lsp": run_lsp}
