@@ -152,6 +152,7 @@ class CaseV2Upgrade:
             kept += comment_lines(self.lines[start + 1 : stop])
             first = self.lines[start]
             kept += comment_lines([first])
+        kept = [" " * column + line.lstrip() for line in kept]  # at the new block's indent
         first_start, first_stop = regions[0]
         self.edits.replace(first_start, first_stop, kept + render(key, value, column))
         for start, stop in regions[1:]:

@@ -11,17 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..ast import Playbook
-from .edits import Edits
+from .edits import Edits, note
 from .findings import Findings
 
 
 class V1Upgrade:
     def __init__(self, playbook: Playbook, doc: Any, edits: Edits, findings: Findings) -> None:
         self.doc = doc
+        self.edits = edits
         self.findings = findings
 
     def run(self) -> None:
         line, column = self.doc.lc.key("workflow") if "workflow" in self.doc else (0, 0)
-        self.findings.inexact(
-            line, column, "v1 -> canonical is not rewritten by this version of noetlc upgrade"
-        )
+        message = "v1 -> canonical is not rewritten by this version of noetlc upgrade"
+        self.findings.inexact(line, column, message)
+        self.edits.replace(line, line, [note(column, message)])
