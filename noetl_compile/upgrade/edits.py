@@ -40,8 +40,17 @@ class Edits:
 
     def apply(self) -> str:
         lines = self.lines
+        blocks = [(e.start, e.end) for e in self.items if e.end > e.start]
+        items = []
+        for edit in self.items:
+            if edit.start == edit.end:
+                # A note inside a block that is replaced goes above the block.
+                for start, end in blocks:
+                    if start < edit.start < end:
+                        edit = Edit(start, start, edit.lines)
+            items.append(edit)
         taken: list[tuple[int, int]] = []
-        for edit in sorted(self.items, key=lambda e: (e.start, e.end), reverse=True):
+        for edit in sorted(items, key=lambda e: (e.start, e.end), reverse=True):
             for start, end in taken:
                 # Two edits of one line range would each undo part of the other.
                 assert edit.end <= start or edit.start >= end or edit.start == edit.end, edit
