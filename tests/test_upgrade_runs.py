@@ -3,7 +3,8 @@ noetlc and run under Airflow's ``dag.test()``, end in the same state with the sa
 the same step results.
 
 Cases: a case-v2 playbook exercising every rewrite (args -> input, a guarded case rule and a
-fallback -> exclusive arcs, a multi-target next -> inclusive arcs, loop mode -> loop.spec.mode),
+fallback -> exclusive arcs, a multi-target next -> inclusive arcs, loop mode -> loop.spec.mode)
+and a v1 one (workbook task and call, inline tool, when/then/else, fan-out, `type: end`), each
 run down both of its branches; and every corpus playbook the upgrade rewrites that runs here
 (tests/corpus_run/expectations.yaml says which run and with what).
 """
@@ -20,6 +21,7 @@ from noetl_compile.upgrade import upgrade_text
 from tests.corpus import CORPUS, corpus_files
 from tests.corpus_run import runner
 from tests.corpus_run.test_corpus_run import RESET_SQL
+from tests.corpus_run.test_differential import normalise
 
 ROUTES = """\
 apiVersion: noetl.io/v2
@@ -52,6 +54,52 @@ workflow:
     next: [{step: join}]
   - step: join
     tool: {kind: python, code: "result = {'joined': True}"}
+"""
+
+
+V1_ROUTES = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_v1_routes
+path: tests/upgrade_v1_routes
+workload:
+  n: 1
+workbook:
+  - name: score
+    type: python
+    with: {bonus: 1}
+    code: |
+      def main(n, bonus):
+          return {"score": int(n) + int(bonus)}
+workflow:
+  - step: start
+    next:
+      - when: "{{ workload.n > 5 }}"
+        then: [{step: big}]
+      - else: [{step: rate}]
+  - step: rate
+    type: workbook
+    name: score
+    with: {n: "{{ workload.n }}"}
+    next: [{step: left}, {step: right}]
+  - step: big
+    type: python
+    code: |
+      def main():
+          return {"big": True}
+    next: [{step: end}]
+  - step: left
+    type: python
+    code: |
+      def main():
+          return {"left": 1}
+  - step: right
+    type: python
+    code: |
+      def main():
+          return {"right": 2}
+  - step: end
+    type: end
 """
 
 
@@ -100,6 +148,19 @@ def test_every_rewrite_runs_as_the_original(
         assert run.results["left"]["results"] == [{"twice": 2}, {"twice": 4}, {"twice": 6}]
 
 
+@pytest.mark.parametrize("n, branch", [(1, "rate"), (9, "big")])
+def test_every_v1_rewrite_runs_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    run = _compare(V1_ROUTES, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    finished = _finished(run)
+    assert branch in finished and ({"big", "rate"} - {branch}).isdisjoint(finished)
+    if branch == "rate":
+        assert {"left", "right"} <= set(finished)
+        assert run.results["rate"] == {"score": 2}
+
+
 def _runnable_upgrades() -> list[str]:
     expectations = yaml.safe_load(
         (Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text()
@@ -122,7 +183,7 @@ def test_some_corpus_upgrade_runs() -> None:
 
 @pytest.mark.parametrize("rel", RUNNABLE)
 def test_corpus_upgrade_runs_as_the_original(
-    rel, airflow_db, run_dag, tmp_path, monkeypatch, pg_connections, pg_test_dsn
+    rel, airflow_db, run_dag, http_server, tmp_path, monkeypatch, pg_connections, pg_test_dsn
 ) -> None:
     import psycopg
 
@@ -131,14 +192,17 @@ def test_corpus_upgrade_runs_as_the_original(
     )[rel]["run"]
     assert not entry.get("setup"), "a setup step: run it before each of the two runs"
     text = (CORPUS / rel).read_text(encoding="utf-8")
+    conf = runner.substitute(entry.get("conf"), {"http_server": http_server, "tmp": str(tmp_path)})
     runs = []
     for label, body in (("before", text), ("after", upgrade_text(text, rel).text)):
         with psycopg.connect(pg_test_dsn, autocommit=True) as db:
             db.execute(RESET_SQL)  # the same empty database for both runs
         root = tmp_path / label / "corpus"
         monkeypatch.setattr(runner, "CORPUS", root)
-        runs.append(_run(root, rel, body, entry.get("conf"), airflow_db, run_dag, tmp_path / label))
+        runs.append(_run(root, rel, body, conf, airflow_db, run_dag, tmp_path / label))
     before, after = runs
     assert before.state == entry.get("state", "success"), before.describe()
     assert (after.state, _finished(after)) == (before.state, _finished(before))
-    assert after.results == before.results
+    # Wall-clock values (timestamps, HTTP Date headers, timings) differ between any two runs;
+    # normalised as the differential test does, everything else must be equal.
+    assert normalise(after.results) == normalise(before.results)
