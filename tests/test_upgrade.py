@@ -239,3 +239,18 @@ def test_a_comment_on_each_step_survives(upgraded) -> None:
             assert fragment in again.text, (path, fragment)
         survived += 1
     assert survived >= 9
+
+
+def test_an_upgrade_that_would_check_differently_is_not_written(monkeypatch) -> None:
+    # The safety net behind every rewrite: break one (a misspelt key in what it writes) and the
+    # re-check catches it, so the file is not written.
+    from noetl_compile.upgrade import case_v2
+
+    def misspelt(self, item, keys, end, key, value):
+        line, column = item.lc.key(keys[0])
+        self.edits.replace(line, line + 1, [" " * column + "nxt: fan\n"])
+
+    monkeypatch.setattr(case_v2.CaseV2Upgrade, "replace_keys", misspelt)
+    upgrade = upgrade_text(CASE_V2, "demo.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U803"]
+    assert not upgrade.writable
