@@ -181,6 +181,12 @@ async def _editor_session(tmp_path: Path) -> None:
         _, params = await session.published(uri)
         assert not params.diagnostics, params.diagnostics
 
+        # A YAML file that is no playbook (a compose file) gets no findings.
+        compose = (tmp_path / "docker-compose.yml").as_uri()
+        session.open(compose, "services:\n  db: {image: postgres}\n")
+        _, params = await session.published(compose)
+        assert not params.diagnostics
+
         client = session.client
         definition_line, _ = _position_of(PLAYBOOK, "- step: fetch", 1)
         # definition from an arc's `step:`

@@ -15,6 +15,7 @@ from ..ast import Playbook, Step
 from ..check import FileResult, check_text
 from ..check.context import CheckContext, Project
 from ..diagnostics import Diagnostic, DiagnosticSink
+from ..discover import looks_like_playbook
 from ..read.base import TOOL_KINDS
 
 # A name as the readers and templates spell one (step names, workload keys).
@@ -100,6 +101,11 @@ def _place(span, text: str, lines: list[str]) -> Place | None:
 def build_index(text: str, path: str) -> DocumentIndex:
     """Check ``text`` as the file ``path`` and index what the editor asks about."""
     result = check_text(text, path)
+    data = result.document.data
+    if data is not None and not looks_like_playbook(data):
+        # A docker-compose.yml or CI config open in the same editor: not ours to report on.
+        result.diagnostics.clear()
+        result.playbook = None
     index = DocumentIndex(text=text, result=result)
     playbook = result.playbook
     if playbook is None:

@@ -56,6 +56,8 @@ def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
     checked = check_text(text, path)
     playbook = checked.playbook
     dialect = playbook.dialect if playbook is not None else None
+    if dialect == target:
+        return Upgrade(path, text, text, dialect, [])  # nothing to upgrade, whatever check says
     errors = [d for d in checked.diagnostics if d.severity is Severity.ERROR]
     if errors or playbook is None:
         first = errors[0] if errors else None
@@ -69,8 +71,6 @@ def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
             else "not a playbook",
         )
         return Upgrade(path, text, text, dialect, findings.items)
-    if dialect == target:
-        return Upgrade(path, text, text, dialect, [])
     edits = Edits(text)
     rewriter = {"case-v2": CaseV2Upgrade, "v1": V1Upgrade}[dialect]
     rewriter(playbook, load(text), edits, findings).run()

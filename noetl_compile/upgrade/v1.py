@@ -63,7 +63,7 @@ class V1Upgrade(Rewriter):
             if key in doc:
                 self.inexact(doc, key, f"root `{key}` is not part of the canonical generation")
         if str(doc.get("apiVersion")) == "noetl.io/v1":
-            line, column = doc.lc.value("apiVersion")
+            line, _ = doc.lc.value("apiVersion")
             text = self.lines[line]
             self.edits.replace(line, line + 1, [text.replace("noetl.io/v1", "noetl.io/v2", 1)])
         self.result_reads()
