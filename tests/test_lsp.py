@@ -181,6 +181,16 @@ async def _editor_session(tmp_path: Path) -> None:
         _, params = await session.published(uri)
         assert not params.diagnostics, params.diagnostics
 
+        # A literal secret is reported (X601) and never sent in a message's text.
+        secret = (tmp_path / "secret.yaml").as_uri()
+        leaky = PLAYBOOK.replace(
+            "kind: noop}", 'kind: http, url: "https://u:Sup3rS3cretPw@h.example/x"}', 1
+        ).replace("    next:\n      arcs:\n        - step: fetch\n", "    next: fetch\n", 1)
+        session.open(secret, leaky)
+        _, params = await session.published(secret)
+        assert "X601" in {d.code for d in params.diagnostics}
+        assert all("Sup3rS3cretPw" not in d.message for d in params.diagnostics)
+
         # A YAML file that is no playbook (a compose file) gets no findings.
         compose = (tmp_path / "docker-compose.yml").as_uri()
         session.open(compose, "services:\n  db: {image: postgres}\n")

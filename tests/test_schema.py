@@ -163,4 +163,4 @@ def test_cli_prints_each_schema(capsys) -> None:
         assert out == schema_text(dialect)
         assert json.loads(out)["title"] == f"NoETL playbook ({dialect} generation)"
     assert main(["schema"]) == 0
-    assert json.loads(capsys.readouterr().out)["$id"].endswith("/canonical.json")
+    assert json.loads(capsys.readouterr().out)["$id"] == "urn:noetlc:schema:canonical"

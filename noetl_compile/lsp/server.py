@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..diagnostics import Diagnostic, Severity
+from ..report import _Redactor as Redactor  # the masking every report format applies
 from .index import DocumentIndex, Place, build_index, completion_context, word_before
 
 # Long enough that a burst of keystrokes is checked once, short enough to stay well inside the
@@ -44,8 +45,9 @@ def _range(place: Place) -> types.Range:
     )
 
 
-def to_lsp(diagnostic: Diagnostic, lines: list[str]) -> types.Diagnostic:
-    """One finding, its range running over the word it points at (at least one character)."""
+def to_lsp(diagnostic: Diagnostic, lines: list[str], redact: Redactor) -> types.Diagnostic:
+    """One finding, its range running over the word it points at (at least one character); a
+    literal secret found in the file is masked in its text, as in every report format."""
     line = max(diagnostic.position.line - 1, 0)
     start = max(diagnostic.position.col - 1, 0)
     text = lines[line] if line < len(lines) else ""
@@ -53,6 +55,7 @@ def to_lsp(diagnostic: Diagnostic, lines: list[str]) -> types.Diagnostic:
     while end < len(text) and not text[end].isspace() and text[end] not in ":,{}[]":
         end += 1
     message = diagnostic.message + (f"\n{diagnostic.hint}" if diagnostic.hint else "")
+    message = redact(diagnostic.path, message) or ""
     return types.Diagnostic(
         range=types.Range(
             start=types.Position(line=line, character=start),
@@ -84,11 +87,12 @@ class NoetlLanguageServer(LanguageServer):
         if index.playbook is not None or uri not in self.indexes:
             self.indexes[uri] = index
         lines = text.split("\n")
+        redact = Redactor(index.diagnostics)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
                 uri=uri,
                 version=document.version,
-                diagnostics=[to_lsp(d, lines) for d in index.diagnostics],
+                diagnostics=[to_lsp(d, lines, redact) for d in index.diagnostics],
             )
         )
 
