@@ -254,3 +254,18 @@ def test_an_upgrade_that_would_check_differently_is_not_written(monkeypatch) -> 
     upgrade = upgrade_text(CASE_V2, "demo.yaml")
     assert [d.code for d in upgrade.diagnostics] == ["U803"]
     assert not upgrade.writable
+
+
+def test_a_comment_above_the_next_step_stays_there_and_a_flow_step_is_left() -> None:
+    text = CASE_V2.replace(
+        "\n  - step: big\n", "\n\n  # big is the exception\n  - step: big\n", 1
+    ).replace(
+        '  - step: right\n    tool: {kind: python, code: "result = 1"}\n',
+        '  - {step: right, tool: {kind: python, code: "result = 1"}, next: [left, big]}\n',
+    )
+    upgrade = upgrade_text(text, "demo.yaml")
+    lines = upgrade.text.splitlines()
+    at = lines.index("  # big is the exception")
+    assert lines[at - 1] == "" and lines[at + 1] == "  - step: big"
+    assert [d.code for d in upgrade.diagnostics] == ["U801"]
+    assert "flow style" in upgrade.diagnostics[0].message

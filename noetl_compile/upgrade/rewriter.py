@@ -34,12 +34,17 @@ class Rewriter:
 
     def region(self, mapping: Any, key: str, end: int) -> tuple[int, int]:
         """Lines of ``key`` and its value: up to the next key of ``mapping`` (or ``end``), less
-        the blank lines before it."""
+        the blank lines and the comments indented no deeper than the key before it (a comment
+        above the next step belongs to that step; a deeper `#` line may be block-scalar text)."""
         keys = list(mapping)
-        start = mapping.lc.key(key)[0]
+        start, column = mapping.lc.key(key)
         position = keys.index(key)
         stop = mapping.lc.key(keys[position + 1])[0] if position + 1 < len(keys) else end
-        while stop > start + 1 and not self.lines[stop - 1].strip():
+        while stop > start + 1:
+            line = self.lines[stop - 1]
+            text = line.strip()
+            if text and not (text.startswith("#") and len(line) - len(line.lstrip()) <= column):
+                break
             stop -= 1
         return start, stop
 
@@ -77,6 +82,11 @@ class Rewriter:
     def replace_keys(self, item: Any, keys: list[str], end: int, key: str, value: Any) -> None:
         """Put ``key: value`` where the first of ``keys`` was, dropping the others; comments
         written inside the replaced lines are kept above the new block."""
+        if getattr(item, "fa", None) is not None and item.fa.flow_style():
+            self.inexact(
+                item, keys[0], "a step written in flow style (`{...}`): rewrite it by hand"
+            )
+            return
         regions = sorted(self.region(item, k, end) for k in keys)
         column = item.lc.key(keys[0])[1]
         kept: list[str] = []
