@@ -269,3 +269,20 @@ def test_a_comment_above_the_next_step_stays_there_and_a_flow_step_is_left() -> 
     assert lines[at - 1] == "" and lines[at + 1] == "  - step: big"
     assert [d.code for d in upgrade.diagnostics] == ["U801"]
     assert "flow style" in upgrade.diagnostics[0].message
+
+
+def test_write_rewrites_only_complete_upgrades(tmp_path: Path, capsys) -> None:
+    from noetl_compile.cli import main
+
+    done, left = tmp_path / "done.yaml", tmp_path / "left.yaml"
+    done.write_text(CASE_V2, encoding="utf-8")
+    left.write_text(INEXACT, encoding="utf-8")
+    done.chmod(0o640)
+    assert main(["upgrade", str(tmp_path), "--write"]) == 1  # U801 in left.yaml
+    out = capsys.readouterr().out
+    assert f"{done}: upgraded to canonical" in out and "U801" in out
+    assert done.read_text(encoding="utf-8") == EXPECTED
+    assert done.stat().st_mode & 0o777 == 0o640
+    assert left.read_text(encoding="utf-8") == INEXACT  # never half-upgraded
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done.yaml", "left.yaml"]
+    assert main(["check", str(done), "--quiet"]) == 0
