@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .ast import DIALECTS
 from .read import SUPPORTED_API_VERSIONS
 from .read import canonical as canonical_reader
 from .read import case_v2 as case_v2_reader
@@ -453,8 +452,8 @@ def _v1() -> dict:
     return _root("v1", _v1_step(), workbook_task, {})
 
 
+# One builder per generation the readers know (tests/test_schema.py holds them equal to DIALECTS).
 BUILDERS = {"v1": _v1, "case-v2": _case_v2, "canonical": _canonical}
-assert tuple(BUILDERS) == DIALECTS
 
 
 def schema_for(dialect: str) -> dict:

@@ -131,6 +131,10 @@ def test_every_structural_class_of_the_invalid_suite_fails(validators) -> None:
 
 
 def test_schema_follows_the_readers_tables() -> None:
+    from noetl_compile.ast import DIALECTS as READ_DIALECTS
+    from noetl_compile.schema import BUILDERS
+
+    assert tuple(BUILDERS) == READ_DIALECTS, "a generation without a schema builder"
     for dialect, reader in (
         ("v1", v1_reader),
         ("case-v2", case_v2_reader),
