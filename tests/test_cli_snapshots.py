@@ -46,6 +46,12 @@ WARN = OK.replace("demo/ok", "demo/warn").replace(
 BROKEN = WARN.replace("demo/warn", "demo/broken").replace(
     "  - step: end\n", '  - step: end\n    input: {total: "{{ strat.total }}"}\n'
 )
+COMPOSE = """\
+services:
+  postgres:
+    image: postgres:16
+    ports: ["5432:5432"]
+"""
 # case-v2: one playbook the upgrade rewrites, one with a construct it leaves (U801).
 LEGACY = """\
 apiVersion: noetl.io/v2
@@ -65,12 +71,6 @@ workflow:
 LEGACY_SINK = LEGACY.replace("demo/legacy", "demo/legacy_sink").replace(
     "    args: {seed: 1}\n", "    sink: {tool: {kind: postgres, auth: pg, table: t}}\n"
 )
-COMPOSE = """\
-services:
-  postgres:
-    image: postgres:16
-    ports: ["5432:5432"]
-"""
 AIRFLOW_EXPORT_JSON = {
     "pg_prod": {
         "conn_type": "postgres",
