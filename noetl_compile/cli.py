@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from . import editor_cli
 from .diagnostics import Diagnostic, Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         parser_class=_Parser,
         metavar="COMMAND",
-        help="check, explain, compile, graph or run (`noetlc COMMAND --help` for its options)",
+        help="check, explain, compile, graph, run, schema, upgrade, lsp... "
+        "(`noetlc COMMAND --help` for its options)",
     )
 
     check = commands.add_parser("check", help="parse and check playbooks, report diagnostics")
@@ -214,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the state as one JSON object")
     status.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
     _add_gate_commands(commands)
+    editor_cli.add_commands(commands)  # schema, upgrade, lsp
     return parser
 
 
@@ -545,6 +548,7 @@ COMMANDS = {
     "status": run_event_log,
     "gates": run_gate_command,
     "signal": run_gate_command,
+    **editor_cli.COMMANDS,
 }
 
 

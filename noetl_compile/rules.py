@@ -554,6 +554,34 @@ RULES: dict[str, Rule] = {
             "bug. The other playbooks are still compiled.",
             "report the playbook and the message to the noetlc maintainers",
         ),
+        # -- upgrade -------------------------------------------------------------------------------
+        _rule(
+            "U801",
+            E,
+            "no exact equivalent in the target generation",
+            "`noetlc upgrade` rewrites a construct only into a form that means the same. This one "
+            "has none in the target generation, so it is left as written under a "
+            "`# noetlc upgrade:` comment and the file is not written: rewrite it by hand.",
+            'before (case-v2):  vars: {id: "{{ result.id }}"}\n'
+            'after (canonical): set: {ctx.id: "{{ output.data.id }}"}   # check the value read',
+        ),
+        _rule(
+            "U802",
+            E,
+            "fix check's errors before upgrading",
+            "A playbook `noetlc check` rejects has no meaning to keep: upgrading it could not "
+            "tell a rewrite that keeps the meaning from one that changes it.",
+            "noetlc check playbook.yaml   # fix what it reports, then upgrade",
+        ),
+        _rule(
+            "U803",
+            E,
+            "the upgraded playbook does not check as the original did",
+            "After rewriting, the upgraded text is checked again; a finding the original did not "
+            "have means the rewrite changed something it should not have (a bug of noetlc "
+            "upgrade). The file is not written.",
+            "report the playbook to the noetlc maintainers; upgrade it by hand meanwhile",
+        ),
         # -- security ------------------------------------------------------------------------------
         _rule(
             "X601",

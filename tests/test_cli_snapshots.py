@@ -52,6 +52,25 @@ services:
     image: postgres:16
     ports: ["5432:5432"]
 """
+# case-v2: one playbook the upgrade rewrites, one with a construct it leaves (U801).
+LEGACY = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: legacy, path: demo/legacy}
+workflow:
+  - step: start  # entry
+    tool: {kind: python, code: "result = {'total': 1}"}
+    args: {seed: 1}
+    case:
+      - when: "{{ event.name == 'step.exit' }}"
+        then:
+          next: [{step: end}]
+  - step: end
+    tool: {kind: python, code: "result = 2"}
+"""
+LEGACY_SINK = LEGACY.replace("demo/legacy", "demo/legacy_sink").replace(
+    "    args: {seed: 1}\n", "    sink: {tool: {kind: postgres, auth: pg, table: t}}\n"
+)
 AIRFLOW_EXPORT_JSON = {
     "pg_prod": {
         "conn_type": "postgres",
@@ -73,6 +92,8 @@ def project(tmp_path: Path, monkeypatch) -> Path:
         "playbooks/warn.yaml": WARN,
         "broken/broken.yaml": BROKEN,
         "with_compose/ok.yaml": OK.replace("demo/ok", "demo/composed"),
+        "legacy/legacy.yaml": LEGACY,
+        "legacy/sink.yaml": LEGACY_SINK,
         "with_compose/docker-compose.yml": COMPOSE,
         "ignored/.gitignore": "build/\n",
         "ignored/ok.yaml": OK.replace("demo/ok", "demo/kept"),
@@ -156,6 +177,10 @@ CASES = {
     "graph_unknown_extension": "graph playbooks/ok.yaml -o ok.txt",
     "graph_format_mismatch": "graph playbooks/ok.yaml --format dot -o ok.svg",
     "graph_mermaid_file": "graph playbooks/ok.yaml -o ok.mmd",
+    # upgrade: --check lists what would change (exit 1), --diff shows it, U801 is reported
+    "upgrade_check": "upgrade legacy playbooks --check",
+    "upgrade_check_current": "upgrade playbooks --check",
+    "upgrade_diff": "upgrade legacy --diff",
 }
 
 

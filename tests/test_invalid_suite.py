@@ -170,8 +170,12 @@ def test_every_rule_is_covered() -> None:
     # special files, tests/test_hostile.py); E004 (output folder) is tested in
     # tests/test_hostile.py; E002 (internal error) and L701 (lowering failure) are bugs of ours
     # that no playbook may trigger; F405 (the parallel-write search stopped) takes hundreds of
-    # writers after a join: tests/test_hostile.py.
-    missing = sorted(set(RULES) - {"E001", "E002", "E003", "E004", "F405", "L701"} - covered)
+    # writers after a join: tests/test_hostile.py. U8xx are `noetlc upgrade`'s, not check's:
+    # tests/test_upgrade.py (U803, an upgrade that checks differently, is a bug of ours).
+    upgrade = {code for code in RULES if code.startswith("U")}
+    missing = sorted(
+        set(RULES) - {"E001", "E002", "E003", "E004", "F405", "L701"} - upgrade - covered
+    )
     assert not missing, f"codes without a case: {missing}"
 
 

@@ -113,6 +113,12 @@ TOOL_SETTING_KEYS = frozenset(
 POLICY_ACTIONS = ("continue", "retry", "break", "jump", "fail")
 # The engine computes a delay for any backoff value; these are the ones it names.
 BACKOFFS = ("none", "fixed", "linear", "exponential")
+# Value sets the readers check (S112) and `noetlc schema` publishes as enums.
+ROUTER_MODES = ("exclusive", "inclusive")
+LOOP_MODES = ("sequential", "parallel", "async")  # v1 and case-v2 `loop.mode`
+CANONICAL_LOOP_MODES = ("sequential", "parallel", "cursor")  # canonical `loop.spec.mode`
+EXECUTOR_PROFILES = ("local", "distributed", "auto")
+LOOP_EXEC = ("distributed", "local")
 
 TYPE_NAMES = {
     dict: "a mapping",

@@ -12,7 +12,15 @@ from typing import Any, ClassVar
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
 from ..load import YList, YMap, span_of
-from .base import TOOL_SETTING_KEYS, event_of, is_template
+from .base import (
+    CANONICAL_LOOP_MODES,
+    EXECUTOR_PROFILES,
+    LOOP_EXEC,
+    ROUTER_MODES,
+    TOOL_SETTING_KEYS,
+    event_of,
+    is_template,
+)
 from .playbook import PlaybookReader
 
 STEP_KEYS = {"step", "desc", "spec", "input", "loop", "tool", "next", "set"}
@@ -102,7 +110,7 @@ class CanonicalReader(PlaybookReader):
         if executor is None:
             return None
         self.check_keys(executor, EXECUTOR_KEYS, "`executor`")
-        self.choice(executor, "profile", ("local", "distributed", "auto"), "`executor.profile`")
+        self.choice(executor, "profile", EXECUTOR_PROFILES, "`executor.profile`")
         spec = self.mapping(executor, "spec", "`executor.spec`")
         if spec is not None:
             self.check_keys(
@@ -226,7 +234,7 @@ class CanonicalReader(PlaybookReader):
         admit = self.mapping(policy, "admit", f"`spec.policy.admit` of {label}")
         if admit is not None:
             self.check_keys(admit, ("mode", "rules"), f"the admit policy of {label}")
-            self.choice(admit, "mode", ("exclusive", "inclusive"), f"admit `mode` of {label}")
+            self.choice(admit, "mode", ROUTER_MODES, f"admit `mode` of {label}")
         return admit
 
     # -- loops ---------------------------------------------------------------------------------
@@ -248,7 +256,7 @@ class CanonicalReader(PlaybookReader):
         mode = self.choice(  # the loop operator checks its mode when the DAG is parsed
             spec,
             "mode",
-            ("sequential", "parallel", "cursor"),
+            CANONICAL_LOOP_MODES,
             f"loop mode of {label}",
             allow_template=False,
         )
@@ -292,7 +300,7 @@ class CanonicalReader(PlaybookReader):
             )
         policy = self.mapping(spec, "policy", f"loop policy of {label}") if spec else None
         if policy:
-            self.choice(policy, "exec", ("distributed", "local"), f"loop `policy.exec` of {label}")
+            self.choice(policy, "exec", LOOP_EXEC, f"loop `policy.exec` of {label}")
         cursor = self.mapping(loop, "cursor", f"`loop.cursor` of {label}") if has_cursor else None
         return Loop(
             span=span_of(loop),
@@ -326,7 +334,7 @@ class CanonicalReader(PlaybookReader):
             mode = self.choice(
                 spec,
                 "mode",
-                ("exclusive", "inclusive"),
+                ROUTER_MODES,
                 f"`next.spec.mode` of {label}",
                 allow_template=False,
             )

@@ -12,7 +12,7 @@ from typing import ClassVar
 from ..ast import Arc, CaseRule, Loop, Playbook, Router, Step
 from ..diagnostics import Severity
 from ..load import YList, YMap, empty_map, list_of_one, span_of
-from .base import TOOL_SETTING_KEYS, event_of
+from .base import LOOP_MODES, TOOL_SETTING_KEYS, event_of
 from .canonical import CanonicalReader
 
 STEP_KEYS = {
@@ -98,7 +98,7 @@ class CaseV2Reader(CanonicalReader):
         mode = self.choice(  # the loop operator checks its mode when the DAG is parsed
             loop,
             "mode",
-            ("sequential", "parallel", "async"),
+            LOOP_MODES,
             f"loop mode of {label}",
             allow_template=False,
         )

@@ -14,7 +14,7 @@ from typing import Any
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
 from ..load import YList, YMap, list_of_one, span_of
-from .base import TOOL_SETTING_KEYS, event_of
+from .base import LOOP_MODES, TOOL_SETTING_KEYS, event_of
 from .playbook import PlaybookReader
 
 CONTROL_KEYS = {
@@ -177,7 +177,7 @@ class V1Reader(PlaybookReader):
             mode=self.choice(
                 item,
                 "mode",
-                ("sequential", "parallel", "async"),
+                LOOP_MODES,
                 f"iterator mode of {label}",
                 allow_template=False,
             )
@@ -230,7 +230,7 @@ class V1Reader(PlaybookReader):
         mode = self.choice(  # the loop operator checks its mode when the DAG is parsed
             loop,
             "mode",
-            ("sequential", "parallel", "async"),
+            LOOP_MODES,
             f"loop mode of {label}",
             allow_template=False,
         )

@@ -1,0 +1,86 @@
+"""`noetlc upgrade PATH... [--diff | --write | --check]`: what the command prints and returns.
+
+* ``--diff`` (the default): a unified diff per file that would change, nothing written;
+* ``--check``: one line per file that would change; exit 1 if any would (for CI);
+* ``--write``: rewrite the files whose upgrade is complete (no U801-U803) in place.
+
+Findings print in check's concise form after the diffs. Exit status: 0 nothing left to do, 1 a
+file would change (``--check``) or a construct could not be upgraded, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from collections.abc import Sequence
+
+from ..check import discover
+from ..diagnostics import Diagnostic, Severity
+from ..discover import looks_like_playbook
+from ..load import load_file
+from ..report import format_concise
+from . import Upgrade, upgrade_text
+
+
+def unified_diff(upgrade: Upgrade) -> str:
+    return "".join(
+        difflib.unified_diff(
+            upgrade.original.splitlines(keepends=True),
+            upgrade.text.splitlines(keepends=True),
+            f"a/{upgrade.path}",
+            f"b/{upgrade.path}",
+        )
+    )
+
+
+def _write(path: str, text: str) -> None:
+    """Replace the file atomically, keeping its permission bits."""
+    mode = os.stat(path).st_mode & 0o7777
+    temporary = f"{path}.noetlc-upgrade.tmp"
+    with open(temporary, "x", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+
+
+def run(paths: Sequence[str], *, mode: str = "diff", target: str = "canonical") -> int:
+    files, problems = discover(paths)
+    named = {os.path.normpath(p) for p in paths}
+    diagnostics: list[Diagnostic] = list(problems)
+    sources: dict[str, str] = {}
+    changed, written, current = [], [], 0
+    out = sys.stdout
+    for path in files:
+        document = load_file(path)
+        if os.path.normpath(path) not in named and not looks_like_playbook(document.data):
+            continue  # a docker-compose.yml under the folder: not ours to rewrite
+        text = document.text
+        sources[path] = text
+        upgrade = upgrade_text(text, path, target=target)
+        diagnostics += upgrade.diagnostics
+        if not upgrade.changed:
+            current += not upgrade.diagnostics
+            continue
+        changed.append(upgrade)
+        if mode == "diff":
+            out.write(unified_diff(upgrade))
+        elif mode == "check":
+            state = "would be upgraded" if upgrade.complete else "needs a hand (see below)"
+            out.write(f"{path}: {state}\n")
+        elif mode == "write" and upgrade.writable:
+            _write(path, upgrade.text)
+            written.append(path)
+            out.write(f"{path}: upgraded to {target}\n")
+    out.write(format_concise(diagnostics, sources))
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    complete = sum(u.complete for u in changed)
+    verb = "upgraded" if mode == "write" else "would be upgraded"
+    done = len(written) if mode == "write" else complete
+    out.write(
+        f"{len(sources)} playbook(s): {done} {verb}, {len(changed) - complete} need a hand, "
+        f"{current} already {target} or unchanged\n"
+    )
+    if errors:
+        return 1
+    return 1 if mode == "check" and changed else 0

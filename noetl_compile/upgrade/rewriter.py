@@ -1,0 +1,105 @@
+"""What every generation's rewriter shares: positions in the round-trip document, the walk over
+the workflow, and the edits (a rename on its line, a block replaced, a U801 note)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analyze.names import name_table
+from ..ast import Playbook
+from .edits import Edits, comment_lines, note, render
+from .findings import Findings
+
+# Names an arc guard sees as a case rule does: workload, ctx and step results (`event`,
+# `response`, `result`, `error`, `vars` and `args` are bound differently for a case rule).
+_SAME_IN_ARCS = ("workload", "ctx", "execution_id", "job")
+
+
+class Rewriter:
+    """Walks the workflow of the round-trip document and edits the original text."""
+
+    def __init__(self, playbook: Playbook, doc: Any, edits: Edits, findings: Findings) -> None:
+        self.playbook = playbook
+        self.doc = doc
+        self.edits = edits
+        self.findings = findings
+        self.lines = edits.lines
+        names = name_table(playbook)
+        self.arc_names = set(names.steps) | set(names.workload) | set(names.bound)
+        self.arc_names |= set(_SAME_IN_ARCS)
+
+    # -- positions -----------------------------------------------------------------------------
+    def key_line(self, mapping: Any, key: str) -> tuple[int, int]:
+        return mapping.lc.key(key)
+
+    def region(self, mapping: Any, key: str, end: int) -> tuple[int, int]:
+        """Lines of ``key`` and its value: up to the next key of ``mapping`` (or ``end``), less
+        the blank lines and the comments indented no deeper than the key before it (a comment
+        above the next step belongs to that step; a deeper `#` line may be block-scalar text)."""
+        keys = list(mapping)
+        start, column = mapping.lc.key(key)
+        position = keys.index(key)
+        stop = mapping.lc.key(keys[position + 1])[0] if position + 1 < len(keys) else end
+        while stop > start + 1:
+            line = self.lines[stop - 1]
+            text = line.strip()
+            if text and not (text.startswith("#") and len(line) - len(line.lstrip()) <= column):
+                break
+            stop -= 1
+        return start, stop
+
+    def step_ends(self, workflow: Any) -> list[int]:
+        starts = [workflow.lc.item(i)[0] for i in range(len(workflow))]
+        root_keys = list(self.doc)
+        after = root_keys.index("workflow") + 1
+        end = self.doc.lc.key(root_keys[after])[0] if after < len(root_keys) else len(self.lines)
+        # The line of a step's first key is its start; the next step starts one line sooner
+        # than its key when the dash stands alone, so stop at the dash's line.
+        return [*(s for s in starts[1:]), end]
+
+    # -- the walk ------------------------------------------------------------------------------
+    def run(self) -> None:
+        workflow = self.doc.get("workflow")
+        if not hasattr(workflow, "lc"):
+            return
+        ends = self.step_ends(workflow)
+        for index, item in enumerate(workflow):
+            if hasattr(item, "lc"):
+                self.step(item, ends[index])
+
+    # -- edits ---------------------------------------------------------------------------------
+    def inexact(self, mapping: Any, key: str, message: str) -> None:
+        line, column = mapping.lc.key(key)
+        self.findings.inexact(line, column, message)
+        self.edits.replace(line, line, [note(column, message)])
+
+    def rename(self, mapping: Any, old: str, new: str) -> None:
+        line, column = mapping.lc.key(old)
+        text = self.lines[line]
+        assert text[column : column + len(old)] == old, (text, column, old)
+        self.edits.replace(line, line + 1, [text[:column] + new + text[column + len(old) :]])
+
+    def replace_keys(self, item: Any, keys: list[str], end: int, key: str, value: Any) -> None:
+        """Put ``key: value`` where the first of ``keys`` was, dropping the others; comments
+        written inside the replaced lines are kept above the new block."""
+        if getattr(item, "fa", None) is not None and item.fa.flow_style():
+            self.inexact(
+                item, keys[0], "a step written in flow style (`{...}`): rewrite it by hand"
+            )
+            return
+        regions = sorted(self.region(item, k, end) for k in keys)
+        column = item.lc.key(keys[0])[1]
+        kept: list[str] = []
+        for start, stop in regions:
+            kept += comment_lines(self.lines[start + 1 : stop])
+            first = self.lines[start]
+            kept += comment_lines([first])
+        kept = [" " * column + line.lstrip() for line in kept]  # at the new block's indent
+        first_start, first_stop = regions[0]
+        block = render(key, value, column)
+        prefix = self.lines[first_start][:column]
+        if prefix.strip():  # the block starts on the item's `- ` line: keep the dash there
+            block[0] = prefix + block[0][column:]
+        self.edits.replace(first_start, first_stop, kept + block)
+        for start, stop in regions[1:]:
+            self.edits.replace(start, stop, [])

@@ -1,0 +1,260 @@
+"""v1 -> canonical, construct by construct, each with the exact canonical equivalent.
+
+| v1 | canonical | why it is the same |
+|---|---|---|
+| `apiVersion: noetl.io/v1` | `noetl.io/v2` | the canonical generation's version |
+| step `type: K` (or `tool: K`) + inline tool settings | `tool: {kind: K, <settings>}` | the compiler gathers a v1 step's inline settings into the same tool mapping |
+| `type: workbook` + `name`/`task: T` | `tool: {kind: workbook, name: T}` | both run workbook task T as written (v1 ignores inline settings on such a step: left, U801) |
+| `type: end`/`start`/`router`, no type | no tool (`next: []` when nothing routes on) | a step without a tool produces no result in both |
+| step `with`/`args`/`data` | `input` | the step input the runtime renders (payload `input`) |
+| `next: [a, b]` (direct entries) | `next: {spec: {mode: inclusive}, arcs: [...]}` | v1 fires every direct entry; a canonical list is exclusive |
+| `next: [{when: c, then: [t]}, ..., {else: [e]}]` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: c}, ..., {step: e}]}` | first match wins in both, in the same order |
+| workbook `{name, type: K, <settings>, with}` | `{name, tool: {kind: K, <settings>, args: <with>}}` | the same tool mapping (a task's `with` is its tool's `args`) |
+
+Left as written (U801): loops (`loop`, `end_loop`, `type: iterator`), `save`/`sink`, `retry`,
+`pass`/`assert`/`result`, values passed along `next` (`with` on an entry), a `then` firing several
+steps, a template reading `<step>.result` (a v1 result answers `.result` with itself; a canonical
+one does not), root `environment`/`context`, and kinds with no canonical counterpart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analyze.expressions import scan_template
+from ..analyze.sites import template_sites
+from ..ast import Playbook
+from ..read.base import TOOL_KINDS
+from ..read.v1 import INLINE_TOOL_KEYS
+from .edits import Edits, flow, seq
+from .findings import Findings
+from .rewriter import Rewriter
+
+NO_TOOL = ("end", "start", "router")
+INPUT_KEYS = ("with", "args", "data", "input")
+LEFT = {
+    "loop": "a v1 loop routes into body steps closed by `end_loop`; canonical loops run the step "
+    "itself per item",
+    "end_loop": "the end of a v1 loop body",
+    "save": "canonical has no step sink; a pipeline task would write it",
+    "sink": "canonical has no step sink; a pipeline task would write it",
+    "retry": "canonical retries with `tool.spec.policy.rules`, whose conditions differ",
+    "pass": "no canonical equivalent",
+    "assert": "no canonical equivalent",
+    "result": "a v1 loop's per-item result",
+    "collection": "a v1 iterator step",
+    "element": "a v1 iterator step",
+    "mode": "a v1 iterator step",
+    "filter": "no canonical equivalent",
+    "as": "no canonical equivalent",
+    "iterator": "a v1 iterator step",
+}
+WORKBOOK_KEYS = {"name", "type", "desc", "tool", *INPUT_KEYS} | INLINE_TOOL_KEYS
+
+
+class V1Upgrade(Rewriter):
+    def __init__(self, playbook: Playbook, doc: Any, edits: Edits, findings: Findings) -> None:
+        super().__init__(playbook, doc, edits, findings)
+        self.kinds = TOOL_KINDS["canonical"]
+
+    def run(self) -> None:
+        doc = self.doc
+        for key in ("environment", "context"):
+            if key in doc:
+                self.inexact(doc, key, f"root `{key}` is not part of the canonical generation")
+        if str(doc.get("apiVersion")) == "noetl.io/v1":
+            line, _ = doc.lc.value("apiVersion")
+            text = self.lines[line]
+            self.edits.replace(line, line + 1, [text.replace("noetl.io/v1", "noetl.io/v2", 1)])
+        self.result_reads()
+        self.workbook()
+        super().run()
+
+    def result_reads(self) -> None:
+        """`{{ s.result }}` of a v1 step answers with the result itself (NoETL's v1 proxy); a
+        canonical result has no such fallback."""
+        steps = set(self.playbook.step_names)
+        for site in template_sites(self.playbook):
+            scan = scan_template(site.value)
+            if any(r.root in steps and r.path[:1] == ("result",) for r in scan.references):
+                span = site.value.span
+                line, column = span.line - 1, span.col - 1
+                message = (
+                    f"{site.field} reads `<step>.result`, which a v1 result answers with itself "
+                    "and a canonical one does not"
+                )
+                self.findings.inexact(line, column, message)
+                indent = len(self.lines[line]) - len(self.lines[line].lstrip())
+                self.edits.replace(line, line, [" " * indent + f"# noetlc upgrade: {message}\n"])
+
+    # -- workbook ------------------------------------------------------------------------------
+    def workbook(self) -> None:
+        items = self.doc.get("workbook")
+        if not hasattr(items, "lc"):
+            return
+        ends = [items.lc.item(i)[0] for i in range(1, len(items))] + [self._after("workbook")]
+        for index, task in enumerate(items):
+            if hasattr(task, "lc"):
+                self.workbook_task(task, ends[index])
+
+    def _after(self, root_key: str) -> int:
+        keys = list(self.doc)
+        after = keys.index(root_key) + 1
+        return self.doc.lc.key(keys[after])[0] if after < len(keys) else len(self.lines)
+
+    def workbook_task(self, task: Any, end: int) -> None:
+        label = f"workbook task {task.get('name')!r}"
+        other = [k for k in task if k not in WORKBOOK_KEYS]
+        for key in other:
+            self.inexact(
+                task, key, f"`{key}` of {label}: {LEFT.get(key, 'no canonical equivalent')}"
+            )
+        if other or "tool" in task:
+            if "tool" in task and not other:
+                self.inexact(task, "tool", f"`tool` of {label} spelled inside a v1 task")
+            return
+        kind = task.get("type")
+        if str(kind) not in self.kinds:
+            self.inexact(task, "type", f"tool kind {kind!r} of {label} has no canonical kind")
+            return
+        tool = {"kind": kind}
+        settings = [k for k in task if k in INLINE_TOOL_KEYS]
+        for key in settings:
+            tool[key] = task[key]
+        bindings = [k for k in INPUT_KEYS if isinstance(task.get(k), dict)]
+        if bindings:
+            tool["args"] = task[bindings[0]]
+        if len([k for k in INPUT_KEYS if k in task]) > 1:
+            self.inexact(task, bindings[0], f"{label} binds inputs under several keys")
+            return
+        keys = ["type", *settings, *[k for k in INPUT_KEYS if k in task]]
+        order = sorted(keys, key=lambda k: task.lc.key(k)[0])
+        self.replace_keys(task, order, end, "tool", _map(tool))
+
+    # -- steps ---------------------------------------------------------------------------------
+    def step(self, item: Any, end: int) -> None:
+        name = str(item.get("step"))
+        label = f"step {name!r}"
+        left = [k for k in item if k in LEFT]
+        for key in left:
+            self.inexact(item, key, f"`{key}` of {label}: {LEFT[key]}")
+        kind_key = (
+            "type" if "type" in item else "tool" if isinstance(item.get("tool"), str) else None
+        )
+        kind = str(item[kind_key]) if kind_key else None
+        if isinstance(item.get("tool"), dict):
+            self.inexact(item, "tool", f"`tool` mapping of the v1 {label}")
+            return
+        if left:
+            return
+        inputs = [k for k in INPUT_KEYS if k in item]
+        if len(inputs) > 1:
+            self.inexact(item, inputs[1], f"{label} binds inputs under several keys")
+            return
+        settings = [k for k in item if k in INLINE_TOOL_KEYS]
+        if kind == "workbook":
+            task = item.get("name", item.get("task"))
+            if settings:
+                self.inexact(
+                    item,
+                    settings[0],
+                    f"tool settings on the workbook call {label}: v1 ignores "
+                    "them, a canonical call would apply them",
+                )
+                return
+            keys = [kind_key, *(k for k in ("name", "task") if k in item)]
+            self.move(item, keys, end, {"kind": "workbook", "name": task})
+        elif kind is not None and kind not in NO_TOOL:
+            if kind not in self.kinds:
+                self.inexact(item, kind_key, f"tool kind {kind!r} of {label} has no canonical kind")
+                return
+            tool = {"kind": item[kind_key]}
+            for key in settings:
+                tool[key] = item[key]
+            self.move(item, [kind_key, *settings], end, tool)
+        elif kind is not None:
+            self.drop(item, kind_key, end, add_next="next" not in item)
+        elif "next" not in item:
+            self.add_empty_next(item, end)
+        if inputs and inputs[0] != "input":
+            self.rename(item, inputs[0], "input")
+        if "next" in item:
+            self.next(item, label, end)
+
+    def move(self, item: Any, keys: list[str], end: int, tool: dict) -> None:
+        order = sorted(keys, key=lambda k: item.lc.key(k)[0])
+        self.replace_keys(item, order, end, "tool", _map(tool))
+
+    def drop(self, item: Any, key: str, end: int, *, add_next: bool) -> None:
+        start, stop = self.region(item, key, end)
+        column = item.lc.key(key)[1]
+        self.edits.replace(start, stop, [" " * column + "next: []\n"] if add_next else [])
+
+    def add_empty_next(self, item: Any, end: int) -> None:
+        last = list(item)[-1]
+        start, stop = self.region(item, last, end)
+        while stop > start + 1 and self.lines[stop - 1].strip()[:1] in ("", "#"):
+            stop -= 1  # comments after the step belong to what follows
+        column = item.lc.key("step")[1]
+        line = " " * column + "next: []\n"
+        if not self.lines[stop - 1].endswith("\n"):
+            line = "\n" + line
+        self.edits.replace(stop, stop, [line])
+
+    # -- routing -------------------------------------------------------------------------------
+    def next(self, item: Any, label: str, end: int) -> None:
+        value = item["next"]
+        if value is None or isinstance(value, (str, int, float)):
+            return
+        entries = value if isinstance(value, list) else [value]
+        conditional = any(isinstance(e, dict) and ("when" in e or "else" in e) for e in entries)
+        arcs: list[Any] = []
+        for index, entry in enumerate(entries):
+            where = f"entry {index + 1} of `next` of {label}"
+            if not isinstance(entry, dict):
+                arcs.append(flow({"step": entry}))
+                continue
+            if any(k in entry for k in INPUT_KEYS):
+                self.inexact(
+                    item, "next", f"values passed along {where}: a canonical arc passes none"
+                )
+                return
+            if "when" in entry or "else" in entry:
+                found = self.conditional(entry, where)
+                if found is None:
+                    self.inexact(item, "next", f"{where} has no exact canonical arc")
+                    return
+                arcs += found
+            else:
+                arcs.append(flow({"step": entry["step"]}))
+        if not conditional and len(arcs) <= 1 and isinstance(value, list):
+            return  # one direct entry: the same in canonical
+        mode = "exclusive" if conditional else "inclusive"
+        router = {"spec": flow({"mode": mode}), "arcs": seq(arcs)}
+        self.replace_keys(item, ["next"], end, "next", _map(router))
+
+    def conditional(self, entry: dict, where: str) -> list | None:
+        is_else = "else" in entry
+        when = None if is_else else entry.get("when")
+        if "step" in entry and "then" not in entry:
+            targets: Any = [entry["step"]]
+        else:
+            targets = entry.get("else" if is_else else "then")
+            targets = targets if isinstance(targets, list) else [targets]
+        if len(targets) != 1:
+            return None  # several steps at once under one guard
+        target = targets[0]
+        if isinstance(target, dict):
+            if set(target) - {"step"}:
+                return None
+            target = target["step"]
+        arc = {"step": target}
+        if when is not None:
+            arc["when"] = when
+        return [flow(arc)]
+
+
+def _map(values: dict) -> Any:
+    from ruamel.yaml.comments import CommentedMap
+
+    return CommentedMap(values)

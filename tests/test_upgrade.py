@@ -1,0 +1,288 @@
+"""`noetlc upgrade`: exact rewrites, constructs left with a comment, the corpus.
+
+Runs of original against upgraded playbooks (step results, final status) are in
+tests/test_upgrade_runs.py; here the rewrite itself is held: the text it produces, what it keeps
+byte for byte, comments, and, over the corpus, that every upgraded playbook checks clean with
+the same findings and the same step payloads (the runtime's whole input) apart from routing,
+whose targets must stay the same.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from noetl_compile.check import check_text
+from noetl_compile.lower.payload import loop_payload, step_payload
+from noetl_compile.upgrade import upgrade_text
+from noetl_compile.upgrade.edits import COMMENT_PREFIX
+from tests.corpus import CORPUS, corpus_files
+
+CASE_V2 = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata:
+  name: upgrade_demo   # the name stays
+  path: demo/upgrade
+workload:
+  limit: 2
+workflow:
+  # entry step
+  - step: start
+    desc: "first"
+    tool: {kind: python, args: {n: 1}, code: "result = {'n': n}"}
+    args: { seed: 7 }
+    case:
+      # big numbers go to `big`
+      - when: "{{ event.name == 'step.exit' and response is defined and start.n > 5 }}"
+        then:
+          next:
+            - step: big
+      - when: "{{ event.name == 'step.exit' }}"
+        then:
+          next:
+            - step: fan   # the usual way
+  - step: big
+    tool: {kind: python, code: "result = {'big': True}"}
+  - step: fan
+    tool: {kind: python, code: "result = {'fan': True}"}
+    next: [left, right]
+  - step: left
+    loop: {in: "{{ [1, 2] }}", iterator: i, mode: parallel}
+    tool: {kind: python, args: {i: "{{ iter.i }}"}, code: "result = i"}
+  - step: right
+    tool: {kind: python, code: "result = 1"}
+"""
+
+EXPECTED = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata:
+  name: upgrade_demo   # the name stays
+  path: demo/upgrade
+workload:
+  limit: 2
+workflow:
+  # entry step
+  - step: start
+    desc: "first"
+    tool: {kind: python, args: {n: 1}, code: "result = {'n': n}"}
+    input: { seed: 7 }
+    # big numbers go to `big`
+    # the usual way
+    next:
+      spec: {mode: exclusive}
+      arcs:
+        - {step: big, when: "{{ start.n > 5 }}"}
+        - {step: fan}
+  - step: big
+    tool: {kind: python, code: "result = {'big': True}"}
+  - step: fan
+    tool: {kind: python, code: "result = {'fan': True}"}
+    next:
+      spec: {mode: inclusive}
+      arcs:
+        - {step: left}
+        - {step: right}
+  - step: left
+    loop:
+      in: "{{ [1, 2] }}"
+      iterator: i
+      spec: {mode: parallel}
+    tool: {kind: python, args: {i: "{{ iter.i }}"}, code: "result = i"}
+  - step: right
+    tool: {kind: python, code: "result = 1"}
+"""
+
+
+def test_each_exact_rewrite() -> None:
+    upgrade = upgrade_text(CASE_V2, "demo.yaml")
+    assert upgrade.dialect == "case-v2"
+    assert upgrade.diagnostics == []
+    assert upgrade.text == EXPECTED
+    assert upgrade.writable
+    again = check_text(upgrade.text, "demo.yaml")
+    assert again.playbook.dialect == "canonical"
+    assert [d.code for d in again.diagnostics] == []
+    # Idempotent: a canonical playbook is left alone.
+    assert not upgrade_text(upgrade.text, "demo.yaml").changed
+
+
+INEXACT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: inexact, path: demo/inexact}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'id': 1}"}
+    vars:
+      id: "{{ result.id }}"
+    case:
+      - when: "{{ event.name == 'call.done' }}"
+        then:
+          next: [{step: end, args: {id: "{{ vars.id }}"}}]
+  - step: end
+    tool: {kind: python, code: "result = 1"}
+    sink: {tool: {kind: postgres, auth: pg, table: t}}
+"""
+
+
+def test_a_construct_without_equivalent_is_commented_reported_and_not_writable() -> None:
+    upgrade = upgrade_text(INEXACT, "inexact.yaml")
+    codes = Counter(d.code for d in upgrade.diagnostics)
+    assert codes == {"U801": 4}, upgrade.diagnostics
+    lines = upgrade.text.splitlines()
+    # A comment above each construct left as written, at the construct's own line.
+    for diagnostic in upgrade.diagnostics:
+        at = upgrade.original.splitlines()[diagnostic.position.line - 1]
+        index = lines.index(at)
+        assert COMMENT_PREFIX in lines[index - 1], (diagnostic, lines[index - 1])
+    messages = " | ".join(d.message for d in upgrade.diagnostics)
+    for word in ("`vars`", "`sink`", "`when`", "`vars` namespace"):
+        assert word in messages
+    assert not upgrade.writable  # nothing half-upgraded is ever written
+    # Every original line is still there: the comments are the only change.
+    assert [line for line in lines if COMMENT_PREFIX not in line] == upgrade.original.splitlines()
+
+
+def test_a_playbook_check_rejects_is_left_alone() -> None:
+    broken = CASE_V2.replace("- step: big\n    tool", "- step: big\n    tol", 1)
+    upgrade = upgrade_text(broken, "broken.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U802"]
+    assert upgrade.text == broken
+
+
+def _payloads(text: str, path: str) -> dict[str, dict]:
+    playbook = check_text(text, path).playbook
+    out = {}
+    for step in playbook.steps:
+        payload = step_payload(playbook, step, lambda name: name)
+        targets = {arc["step"] for arc in payload.pop("routing")["arcs"]}
+        for rule in payload.pop("case"):
+            targets |= {t["step"] for t in rule["then"].get("next", [])}
+        payload.pop("dialect")
+        payload["targets"] = sorted(targets)
+        if step.loop is not None:
+            payload["loop"] = loop_payload(step)
+        out[step.name] = payload
+    return out
+
+
+def _upgradable() -> list[Path]:
+    out = []
+    for path in corpus_files():
+        text = path.read_text(encoding="utf-8")
+        result = check_text(text, str(path))
+        clean = not any(d.severity.name == "ERROR" for d in result.diagnostics)
+        if result.playbook is not None and result.playbook.dialect != "canonical" and clean:
+            out.append(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def upgraded() -> dict[Path, object]:
+    paths = _upgradable()
+    assert len(paths) >= 75, f"the corpus is missing ({CORPUS})"
+    return {path: upgrade_text(path.read_text(encoding="utf-8"), str(path)) for path in paths}
+
+
+def test_corpus_upgrades(upgraded) -> None:
+    counts = Counter()
+    for path, upgrade in upgraded.items():
+        counts[upgrade.dialect, "read"] += 1
+        # Never an internal failure: what is not upgraded says why, at a position.
+        assert all(d.code in ("U801",) for d in upgrade.diagnostics), upgrade.diagnostics
+        if upgrade.writable:
+            counts[upgrade.dialect, "upgraded"] += 1
+            before = check_text(upgrade.original, str(path))
+            after = check_text(upgrade.text, str(path))
+            assert after.playbook.dialect == "canonical"
+            assert Counter(d.code for d in after.diagnostics) <= Counter(
+                d.code for d in before.diagnostics
+            ), (path, after.diagnostics)
+            counts[upgrade.dialect, "checked clean"] += 1
+            assert _payloads(upgrade.text, str(path)) == _payloads(upgrade.original, str(path))
+            counts[upgrade.dialect, "payloads equal"] += 1
+        else:
+            assert upgrade.diagnostics, path
+            counts[upgrade.dialect, "left with U801"] += 1
+            lines = upgrade.text.splitlines()
+            assert sum(COMMENT_PREFIX in line for line in lines) >= len(
+                {d.position.line for d in upgrade.diagnostics}
+            )
+    print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
+    assert counts["case-v2", "upgraded"] >= 9
+
+
+def test_a_comment_on_each_step_survives(upgraded) -> None:
+    survived = 0
+    for path, upgrade in upgraded.items():
+        if not upgrade.writable:
+            continue
+        lines = upgrade.original.splitlines(keepends=True)
+        marked = []
+        for line in lines:
+            stripped = line.lstrip()
+            if stripped.startswith("- step:"):
+                indent = line[: len(line) - len(stripped)]
+                name = stripped.split(":", 1)[1].split("#")[0].strip()
+                marked.append(f"{indent}# before {name}\n")
+                line = line.rstrip("\n") + f"  # on {name}\n"
+            marked.append(line)
+        text = "".join(marked)
+        again = upgrade_text(text, str(path))
+        assert again.writable, again.diagnostics
+        for comment in (m.strip() for m in marked if "# before " in m or "  # on " in m):
+            fragment = comment if comment.startswith("#") else comment.split("  ", 1)[1]
+            assert fragment in again.text, (path, fragment)
+        survived += 1
+    assert survived >= 9
+
+
+def test_an_upgrade_that_would_check_differently_is_not_written(monkeypatch) -> None:
+    # The safety net behind every rewrite: break one (a misspelt key in what it writes) and the
+    # re-check catches it, so the file is not written.
+    from noetl_compile.upgrade import case_v2
+
+    def misspelt(self, item, keys, end, key, value):
+        line, column = item.lc.key(keys[0])
+        self.edits.replace(line, line + 1, [" " * column + "nxt: fan\n"])
+
+    monkeypatch.setattr(case_v2.CaseV2Upgrade, "replace_keys", misspelt)
+    upgrade = upgrade_text(CASE_V2, "demo.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U803"]
+    assert not upgrade.writable
+
+
+def test_a_comment_above_the_next_step_stays_there_and_a_flow_step_is_left() -> None:
+    text = CASE_V2.replace(
+        "\n  - step: big\n", "\n\n  # big is the exception\n  - step: big\n", 1
+    ).replace(
+        '  - step: right\n    tool: {kind: python, code: "result = 1"}\n',
+        '  - {step: right, tool: {kind: python, code: "result = 1"}, next: [left, big]}\n',
+    )
+    upgrade = upgrade_text(text, "demo.yaml")
+    lines = upgrade.text.splitlines()
+    at = lines.index("  # big is the exception")
+    assert lines[at - 1] == "" and lines[at + 1] == "  - step: big"
+    assert [d.code for d in upgrade.diagnostics] == ["U801"]
+    assert "flow style" in upgrade.diagnostics[0].message
+
+
+def test_write_rewrites_only_complete_upgrades(tmp_path: Path, capsys) -> None:
+    from noetl_compile.cli import main
+
+    done, left = tmp_path / "done.yaml", tmp_path / "left.yaml"
+    done.write_text(CASE_V2, encoding="utf-8")
+    left.write_text(INEXACT, encoding="utf-8")
+    done.chmod(0o640)
+    assert main(["upgrade", str(tmp_path), "--write"]) == 1  # U801 in left.yaml
+    out = capsys.readouterr().out
+    assert f"{done}: upgraded to canonical" in out and "U801" in out
+    assert done.read_text(encoding="utf-8") == EXPECTED
+    assert done.stat().st_mode & 0o777 == 0o640
+    assert left.read_text(encoding="utf-8") == INEXACT  # never half-upgraded
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done.yaml", "left.yaml"]
+    assert main(["check", str(done), "--quiet"]) == 0

@@ -1,0 +1,208 @@
+"""`noetlc upgrade` changes no behaviour: the original and the upgraded playbook, compiled by
+noetlc and run under Airflow's ``dag.test()``, end in the same state with the same steps run and
+the same step results.
+
+Cases: a case-v2 playbook exercising every rewrite (args -> input, a guarded case rule and a
+fallback -> exclusive arcs, a multi-target next -> inclusive arcs, loop mode -> loop.spec.mode)
+and a v1 one (workbook task and call, inline tool, when/then/else, fan-out, `type: end`), each
+run down both of its branches; and every corpus playbook the upgrade rewrites that runs here
+(tests/corpus_run/expectations.yaml says which run and with what).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from noetl_compile.upgrade import upgrade_text
+from tests.corpus import CORPUS, corpus_files
+from tests.corpus_run import runner
+from tests.corpus_run.test_corpus_run import RESET_SQL
+from tests.corpus_run.test_differential import normalise
+
+ROUTES = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_routes, path: tests/upgrade_routes}
+workload:
+  n: 1
+workflow:
+  - step: start
+    tool: {kind: python, args: {n: "{{ workload.n }}"}, code: "result = {'n': int(n) + seed}"}
+    args: {seed: 1}
+    case:
+      - when: "{{ event.name == 'step.exit' and response is defined and start.n > 5 }}"
+        then:
+          next: [{step: big}]
+      - when: "{{ event.name == 'step.exit' }}"
+        then:
+          next: [{step: fan}]
+  - step: big
+    tool: {kind: python, code: "result = {'big': True}"}
+  - step: fan
+    tool: {kind: python, code: "result = {'fan': True}"}
+    next: [left, right]
+  - step: left
+    loop: {in: "{{ [1, 2, 3] }}", iterator: i, mode: parallel}
+    tool: {kind: python, args: {i: "{{ iter.i }}"}, code: "result = {'twice': int(i) * 2}"}
+    next: [{step: join}]
+  - step: right
+    tool: {kind: python, code: "result = {'right': 1}"}
+    next: [{step: join}]
+  - step: join
+    tool: {kind: python, code: "result = {'joined': True}"}
+"""
+
+
+V1_ROUTES = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_v1_routes
+path: tests/upgrade_v1_routes
+workload:
+  n: 1
+workbook:
+  - name: score
+    type: python
+    with: {bonus: 1}
+    code: |
+      def main(n, bonus):
+          return {"score": int(n) + int(bonus)}
+workflow:
+  - step: start
+    next:
+      - when: "{{ workload.n > 5 }}"
+        then: [{step: big}]
+      - else: [{step: rate}]
+  - step: rate
+    type: workbook
+    name: score
+    with: {n: "{{ workload.n }}"}
+    next: [{step: left}, {step: right}]
+  - step: big
+    type: python
+    code: |
+      def main():
+          return {"big": True}
+    next: [{step: end}]
+  - step: left
+    type: python
+    code: |
+      def main():
+          return {"left": 1}
+  - step: right
+    type: python
+    code: |
+      def main():
+          return {"right": 2}
+  - step: end
+    type: end
+"""
+
+
+def _run(root: Path, rel: str, text: str, conf, airflow_db, run_dag, workdir: Path):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return runner.run_corpus_playbook(
+        rel, dags_folder=airflow_db, run_dag=run_dag, workdir=workdir, conf=conf, children=[]
+    )
+
+
+def _finished(run) -> list[str]:
+    own = str(run.execution_id)
+    return sorted(
+        {
+            e.step
+            for e in run.named("StepFinished")
+            if e.status == "success" and e.execution_id == own and e.iteration is None
+        }
+    )
+
+
+def _compare(text: str, conf: dict[str, Any], airflow_db, run_dag, tmp_path, monkeypatch):
+    upgrade = upgrade_text(text, "playbook.yaml")
+    assert upgrade.writable, upgrade.diagnostics
+    root = tmp_path / "corpus"
+    monkeypatch.setattr(runner, "CORPUS", root)
+    before = _run(root, "before/p.yaml", text, conf, airflow_db, run_dag, tmp_path / "b")
+    after = _run(root, "after/p.yaml", upgrade.text, conf, airflow_db, run_dag, tmp_path / "a")
+    assert (after.state, _finished(after)) == (before.state, _finished(before))
+    assert after.results == before.results
+    return before
+
+
+@pytest.mark.parametrize("n, branch", [(1, "fan"), (9, "big")])
+def test_every_rewrite_runs_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    run = _compare(ROUTES, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    finished = _finished(run)
+    assert branch in finished and ({"big", "fan"} - {branch}).isdisjoint(finished)
+    if branch == "fan":
+        assert {"left", "right", "join"} <= set(finished)
+        assert run.results["left"]["results"] == [{"twice": 2}, {"twice": 4}, {"twice": 6}]
+
+
+@pytest.mark.parametrize("n, branch", [(1, "rate"), (9, "big")])
+def test_every_v1_rewrite_runs_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    run = _compare(V1_ROUTES, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    finished = _finished(run)
+    assert branch in finished and ({"big", "rate"} - {branch}).isdisjoint(finished)
+    if branch == "rate":
+        assert {"left", "right"} <= set(finished)
+        assert run.results["rate"] == {"score": 2}
+
+
+def _runnable_upgrades() -> list[str]:
+    expectations = yaml.safe_load(
+        (Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text()
+    )
+    out = []
+    for path in corpus_files():
+        rel = path.relative_to(CORPUS).as_posix()
+        entry = expectations.get(rel) or {}
+        if "run" in entry and upgrade_text(path.read_text(encoding="utf-8"), rel).writable:
+            out.append(rel)
+    return out
+
+
+RUNNABLE = _runnable_upgrades()
+
+
+def test_some_corpus_upgrade_runs() -> None:
+    assert RUNNABLE, "no runnable corpus playbook is upgraded (is NOETLC_CORPUS set?)"
+
+
+@pytest.mark.parametrize("rel", RUNNABLE)
+def test_corpus_upgrade_runs_as_the_original(
+    rel, airflow_db, run_dag, http_server, tmp_path, monkeypatch, pg_connections, pg_test_dsn
+) -> None:
+    import psycopg
+
+    entry = yaml.safe_load(
+        (Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text()
+    )[rel]["run"]
+    assert not entry.get("setup"), "a setup step: run it before each of the two runs"
+    text = (CORPUS / rel).read_text(encoding="utf-8")
+    conf = runner.substitute(entry.get("conf"), {"http_server": http_server, "tmp": str(tmp_path)})
+    runs = []
+    for label, body in (("before", text), ("after", upgrade_text(text, rel).text)):
+        with psycopg.connect(pg_test_dsn, autocommit=True) as db:
+            db.execute(RESET_SQL)  # the same empty database for both runs
+        root = tmp_path / label / "corpus"
+        monkeypatch.setattr(runner, "CORPUS", root)
+        runs.append(_run(root, rel, body, conf, airflow_db, run_dag, tmp_path / label))
+    before, after = runs
+    assert before.state == entry.get("state", "success"), before.describe()
+    assert (after.state, _finished(after)) == (before.state, _finished(before))
+    # Wall-clock values (timestamps, HTTP Date headers, timings) differ between any two runs;
+    # normalised as the differential test does, everything else must be equal.
+    assert normalise(after.results) == normalise(before.results)
