@@ -53,6 +53,7 @@ NOT_STRUCTURAL = {
     "S106": "duplicate step or task names: uniqueness of one field across items (uniqueItems "
     "compares whole items)",
     "S115": "a warning: the playbook runs from its first step",
+    "S116": "a warning: a NoETL 5 key that is read but not executed on Airflow is valid structure",
     "Y001": "not YAML: there is no document to validate",
     "Y002": "a duplicate key is gone once the YAML is a JSON value",
     "Y003": "a non-scalar key has no JSON form",
