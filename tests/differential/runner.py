@@ -1,0 +1,206 @@
+"""Run a recorded differential case through noetlc as a user's DAG runs, and compare outcomes.
+
+A case (``cases/<area>/<name>.yaml``) holds a playbook, an optional request payload and
+``expect``: the outcome NoETL's own engine produced for it (see ``README.md`` here for how those
+were recorded). :func:`run_case` compiles the playbook with ``noetlc compile`` and runs the DAG
+under ``dag.test()`` with the payload as ``dag_run.conf`` (what ``noetlc run --set`` does);
+:func:`outcome_of` reads the same fields from that run; :func:`differences` names the fields
+that differ.
+
+Fields compared, exactly, after :func:`normalise`:
+
+* ``status``: ``completed`` / ``failed`` (NoETL's execution status; the DAG run's state,
+  ``success`` read as ``completed``); ``rejected`` where the compiler refuses the playbook;
+* ``steps_ran``: the steps whose tool was called, as a set (NoETL records them in event order,
+  which for parallel branches is the order workers finished, not a property of the playbook).
+  Where NoETL's engine races (a recovery step issued after the execution was already marked
+  failed runs in some runs and not in others), the case was recorded three times and
+  ``steps_ran_observed`` lists every variant seen; noetlc must produce one of them;
+* ``results.<step>``: the result document of each step NoETL recorded one for (what
+  ``{{ step }}`` holds downstream);
+* ``calls.<step>``: tool calls per step (attempts, loop iterations).
+
+What is normalised, and why: values that differ between two runs of the same engine by
+construction, and nothing else: wall-clock values (ISO-8601 timestamps, HTTP ``Date`` headers,
+the values of ``elapsed`` / ``duration`` / ``duration_ms``) and NoETL's result-store locators (a
+``ref`` / ``_ref`` / ``reference`` mapping with a ``locator``: it embeds the execution id and a
+random suffix), a uuid4 ``id`` (NoETL's python tool stamps each error result with a fresh
+one) and a ``command_id`` (``<execution id>:<step>:<snowflake>``). A locator's or an id's presence is kept (it becomes ``<result-ref>`` / ``<uuid>``), so a
+result that carries one in NoETL and none in noetlc still differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.corpus_run.runner import step_results_from_xcom
+from tests.corpus_run.test_differential import normalise
+
+HERE = Path(__file__).parent
+CASES = HERE / "cases"
+DIVERGENCES = HERE / "divergences.yaml"
+SUBFOLDER = "differential"
+
+_DAG_ID = re.compile(r'dag_id="([^"]+)"')
+
+
+def load_cases() -> dict[str, dict[str, Any]]:
+    """``area/name`` -> case document, sorted."""
+    out = {}
+    for path in sorted(CASES.glob("*/*.yaml")):
+        out[f"{path.parent.name}/{path.stem}"] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return out
+
+
+def load_divergences() -> dict[str, dict[str, Any]]:
+    if not DIVERGENCES.exists():
+        return {}
+    return yaml.safe_load(DIVERGENCES.read_text(encoding="utf-8")) or {}
+
+
+def compile_case(case: dict[str, Any], workdir: Path) -> tuple[str | None, str, str]:
+    """(dag_id, DAG source, compiler report); dag_id is None when noetlc refuses the playbook."""
+    from noetl_compile.cli import main
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    source = workdir / f"{case['name']}.yaml"
+    source.write_text(yaml.safe_dump(case["playbook"], sort_keys=False), encoding="utf-8")
+    out = workdir / "compiled"
+    report = io.StringIO()
+    with contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
+        code = main(["compile", str(source), "-o", str(out)])
+    files = sorted(out.glob("*.py")) if out.exists() else []
+    if code != 0 or not files:
+        return None, "", report.getvalue()
+    text = files[0].read_text(encoding="utf-8")
+    return _DAG_ID.search(text).group(1), text, report.getvalue()
+
+
+def run_case(
+    case: dict[str, Any], *, run_dag: Callable[..., Any], dags_folder: Path, workdir: Path
+) -> dict[str, Any]:
+    """The outcome noetlc produces for ``case`` (same fields as ``case['expect']``)."""
+    from airflow_plugin.events import MemoryRecorder, set_default_recorder
+
+    dag_id, source, report = compile_case(case, workdir)
+    if dag_id is None:
+        codes = sorted(set(re.findall(r"\b([ESW]\d{3})\b", report)))
+        return {
+            "status": "rejected",
+            "steps_ran": [],
+            "results": {},
+            "calls": {},
+            "rejected_by": codes,
+        }
+    payloads = _payloads(source)
+    recorder = MemoryRecorder()
+    previous = set_default_recorder(recorder)
+    try:
+        out = run_dag(source, dag_id, dict(case.get("payload") or {}))
+    finally:
+        set_default_recorder(previous)
+        (dags_folder / f"{dag_id}.py").unlink(missing_ok=True)
+        shutil.rmtree(dags_folder / SUBFOLDER, ignore_errors=True)
+    return outcome_of(out, payloads, recorder.events)
+
+
+def _payloads(source: str) -> dict[str, Any]:
+    """The DAG file's ``PAYLOADS`` literal, read without importing the file (no Airflow)."""
+    import ast
+
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "PAYLOADS" for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    raise AssertionError("no PAYLOADS literal in the compiled DAG file")
+
+
+def outcome_of(out: Any, payloads: dict[str, Any], events: list[Any]) -> dict[str, Any]:
+    # NoETL records one call per command: a pipeline (and a single tool with policy rules,
+    # which it runs as a one-task pipeline) retries its tasks inside that call, and a loop
+    # issues one command per item. The comparable count here: first attempts of the step's
+    # first task (its first ``ToolStarted`` label).
+    calls: dict[str, int] = {}
+    first_label: dict[str, str] = {}
+    for event in events:
+        if event.name != "ToolStarted" or not event.step:
+            continue
+        label = (event.tool_run_id or event.entity_id or "").rpartition(":")[2]
+        first_label.setdefault(event.step, label)
+        if label == first_label[event.step] and (event.attempt or 1) == 1:
+            calls[event.step] = calls.get(event.step, 0) + 1
+    results = step_results_from_xcom(out.xcom, payloads)
+    return {
+        "status": "completed" if out.state == "success" else out.state,
+        "steps_ran": sorted(calls),
+        "results": results,
+        "calls": calls,
+    }
+
+
+_REF_KEYS = frozenset({"ref", "_ref", "reference"})
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _is_locator(value: dict[str, Any]) -> bool:
+    return "locator" in value or str(value.get("ref", "")).startswith("noetl://")
+
+
+def _strip_refs(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: "<result-ref>"
+            if k in _REF_KEYS and isinstance(v, dict) and _is_locator(v)
+            else "<uuid>"
+            if k == "id" and isinstance(v, str) and _UUID.fullmatch(v)
+            else "<command-id>"
+            if k == "command_id" and isinstance(v, str)
+            else _strip_refs(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_strip_refs(v) for v in value]
+    return value
+
+
+def comparable(value: Any) -> Any:
+    return normalise(_strip_refs(value))
+
+
+def differences(expect: dict[str, Any], actual: dict[str, Any]) -> dict[str, str]:
+    """field -> short description, for every compared field that differs (empty: a match)."""
+    found: dict[str, str] = {}
+    if expect["status"] != actual["status"]:
+        found["status"] = f"noetl {expect['status']} / noetlc {actual['status']}"
+        if actual["status"] == "rejected":
+            found["status"] += f" {actual.get('rejected_by')}"
+            return found
+    want, got = sorted(expect.get("steps_ran") or []), sorted(actual.get("steps_ran") or [])
+    variants = expect.get("steps_ran_observed") or [want]
+    if got not in [sorted(v) for v in variants]:
+        shown = want if len(variants) == 1 else " or ".join(map(str, variants))
+        found["steps_ran"] = f"noetl {shown} / noetlc {got}"
+    for step, value in (expect.get("results") or {}).items():
+        mine = actual["results"].get(step, "<no result>")
+        if comparable(value) != comparable(mine):
+            found[f"results.{step}"] = (
+                f"noetl {_short(comparable(value))} / noetlc {_short(comparable(mine))}"
+            )
+    for step, count in (expect.get("calls") or {}).items():
+        if actual["calls"].get(step, 0) != count:
+            found[f"calls.{step}"] = f"noetl {count} / noetlc {actual['calls'].get(step, 0)}"
+    return found
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
