@@ -29,6 +29,13 @@ def _json(value: Any, limit: int = _MAX_CELL) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _clock(value: Any) -> str:
+    """``HH:MM:SS.mmm`` of a timestamp (the full one is the cell's title)."""
+    text = str(value)
+    time_part = text.split("T", 1)[1] if "T" in text else text.split(" ", 1)[-1]
+    return time_part[:12]
+
+
 def log_url(dag_id: str, run_id: str, task_id: str, map_index: Any, try_number: Any) -> str:
     """Airflow 3's task instance page (its log tab) for one try."""
     path = f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/{quote(task_id, safe='')}"
@@ -118,7 +125,8 @@ def _timeline(view: RunView, events: list[dict[str, Any]]) -> str:
         rows.append(
             f'<tr class="event" data-step="{_e(event.get("step") or "")}" '
             f'data-name="{_e(event["name"])}">'
-            f"<td>{_e(event['seq'])}</td><td>{_e(event['timestamp'])}</td>"
+            f"<td>{_e(event['seq'])}</td>"
+            f'<td title="{_e(event["timestamp"])}">{_e(_clock(event["timestamp"]))}</td>'
             f"<td>{_e(event['name'])}</td><td>{_e(event['entity'])}</td>"
             f"<td>{_e(event['entity_id'])}</td><td>{_status(event['status'])}</td>"
             f"<td>{_e(event.get('step') or '')}</td><td>{_e('  '.join(extra))}</td>"
@@ -155,10 +163,10 @@ def render_run(view: RunView, *, static: str, task: tuple[str, int | None] | Non
             '<p class="filter"><label>step <input id="step-filter" type="search"></label></p>'
             "</header>"
         ),
-        _section("Timeline", _timeline(view, events), "timeline-section"),
         _section("State (noetlc status)", _steps(state), "state-section"),
         _section("Loops", _loops(state), "loops-section"),
         _section("Gates", _gates(view), "gates-section"),
+        _section("Timeline", _timeline(view, events), "timeline-section"),
         _section("Results", results, "results-section"),
     ]
     if state["ctx"] or state["vars"]:

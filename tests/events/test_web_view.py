@@ -80,9 +80,8 @@ def api(monkeypatch, passwords, event_log):
     monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(passwords))
     monkeypatch.setenv("AIRFLOW__API_AUTH__JWT_SECRET", "web-view-test-jwt-secret-0123456789")
     monkeypatch.setenv("NOETL_EVENTS_URL", event_log.store.url)
-    from fastapi.testclient import TestClient
-
     from airflow.api_fastapi.app import create_app, purge_cached_app
+    from fastapi.testclient import TestClient
 
     purge_cached_app()
     client = TestClient(create_app("core"))
