@@ -155,3 +155,26 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     assert all("/mapped/1" in link for link in task_page.links)
     static = client.get("/noetl/static/noetl.js")
     assert static.status_code == 200 and "step-filter" in static.text
+
+
+def test_loading_the_plugin_does_not_build_the_view():
+    """Every task runner loads the plugin: the view (FastAPI, Airflow's API security) is built
+    only when the API server reads ``fastapi_apps``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from airflow_plugin.plugin import NoetlPlugin\n"
+        "assert 'airflow_plugin.web.app' not in sys.modules, 'built at import'\n"
+        "views = NoetlPlugin.external_views\n"
+        "assert [v['destination'] for v in views] == ['dag_run', 'task_instance']\n"
+        "assert 'airflow_plugin.web.app' not in sys.modules\n"
+        "apps = NoetlPlugin.fastapi_apps\n"
+        "assert apps[0]['url_prefix'] == '/noetl' and apps is NoetlPlugin.fastapi_apps\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
