@@ -90,10 +90,12 @@ def create_app() -> FastAPI:
         response_class=HTMLResponse,
     )
     def task_page(
-        request: Request, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+        request: Request, dag_id: str, run_id: str, task_id: str, map_index: str = "-1"
     ) -> HTMLResponse:
+        # Airflow's UI leaves `{MAP_INDEX}` unfilled on the page of an unmapped task: all tries.
+        index = int(map_index) if map_index.lstrip("-").isdigit() else -1
         view = _view(dag_id, run_id)
-        return _html(render_run(view, static=_static(request), task=(task_id, map_index)))
+        return _html(render_run(view, static=_static(request), task=(task_id, index)))
 
     @app.get("/api/runs/{dag_id}/{run_id}/events", dependencies=[_read_run])
     def run_events(dag_id: str, run_id: str) -> JSONResponse:

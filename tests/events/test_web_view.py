@@ -153,6 +153,12 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     mapped = [r for r in rows if r.get("task_id") == "measure.body" and r.get("map_index") == 1]
     assert task_page.events == len(mapped) > 0
     assert all("/mapped/1" in link for link in task_page.links)
+    # The UI leaves the placeholder in the tab's URL on an unmapped task's page.
+    unmapped = client.get(f"{base}/tasks/start?map_index={{MAP_INDEX}}", headers=viewer)
+    start_page = _Rows()
+    start_page.feed(unmapped.text)
+    assert unmapped.status_code == 200
+    assert start_page.events == len([r for r in rows if r.get("task_id") == "start"]) > 0
     static = client.get("/noetl/static/noetl.js")
     assert static.status_code == 200 and "step-filter" in static.text
 
