@@ -35,8 +35,25 @@ with DAG(
     params={
         "name": Param("world", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/nested_child"],
+    doc_md=(
+        "# nested_child\n"
+        "\n"
+        "Child playbook called by nested_parent\n"
+        "\n"
+        "- Catalog path: `examples/nested_child`\n"
+        "- Source: `playbooks/nested_child.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `c4c3538d0ccecbc5fa8a3f4b93f5da0a4df38fd9f9a5d84b94bff9b13a40b540`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )

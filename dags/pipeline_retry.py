@@ -81,13 +81,36 @@ with DAG(
     params={
         "base": Param(21, type="integer"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/pipeline_retry"],
+    doc_md=(
+        "# pipeline_retry\n"
+        "\n"
+        "Tool pipeline with a retry policy\n"
+        "\n"
+        "- Catalog path: `examples/pipeline_retry`\n"
+        "- Source: `playbooks/pipeline_retry.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `ed4ae3d3342c8678bc6778d5fc87a067f09ecba01db436807e2c50bade7f81ef`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> end

@@ -71,23 +71,52 @@ with DAG(
     params={
         "pg_auth": Param("pg_local", type="string"),
     },
-    tags=["noetl", "v1"],
-    doc_md=__doc__,
+    tags=["noetl", "v1", "examples/postgres_upsert"],
+    doc_md=(
+        "# postgres_upsert\n"
+        "\n"
+        "- Catalog path: `examples/postgres_upsert`\n"
+        "- Source: `playbooks/postgres_upsert.yaml`\n"
+        "- Dialect: v1\n"
+        "- SHA-256: `dfcb13342b36d33a578f1be8f550d35a8d37d7c2fdb1b5d02143376fc79a1118`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (postgres)",
+        tool_kind="postgres",
+    )
 
     # step: score
-    score = NoetlStepOperator(task_id="score", payload=PAYLOADS["score"], reads=READS["score"])
+    score = NoetlStepOperator(
+        task_id="score",
+        payload=PAYLOADS["score"],
+        reads=READS["score"],
+        task_display_name="score (python)",
+        tool_kind="python",
+    )
 
     # step: read_back
     read_back = NoetlStepOperator(
         task_id="read_back",
         payload=PAYLOADS["read_back"],
         reads=READS["read_back"],
+        task_display_name="read_back (postgres)",
+        tool_kind="postgres",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (route)",
+        tool_kind="route",
+    )
 
     start >> score >> read_back >> end

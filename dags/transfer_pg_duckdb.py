@@ -51,13 +51,36 @@ with DAG(
         "pg_auth": Param("pg_local", type="string"),
         "rows": Param(2500, type="integer"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/transfer_pg_duckdb"],
+    doc_md=(
+        "# transfer_pg_duckdb\n"
+        "\n"
+        "Postgres to DuckDB transfer, chunked\n"
+        "\n"
+        "- Catalog path: `examples/transfer_pg_duckdb`\n"
+        "- Source: `playbooks/transfer_pg_duckdb.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `b9a42a762b73d4dc430415ee58153b0911e9e452369f2209779999133d4fdba1`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (transfer)",
+        tool_kind="transfer",
+    )
 
     # step: check
-    check = NoetlStepOperator(task_id="check", payload=PAYLOADS["check"], reads=READS["check"])
+    check = NoetlStepOperator(
+        task_id="check",
+        payload=PAYLOADS["check"],
+        reads=READS["check"],
+        task_display_name="check (duckdb)",
+        tool_kind="duckdb",
+    )
 
     start >> check

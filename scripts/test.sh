@@ -11,6 +11,8 @@ MISSING=()
 command -v dot >/dev/null 2>&1 || MISSING+=(graphviz)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || MISSING+=(postgresql-15)
 command -v redis-server >/dev/null 2>&1 || MISSING+=(redis-server)
+# Debian's chromium: tests/deploy/test_ui_deployed.py drives the Airflow UI with it (headless).
+command -v chromium >/dev/null 2>&1 || MISSING+=(chromium)
 if [ "${#MISSING[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq

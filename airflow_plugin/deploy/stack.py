@@ -51,6 +51,9 @@ __all__ = ["StackError", "main"]
 REPO = Path(__file__).resolve().parents[2]
 PG_BIN = Path(os.environ.get("NOETL_STACK_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ADMIN = "admin"
+# Besides the admin, a read-only user and one with no role (authenticated, may read no DAG):
+# what the NoETL view's authorization is tested with. Their passwords are in the same file.
+OTHER_USERS = ("viewer:viewer", "outsider:")
 DATABASES = ("airflow", "noetl_events", "noetl_data")
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 CELERY_WORKERS = ("worker1", "worker2")
@@ -328,7 +331,7 @@ def _airflow_env(
         "AIRFLOW__CORE__AUTH_MANAGER": (
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
         ),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join((f"{ADMIN}:admin", *OTHER_USERS)),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(layout.passwords),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),

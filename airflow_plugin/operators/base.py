@@ -23,6 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
 
 from ..events.redact import mask_secret_values
 from ..runtime.ids import execution_id_for
+from .presentation import ToolKindMixin
 
 __all__ = [
     "XCOM_RETURN_KEY",
@@ -201,7 +202,8 @@ class NoetlTaskMixin(BranchMixIn):
         return output
 
 
-class NoetlTask(BaseOperator, NoetlTaskMixin):
+class NoetlTask(ToolKindMixin, BaseOperator, NoetlTaskMixin):
+    # ToolKindMixin first: it takes the compiler's `tool_kind` before BaseOperator checks kwargs.
     # Class attributes of BaseOperator come first in the MRO: restate the mixin's.
     template_fields = ()
     inherits_from_skipmixin = True

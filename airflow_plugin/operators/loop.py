@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import NoetlTask, fail_task, runs_in_process, step_output
+from .presentation import item_label
 
 __all__ = [
     "CompiledStepOperator",
@@ -211,6 +212,8 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
         chunks = chunk(items, limit)
         for part in chunks:
             part["total"] = len(items)
+            # The body's map_index_template shows it: instances named by their item.
+            part["label"] = item_label(part["items"])
             if inputs["args"]:
                 # Args routed into the loop step reach the head (its upstream is the router);
                 # every body instance binds them too.

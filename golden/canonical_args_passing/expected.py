@@ -78,20 +78,43 @@ with DAG(
     params={
         "initial_value": Param(100, type="integer"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "tests/test_args_passing"],
+    doc_md=(
+        "# test_args_passing\n"
+        "\n"
+        "- Catalog path: `tests/test_args_passing`\n"
+        "- Source: `golden/canonical_args_passing/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `9ceba739eadfea93ebd4faa8a7a621bc5b12db622654c66d340bcd7032a67a33`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: use_vars
     use_vars = NoetlStepOperator(
         task_id="use_vars",
         payload=PAYLOADS["use_vars"],
         reads=READS["use_vars"],
+        task_display_name="use_vars (python)",
+        tool_kind="python",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> use_vars >> end

@@ -318,17 +318,45 @@ with DAG(
         "processing_delay": Param(0, type="integer"),
         "loop_results": Param([], type="array"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "load_test/heavy_loop_aggregation"],
+    doc_md=(
+        "# heavy_loop_aggregation_test\n"
+        "\n"
+        "Heavy load test for loop handling and result aggregation.\n"
+        "\n"
+        "This playbook tests the NATS K/V refactoring by:\n"
+        "1. Processing a large number of items (configurable, default 100)\n"
+        "2. Each iteration produces a result with meaningful data\n"
+        "3. Results are aggregated at the end\n"
+        "4. Validates that NATS K/V stores only counts, not results\n"
+        "\n"
+        "The test should complete successfully without hitting NATS 1MB limit\n"
+        "because results are stored in event table, not NATS K/V.\n"
+        "\n"
+        "- Catalog path: `load_test/heavy_loop_aggregation`\n"
+        "- Source: `golden/canonical_heavy_loop_aggregation/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `23019ed60aec871542f7161f65fe7cc890c9b8943c6f27d77b4e014e2027ecf5`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # sequential loop writing ctx (iterates inside one task): process_items
     process_items = NoetlSequentialLoopOperator(
         task_id="process_items",
         payload=PAYLOADS["process_items"],
         reads=READS["process_items"],
+        task_display_name="process_items (python, sequential loop)",
+        tool_kind="python",
     )
 
     # step: aggregate_results
@@ -336,6 +364,8 @@ with DAG(
         task_id="aggregate_results",
         payload=PAYLOADS["aggregate_results"],
         reads=READS["aggregate_results"],
+        task_display_name="aggregate_results (python)",
+        tool_kind="python",
     )
 
     # step: validate_results
@@ -343,9 +373,17 @@ with DAG(
         task_id="validate_results",
         payload=PAYLOADS["validate_results"],
         reads=READS["validate_results"],
+        task_display_name="validate_results (python)",
+        tool_kind="python",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> process_items >> aggregate_results >> validate_results >> end

@@ -53,20 +53,43 @@ with DAG(
     params={
         "message": Param("Hello World", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "tests/fixtures/playbooks/hello_world"],
+    doc_md=(
+        "# hello_world\n"
+        "\n"
+        "- Catalog path: `tests/fixtures/playbooks/hello_world`\n"
+        "- Source: `golden/canonical_hello_world/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `a6150a76e5d8356b324cbdc0553a6d6f61bf3ed93a34c31a5e27750650a2c651`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: test_step
     test_step = NoetlStepOperator(
         task_id="test_step",
         payload=PAYLOADS["test_step"],
         reads=READS["test_step"],
+        task_display_name="test_step (python)",
+        tool_kind="python",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> test_step >> end

@@ -37,13 +37,34 @@ with DAG(
     schedule=None,
     catchup=False,
     is_paused_upon_creation=False,
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "test/test_implicit_end_routing"],
+    doc_md=(
+        "# test_implicit_end_routing\n"
+        "\n"
+        "- Catalog path: `test/test_implicit_end_routing`\n"
+        "- Source: `golden/canonical_implicit_end_routing/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `335894c1eedc3e3360e792d78d6d94061cc0cfe480df946569f66164e69e5a8b`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: step1
-    step1 = NoetlStepOperator(task_id="step1", payload=PAYLOADS["step1"], reads=READS["step1"])
+    step1 = NoetlStepOperator(
+        task_id="step1",
+        payload=PAYLOADS["step1"],
+        reads=READS["step1"],
+        task_display_name="step1 (python)",
+        tool_kind="python",
+    )
 
     start >> step1

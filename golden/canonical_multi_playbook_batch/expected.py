@@ -168,17 +168,33 @@ with DAG(
         "bucket": Param("test-bucket", type="string"),
         "pg_auth": Param("pg_k8s", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "batch_execution/multi_playbook_batch"],
+    doc_md=(
+        "# multi_playbook_batch\n"
+        "\n"
+        "- Catalog path: `batch_execution/multi_playbook_batch`\n"
+        "- Source: `golden/canonical_multi_playbook_batch/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `97b6884d9f72d5f04fd8ae7b34306585ac0e6a1a1b26f21be7a0c8006a419bc9`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # nested playbook (TriggerDagRunOperator): run_http_test
     run_http_test = NoetlPlaybookOperator(
         task_id="run_http_test",
         payload=PAYLOADS["run_http_test"],
         reads=READS["run_http_test"],
+        task_display_name="run_http_test (playbook)",
         trigger_dag_id="tests.fixtures.playbooks.data_transfer.http_to_postgres_simple",
         wait_for_completion=True,
         deferrable=True,
@@ -189,6 +205,7 @@ with DAG(
         task_id="run_weather_processing",
         payload=PAYLOADS["run_weather_processing"],
         reads=READS["run_weather_processing"],
+        task_display_name="run_weather_processing (playbook)",
         trigger_dag_id="tests.fixtures.playbooks.control_flow_workbook",
         wait_for_completion=True,
         deferrable=True,
@@ -199,6 +216,7 @@ with DAG(
         task_id="run_data_transformation",
         payload=PAYLOADS["run_data_transformation"],
         reads=READS["run_data_transformation"],
+        task_display_name="run_data_transformation (playbook)",
         trigger_dag_id="tests.fixtures.playbooks.duckdb_gcs_workload_identity.workload_identity",
         wait_for_completion=True,
         deferrable=True,
@@ -209,10 +227,18 @@ with DAG(
         task_id="store_results",
         payload=PAYLOADS["store_results"],
         reads=READS["store_results"],
+        task_display_name="store_results (duckdb)",
+        tool_kind="duckdb",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> run_http_test >> run_weather_processing >> run_data_transformation >> store_results
     store_results >> end

@@ -63,11 +63,26 @@ with DAG(
             {"value": 30, "name": "thirty"},
         ], type="array"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "test/simple_loop"],
+    doc_md=(
+        "# simple_loop_test\n"
+        "\n"
+        "- Catalog path: `test/simple_loop`\n"
+        "- Source: `golden/canonical_simple_loop/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `81e34b717caf4012f99020dae9841d6e56c8315faa80ad4a970d8f83fb271eac`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # sequential loop (head -> mapped body -> tail): loop_test
     with TaskGroup(group_id="loop_test") as loop_test:
@@ -75,22 +90,32 @@ with DAG(
             task_id="head",
             payload=PAYLOADS["loop_test"],
             reads=READS["loop_test"],
+            task_display_name="head (items)",
         )
         loop_test_body = NoetlLoopBodyOperator.partial(
             task_id="body",
             payload=PAYLOADS["loop_test"],
             reads=READS["loop_test"],
+            task_display_name="body (python)",
+            map_index_template="{{ task.chunk.label | default(ti.map_index) }}",
             max_active_tis_per_dagrun=1,
         ).expand(chunk=loop_test_head.output)
         loop_test_tail = NoetlLoopTailOperator(
             task_id="tail",
             payload=PAYLOADS["loop_test"],
             reads=READS["loop_test"],
+            task_display_name="tail (collect)",
             trigger_rule="none_failed_min_one_success",
         )
         [loop_test_head, loop_test_body] >> loop_test_tail
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> loop_test >> end

@@ -83,20 +83,45 @@ with DAG(
     params={
         "test_value": Param("hello", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "tests/control-flow/start_with_action"],
+    doc_md=(
+        "# test_start_with_action\n"
+        "\n"
+        "Test start step with action type that executes then routes\n"
+        "\n"
+        "- Catalog path: `tests/control-flow/start_with_action`\n"
+        "- Source: `golden/canonical_start_with_action/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `e80e7a0cc9ed660116f8d97718c90834adbc9cd8175751241612ac7db582f017`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: process
     process = NoetlStepOperator(
         task_id="process",
         payload=PAYLOADS["process"],
         reads=READS["process"],
+        task_display_name="process (python)",
+        tool_kind="python",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> process >> end

@@ -57,13 +57,36 @@ with DAG(
     params={
         "message": Param("Hello from V2", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "test/v2/simple_python"],
+    doc_md=(
+        "# v2_simple_python_test\n"
+        "\n"
+        "Simple Python test for V2 worker\n"
+        "\n"
+        "- Catalog path: `test/v2/simple_python`\n"
+        "- Source: `golden/case_v2_simple_python/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `fdb3886a496ffdfd34cb9f6d8cf78f138351ce75a71f9cea64219cea809fb7a9`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> end

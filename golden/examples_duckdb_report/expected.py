@@ -52,13 +52,36 @@ with DAG(
             {"region": "north", "amount": 30},
         ], type="array"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/duckdb_report"],
+    doc_md=(
+        "# duckdb_report\n"
+        "\n"
+        "DuckDB aggregation over workload rows\n"
+        "\n"
+        "- Catalog path: `examples/duckdb_report`\n"
+        "- Source: `golden/examples_duckdb_report/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `7154829286ca804062831eb184a3cf0c68a678510156673fe4b184cebb14f93d`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (duckdb)",
+        tool_kind="duckdb",
+    )
 
     # step: report
-    report = NoetlStepOperator(task_id="report", payload=PAYLOADS["report"], reads=READS["report"])
+    report = NoetlStepOperator(
+        task_id="report",
+        payload=PAYLOADS["report"],
+        reads=READS["report"],
+        task_display_name="report (python)",
+        tool_kind="python",
+    )
 
     start >> report

@@ -51,16 +51,45 @@ with DAG(
     params={
         "message": Param("Hello World", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/hello_world"],
+    doc_md=(
+        "# hello_world\n"
+        "\n"
+        "Three python steps in a row\n"
+        "\n"
+        "- Catalog path: `examples/hello_world`\n"
+        "- Source: `golden/examples_hello_world/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `e996b113db2005e300c1be42fff34473237b2933ceda4d186d440e54a38046ca`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: greet
-    greet = NoetlStepOperator(task_id="greet", payload=PAYLOADS["greet"], reads=READS["greet"])
+    greet = NoetlStepOperator(
+        task_id="greet",
+        payload=PAYLOADS["greet"],
+        reads=READS["greet"],
+        task_display_name="greet (python)",
+        tool_kind="python",
+    )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> greet >> end

@@ -68,20 +68,45 @@ with DAG(
     params={
         "api_url": Param("http://127.0.0.1:5555", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/http_fetch"],
+    doc_md=(
+        "# http_fetch\n"
+        "\n"
+        "HTTP with a retry policy, then the body read downstream\n"
+        "\n"
+        "- Catalog path: `examples/http_fetch`\n"
+        "- Source: `golden/examples_http_fetch/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `523f61a1f29df8c71c4c35f6629d729dfb9de7d4cda60de291474bf998b1d19e`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (noop)",
+        tool_kind="noop",
+    )
 
     # step: fetch
-    fetch = NoetlStepOperator(task_id="fetch", payload=PAYLOADS["fetch"], reads=READS["fetch"])
+    fetch = NoetlStepOperator(
+        task_id="fetch",
+        payload=PAYLOADS["fetch"],
+        reads=READS["fetch"],
+        task_display_name="fetch (http)",
+        tool_kind="http",
+    )
 
     # step: summarize
     summarize = NoetlStepOperator(
         task_id="summarize",
         payload=PAYLOADS["summarize"],
         reads=READS["summarize"],
+        task_display_name="summarize (python)",
+        tool_kind="python",
     )
 
     start >> fetch >> summarize

@@ -53,23 +53,47 @@ with DAG(
     params={
         "who": Param("Ada", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/nested_parent"],
+    doc_md=(
+        "# nested_parent\n"
+        "\n"
+        "Calls nested_child as a step\n"
+        "\n"
+        "- Catalog path: `examples/nested_parent`\n"
+        "- Source: `golden/examples_nested_parent/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `411533328318c3a9d4a65a5dc165f58bc731223a8920cbf1af3c38157bd89a84`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (noop)",
+        tool_kind="noop",
+    )
 
     # nested playbook (TriggerDagRunOperator): call_child
     call_child = NoetlPlaybookOperator(
         task_id="call_child",
         payload=PAYLOADS["call_child"],
         reads=READS["call_child"],
+        task_display_name="call_child (playbook)",
         trigger_dag_id="examples.nested_child",
         wait_for_completion=True,
         deferrable=True,
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (python)",
+        tool_kind="python",
+    )
 
     start >> call_child >> end

@@ -53,17 +53,36 @@ with DAG(
     params={
         "shots": Param(256, type="integer"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/quantum_bell"],
+    doc_md=(
+        "# quantum_bell\n"
+        "\n"
+        "Bell state on the aer simulator\n"
+        "\n"
+        "- Catalog path: `examples/quantum_bell`\n"
+        "- Source: `golden/examples_quantum/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `85148aafc8613dc266d967137e99eb313a2ce094df0246b46df69fa512a22c90`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (quantum)",
+        tool_kind="quantum",
+    )
 
     # step: summarize
     summarize = NoetlStepOperator(
         task_id="summarize",
         payload=PAYLOADS["summarize"],
         reads=READS["summarize"],
+        task_display_name="summarize (python)",
+        tool_kind="python",
     )
 
     start >> summarize

@@ -38,17 +38,36 @@ with DAG(
     schedule=None,
     catchup=False,
     is_paused_upon_creation=False,
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "examples/secrets_use"],
+    doc_md=(
+        "# secrets_use\n"
+        "\n"
+        "Secret fetched through Airflow, used downstream, never stored\n"
+        "\n"
+        "- Catalog path: `examples/secrets_use`\n"
+        "- Source: `golden/examples_secrets_use/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `12d7972e1acfb94db81931dcb151afb597ce9179a1478120d8ad6e828c5f97be`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (secrets)",
+        tool_kind="secrets",
+    )
 
     # step: use_token
     use_token = NoetlStepOperator(
         task_id="use_token",
         payload=PAYLOADS["use_token"],
         reads=READS["use_token"],
+        task_display_name="use_token (python)",
+        tool_kind="python",
     )
 
     start >> use_token

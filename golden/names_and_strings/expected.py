@@ -93,17 +93,37 @@ with DAG(
         "__import__('os')": Param("{{ __import__('os').system('echo pwned') }}", type="string"),
         "unicode": Param("日本語 ✓ \u2028 separator", type="string"),
     },
-    tags=["noetl", "canonical"],
-    doc_md=__doc__,
+    tags=["noetl", "canonical", "tests/names and strings/é"],
+    doc_md=(
+        '# names "and" \'strings\' éè\n'
+        "\n"
+        "Line one\n"
+        'line two with """ and \'\'\' and a backslash \\ and {{ braces }}\n'
+        "\n"
+        "- Catalog path: `tests/names and strings/é`\n"
+        "- Source: `golden/names_and_strings/playbook.yaml`\n"
+        "- Dialect: canonical\n"
+        "- SHA-256: `94dc11ba074b156af463d6cadd0d5f02df718aeb630e9cb085fc4ba8565db0b9`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (python)",
+        tool_kind="python",
+    )
 
     # step: tests/fixtures/playbooks/hello world
     tests_fixtures_playbooks_hello_world = NoetlStepOperator(
         task_id="tests_fixtures_playbooks_hello_world",
         payload=PAYLOADS["tests_fixtures_playbooks_hello_world"],
         reads=READS["tests_fixtures_playbooks_hello_world"],
+        task_display_name="tests/fixtures/playbooks/hello world (noop)",
+        tool_kind="noop",
     )
 
     # step: params
@@ -111,6 +131,8 @@ with DAG(
         task_id="params_step",
         payload=PAYLOADS["params_step"],
         reads=READS["params_step"],
+        task_display_name="params (noop)",
+        tool_kind="noop",
     )
 
     # step: run_id
@@ -118,16 +140,26 @@ with DAG(
         task_id="run_id_step",
         payload=PAYLOADS["run_id_step"],
         reads=READS["run_id_step"],
+        task_display_name="run_id (noop)",
+        tool_kind="noop",
     )
 
     # step: Run.Id
-    Run_Id = NoetlStepOperator(task_id="Run_Id", payload=PAYLOADS["Run_Id"], reads=READS["Run_Id"])
+    Run_Id = NoetlStepOperator(
+        task_id="Run_Id",
+        payload=PAYLOADS["Run_Id"],
+        reads=READS["Run_Id"],
+        task_display_name="Run.Id (noop)",
+        tool_kind="noop",
+    )
 
     # step: \xe9tape finale \u2713
     etape_finale = NoetlStepOperator(
         task_id="etape_finale",
         payload=PAYLOADS["etape_finale"],
         reads=READS["etape_finale"],
+        task_display_name="étape finale ✓ (noop)",
+        tool_kind="noop",
     )
 
     # step: \u65e5\u672c
@@ -135,10 +167,18 @@ with DAG(
         task_id="step_cf2abf0c",
         payload=PAYLOADS["step_cf2abf0c"],
         reads=READS["step_cf2abf0c"],
+        task_display_name="日本 (noop)",
+        tool_kind="noop",
     )
 
     # step: def
-    t_def = NoetlStepOperator(task_id="def", payload=PAYLOADS["def"], reads=READS["def"])
+    t_def = NoetlStepOperator(
+        task_id="def",
+        payload=PAYLOADS["def"],
+        reads=READS["def"],
+        task_display_name="def (noop)",
+        tool_kind="noop",
+    )
 
     start >> tests_fixtures_playbooks_hello_world >> params_step >> run_id_step >> Run_Id
     Run_Id >> etape_finale >> step_cf2abf0c >> t_def

@@ -68,17 +68,34 @@ with DAG(
     params={
         "api": Param("http://127.0.0.1:8765", type="string"),
     },
-    tags=["noetl", "case-v2"],
-    doc_md=__doc__,
+    tags=["noetl", "case-v2", "seeds/spec_unified_retry"],
+    doc_md=(
+        "# spec_unified_retry\n"
+        "\n"
+        "- Catalog path: `seeds/spec_unified_retry`\n"
+        "- Source: `golden/seeds_spec_unified_retry/playbook.yaml`\n"
+        "- Dialect: case-v2\n"
+        "- SHA-256: `d806177dfcd59845c2aea5f6ec1b18c6e80448e1d913980cad5b0209d427c3a8`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (http)",
+        tool_kind="http",
+    )
 
     # step: summarize
     summarize = NoetlStepOperator(
         task_id="summarize",
         payload=PAYLOADS["summarize"],
         reads=READS["summarize"],
+        task_display_name="summarize (python)",
+        tool_kind="python",
     )
 
     start >> summarize

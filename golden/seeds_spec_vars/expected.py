@@ -46,17 +46,34 @@ with DAG(
     params={
         "pg_auth": Param("pg_local", type="string"),
     },
-    tags=["noetl", "case-v2"],
-    doc_md=__doc__,
+    tags=["noetl", "case-v2", "seeds/spec_vars"],
+    doc_md=(
+        "# spec_vars\n"
+        "\n"
+        "- Catalog path: `seeds/spec_vars`\n"
+        "- Source: `golden/seeds_spec_vars/playbook.yaml`\n"
+        "- Dialect: case-v2\n"
+        "- SHA-256: `b78b70200bf62d8872337af925d8a68785d415fdd7aa531e6ee9c8330bb4f666`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (postgres)",
+        tool_kind="postgres",
+    )
 
     # step: use_vars
     use_vars = NoetlStepOperator(
         task_id="use_vars",
         payload=PAYLOADS["use_vars"],
         reads=READS["use_vars"],
+        task_display_name="use_vars (python)",
+        tool_kind="python",
     )
 
     start >> use_vars

@@ -44,20 +44,43 @@ with DAG(
         "jobId": Param("{{ job.uuid }}", type="string"),
         "items": Param([], type="array"),
     },
-    tags=["noetl", "v1"],
-    doc_md=__doc__,
+    tags=["noetl", "v1", "examples/example"],
+    doc_md=(
+        "# example\n"
+        "\n"
+        "- Catalog path: `examples/example`\n"
+        "- Source: `golden/seeds_whitepaper_minimal/playbook.yaml`\n"
+        "- Dialect: v1\n"
+        "- SHA-256: `4adf503d317e3a50f7196267c785d53a11fad72902732bc974fad2bfc0618d93`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (route)",
+        tool_kind="route",
+    )
 
     # step: do_work
     do_work = NoetlStepOperator(
         task_id="do_work",
         payload=PAYLOADS["do_work"],
         reads=READS["do_work"],
+        task_display_name="do_work (http)",
+        tool_kind="http",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (route)",
+        tool_kind="route",
+    )
 
     start >> do_work >> end

@@ -59,20 +59,43 @@ with DAG(
     params={
         "message": Param("Hello World", type="string"),
     },
-    tags=["noetl", "v1"],
-    doc_md=__doc__,
+    tags=["noetl", "v1", "tests/fixtures/playbooks/hello_world"],
+    doc_md=(
+        "# hello_world\n"
+        "\n"
+        "- Catalog path: `tests/fixtures/playbooks/hello_world`\n"
+        "- Source: `golden/v1_hello_world/playbook.yaml`\n"
+        "- Dialect: v1\n"
+        "- SHA-256: `df7e4244bc474b636862e613b79fff337e79ea366900dac70129a77933b3ae87`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (route)",
+        tool_kind="route",
+    )
 
     # step: test_step
     test_step = NoetlStepOperator(
         task_id="test_step",
         payload=PAYLOADS["test_step"],
         reads=READS["test_step"],
+        task_display_name="test_step (python)",
+        tool_kind="python",
     )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (route)",
+        tool_kind="route",
+    )
 
     start >> test_step >> end

@@ -41,13 +41,36 @@ with DAG(
     params={
         "test_url": Param("https://httpbin.org/status/503", type="string"),
     },
-    tags=["noetl", "v1"],
-    doc_md=__doc__,
+    tags=["noetl", "v1", "tests/retry/http_status_code"],
+    doc_md=(
+        "# http_retry_status_code\n"
+        "\n"
+        "Test HTTP retry based on status code condition\n"
+        "\n"
+        "- Catalog path: `tests/retry/http_status_code`\n"
+        "- Source: `golden/v1_http_retry_status_code/playbook.yaml`\n"
+        "- Dialect: v1\n"
+        "- SHA-256: `455e0e6c293bceef2327c7b1cc3e15971c1a7758ce0ac0f1248310f9011aaa31`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (http)",
+        tool_kind="http",
+    )
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (route)",
+        tool_kind="route",
+    )
 
     start >> end

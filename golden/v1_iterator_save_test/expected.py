@@ -91,17 +91,34 @@ with DAG(
             {"name": "item3", "value": 300},
         ], type="array"),
     },
-    tags=["noetl", "v1"],
-    doc_md=__doc__,
+    tags=["noetl", "v1", "tests/iterator_save_test"],
+    doc_md=(
+        "# iterator_save_test\n"
+        "\n"
+        "- Catalog path: `tests/iterator_save_test`\n"
+        "- Source: `golden/v1_iterator_save_test/playbook.yaml`\n"
+        "- Dialect: v1\n"
+        "- SHA-256: `14d6595598aee97b6842ac92a929a5c24c9d86fb729fa2fd8a3b279227ac8b1e`\n"
+        "\n"
+        "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
+    ),
 ) as dag:
     # step: start
-    start = NoetlStepOperator(task_id="start", payload=PAYLOADS["start"], reads=READS["start"])
+    start = NoetlStepOperator(
+        task_id="start",
+        payload=PAYLOADS["start"],
+        reads=READS["start"],
+        task_display_name="start (route)",
+        tool_kind="route",
+    )
 
     # step: create_table
     create_table = NoetlStepOperator(
         task_id="create_table",
         payload=PAYLOADS["create_table"],
         reads=READS["create_table"],
+        task_display_name="create_table (postgres)",
+        tool_kind="postgres",
     )
 
     # sequential loop (head -> mapped body -> tail): process_items
@@ -110,22 +127,32 @@ with DAG(
             task_id="head",
             payload=PAYLOADS["process_items"],
             reads=READS["process_items"],
+            task_display_name="head (items)",
         )
         process_items_body = NoetlLoopBodyOperator.partial(
             task_id="body",
             payload=PAYLOADS["process_items"],
             reads=READS["process_items"],
+            task_display_name="body (python)",
+            map_index_template="{{ task.chunk.label | default(ti.map_index) }}",
             max_active_tis_per_dagrun=1,
         ).expand(chunk=process_items_head.output)
         process_items_tail = NoetlLoopTailOperator(
             task_id="tail",
             payload=PAYLOADS["process_items"],
             reads=READS["process_items"],
+            task_display_name="tail (collect)",
             trigger_rule="none_failed_min_one_success",
         )
         [process_items_head, process_items_body] >> process_items_tail
 
     # step: end
-    end = NoetlStepOperator(task_id="end", payload=PAYLOADS["end"], reads=READS["end"])
+    end = NoetlStepOperator(
+        task_id="end",
+        payload=PAYLOADS["end"],
+        reads=READS["end"],
+        task_display_name="end (route)",
+        tool_kind="route",
+    )
 
     start >> create_table >> process_items >> end

@@ -25,7 +25,7 @@ _RESERVED = (
     set(dir(builtins))
     | set(keyword.kwlist)
     | set(keyword.softkwlist)
-    | {"DAG", "Param", "TaskGroup", "PAYLOADS", "READS", "dag"}
+    | {"DAG", "Label", "Param", "TaskGroup", "PAYLOADS", "READS", "dag"}
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -159,6 +159,8 @@ class _Emitter:
             sdk.append("Param")
         if any(u.group for u in self.ir.units):
             sdk.append("TaskGroup")
+        if any(u.edge_labels for u in self.ir.units):
+            sdk.append("Label")
         lines = [f"from airflow.sdk import {', '.join(sorted(sdk))}\n"]
         for module in sorted(self.operators):
             lines.append(f"from {module} import {', '.join(sorted(self.operators[module]))}\n")
@@ -190,7 +192,9 @@ class _Emitter:
             )
             args.append(("params", "{\n" + lines + INDENT + "}"))
         args.append(("tags", python_literal(ir.tags, 1, 5)))
-        args.append(("doc_md", "__doc__"))
+        if ir.owner:
+            args.append(("default_args", python_literal({"owner": ir.owner}, 1, 13)))
+        args.append(("doc_md", python_literal(ir.doc_md, 1, 7) if ir.doc_md else "__doc__"))
         out = _call("", "with DAG", args, 0, " as dag:")
         body = []
         for index, unit in enumerate(ir.units):
@@ -259,14 +263,19 @@ class _Emitter:
         units = self.ir.units
         position = {u.id: i for i, u in enumerate(units)}
         downstream: dict[str, list[str]] = {u.id: [] for u in units}
+        # A labelled edge (a branch condition) gets a line of its own: `a >> Label(...) >> b`.
+        plain_up = {u.id: [up for up in u.upstream if up not in u.edge_labels] for u in units}
         for unit in units:
-            for up in unit.upstream:
+            for up in plain_up[unit.id]:
                 downstream[up].append(unit.id)
         lines: list[tuple[tuple[int, int], str]] = []
-        single = {u.id: u.upstream[0] for u in units if len(u.upstream) == 1}
+        single = {uid: ups[0] for uid, ups in plain_up.items() if len(ups) == 1}
         for unit in units:
-            if len(unit.upstream) > 1:
-                lines.append(((position[unit.id], 1), self._edge(unit.upstream, [unit.id])))
+            if len(plain_up[unit.id]) > 1:
+                lines.append(((position[unit.id], 1), self._edge(plain_up[unit.id], [unit.id])))
+            for up in unit.upstream:
+                if up in unit.edge_labels:
+                    lines.append(((position[up], 2), self._labelled(up, unit)))
         chained: set[str] = set()
         for unit in units:
             targets = [d for d in downstream[unit.id] if single.get(d) == unit.id]
@@ -314,6 +323,14 @@ class _Emitter:
             return f"[\n{inner}{INDENT}]"
 
         return f"{INDENT}{block(left)} >> {block(right)}\n"
+
+    def _labelled(self, up: str, unit: Unit) -> str:
+        label = str_literal(unit.edge_labels[up])
+        left, right = self.unit_var[up], self.unit_var[unit.id]
+        line = f"{INDENT}{left} >> Label({label}) >> {right}\n"
+        if len(line) <= WIDTH + 1:
+            return line
+        return f"{INDENT}{left} >> Label(\n{INDENT * 2}{label}\n{INDENT}) >> {right}\n"
 
     def _chain(self, ids: list[str]) -> str:
         """``a >> b >> c``; a long chain continues on the next line from its last task."""

@@ -22,6 +22,7 @@ from .dataflow import data_dependencies
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
 from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
+from .presentation import decorate_units, doc_md, edge_labels, tags
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
 
 __all__ = ["dag_id_for", "lower", "step_graph"]
@@ -470,6 +471,11 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
     if not isinstance(description, str):
         description = playbook.raw.get("description") if isinstance(playbook.raw, Mapping) else None
     regions = [u.steps for u in units if u.kind == "region"]
+    edge_labels(graph, lowering.unit_of)
+    decorate_units(units)
+    catalog = playbook.catalog_key
+    owner = metadata.get("owner") if isinstance(metadata, Mapping) else None
+    owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
     return IR(
         dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
         source=source,
@@ -478,10 +484,19 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
         name=playbook.name,
         description=str(description) if isinstance(description, str) else None,
         params=_workload_params(playbook),
-        tags=["noetl", playbook.dialect],
+        tags=tags(playbook.dialect, catalog),
         graph=graph,
         units=units,
         regions=regions,
         excluded=lowering.excluded,
         entry=playbook.entry,
+        doc_md=doc_md(
+            name=playbook.name,
+            description=description if isinstance(description, str) else None,
+            catalog=catalog,
+            source=source,
+            dialect=playbook.dialect,
+            sha256=source_sha256,
+        ),
+        owner=owner,
     )

@@ -65,6 +65,7 @@ class Unit:
     note: str = ""  # one line for the generated file: what this unit is
     inner_steps: list[str] = field(default_factory=list)  # results live in XCom "results"[step]
     v1_body: Any = field(default=None, repr=False)  # regions.V1LoopBody of a v1 loop unit
+    edge_labels: dict[str, Any] = field(default_factory=dict)  # upstream unit id -> branch label
 
     def full_id(self, local: str) -> str:
         return f"{self.id}.{local}" if self.group else local
@@ -85,6 +86,8 @@ class IR:
     regions: list[list[str]]  # cyclic regions (SCCs), each in workflow order
     excluded: list[str]  # steps not compiled because no route reaches them
     entry: str | None
+    doc_md: str = ""  # the DAG's Docs panel (presentation.doc_md)
+    owner: str | None = None  # metadata.owner, the tasks' Airflow owner
 
     def unit(self, unit_id: str) -> Unit:
         for unit in self.units:

@@ -41,6 +41,18 @@ def test_parallel_loop_maps_items_and_routes_on_loop_done(run_example):
     assert [r["city"] for r in tail["results"]] == ["Paris", "Oslo", "Cairo", "Lima"]
     assert tail["stats"] == {"total": 4, "success": 4, "failed": 0}
     assert out.xcom["report"]["result"] == {"total_letters": 5 + 4 + 5 + 4}
+    # Mapped instances are named by their item in the UI (map_index_template), not 0..3.
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        labels = [
+            ti.rendered_map_index
+            for ti in session.query(TaskInstance)
+            .filter_by(dag_id="examples.loop_parallel", run_id=out.run_id, task_id="measure.body")
+            .order_by(TaskInstance.map_index)
+        ]
+    assert labels == ["Paris", "Oslo", "Cairo", "Lima"]
 
 
 def test_large_loop_chunks_past_max_map_length(run_example):
