@@ -533,6 +533,17 @@ RULES: dict[str, Rule] = {
             "after:   tool: {kind: postgres, auth: pg_dw, command: SELECT 1}\n"
             "         # or add an executor for the kind to airflow_plugin/tools before deploying",
         ),
+        _rule(
+            "C516",
+            W,
+            "unknown tool field",
+            "The tool config holds a key its kind does not read (`mehtod:` in an http tool): the "
+            "runtime ignores it, so the request goes out with the default instead, and the run "
+            "stays green. The fields of every kind are listed in docs/tools/ (generated from "
+            "noetl_compile/tool_catalogue.py, the table this check reads).",
+            "before:  tool: {kind: http, mehtod: POST, url: ...}\n"
+            "after:   tool: {kind: http, method: POST, url: ...}",
+        ),
         # -- lowering ------------------------------------------------------------------------------
         _rule(
             "L701",

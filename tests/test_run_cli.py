@@ -218,6 +218,8 @@ def test_set_and_conf_override_the_workload(first_run, home, tmp_path):
         "divisor=2",
         "--set",
         "label=007",  # a string key keeps the text: "007", not 7
+        "--set-new",
+        "note=added",  # a key the workload does not declare, added on purpose
     )
     assert result.returncode == 0, result.stderr
     assert report_of(result)["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
@@ -424,6 +426,22 @@ def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tm
         (["playbooks/hello_world.yaml", "--conf", "{nope"], "--conf is not valid JSON"),
         (["playbooks/hello_world.yaml", "--conf", "[1]"], "--conf must be a JSON object"),
         (["playbooks/hello_world.yaml", "--bogus"], "unrecognized arguments: --bogus"),
+        # a key the workload does not declare would run with the default of the one meant
+        (
+            ["playbooks/hello_world.yaml", "--set", "mesage=hi"],
+            "--set mesage: playbooks/hello_world.yaml declares no workload key 'mesage'; "
+            "did you mean 'message'? (declared: message); to add a new key on purpose: "
+            "--set-new mesage=hi",
+        ),
+        (
+            ["playbooks/hello_world.yaml", "--conf", '{"Message": 1}'],
+            "--conf Message: playbooks/hello_world.yaml declares no workload key 'Message'; "
+            "did you mean 'message'?",
+        ),
+        (
+            ["playbooks/hello_world.yaml", "--set-new", "message=x"],
+            "--set-new message: playbooks/hello_world.yaml already declares 'message'; use --set",
+        ),
     ],
 )
 def test_usage_errors_exit_2(tmp_path, args, message):
