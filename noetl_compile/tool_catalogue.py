@@ -46,7 +46,12 @@ def _f(name: str, type_: str, default: str, meaning: str) -> ToolField:
 # tool mapping, or a pipeline task's own keys).
 COMMON_FIELDS: tuple[ToolField, ...] = (
     _f("kind", "string", "required", "the tool kind (this page)"),
-    _f("name", "string", "-", "a label: a pipeline task's name, read by later tasks as `{{ name }}`"),
+    _f(
+        "name",
+        "string",
+        "-",
+        "a label: a pipeline task's name, read by later tasks as `{{ name }}`",
+    ),
     _f("desc", "string", "-", "a description for people; ignored at run time"),
     _f("spec", "mapping", "-", "`timeout` and `policy` (pipeline rules: retry, jump, continue)"),
     _f("input", "mapping", "-", "values rendered and handed to the tool (python: globals)"),
@@ -54,7 +59,9 @@ COMMON_FIELDS: tuple[ToolField, ...] = (
     _f("with", "mapping", "-", "v1 name of `input`"),
     _f("retry", "list | mapping", "-", "retry policies of the tool (case-v2 / unified retry)"),
     _f("output", "mapping", "-", "where the result goes (`output.store`, result reference)"),
-    _f("assert", "mapping", "-", "`expects`/`returns`: names the tool's input and result must hold"),
+    _f(
+        "assert", "mapping", "-", "`expects`/`returns`: names the tool's input and result must hold"
+    ),
 )
 
 _SQL_TEXT = "SQL statement(s); several separated by `;` run in one transaction"
@@ -70,7 +77,17 @@ _SQL_FIELDS = (
     _f("cmds", "string | list", "-", "same as `commands`"),
     *(
         _f(f"{key}_b64", "string", "-", f"`{key}`, base64-encoded")
-        for key in ("command", "commands", "query", "queries", "sql", "statement", "script", "cmd", "cmds")
+        for key in (
+            "command",
+            "commands",
+            "query",
+            "queries",
+            "sql",
+            "statement",
+            "script",
+            "cmd",
+            "cmds",
+        )
     ),
 )
 _SINK_FIELDS = (
@@ -102,16 +119,25 @@ CATALOGUE: dict[str, ToolKind] = {
                 _f("payload", "any", "-", "the body: a mapping is sent as JSON"),
                 _f("body", "any", "-", "same as `payload`"),
                 _f("json", "any", "-", "same as `payload`"),
-                _f("data", "mapping | any", "-", "NoETL routing: query params for GET, else body; "
-                   "`{query: ..., body: ...}` says which"),
+                _f(
+                    "data",
+                    "mapping | any",
+                    "-",
+                    "NoETL routing: query params for GET, else body; "
+                    "`{query: ..., body: ...}` says which",
+                ),
                 _f("timeout", "number | mapping", "30", "seconds, or `{connect, read, total}`"),
                 _f("verify_ssl", "boolean | string", "true", "verify TLS (or a CA bundle path)"),
                 _f("verify", "boolean | string", "true", "same as `verify_ssl`"),
                 _f("follow_redirects", "boolean", "false", "follow 3xx responses"),
-                _f("auth", "string | mapping", "-", "an Airflow connection id whose extra says "
-                   "bearer / basic / api_key"),
+                _f(
+                    "auth",
+                    "string | mapping",
+                    "-",
+                    "an Airflow connection id whose extra says bearer / basic / api_key",
+                ),
             ),
-            "tool:\n  kind: http\n  method: GET\n  url: \"{{ workload.base_url }}/users\"\n"
+            'tool:\n  kind: http\n  method: GET\n  url: "{{ workload.base_url }}/users"\n'
             "  params: {page: 1}",
             "A status >= 400 is an error outcome with `code: HTTP_<status>` (429 and 5xx are "
             "retryable); a transport error (DNS, refused, timeout) is retryable.",
@@ -121,9 +147,15 @@ CATALOGUE: dict[str, ToolKind] = {
             "SQL against PostgreSQL with psycopg 3, through an Airflow connection named by `auth`.",
             _SQL_RESULT,
             (
-                _f("auth", "string", "required", "the connection id (`noetlc check --connections`)"),
-                _f("credential", "string", "-", "v1/case-v2 name of `auth` (the canonical engine "
-                   "reads only `auth`)"),
+                _f(
+                    "auth", "string", "required", "the connection id (`noetlc check --connections`)"
+                ),
+                _f(
+                    "credential",
+                    "string",
+                    "-",
+                    "v1/case-v2 name of `auth` (the canonical engine reads only `auth`)",
+                ),
                 _f("credentials", "string", "-", "same as `credential`"),
                 _f("pool", "boolean | mapping", "-", "use a connection pool"),
                 _f("database", "string", "-", "the database, over the connection's"),
@@ -158,7 +190,7 @@ CATALOGUE: dict[str, ToolKind] = {
                 _f("libs", "mapping", "-", "`{alias: module}` or `{alias: {from, import}}`"),
                 _f("auth", "mapping | string", "-", "credentials bound into the code's globals"),
             ),
-            "tool:\n  kind: python\n  input: {n: 3}\n  code: |\n    result = {\"squares\": "
+            'tool:\n  kind: python\n  input: {n: 3}\n  code: |\n    result = {"squares": '
             "[i * i for i in range(n)]}",
             "An exception is an error outcome with its type, message and traceback (`py`).",
         ),

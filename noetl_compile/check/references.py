@@ -254,7 +254,9 @@ def unresolved_nested_calls(
 
 # The string literals an expression can evaluate to as a fallback: `default('x')`, `d("x")`,
 # `or 'x'`, `else 'x'`. A quoted run is capped at 256 characters, so the scan stays linear.
-_FALLBACK = re.compile(r"""(?:\b(?:default|d)\(\s*|\bor\s+|\belse\s+)(?:'([^'\n]{0,256})'|"([^"\n]{0,256})")""")
+_FALLBACK = re.compile(
+    r"""(?:\b(?:default|d)\(\s*|\bor\s+|\belse\s+)(?:'([^'\n]{0,256})'|"([^"\n]{0,256})")"""
+)
 
 
 def connection_names(ctx: CheckContext, value: object) -> list[str]:

@@ -47,10 +47,13 @@ FILTER_ALIASES = {
 
 
 def filter_hint(name: str) -> str:
-    """"did you mean" for an unknown filter: the closest by spelling, else a known alias."""
-    return did_you_mean(name, KNOWN_FILTERS) or (
-        f"; did you mean {FILTER_ALIASES[name]!r}?" if name in FILTER_ALIASES else ""
-    )
+    """ "did you mean" for an unknown filter: the filter a known foreign name means (`strip` is
+    `trim`, not the nearer `string`), else the closest by spelling."""
+    if name in FILTER_ALIASES:
+        return f"; did you mean {FILTER_ALIASES[name]!r}?"
+    return did_you_mean(name, KNOWN_FILTERS)
+
+
 # Fields postgres results stopped carrying when the tool began returning only the last statement.
 STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
 # What a canonical pipeline's `output` holds (the engine's task output envelope); `response` is

@@ -19,8 +19,8 @@ from ..load import YList, YMap
 from ..read.base import TOOL_KINDS, TOOL_SETTING_KEYS, is_template
 from ..runtime_support import runtime_executes
 from . import cursor, gates, pycode, quantum
-from .tool_fields import check_fields, closest_unknown
 from .context import CheckContext
+from .tool_fields import check_fields, closest_unknown
 
 SQL_KINDS = ("postgres", "duckdb", "ducklake", "snowflake")
 SQL_KEYS = ("query", "queries", "command", "commands", "cmd", "cmds", "sql", "statement", "script")
