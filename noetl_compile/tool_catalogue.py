@@ -92,10 +92,11 @@ _SQL_FIELDS = (
 )
 _SINK_FIELDS = (
     _f("table", "string", "-", "sink only: the table rows are written to"),
-    _f("mode", "string", "insert", "sink only: `insert` or `upsert`"),
+    _f("mode", "string", "insert", "sink only: `insert`, `append`, `upsert` or `replace`"),
     _f("key", "string | list", "-", "sink only: the conflict column(s) of an upsert"),
     _f("keys", "string | list", "-", "sink only: same as `key`"),
-    _f("data", "any", "-", "sink only: the rows to write (default: the step result)"),
+    _f("data", "any", "-", "sink only: the rows to write (a mapping is one row)"),
+    _f("from", "any", "-", "sink only: same as `data`"),
 )
 _SQL_RESULT = (
     "the last statement's result: `{status, rows, row_count, columns, statement_count}`; "
@@ -254,18 +255,24 @@ CATALOGUE: dict[str, ToolKind] = {
         ToolKind(
             "gate",
             "Pauses the execution for a person (approve, input) or for time (sleep).",
-            "approve: `{approved, by}`; input: the submitted params; sleep: `{slept}`",
+            "approve: `{approved, choice, responded_by, responded_at, timed_out}`; input: "
+            "`{values, responded_by, responded_at, timed_out}`; sleep: `{slept_until}`",
             (
                 _f("gate", "string", "required", "`approve`, `input` or `sleep`"),
                 _f("subject", "string", "-", "approve/input: the title shown to the approver"),
                 _f("body", "string", "-", "approve/input: the text shown"),
                 _f("timeout", "duration", "-", "approve/input: how long to wait (`1h30m`, `PT2H`)"),
                 _f("on_timeout", "string", "fail", "approve/input: `fail` or `default`"),
-                _f("default", "boolean", "-", "approve: the answer on timeout"),
+                _f(
+                    "default",
+                    "string",
+                    "-",
+                    "approve: `approve` or `reject`, the answer on timeout",
+                ),
                 _f("assignees", "list", "-", "approve/input: who may answer"),
                 _f("params", "mapping", "-", "input: the fields asked for (`type`, `default`...)"),
                 _f("duration", "duration", "-", "sleep: how long"),
-                _f("until", "string", "-", "sleep: an ISO timestamp to wait for"),
+                _f("until", "string", "-", "sleep: an RFC 3339 timestamp to wait for (templated)"),
             ),
             "tool:\n  kind: gate\n  gate: approve\n  subject: Ship it?\n  timeout: 1h",
             own_check="C510",
@@ -273,7 +280,9 @@ CATALOGUE: dict[str, ToolKind] = {
         ToolKind(
             "quantum",
             "Runs an OpenQASM circuit on a simulator (aer, basic) or submits it to IBM Quantum.",
-            "run/results: `{counts, shots, backend, job_id}`; submit/status: `{job_id, status}`",
+            "`{job_id, status, counts, shots, backend: {name, version}, provenance}`; the "
+            "provenance (provider, backend, shots, seeds, transpiler settings, timestamps) is also "
+            "in the event log",
             (
                 _f("provider", "string", "aer", "`aer`, `basic` or `ibm`"),
                 _f("backend", "string", "-", "the backend name (ibm)"),
