@@ -569,9 +569,28 @@ def severity_of(code: str) -> Severity:
     return RULES[code].severity
 
 
+# The docs page that teaches what a rule checks (the site under docs/; README links it).
+_DOCS = {
+    **dict.fromkeys(("C505", "C506", "C507", "C508", "C509", "C510"), "docs/gates.md"),
+    "C511": "docs/quantum.md",
+    "C512": "docs/cursor-loops.md",
+    **dict.fromkeys(("C502", "C503", "C504", "C513", "C515", "C516"), "docs/tools/index.md"),
+    **dict.fromkeys(("T302", "T304", "T307", "R203"), "docs/writing-playbooks.md"),
+}
+
+
+def docs_page(code: str) -> str | None:
+    return _DOCS.get(code.upper())
+
+
 def explain(code: str) -> str | None:
     rule = RULES.get(code.upper())
     if rule is None:
         return None
     fix = "\n".join("    " + line for line in rule.fix.splitlines())
-    return f"{rule.code} ({rule.severity.label}): {rule.title}\n\nWhy: {rule.why}\n\nFix:\n{fix}\n"
+    page = docs_page(rule.code)
+    docs = f"\nDocs: {page}\n" if page else ""
+    return (
+        f"{rule.code} ({rule.severity.label}): {rule.title}\n\nWhy: {rule.why}\n\nFix:\n{fix}\n"
+        + docs
+    )

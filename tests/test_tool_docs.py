@@ -102,3 +102,13 @@ def test_the_guides_playbooks_check_clean(tmp_path):
             if d.severity >= Severity.WARNING
         ]
         assert not problems and found == [], (block, found)
+
+
+def test_explain_links_to_pages_that_exist():
+    from noetl_compile.rules import RULES, docs_page, explain
+
+    linked = [code for code in RULES if docs_page(code)]
+    assert "C516" in linked and "C510" in linked
+    for code in linked:
+        assert (ROOT / docs_page(code)).is_file(), code
+        assert f"Docs: {docs_page(code)}" in explain(code)
