@@ -112,3 +112,15 @@ def test_explain_links_to_pages_that_exist():
     for code in linked:
         assert (ROOT / docs_page(code)).is_file(), code
         assert f"Docs: {docs_page(code)}" in explain(code)
+
+
+def test_every_bundled_example_says_what_it_needs_and_the_readme_lists_it():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in sorted((ROOT / "playbooks").glob("*.yaml")):
+        header = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.startswith("#"):
+                break
+            header.append(line)
+        assert any(line.startswith("# Needs: ") for line in header), path.name
+        assert f"| `{path.stem}` | " in readme, path.name
