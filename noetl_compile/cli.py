@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         parser_class=_Parser,
         metavar="COMMAND",
-        help="check, explain, compile, graph or run (`noetlc COMMAND --help` for its options)",
+        help="one of the commands below (`noetlc COMMAND --help` for its options)",
     )
 
     check = commands.add_parser("check", help="parse and check playbooks, report diagnostics")
@@ -490,8 +490,10 @@ def run_run(args: argparse.Namespace) -> int:
     """`noetlc run`: compile the playbook (and its children) into the managed Airflow home and
     run it there in a child process (airflow_plugin.local); that process's status is ours."""
     import importlib.util
+    import time
     from pathlib import Path
 
+    started_at = time.time()  # the summary's total is the command's wall time
     sets = [_key_value(item) for item in args.sets]
     set_new = [_key_value(item, "--set-new") for item in args.set_new]
     signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
@@ -500,6 +502,9 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
     if not os.path.isfile(args.playbook):
         raise UsageError(f"no such playbook file: {args.playbook}")
+    # A sign of life before the slow part (reading and compiling, Airflow's import and start:
+    # seconds), on stderr so that stdout stays the step lines (or --json's one object).
+    print(f"noetlc: running {args.playbook} (starting Airflow)", file=sys.stderr, flush=True)
     _check_overrides(args.playbook, args.dialect, sets, set_new, conf)
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
@@ -539,6 +544,7 @@ def run_run(args: argparse.Namespace) -> int:
             child.abandon()
             return EXIT_FINDINGS
         request.update(conf=conf, set=sets + set_new, signals=signals, json=args.json)
+        request["started_at"] = started_at
         return child.run(request)
 
 

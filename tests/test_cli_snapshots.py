@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_compile.cli import build_parser, main
+from noetl_compile.cli import COMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "cli_snapshots"
@@ -285,3 +285,11 @@ def test_the_readme_connections_examples_load(tmp_path: Path) -> None:
         path.write_text(text, encoding="utf-8")
         names.append(sorted(load_connections_file(str(path)).names))
     assert names == [["http_api", "pg_prod"], ["http_api", "pg_dev", "pg_prod"], ["pg_prod"]]
+
+
+def test_help_names_every_command(capsys) -> None:
+    code, out, _ = _run("--help", capsys)
+    commands = set(COMMANDS)
+    assert code == 0 and commands >= {"check", "compile", "run", "events", "status", "signal"}
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("    ")}
+    assert commands <= listed, commands - listed
