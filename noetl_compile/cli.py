@@ -112,8 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         parser_class=_Parser,
         metavar="COMMAND",
-        help="check, explain, compile, graph, run, schema, upgrade, lsp... "
-        "(`noetlc COMMAND --help` for its options)",
+        help="one of the commands below (`noetlc COMMAND --help` for its options)",
     )
 
     check = commands.add_parser("check", help="parse and check playbooks, report diagnostics")
@@ -170,7 +169,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a workload key (repeatable); VALUE is JSON unless the key is a string",
     )
-    run.add_argument("--conf", metavar="JSON", help="run configuration, a JSON object")
+    run.add_argument(
+        "--set-new",
+        dest="set_new",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="add a workload key the playbook does not declare (repeatable); --set refuses one",
+    )
+    run.add_argument(
+        "--conf",
+        metavar="JSON",
+        help="run configuration, a JSON object of declared workload keys",
+    )
     run.add_argument(
         "--signal",
         dest="signals",
@@ -445,19 +456,58 @@ def called_playbooks(path: str, dialect: str | None) -> tuple[list[str], list[Di
     return chosen, unresolved_nested_calls(unresolved, claims)
 
 
+def _check_overrides(
+    path: str, dialect: str | None, sets: list[list[str]], set_new: list[list[str]], conf: dict
+) -> None:
+    """A `--set`/`--conf` key the playbook's workload does not declare is a usage error with the
+    closest declared key: the runtime would take it as a new key and run with the default of
+    the one meant. `--set-new KEY=VALUE` adds a key on purpose; a
+    `--set-new` of a declared key is refused too, so the two cannot be confused."""
+    from .check import read_file
+    from .read.base import did_you_mean
+
+    playbook = read_file(path, dialect).playbook
+    if playbook is None:
+        return  # compile reports why, with positions
+    workload = playbook.workload if isinstance(playbook.workload, dict) else {}
+    declared = frozenset(str(key) for key in workload)
+    names = sorted(declared)
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    for option, keys in (("--set", [k for k, _ in sets]), ("--conf", [str(k) for k in conf])):
+        for key in keys:
+            if key in declared:
+                continue
+            hint = did_you_mean(key, declared)
+            value = next((v for k, v in sets if k == key), "VALUE")
+            raise UsageError(
+                f"{option} {key}: {path} declares no workload key {key!r}{hint} "
+                f"(declared: {shown or 'none'}); to add a new key on purpose: --set-new {key}={value}"
+            )
+    for key, _ in set_new:
+        if key in declared:
+            raise UsageError(f"--set-new {key}: {path} already declares {key!r}; use --set")
+
+
 def run_run(args: argparse.Namespace) -> int:
     """`noetlc run`: compile the playbook (and its children) into the managed Airflow home and
     run it there in a child process (airflow_plugin.local); that process's status is ours."""
     import importlib.util
+    import time
     from pathlib import Path
 
+    started_at = time.time()  # the summary's total is the command's wall time
     sets = [_key_value(item) for item in args.sets]
+    set_new = [_key_value(item, "--set-new") for item in args.set_new]
     signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
     conf = _conf(args.conf)
     if os.path.isdir(args.playbook):
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
     if not os.path.isfile(args.playbook):
         raise UsageError(f"no such playbook file: {args.playbook}")
+    # A sign of life before the slow part (reading and compiling, Airflow's import and start:
+    # seconds), on stderr so that stdout stays the step lines (or --json's one object).
+    print(f"noetlc: running {args.playbook} (starting Airflow)", file=sys.stderr, flush=True)
+    _check_overrides(args.playbook, args.dialect, sets, set_new, conf)
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
     from airflow_plugin.local.home import Home, default_home, locked
@@ -495,7 +545,8 @@ def run_run(args: argparse.Namespace) -> int:
         if request is None:
             child.abandon()
             return EXIT_FINDINGS
-        request.update(conf=conf, set=sets, signals=signals, json=args.json)
+        request.update(conf=conf, set=sets + set_new, signals=signals, json=args.json)
+        request["started_at"] = started_at
         return child.run(request)
 
 

@@ -1,4 +1,4 @@
-"""The quantum tool's playbook surface (spec-extensions.md §2): the one table `noetlc check`
+"""The quantum tool's playbook surface (docs/quantum.md): the one table `noetlc check`
 (C511) and the runtime's quantum tool both read. The runtime imports this module, so it stays
 standard-library only and imports nothing of the compiler's stages (like ``payload_defaults``).
 """

@@ -545,6 +545,17 @@ RULES: dict[str, Rule] = {
             "after:   tool: {kind: postgres, auth: pg_dw, command: SELECT 1}\n"
             "         # or add an executor for the kind to airflow_plugin/tools before deploying",
         ),
+        _rule(
+            "C516",
+            W,
+            "unknown tool field",
+            "The tool config holds a key its kind does not read (`mehtod:` in an http tool): the "
+            "runtime ignores it, so the request goes out with the default instead, and the run "
+            "stays green. The fields of every kind are listed in docs/tools/ (generated from "
+            "noetl_compile/tool_catalogue.py, the table this check reads).",
+            "before:  tool: {kind: http, mehtod: POST, url: ...}\n"
+            "after:   tool: {kind: http, method: POST, url: ...}",
+        ),
         # -- lowering ------------------------------------------------------------------------------
         _rule(
             "L701",
@@ -598,9 +609,28 @@ def severity_of(code: str) -> Severity:
     return RULES[code].severity
 
 
+# The docs page that teaches what a rule checks (the site under docs/; README links it).
+_DOCS = {
+    **dict.fromkeys(("C505", "C506", "C507", "C508", "C509", "C510"), "docs/gates.md"),
+    "C511": "docs/quantum.md",
+    "C512": "docs/cursor-loops.md",
+    **dict.fromkeys(("C502", "C503", "C504", "C513", "C515", "C516"), "docs/tools/index.md"),
+    **dict.fromkeys(("T302", "T304", "T307", "R203"), "docs/writing-playbooks.md"),
+}
+
+
+def docs_page(code: str) -> str | None:
+    return _DOCS.get(code.upper())
+
+
 def explain(code: str) -> str | None:
     rule = RULES.get(code.upper())
     if rule is None:
         return None
     fix = "\n".join("    " + line for line in rule.fix.splitlines())
-    return f"{rule.code} ({rule.severity.label}): {rule.title}\n\nWhy: {rule.why}\n\nFix:\n{fix}\n"
+    page = docs_page(rule.code)
+    docs = f"\nDocs: {page}\n" if page else ""
+    return (
+        f"{rule.code} ({rule.severity.label}): {rule.title}\n\nWhy: {rule.why}\n\nFix:\n{fix}\n"
+        + docs
+    )

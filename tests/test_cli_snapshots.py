@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_compile.cli import build_parser, main
+from noetl_compile.cli import COMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "cli_snapshots"
@@ -46,6 +46,31 @@ WARN = OK.replace("demo/ok", "demo/warn").replace(
 BROKEN = WARN.replace("demo/warn", "demo/broken").replace(
     "  - step: end\n", '  - step: end\n    input: {total: "{{ strat.total }}"}\n'
 )
+# One of each typo that used to pass silently (tool fields, a misspelt url, namespace paths,
+# a filter, a templated and a case-sink auth).
+TYPOS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: typos, path: demo/typos}
+workload: {base_url: "http://127.0.0.1:5555", pg_auth: pg_dev, amount: 5}
+workflow:
+  - step: start
+    tool:
+      kind: http
+      mehtod: POST
+      uri: "{{ workload.base_urll }}/items"
+    next: [{step: load}]
+  - step: load
+    tool:
+      kind: postgres
+      auth: "{{ pg_auth }}"
+      command: "SELECT '{{ ctx.amont | uppercase }}'"
+    case:
+      - when: "{{ event.name == 'call.done' }}"
+        then:
+          sink:
+            tool: {kind: postgres, auth: pg_prd, tabel: t}
+"""
 COMPOSE = """\
 services:
   postgres:
@@ -105,6 +130,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
         "conns/other.yaml": "[pg_dev]\n",
         "conns/malformed.yaml": "connections: [pg_prod, pg_dev]\n",
         "conns/bad_list.yaml": "- [pg_prod]\n",
+        "typos/typos.yaml": TYPOS,
     }
     for name, text in files.items():
         path = tmp_path / name
@@ -155,7 +181,7 @@ CASES = {
     "exclude_glob": "check with_compose --exclude docker-compose.yml",
     "named_non_playbook_is_checked": "check with_compose/docker-compose.yml --quiet",
     "gitignore_respected": "check ignored",
-    "exclude_folder": "check . --exclude broken --exclude 'docker-compose*.yml' --quiet",
+    "exclude_folder": "check . --exclude broken --exclude typos --exclude 'docker-compose*.yml' --quiet",
     # concise output shows severity
     "concise_shows_severity": "check broken",
     # compile: --select/--ignore/--strict, warnings printed
@@ -171,6 +197,12 @@ CASES = {
     "connections_malformed": "check playbooks --connections conns/malformed.yaml",
     "connections_bad_list": "check playbooks --connections conns/bad_list.yaml",
     "connections_missing_file": "check playbooks --connections conns/nope.yaml",
+    # typos: each with its position and the name meant
+    "typos_check": "check typos --connections conns/names.yaml",
+    "typos_explain_c516": "explain C516",
+    "run_set_undeclared_key": "run typos/typos.yaml --set amont=50",
+    "run_conf_undeclared_key": "run typos/typos.yaml --conf '{\"base_ulr\": 1}'",
+    "run_set_new_declared_key": "run typos/typos.yaml --set-new amount=1",
     # graph: format from -o's extension, a folder is named as such
     "graph_folder": "graph playbooks",
     "graph_output_folder": "graph playbooks/ok.yaml -o playbooks",
@@ -278,3 +310,11 @@ def test_the_readme_connections_examples_load(tmp_path: Path) -> None:
         path.write_text(text, encoding="utf-8")
         names.append(sorted(load_connections_file(str(path)).names))
     assert names == [["http_api", "pg_prod"], ["http_api", "pg_dev", "pg_prod"], ["pg_prod"]]
+
+
+def test_help_names_every_command(capsys) -> None:
+    code, out, _ = _run("--help", capsys)
+    commands = set(COMMANDS)
+    assert code == 0 and commands >= {"check", "compile", "run", "events", "status", "signal"}
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("    ")}
+    assert commands <= listed, commands - listed

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import select
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -168,9 +172,11 @@ def test_a_second_command_waits_for_the_home_lock(first_run, home):
             text=True,
         )
         assert process.stderr is not None
-        first_line = process.stderr.readline()  # written before the command blocks
+        started = process.stderr.readline()  # the run's first line, at once
+        waiting = process.stderr.readline()  # written before the command blocks
     out, err = process.communicate(timeout=TIMEOUT)
-    assert f"waiting for another run in {home}" in first_line
+    assert started.startswith("noetlc: running ")
+    assert f"waiting for another run in {home}" in waiting
     assert process.returncode == 0, err
     assert "end    success" in out
 
@@ -218,6 +224,8 @@ def test_set_and_conf_override_the_workload(first_run, home, tmp_path):
         "divisor=2",
         "--set",
         "label=007",  # a string key keeps the text: "007", not 7
+        "--set-new",
+        "note=added",  # a key the workload does not declare, added on purpose
     )
     assert result.returncode == 0, result.stderr
     assert report_of(result)["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
@@ -229,7 +237,10 @@ def test_a_failing_step_fails_the_run_and_is_named_once(first_run, home, tmp_pat
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     failures = [line for line in lines if "failed:" in line]
-    assert failures == ["step boom failed: ZeroDivisionError: division by zero"]
+    # one line, with the line of the step's code the error was raised at
+    assert failures == [
+        "step boom failed: ZeroDivisionError: division by zero (line 1 of the code)"
+    ]
     assert "not run: after" in lines
     log = next(line.split(": ", 1)[1] for line in lines if line.startswith("Airflow log: "))
     assert Path(log).is_file() and "ZeroDivisionError" in Path(log).read_text()
@@ -424,6 +435,22 @@ def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tm
         (["playbooks/hello_world.yaml", "--conf", "{nope"], "--conf is not valid JSON"),
         (["playbooks/hello_world.yaml", "--conf", "[1]"], "--conf must be a JSON object"),
         (["playbooks/hello_world.yaml", "--bogus"], "unrecognized arguments: --bogus"),
+        # a key the workload does not declare would run with the default of the one meant
+        (
+            ["playbooks/hello_world.yaml", "--set", "mesage=hi"],
+            "--set mesage: playbooks/hello_world.yaml declares no workload key 'mesage'; "
+            "did you mean 'message'? (declared: message); to add a new key on purpose: "
+            "--set-new mesage=hi",
+        ),
+        (
+            ["playbooks/hello_world.yaml", "--conf", '{"Message": 1}'],
+            "--conf Message: playbooks/hello_world.yaml declares no workload key 'Message'; "
+            "did you mean 'message'?",
+        ),
+        (
+            ["playbooks/hello_world.yaml", "--set-new", "message=x"],
+            "--set-new message: playbooks/hello_world.yaml already declares 'message'; use --set",
+        ),
     ],
 )
 def test_usage_errors_exit_2(tmp_path, args, message):
@@ -595,6 +622,7 @@ def test_report_counts_loop_iterations_and_merges_ctx_in_completion_order():
     steps = report["steps"]
     assert list(steps) == ["items", "work", "end_items", "last"]
     assert steps["items"]["result"] == [1, 2] and steps["items"]["attempts"] == 3
+    assert steps["items"]["iterations"] == 3 and "iterations" not in steps["last"]
     assert steps["items"]["tasks"]["items.body"] == {
         "state": "success",
         "attempts": 2,
@@ -603,3 +631,157 @@ def test_report_counts_loop_iterations_and_merges_ctx_in_completion_order():
     assert steps["work"]["result"] == 2 and steps["end_items"]["result"] == {"n": 2}
     assert report["ctx"] == {"n": "tail", "m": 1} and report["vars"] == {"v": 1}
     assert report["state"] == "success"
+
+
+# -- live progress on a terminal ------------------------------------------------------------------
+
+NAP = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {name: nap, path: tests/nap}
+    workflow:
+      - step: start
+        tool: {kind: python, code: "result = 1"}
+        next: {arcs: [{step: nap}]}
+      - step: nap
+        tool:
+          kind: python
+          code: |
+            import time
+            time.sleep(10)
+            result = {"slept": 10}
+"""
+
+
+# Cursor and erase sequences of rich's live display (CSI ... letter); a bounded class, linear.
+_CSI = re.compile(rb"\x1b\[[0-9;?]{0,16}[A-Za-z]")
+
+
+def _read_terminal(leader: int, process: subprocess.Popen, started: float) -> list:
+    """(seconds since start, text) for every line or redrawn status line the command wrote to
+    its terminal (rich redraws its live line after a carriage return)."""
+    lines, pending = [], b""
+    deadline = started + TIMEOUT
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if not ready:
+            if process.poll() is not None:
+                break
+            continue
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the command closed the terminal
+            break
+        if not chunk:
+            break
+        pending += chunk
+        *complete, pending = re.split(rb"[\r\n]", pending)
+        now = time.monotonic() - started
+        lines += [(now, t) for raw in complete if (t := _CSI.sub(b"", raw).decode().rstrip())]
+    return lines
+
+
+def test_a_terminal_sees_the_run_start_at_once_and_a_heartbeat_during_a_long_step(
+    first_run, home, tmp_path
+):
+    playbook = write_playbook(tmp_path, "nap", NAP)
+    leader, follower = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k not in ("NOETL_STRICT", "NOETL_NESTED")}
+    environ["NOETLC_HOME"] = str(home)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "noetl_compile", "run", str(playbook)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        cwd=ROOT,
+        env=environ,
+    )
+    os.close(follower)
+    try:
+        lines = _read_terminal(leader, process, started)
+    finally:
+        os.close(leader)
+        process.wait(timeout=60)
+    assert process.returncode == 0, lines
+    text = [line for _, line in lines]
+    # The first line comes before Airflow is imported: well within a second of the start.
+    first_at, first = lines[0]
+    assert first == f"noetlc: running {playbook} (starting Airflow)" and first_at < 1.0, lines
+    at = {}
+    for t, line in lines:
+        if line.startswith("  ") and len(line.split()) >= 2:
+            at.setdefault(" ".join(line.split()[:2]), t)
+    assert at["nap started"] < at["nap success"], lines
+    # On a terminal the heartbeat is rich's live status line, redrawn while the step sleeps:
+    # from 3 s on, the seconds counting up, all before the step's end.
+    beats = [(t, line) for t, line in lines if line.startswith("  nap    running  ")]
+    seconds = sorted({int(line.split()[-1].removesuffix("s")) for _, line in beats})
+    assert len(seconds) >= 2 and seconds[0] >= 3, text
+    # (a redraw read in the same chunk as the success line shares its time)
+    assert all(at["nap started"] + 2.5 < t <= at["nap success"] for t, _ in beats), lines
+    # The total is the command's wall time, from its first line to its last.
+    total = next(line for line in text if line.startswith("success in "))
+    wall = float(total.removeprefix("success in ").removesuffix("s"))
+    assert abs(wall - (lines[-1][0] - first_at)) < 2.0, (wall, lines)
+
+
+def test_the_events_command_a_run_prints_answers_whatever_airflow_home_says(
+    first_run, home, tmp_path
+):
+    """Every Airflow user's shell sets AIRFLOW_HOME; `noetlc run` still writes to its managed
+    home, and the `noetlc events ID` it prints finds the run there, saying which log it read."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"AIRFLOW_HOME": str(elsewhere)}
+    result = noetlc_run(home, PLAYBOOKS / "hello_world.yaml", env=env)
+    assert result.returncode == 0, result.stderr
+    command = next(line for line in result.stdout.splitlines() if line.startswith("events  "))
+    printed = command.rsplit("(", 1)[1].rstrip(")").split()  # ['noetlc', 'events', ID]
+    assert printed[:2] == ["noetlc", "events"]
+    environ = {**os.environ, "NOETLC_HOME": str(home), **env}
+    outputs = []
+    for args, expected in (
+        (printed[1:], ["WorkflowStarted", "StepFinished", "PlaybookProcessed"]),
+        (["status", printed[2]], ["greet  success"]),
+    ):
+        shown = subprocess.run(
+            [sys.executable, "-m", "noetl_compile", *args],
+            cwd=ROOT,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert all(name in shown.stdout for name in expected), shown.stdout
+        outputs.append(shown.stdout)
+    assert outputs[0].splitlines()[0] == f"event log: sqlite {home / 'noetl' / 'events.db'}"
+
+
+def test_heartbeats_count_loop_items_from_the_runs_events():
+    import io
+
+    from airflow_plugin.local.live import Live
+
+    stream = io.StringIO()
+    live = Live({}, stream, width=6, after=3.0, every=3.0)
+    try:
+        live.task_started("d", "r", "square")
+        loop = {"entity": "loop", "entity_id": "square", "step": "square"}
+        live.observe(Event(name="LoopStarted", status="in_progress", data={"total": 5}, **loop))
+        for _ in range(2):
+            live.observe(Event(name="LoopIterationCompleted", status="success", **loop))
+        since = live.current[1]
+        assert live.heartbeat(since + 1.0) is None  # too early for a first heartbeat
+        assert live.heartbeat(since + 4.0) == "  square  running  4s  (loop 2/5 items)"
+        assert live.heartbeat(since + 5.0) is None  # one every 3 s
+        live.task_finished()
+        assert live.heartbeat(since + 9.0) is None  # nothing runs
+        live.task_started("d", "r", "square")  # the next mapped item: same step, same start
+        assert live.heartbeat(since + 9.0) == "  square  running  9s  (loop 2/5 items)"
+    finally:
+        live.close()
+    written = stream.getvalue()
+    assert written.startswith("  square  started\n") and written.count("started") == 1

@@ -6,8 +6,10 @@
 * ``noetlc status EXECUTION`` prints the execution state rebuilt from the events alone.
 
 Which log: ``--url``, else the environment (``config``), else, when no ``AIRFLOW_HOME`` is set
-and ``noetlc run``'s managed home has one, that home's log (so the id that ``noetlc run``
-printed works as is).
+and ``noetlc run``'s managed home has one, that home's log. An execution id that log does not
+hold is also looked up in ``noetlc run``'s managed home (unless a URL was given), so the id
+that ``noetlc run`` printed works as is whatever ``AIRFLOW_HOME`` says; the timeline's first
+line names the log it came from.
 
 Called by ``noetl_compile.cli`` (which never imports Airflow); this module needs SQLAlchemy,
 which comes with the airflow extra.
@@ -47,6 +49,37 @@ def resolve(url: str | None, environ: Mapping[str, str] | None = None) -> tuple[
     return EventStore(options.url), Outbox(options.outbox)
 
 
+def _run_home_store(
+    url: str | None, first: EventStore, env: Mapping[str, str]
+) -> EventStore | None:
+    """`noetlc run`'s own log, when it is not the one ``resolve`` chose and nothing named a log
+    explicitly: with ``AIRFLOW_HOME`` set (every Airflow user's shell) ``resolve`` reads that
+    home's log, while `noetlc run` writes to its managed home. An execution id not found in the
+    first is looked up there, so the id a run printed always answers."""
+    if url or any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID")):
+        return None
+    from ..local.home import default_home
+
+    path = default_home(env) / "noetl" / "events.db"
+    if not path.exists() or first.describe() == EventStore(str(path)).describe():
+        return None
+    return EventStore(str(path))
+
+
+def _events_with_fallback(
+    url: str | None, store: EventStore, execution: int | None, **where: Any
+) -> tuple[EventStore, list]:
+    rows = store.events(execution, **where)
+    if rows:
+        return store, rows
+    other = _run_home_store(url, store, os.environ)
+    if other is not None:
+        found = other.events(execution, **where)
+        if found:
+            return other, found
+    return store, rows
+
+
 def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     store, outbox = resolve(getattr(args, "url", None))
@@ -63,7 +96,9 @@ def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None
         if target is not None and execution is None:
             err.write(f"noetlc: error: not an execution id: {target!r}\n")
             return EXIT_USAGE
-        rows = store.events(execution, dag_id=args.dag, run_id=args.run)
+        store, rows = _events_with_fallback(
+            getattr(args, "url", None), store, execution, dag_id=args.dag, run_id=args.run
+        )
     except StoreUnavailable as exc:
         err.write(f"noetlc: the event log is unreachable: {exc}\n")
         return EXIT_FAILED
@@ -76,6 +111,7 @@ def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None
         for row in rows:
             out.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
     else:
+        out.write(f"event log: {store.describe()}\n")
         out.write(timeline(rows))
     return EXIT_OK
 
@@ -88,7 +124,7 @@ def run_status(args: Any, out: IO[str] | None = None, err: IO[str] | None = None
         err.write(f"noetlc: error: not an execution id: {args.execution!r}\n")
         return EXIT_USAGE
     try:
-        rows = store.events(execution)
+        store, rows = _events_with_fallback(getattr(args, "url", None), store, execution)
     except StoreUnavailable as exc:
         err.write(f"noetlc: the event log is unreachable: {exc}\n")
         return EXIT_FAILED
@@ -120,12 +156,48 @@ def _list(store: EventStore, outbox: Outbox, out: IO[str], *, as_json: bool) -> 
     waiting = outbox.count()
     if waiting:
         out.write(f"outbox: {waiting} event(s) waiting (noetlc events flush)\n")
+    table = [("EXECUTION", "STATE", "DAG", "STARTED", "DURATION", "EVENTS", "FAILED STEP")]
     for row in rows:
-        out.write(
-            f"{row['execution_id']:>20}  {row['dag_id'] or '-'}  {row['run_id'] or '-'}  "
-            f"{row['events']} events  last {_clock(row['last'])}\n"
+        state = project(store.events(row["execution_id"]))  # at most `limit` (20) executions
+        failed = [step for step, entry in state["steps"].items() if entry.get("status") == "error"]
+        table.append(
+            (
+                str(row["execution_id"]),
+                str(state.get("status") or "-"),
+                row["dag_id"] or "-",
+                _when(row.get("started")),
+                _duration(row.get("started"), row.get("last")),
+                str(row["events"]),
+                ", ".join(failed) or "-",
+            )
         )
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    for line in table:
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+        out.write("\n")
     return EXIT_OK
+
+
+def _as_datetime(value: Any) -> _dt.datetime | None:
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, _dt.datetime) else None
+
+
+def _when(value: Any) -> str:
+    moment = _as_datetime(value)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+def _duration(first: Any, last: Any) -> str:
+    start, end = _as_datetime(first), _as_datetime(last)
+    if start is None or end is None:
+        return "-"
+    seconds = (end - start).total_seconds()
+    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
 
 
 def timeline(rows: list[Mapping[str, Any]]) -> str:

@@ -63,12 +63,15 @@ class RunRecorder(MemoryRecorder):
         super().__init__()
         self.active: list[tuple[str, str]] = []
         self.forward = forward
+        self.observers: list[Any] = []  # called with each event as it is recorded (live.Live)
 
     def record(self, event: Event) -> None:
         if self.active and event.dag_id is None:
             dag_id, run_id = self.active[-1]
             event = dataclasses.replace(event, dag_id=dag_id, run_id=run_id)
         super().record(event)
+        for observe in self.observers:
+            observe(event)
         if self.forward is not None:
             self.forward.record(event)
 
@@ -136,6 +139,7 @@ class Driver:
         self.signals = {k: list(v) for k, v in (signals or {}).items()}
         self.gate_wait = gate_wait
         self._sweeper: Any = None
+        self.live: Any = None  # live.Live: start lines and heartbeats, when set
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -357,11 +361,21 @@ class Driver:
         ti.set_state(TaskInstanceState.FAILED, session=self.session)
 
     def _run_one(self, dag: Any, run: DagRun, ti: Any) -> None:
+        task = dag.task_dict[ti.task_id]
+        key = (run.dag_id, run.run_id, ti.task_id, ti.map_index)
+        if self.live is not None:
+            prefix = "  " if len(self.recorder.active) > 1 else ""  # a child run's step
+            self.live.task_started(run.dag_id, run.run_id, ti.task_id, prefix)
+        try:
+            self._run_task(dag, run, ti, task, key)
+        finally:
+            if self.live is not None:
+                self.live.task_finished()
+
+    def _run_task(self, dag: Any, run: DagRun, ti: Any, task: Any, key: tuple) -> None:
         from airflow.sdk.definitions.dag import _run_task
         from airflow.sdk.execution_time.comms import DeferTask
 
-        task = dag.task_dict[ti.task_id]
-        key = (run.dag_id, run.run_id, ti.task_id, ti.map_index)
         while True:
             try:
                 outcome = _run_task(ti=ti, task=task, run_triggerer=False)

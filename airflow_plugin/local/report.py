@@ -99,13 +99,29 @@ def _field(event: Any, name: str) -> Any:
     return event.get(name) if isinstance(event, Mapping) else getattr(event, name, None)
 
 
+# The frame of a python step's own code in a traceback (tools/python.py compiles it under this
+# file name); a negated class, so the search is linear.
+_CODE_FRAME = re.compile(r'File "<noetl python [^>\n]*>", line (\d+)')
+
+
+def _code_line(error: Mapping[str, Any]) -> int | None:
+    """The line of the step's python code an error was raised at (the innermost frame)."""
+    if isinstance(error.get("line"), int):
+        return error["line"]
+    trace = error.get("traceback")
+    found = _CODE_FRAME.findall(trace) if isinstance(trace, str) else []
+    return int(found[-1]) if found else None
+
+
 def _error_text(error: Any) -> str | None:
+    """One readable line: `Type: message (line N of the code)`."""
     if isinstance(error, Mapping):
         kind, message = error.get("type"), error.get("message")
-        if kind and message:
-            return f"{kind}: {message}"
-        return str(message or kind or "failed")
-    return None if error is None else str(error)
+        text = f"{kind}: {message}" if kind and message else str(message or kind or "failed")
+        text = " ".join(text.split())  # one line, whatever the message held
+        line = _code_line(error)
+        return f"{text} (line {line} of the code)" if line is not None else text
+    return None if error is None else " ".join(str(error).split())
 
 
 def _unit_state(tasks: Sequence[TaskRow]) -> str:
@@ -230,12 +246,24 @@ def _error(seen: _Seen) -> str | None:
     return _strip_step(error, seen.step) if error else None
 
 
-def _attempts(seen: _Seen, state: str) -> int:
-    """Tool calls of the step (iterations for a loop step); Airflow tries when no events."""
+def _iterations(seen: _Seen) -> int | None:
+    """Items a loop step ran (None for a step that is no loop): a word of its own, never
+    counted as attempts, which are tool calls (an item retried twice is 1 iteration, 3 calls)."""
+    if not (seen.own and seen.unit.is_loop):
+        return None
     iterations = seen.named("LoopIterationCompleted")
-    if seen.own and seen.unit.is_loop and iterations:
+    if iterations:
         return len(iterations)
+    return sum(1 for t in seen.tasks if t.map_index >= 0 and t.state in _RAN)
+
+
+def _attempts(seen: _Seen, state: str) -> int:
+    """Tool calls of the step (a loop step without tool events: its iterations); Airflow tries
+    when no events."""
+    iterations = seen.named("LoopIterationCompleted")
     tools = seen.named("ToolStarted")
+    if seen.own and seen.unit.is_loop and iterations and not tools:
+        return len(iterations)
     if tools:
         return len(tools)
     counted = [int(_field(e, "attempt") or 0) for e in seen.named("StepFinished")]
@@ -265,7 +293,7 @@ def _step_report(seen: _Seen) -> dict[str, Any]:
         successes = [e for e in seen.named("StepFinished") if _field(e, "status") == "success"]
         data = (_field(successes[-1], "data") or {}) if successes else {}
         result = data.get("result")
-    return {
+    report = {
         "state": state,
         "result": result if state == "success" or has_result else None,
         "attempts": _attempts(seen, state),
@@ -273,6 +301,10 @@ def _step_report(seen: _Seen) -> dict[str, Any]:
         "duration": _duration(seen, state),
         "error": _error(seen) if state == "failed" else None,
     }
+    iterations = _iterations(seen)
+    if iterations is not None:
+        report["iterations"] = iterations
+    return report
 
 
 def _for_run(
@@ -408,10 +440,16 @@ def _seconds(seconds: float | None) -> str:
 
 def progress_line(step: str, report: Mapping[str, Any], width: int, prefix: str = "") -> str:
     attempts = report.get("attempts", 0)
-    noun = "attempt" if attempts == 1 else "attempts"
+    iterations = report.get("iterations")
+    if iterations is not None:
+        count = f"{iterations} {'iteration' if iterations == 1 else 'iterations'}"
+        if attempts > iterations:  # retried items
+            count += f", {attempts} attempts"
+    else:
+        count = f"{attempts} {'attempt' if attempts == 1 else 'attempts'}"
     return (
         f"  {prefix}{step:<{width}}  {report['state']:<8} {_seconds(report.get('duration')):>8}"
-        f"  {attempts} {noun}"
+        f"  {count}"
     )
 
 

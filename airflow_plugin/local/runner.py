@@ -226,6 +226,7 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     from ..events import NullRecorder, default_recorder, flush, set_default_recorder
     from ..runtime.ids import execution_id_for
     from .driver import Driver, RunRecorder
+    from .live import Live
 
     started = time.monotonic()
     as_json = bool(request.get("json"))
@@ -245,6 +246,13 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     progress = Progress(payloads, progress_stream, recorder)
     signals = gate_signals(dags, request.get("signals") or [])
     driver = Driver(dags, recorder, progress, signals=signals)
+    # Start lines and heartbeats go to stderr: stdout keeps one line per finished step (text) or
+    # one JSON object (--json), while a terminal shows both.
+    terminal = not as_json and _is_terminal(out) and _is_terminal(err)
+    driver.live = live = Live(payloads, err, width=progress.width, terminal=terminal)
+    recorder.observers.append(live.observe)
+    if terminal:
+        progress.stream = _Through(live)  # finished lines above rich's live status line
 
     def interrupt(signum: int, frame: Any) -> None:
         driver.interrupted = True
@@ -261,13 +269,16 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
         first = (str(exc).strip().splitlines() or ["invalid"])[0]
         raise UsageProblem(f"the workload does not fit the playbook: {first}") from None
     execution_id = execution_id_for(parent, run.run_id)
-    progress_stream.write(f"{parent}  run {run.run_id}  execution_id {execution_id}\n")
-    progress_stream.write(f"events  {_event_log_location(event_log, execution_id)}\n")
+    progress.stream.write(f"{parent}  run {run.run_id}  execution_id {execution_id}\n")
+    progress.stream.write(f"events  {_event_log_location(event_log, execution_id)}\n")
     # Set-up is over: what it built stays (frozen, never scanned again); the tasks, which may
     # loop for long, run with the collector on.
     gc.freeze()
     gc.enable()
-    state = driver.drive(run)
+    try:
+        state = driver.drive(run)
+    finally:
+        live.close()
     if recorder.forward is not None and not flush(recorder.forward, 30.0):
         err.write("noetlc: the event log is unreachable; events wait in its outbox\n")
     for event in recorder.events:  # the event trail, for whoever reads the log
@@ -291,8 +302,38 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     if as_json:
         out.write(json.dumps(report, ensure_ascii=False, default=str) + "\n")
     else:
-        out.write(render_summary(report, time.monotonic() - started, str(log_path)))
+        out.write(render_summary(report, _wall_time(request, started), str(log_path)))
     return EXIT_OK if report["state"] == "success" else EXIT_FAILED
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+class _Through:
+    """A text stream whose lines go through the live display's console."""
+
+    def __init__(self, live: Any) -> None:
+        self.live = live
+
+    def write(self, text: str) -> int:
+        self.live.print_line(text)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+def _wall_time(request: Mapping[str, Any], started: float) -> float:
+    """Seconds since the command started (the CLI stamps ``started_at``, epoch seconds, before
+    it compiles and this process imports Airflow), else since this process got the request."""
+    began = request.get("started_at")
+    if isinstance(began, int | float) and 0 < time.time() - began < 86400 * 7:
+        return time.time() - began
+    return time.monotonic() - started
 
 
 def _event_log_location(event_log: Any, execution_id: int) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..ast import Playbook
 from ..load import YMap
+from ..read.base import did_you_mean
 from ..read.noetl5 import SCOPED_PREFIXES  # a task `set` key outside them binds a plain name
 from .dataflow import ctx_writes, vars_writes
 
@@ -85,6 +86,7 @@ class NameTable:
     workload: set[str] = field(default_factory=set)
     bound: set[str] = field(default_factory=set)  # iterators, set/vars keys, inputs, task names...
     iterators: set[str] = field(default_factory=set)  # loop iterators (also in ``bound``)
+    variables: set[str] = field(default_factory=set)  # ctx/vars names steps write (in ``bound``)
 
     def classify(self, name: str) -> str | None:
         if name in self.steps:
@@ -109,17 +111,34 @@ class NameTable:
         an unknown name one typo away from one of these is a misspelling, not a runtime name."""
         return frozenset(self.steps | self.workload | self.iterators)
 
+    def namespace_typo(self, name: str) -> str:
+        """The did-you-mean of a name read as `workload.x`/`ctx.x`/`vars.x` that resolves to
+        nothing but is one typo away from a declared name ("" otherwise)."""
+        if name in self.all_names:
+            return ""
+        return did_you_mean(name, self.variable_names)
+
+    @functools.cached_property
+    def variable_names(self) -> frozenset[str]:
+        return self.declared_names | frozenset(self.variables)
+
 
 def _keys(mapping: object) -> set[str]:
     return {str(k) for k in mapping} if isinstance(mapping, dict) else set()
 
 
 def name_table(playbook: Playbook) -> NameTable:
+    """Computed once per playbook (templates and flow both ask)."""
+    return playbook.analysis("name_table", _name_table)
+
+
+def _name_table(playbook: Playbook) -> NameTable:
     table = NameTable(steps=set(playbook.step_names), workload=_keys(playbook.workload))
     bound = table.bound
     bound |= set(playbook.workbook)
-    bound |= set(ctx_writes(playbook))
-    bound |= {name for names in vars_writes(playbook).values() for name in names}
+    table.variables |= set(ctx_writes(playbook))
+    table.variables |= {name for names in vars_writes(playbook).values() for name in names}
+    bound |= table.variables
     keychain = playbook.keychain if isinstance(playbook.keychain, list) else []
     bound |= {str(k["name"]) for k in keychain if isinstance(k, dict) and "name" in k}
     for task in playbook.workbook.values():

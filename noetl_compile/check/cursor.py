@@ -1,4 +1,4 @@
-"""C512: cursor-driven loops (`loop.cursor`, spec-extensions.md §3).
+"""C512: cursor-driven loops (`loop.cursor`, docs/cursor-loops.md).
 
 Missing keys are errors: the loop cannot claim rows without them. An unknown driver kind is only
 a warning, because drivers can be registered by third parties under an entry-point group.

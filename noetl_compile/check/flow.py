@@ -4,6 +4,7 @@ that are read but never written or written by branches that run at the same time
 from __future__ import annotations
 
 from ..analyze.dataflow import ctx_reads, ctx_writes
+from ..analyze.names import name_table
 from .context import CheckContext
 
 
@@ -48,10 +49,13 @@ def _closes_reachable_loop(ctx: CheckContext, step) -> bool:
 def _check_ctx(ctx: CheckContext) -> None:
     writes = ctx_writes(ctx.playbook)
     workload = set(ctx.playbook.workload or {})
+    names = name_table(ctx.playbook)
     for read in ctx_reads(ctx.playbook, ctx.sites):
         if read.name in workload or read.guarded:
             continue
         if read.name not in writes:
+            if names.namespace_typo(read.name):
+                continue  # a misspelt name: T307 says so, with the name meant
             ctx.report(
                 "F403",
                 ctx.position_in_string(read.value, read.offset),

@@ -1,4 +1,4 @@
-"""C505-C510: the gate tool (spec-extensions.md §1).
+"""C505-C510: the gate tool (docs/gates.md).
 
 A gate pauses its branch until a signal or a timer; a config the runtime cannot use is found
 here rather than when an execution has already been waiting for days.

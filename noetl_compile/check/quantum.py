@@ -1,4 +1,4 @@
-"""C511: the quantum tool (spec-extensions.md §2).
+"""C511: the quantum tool (docs/quantum.md).
 
 Literal values are checked against what the adapter accepts; templated values are left to the
 runtime. A literal circuit only gets a light header check: parsing QASM is the simulator's job.

@@ -4,8 +4,10 @@ end_loop, executor steps, connections and nested playbooks."""
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 
+from ..analyze.expressions import scan_template
 from ..ast import Playbook, Step, Task
 from ..dag_ids import dag_id_for_path
 from ..diagnostics import Diagnostic
@@ -13,6 +15,7 @@ from ..load import YMap
 from ..read.base import did_you_mean, is_template
 from ..rules import severity_of
 from .context import CatalogClaim, CheckContext, NestedCall
+from .tools import sites as tool_sites
 
 _SIMPLE_REF = ("{{", "}}")
 
@@ -38,6 +41,39 @@ def check(ctx: CheckContext) -> None:
         _check_task(ctx, None, task)
     _check_executor(ctx)
     _claim_catalog_key(ctx)
+    if ctx.project.connections is not None:
+        _check_connections(ctx)
+
+
+def _check_connections(ctx: CheckContext) -> None:
+    """R203 at every `auth`/`credential` of every tool (steps, pipeline tasks, workbook tasks,
+    sinks of a step and of its case rules, cursors) naming a connection the file lacks. A
+    template is followed to each name it can take: the workload default of the variable it
+    reads, and the literal of a `default(...)` or an `or`/`if` alternative."""
+    connections = ctx.project.connections
+    holders: list[tuple[YMap, str]] = []
+    for site in tool_sites(ctx):
+        if isinstance(site.task.config, YMap):
+            holders.append((site.task.config, site.label))
+        if site.sink is not None:
+            holders.append((site.sink, site.label))
+    for step in ctx.playbook.steps:
+        cursor = step.loop.cursor if step.loop is not None else None
+        if isinstance(cursor, YMap):
+            holders.append((cursor, f"the cursor of step {step.name!r}"))
+    for config, label in holders:
+        for key in ("auth", "credential"):
+            value = config.get(key)
+            for name in connection_names(ctx, value):
+                if name in connections:
+                    continue
+                via = f" (from {value!r})" if name != value else ""
+                ctx.report(
+                    "R203",
+                    ctx.pos(config, key),
+                    f"connection {name!r}{via} of {label} is not in the connections file"
+                    + did_you_mean(name, sorted(connections)),
+                )
 
 
 def _claim_catalog_key(ctx: CheckContext) -> None:
@@ -148,16 +184,6 @@ def _check_task(ctx: CheckContext, step: Step | None, task: Task) -> None:
                     ctx.sink.path, ctx.pos(config, "path"), path, by_file(ctx.playbook, path)
                 )
             )
-    if ctx.project.connections is not None:
-        for key in ("auth", "credential"):
-            name = resolve_literal(ctx, config.get(key))
-            if name is not None and name not in ctx.project.connections:
-                ctx.report(
-                    "R203",
-                    ctx.pos(config, key),
-                    f"connection {name!r} is not in the connections file"
-                    + did_you_mean(name, sorted(ctx.project.connections)),
-                )
 
 
 def _others(claim: CatalogClaim, group: list[CatalogClaim]) -> str:
@@ -251,6 +277,39 @@ def unresolved_nested_calls(
             )
         found.append(Diagnostic(code, severity_of(code), call.file, call.position, message))
     return found
+
+
+# The string literals an expression can evaluate to as a fallback: `default('x')`, `d("x")`,
+# `or 'x'`, `else 'x'`. A quoted run is capped at 256 characters, so the scan stays linear.
+_FALLBACK = re.compile(
+    r"""(?:\b(?:default|d)\(\s*|\bor\s+|\belse\s+)(?:'([^'\n]{0,256})'|"([^"\n]{0,256})")"""
+)
+
+
+def connection_names(ctx: CheckContext, value: object) -> list[str]:
+    """The connection names an `auth` value can take: itself when literal, else the workload
+    defaults of the names its template reads and its literal fallbacks."""
+    if not isinstance(value, str) or not value.strip():
+        return []
+    if not is_template(value):
+        return [value]
+    names: list[str] = []
+    literal = resolve_literal(ctx, value)
+    if literal is not None:
+        names.append(literal)
+    scan = scan_template(value)
+    if scan.error is None:
+        workload = ctx.playbook.workload if isinstance(ctx.playbook.workload, dict) else {}
+        for ref in scan.references:
+            key = ref.path[0] if ref.root in ("workload", "ctx") and ref.path else ref.root
+            default = workload.get(key) if isinstance(key, str) else None
+            if isinstance(default, str) and default.strip() and not is_template(default):
+                names.append(default)
+    for match in _FALLBACK.finditer(value):
+        fallback = match.group(1) if match.group(1) is not None else match.group(2)
+        if fallback.strip():
+            names.append(fallback)
+    return list(dict.fromkeys(names))
 
 
 def resolve_literal(ctx: CheckContext, value: object) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
 
 from ..analyze.expressions import loader_statements, scan_template
-from ..analyze.names import NOETL5_FILTERS, NOETL5_GLOBALS, NOETL_FILTERS, name_table
+from ..analyze.names import NOETL5_FILTERS, NOETL5_GLOBALS, NOETL_FILTERS, RUNTIME_NAMES, name_table
 from ..read.base import did_you_mean
 from .context import CheckContext
 
@@ -16,6 +16,47 @@ KNOWN_FILTERS_5 = KNOWN_FILTERS | NOETL5_FILTERS
 # NoETL 5 filters that Jinja itself lacks: the Airflow runtime's renderer does not have them yet.
 FILTERS_NOT_ON_AIRFLOW = NOETL5_FILTERS - frozenset(DEFAULT_FILTERS)
 KNOWN_TESTS = frozenset(DEFAULT_TESTS)
+# Filter names people bring from other languages (Python methods, Ansible, Liquid), too far from
+# Jinja's by edit distance for "did you mean" to find: the filter each one means.
+FILTER_ALIASES = {
+    "uppercase": "upper",
+    "upcase": "upper",
+    "toupper": "upper",
+    "lowercase": "lower",
+    "downcase": "lower",
+    "tolower": "lower",
+    "to_json": "tojson",
+    "json": "tojson",
+    "to_nice_json": "tojson",
+    "from_json": "fromjson",
+    "parse_json": "fromjson",
+    "len": "length",
+    "size": "length",
+    "strip": "trim",
+    "str": "string",
+    "integer": "int",
+    "to_int": "int",
+    "to_float": "float",
+    "to_string": "string",
+    "b64_encode": "b64encode",
+    "b64_decode": "b64decode",
+    "base64": "b64encode",
+    "regex_replace": "replace",
+    "capitalise": "capitalize",
+    "titlecase": "title",
+    "uniq": "unique",
+    "distinct": "unique",
+}
+
+
+def filter_hint(name: str, known: frozenset[str] = KNOWN_FILTERS) -> str:
+    """ "did you mean" for an unknown filter: the filter a known foreign name means (`strip` is
+    `trim`, not the nearer `string`), else the closest by spelling."""
+    if name in FILTER_ALIASES:
+        return f"; did you mean {FILTER_ALIASES[name]!r}?"
+    return did_you_mean(name, known)
+
+
 # Fields postgres results stopped carrying when the tool began returning only the last statement.
 STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
 # What a canonical pipeline's `output` holds (the engine's task output envelope); `response` is
@@ -42,7 +83,7 @@ def check(ctx: CheckContext) -> None:
                 ctx.report(
                     "T304",
                     ctx.position_in_string(site.value, offset),
-                    f"unknown filter {name!r}" + did_you_mean(name, known_filters),
+                    f"unknown filter {name!r}" + filter_hint(name, known_filters),
                 )
             elif name in FILTERS_NOT_ON_AIRFLOW and known_filters is KNOWN_FILTERS_5:
                 ctx.report(
@@ -94,6 +135,33 @@ def check(ctx: CheckContext) -> None:
                 _report_stale_field(ctx, site, ref)  # the current step's result
             elif ref.root == "output" and ctx.playbook.dialect == "canonical":
                 _check_output_field(ctx, site, ref)
+            elif ref.root in NAMESPACE_ROOTS and ref.path and not ref.guarded:
+                _check_namespace_path(ctx, site, ref, names)
+
+
+# `workload.x`, `ctx.x` and `vars.x` name a variable the way a bare `x` does (the engine's variables
+# store is exposed as `workload`, as `ctx` and flat; case-v2 `vars` hold what steps wrote), so the
+# name after the dot gets the bare name's check: one typo away from a declared name is T307.
+# Otherwise `workload.x`/`vars.x` is T302 (the request payload may bring a key check cannot see);
+# `ctx.x` written by no step is F403 (flow.py).
+NAMESPACE_ROOTS = ("workload", "ctx", "vars")
+
+
+def _check_namespace_path(ctx: CheckContext, site, ref, names) -> None:
+    name = ref.path[0]
+    if not isinstance(name, str) or name in names.all_names:
+        return  # a declared or written name, or one the runtime keeps in the store (execution_id)
+    typo = names.namespace_typo(name)
+    if not typo and ref.root == "ctx":
+        return  # F403: no step writes it
+    field_at = site.value.find(name, ref.offset + len(ref.root))
+    position = ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset)
+    ctx.report(
+        "T307" if typo else "T302",
+        position,
+        f"unknown name `{ref.root}.{name}` in {site.field}"
+        + (typo or did_you_mean(name, names.all_names - RUNTIME_NAMES)),
+    )
 
 
 def _check_output_field(ctx: CheckContext, site, ref) -> None:

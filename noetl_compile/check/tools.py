@@ -20,6 +20,7 @@ from ..read.base import TOOL_SETTING_KEYS, is_template, tool_kinds
 from ..runtime_support import runtime_executes
 from . import cursor, gates, pycode, quantum
 from .context import CheckContext
+from .tool_fields import check_fields, closest_unknown
 
 SQL_KINDS = ("postgres", "duckdb", "ducklake", "snowflake")
 SQL_KEYS = ("query", "queries", "command", "commands", "cmd", "cmds", "sql", "statement", "script")
@@ -88,6 +89,7 @@ def check_site(ctx: CheckContext, site: Site) -> None:
     check_runtime_support(ctx, site)
     if not isinstance(config, dict) or kind is None:
         return
+    check_fields(ctx, kind, config, site.label)
     if kind == "python":
         own_tool = site.step is not None and site.step.tool is site.task
         pycode.check_task_code(ctx, config, site.label, site.step.raw if own_tool else None)
@@ -131,6 +133,16 @@ def _misplaced(ctx: CheckContext, site: Site, keys: tuple[str, ...]) -> str:
 def check_http(ctx: CheckContext, site: Site) -> None:
     config = site.task.config
     if any(_present(config.get(key)) for key in ("url", "endpoint")):
+        return
+    typo = closest_unknown(config, "http", ("url", "endpoint"))
+    if typo is not None:
+        ctx.report(
+            "C502",
+            ctx.key_pos(config, typo),
+            f"the http tool of {site.label} has no `url` (or `endpoint`); did you mean `url` "
+            f"instead of {typo!r}?",
+            hint=f"rename `{typo}` to `url`",
+        )
         return
     ctx.report(
         "C502",

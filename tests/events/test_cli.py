@@ -27,6 +27,7 @@ def test_timeline_status_and_listing(event_log, airflow_db, run_dag, tmp_path, c
     capsys.readouterr()
     assert main(["events", str(execution_id), "--url", url]) == 0
     text = capsys.readouterr().out.splitlines()
+    assert text.pop(0) == f"event log: {event_log.store.describe()}"  # says where it read
     assert text[0].startswith(f"execution {execution_id}  examples.hello_world  run {out.run_id}")
     names = [line.split()[1] for line in text[1:]]
     assert names[0] == "PlaybookExecutionRequested" and names[-1] == "PlaybookProcessed"
@@ -56,6 +57,14 @@ def test_timeline_status_and_listing(event_log, airflow_db, run_dag, tmp_path, c
     assert main(["events", "--url", url]) == 0
     listing = capsys.readouterr().out
     assert str(execution_id) in listing and "examples.hello_world" in listing
+    # aligned columns: state, start, duration and the failing step (none here)
+    header, row = (
+        listing.splitlines()[1],
+        next(line for line in listing.splitlines() if line.startswith(str(execution_id))),
+    )
+    assert header.split()[:5] == ["EXECUTION", "STATE", "DAG", "STARTED", "DURATION"]
+    assert row.index("success") == header.index("STATE") and row.split()[-1] == "-"
+    assert row.index("examples.hello_world") == header.index("DAG")
 
 
 def test_usage_and_unreachable_store_are_clear(capsys, tmp_path):

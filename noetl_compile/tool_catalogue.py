@@ -1,0 +1,337 @@
+"""The fields of each tool kind: one table that `noetlc check` validates tool configs against
+(C516, "did you mean" per kind) and that the reference pages under docs/tools/ are generated from
+(`scripts/gen_tool_docs.py`), so the two cannot drift. A standard-library leaf.
+
+To add a kind or a field, add a `ToolKind` or a `ToolField` below; `tests/test_tool_catalogue.py`
+then fails until `python scripts/gen_tool_docs.py` has regenerated the docs.
+
+A kind whose surface noetlc does not model (`open=True`) gets a page but no unknown-field
+warnings: its executor runs in the NoETL engine, not here, and its keys are not all known.
+Gates and quantum keep their own, stricter key checks (C510/C511); their fields here must equal
+the keys those checks accept (a test holds them equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CATALOGUE", "COMMON_FIELDS", "ToolField", "ToolKind", "fields_of", "kind_of"]
+
+
+@dataclass(frozen=True)
+class ToolField:
+    name: str
+    type: str
+    default: str  # as a user would write it; "required" or "-" (none) when there is no default
+    meaning: str
+
+
+@dataclass(frozen=True)
+class ToolKind:
+    kind: str
+    summary: str
+    result: str  # what `{{ step_name }}` holds after the tool ran
+    fields: tuple[ToolField, ...]
+    example: str  # a YAML `tool:` block
+    errors: str = ""
+    open: bool = False  # the surface is not modelled: no unknown-field warnings
+    own_check: str = ""  # a diagnostic code whose rule checks the keys itself (C510, C511)
+
+
+def _f(name: str, type_: str, default: str, meaning: str) -> ToolField:
+    return ToolField(name, type_, default, meaning)
+
+
+# Fields every tool may carry, whatever its kind (what the readers and the runtime read on any
+# tool mapping, or a pipeline task's own keys).
+COMMON_FIELDS: tuple[ToolField, ...] = (
+    _f("kind", "string", "required", "the tool kind (this page)"),
+    _f(
+        "name",
+        "string",
+        "-",
+        "a label: a pipeline task's name, read by later tasks as `{{ name }}`",
+    ),
+    _f("desc", "string", "-", "a description for people; ignored at run time"),
+    _f("spec", "mapping", "-", "`timeout` and `policy` (pipeline rules: retry, jump, continue)"),
+    _f("input", "mapping", "-", "values rendered and handed to the tool (python: globals)"),
+    _f("args", "mapping", "-", "older name of `input`; merged under it"),
+    _f("with", "mapping", "-", "v1 name of `input`"),
+    _f("retry", "list | mapping", "-", "retry policies of the tool (case-v2 / unified retry)"),
+    _f("output", "mapping", "-", "where the result goes (`output.store`, result reference)"),
+    _f(
+        "assert", "mapping", "-", "`expects`/`returns`: names the tool's input and result must hold"
+    ),
+)
+
+_SQL_TEXT = "SQL statement(s); several separated by `;` run in one transaction"
+_SQL_FIELDS = (
+    _f("command", "string", "-", _SQL_TEXT),
+    _f("commands", "string | list", "-", "several statements (a list, or one string)"),
+    _f("query", "string", "-", "same as `command`"),
+    _f("queries", "string | list", "-", "same as `commands`"),
+    _f("sql", "string", "-", "same as `command`"),
+    _f("statement", "string", "-", "same as `command`"),
+    _f("script", "string | mapping", "-", "SQL text, or `{source: {type: file, path}}` to read it"),
+    _f("cmd", "string", "-", "same as `command`"),
+    _f("cmds", "string | list", "-", "same as `commands`"),
+    *(
+        _f(f"{key}_b64", "string", "-", f"`{key}`, base64-encoded")
+        for key in (
+            "command",
+            "commands",
+            "query",
+            "queries",
+            "sql",
+            "statement",
+            "script",
+            "cmd",
+            "cmds",
+        )
+    ),
+)
+_SINK_FIELDS = (
+    _f("table", "string", "-", "sink only: the table rows are written to"),
+    _f("mode", "string", "insert", "sink only: `insert`, `append`, `upsert` or `replace`"),
+    _f("key", "string | list", "-", "sink only: the conflict column(s) of an upsert"),
+    _f("keys", "string | list", "-", "sink only: same as `key`"),
+    _f("data", "any", "-", "sink only: the rows to write (a mapping is one row)"),
+    _f("from", "any", "-", "sink only: same as `data`"),
+)
+_SQL_RESULT = (
+    "the last statement's result: `{status, rows, row_count, columns, statement_count}`; "
+    "read rows as `{{ step.rows }}`, the count as `{{ step.row_count }}`"
+)
+
+CATALOGUE: dict[str, ToolKind] = {
+    k.kind: k
+    for k in (
+        ToolKind(
+            "http",
+            "An HTTP request with httpx: method, URL, headers, query parameters and a body.",
+            "`{status_code, headers, url, elapsed, data}`: `data` is the parsed JSON body "
+            "(text when it is not JSON), so templates read `{{ step.data.field }}`",
+            (
+                _f("url", "string", "required", "the URL to call (or `endpoint`)"),
+                _f("endpoint", "string", "-", "same as `url`"),
+                _f("method", "string", "GET", "the HTTP method"),
+                _f("headers", "mapping", "-", "request headers"),
+                _f("params", "mapping | string", "-", "query parameters"),
+                _f("payload", "any", "-", "the body: a mapping is sent as JSON"),
+                _f("body", "any", "-", "same as `payload`"),
+                _f("json", "any", "-", "same as `payload`"),
+                _f(
+                    "data",
+                    "mapping | any",
+                    "-",
+                    "NoETL routing: query params for GET, else body; "
+                    "`{query: ..., body: ...}` says which",
+                ),
+                _f("timeout", "number | mapping", "30", "seconds, or `{connect, read, total}`"),
+                _f("verify_ssl", "boolean | string", "true", "verify TLS (or a CA bundle path)"),
+                _f("verify", "boolean | string", "true", "same as `verify_ssl`"),
+                _f("follow_redirects", "boolean", "false", "follow 3xx responses"),
+                _f(
+                    "auth",
+                    "string | mapping",
+                    "-",
+                    "an Airflow connection id whose extra says bearer / basic / api_key",
+                ),
+            ),
+            'tool:\n  kind: http\n  method: GET\n  url: "{{ workload.base_url }}/users"\n'
+            "  params: {page: 1}",
+            "A status >= 400 is an error outcome with `code: HTTP_<status>` (429 and 5xx are "
+            "retryable); a transport error (DNS, refused, timeout) is retryable.",
+        ),
+        ToolKind(
+            "postgres",
+            "SQL against PostgreSQL with psycopg 3, through an Airflow connection named by `auth`.",
+            _SQL_RESULT,
+            (
+                _f(
+                    "auth", "string", "required", "the connection id (`noetlc check --connections`)"
+                ),
+                _f(
+                    "credential",
+                    "string",
+                    "-",
+                    "v1/case-v2 name of `auth` (the canonical engine reads only `auth`)",
+                ),
+                _f("credentials", "string", "-", "same as `credential`"),
+                _f("pool", "boolean | mapping", "-", "use a connection pool"),
+                _f("database", "string", "-", "the database, over the connection's"),
+                *_SQL_FIELDS,
+                *_SINK_FIELDS,
+            ),
+            "tool:\n  kind: postgres\n  auth: pg_local\n  command: SELECT id, name FROM users",
+            "A database error is an error outcome with the SQLSTATE in `pg.code`; connection "
+            "errors are retryable.",
+        ),
+        ToolKind(
+            "duckdb",
+            "SQL in DuckDB: a file per execution (or `database`), with postgres attached by `auth`.",
+            _SQL_RESULT,
+            (
+                _f("database", "string", "per execution", "the DuckDB file"),
+                _f("auth", "string | mapping", "-", "connections to ATTACH (postgres)"),
+                *_SQL_FIELDS,
+                *_SINK_FIELDS,
+            ),
+            "tool:\n  kind: duckdb\n  query: SELECT 42 AS answer",
+        ),
+        ToolKind(
+            "python",
+            "Inline Python: inputs become globals, the value of `result = ...` is the result.",
+            "whatever the code assigns to `result` (v1: what `main()` returns); "
+            "`{status: error}` makes the step fail",
+            (
+                _f("code", "string", "required", "the Python code (or `script`, `code_b64`)"),
+                _f("code_b64", "string", "-", "`code`, base64-encoded"),
+                _f("script", "string | mapping", "-", "`{source: {type: file|http, path|uri}}`"),
+                _f("libs", "mapping", "-", "`{alias: module}` or `{alias: {from, import}}`"),
+                _f("auth", "mapping | string", "-", "credentials bound into the code's globals"),
+            ),
+            'tool:\n  kind: python\n  input: {n: 3}\n  code: |\n    result = {"squares": '
+            "[i * i for i in range(n)]}",
+            "An exception is an error outcome with its type, message and traceback (`py`).",
+        ),
+        ToolKind(
+            "playbook",
+            "Runs another playbook (its compiled DAG) by catalog path and waits for it.",
+            "the result of the child's `return_step`, else of the last step it ran",
+            (
+                _f("path", "string", "required", "the child's catalog path (`metadata.path`)"),
+                _f("return_step", "string", "-", "the child step whose result is returned"),
+                _f("payload", "mapping", "-", "workload overrides for the child"),
+                _f("data", "mapping", "-", "same as `payload`"),
+                _f("timeout", "number", "-", "seconds to wait for the child"),
+                _f("task", "string", "-", "v1: a workbook task of the child"),
+            ),
+            "tool:\n  kind: playbook\n  path: examples/child\n  payload: {n: 5}",
+        ),
+        ToolKind(
+            "workbook",
+            "Calls a task of this playbook's `workbook` by name.",
+            "the workbook task's tool result",
+            (
+                _f("task", "string", "-", "the workbook task (or `name`)"),
+                _f("data", "mapping", "-", "inputs, as `input`"),
+            ),
+            "tool:\n  kind: workbook\n  name: score\n  input: {x: 1}",
+        ),
+        ToolKind(
+            "secrets",
+            "Reads a secret (Airflow connection or variable, by provider) into the result.",
+            "`{value}` (masked in logs and events)",
+            (
+                _f("provider", "string", "airflow", "where the secret lives"),
+                _f("version", "string", "latest", "the secret version"),
+            ),
+            "tool:\n  kind: secrets\n  name: api_token",
+        ),
+        ToolKind(
+            "transfer",
+            "Copies rows from a source (http, postgres, duckdb) into a target table in chunks.",
+            "`{status, records_fetched, rows_written, chunks}`",
+            (
+                _f("source", "mapping", "required", "`{tool: kind, auth, query | url, ...}`"),
+                _f("target", "mapping", "required", "`{tool: kind, auth, table, mode, key}`"),
+                _f("chunk_size", "integer", "1000", "rows per chunk"),
+                _f("mode", "string", "insert", "`insert` or `upsert`"),
+                _f("key", "string | list", "-", "the conflict column(s) of an upsert"),
+                _f("mapping", "mapping", "-", "target column -> source field"),
+                _f("auth", "mapping", "-", "connections by role (`source`, `target`)"),
+            ),
+            "tool:\n  kind: transfer\n  source: {tool: postgres, auth: pg_local, query: SELECT 1 AS x}\n"
+            "  target: {tool: duckdb, table: t}",
+        ),
+        ToolKind(
+            "noop",
+            "Does nothing: a step that only routes, sets variables or joins branches.",
+            "`{status: ok}`",
+            (),
+            "tool:\n  kind: noop",
+        ),
+        ToolKind(
+            "gate",
+            "Pauses the execution for a person (approve, input) or for time (sleep).",
+            "approve: `{approved, choice, responded_by, responded_at, timed_out}`; input: "
+            "`{values, responded_by, responded_at, timed_out}`; sleep: `{slept_until}`",
+            (
+                _f("gate", "string", "required", "`approve`, `input` or `sleep`"),
+                _f("subject", "string", "-", "approve/input: the title shown to the approver"),
+                _f("body", "string", "-", "approve/input: the text shown"),
+                _f("timeout", "duration", "-", "approve/input: how long to wait (`1h30m`, `PT2H`)"),
+                _f("on_timeout", "string", "fail", "approve/input: `fail` or `default`"),
+                _f(
+                    "default",
+                    "string",
+                    "-",
+                    "approve: `approve` or `reject`, the answer on timeout",
+                ),
+                _f("assignees", "list", "-", "approve/input: who may answer"),
+                _f("params", "mapping", "-", "input: the fields asked for (`type`, `default`...)"),
+                _f("duration", "duration", "-", "sleep: how long"),
+                _f("until", "string", "-", "sleep: an RFC 3339 timestamp to wait for (templated)"),
+            ),
+            "tool:\n  kind: gate\n  gate: approve\n  subject: Ship it?\n  timeout: 1h",
+            own_check="C510",
+        ),
+        ToolKind(
+            "quantum",
+            "Runs an OpenQASM circuit on a simulator (aer, basic) or submits it to IBM Quantum.",
+            "`{job_id, status, counts, shots, backend: {name, version}, provenance}`; the "
+            "provenance (provider, backend, shots, seeds, transpiler settings, timestamps) is also "
+            "in the event log",
+            (
+                _f("provider", "string", "aer", "`aer`, `basic` or `ibm`"),
+                _f("backend", "string", "-", "the backend name (ibm)"),
+                _f("op", "string", "run", "`run`, `submit`, `status` or `results`"),
+                _f("circuit", "string", "-", "OpenQASM 2/3 text (run, submit)"),
+                _f("params", "mapping", "-", "circuit parameters"),
+                _f("shots", "integer", "1024", "how many shots"),
+                _f("seed", "integer", "-", "simulator seed"),
+                _f("transpile", "mapping", "-", "`optimization_level`, `seed_transpiler`"),
+                _f("job_id", "string", "-", "the job (status, results)"),
+                _f("auth", "string", "-", "the IBM connection"),
+                _f("tags", "list", "-", "job tags"),
+                _f("device", "string", "CPU", "`CPU` or `GPU` (aer)"),
+            ),
+            "tool:\n  kind: quantum\n  provider: aer\n  circuit: |\n    OPENQASM 3.0; qubit q; "
+            "bit c; h q; c = measure q;\n  shots: 100",
+            own_check="C511",
+        ),
+        *(
+            ToolKind(kind, summary, "engine-defined", (), "", open=True)
+            for kind, summary in (
+                ("ducklake", "DuckLake catalogs (NoETL engine)."),
+                ("snowflake", "SQL against Snowflake (NoETL engine)."),
+                ("snowflake_transfer", "Snowflake <-> Postgres transfer (NoETL engine)."),
+                ("playbooks", "Runs several playbooks (NoETL engine; Airflow: as `playbook`)."),
+                ("iterator", "v1 iterator task (read as a loop)."),
+                ("container", "Runs a container (NoETL engine)."),
+                ("script", "Runs a script job (NoETL engine)."),
+                ("shell", "Runs shell commands (NoETL engine)."),
+                ("gcs", "Google Cloud Storage (NoETL engine)."),
+                ("gateway", "NoETL gateway calls (NoETL engine)."),
+                ("nats", "NATS key-value operations (NoETL engine)."),
+                ("agent", "Agent calls (NoETL engine)."),
+                ("artifact", "Artifact store actions (NoETL engine)."),
+                ("task_sequence", "An explicit pipeline (NoETL engine)."),
+                ("rhai", "Rhai scripts (NoETL engine)."),
+            )
+        ),
+    )
+}
+
+
+def kind_of(kind: str) -> ToolKind | None:
+    return CATALOGUE.get(kind)
+
+
+def fields_of(kind: str) -> frozenset[str] | None:
+    """Every field a tool of ``kind`` may carry, or None when the kind's surface is open."""
+    entry = CATALOGUE.get(kind)
+    if entry is None or entry.open:
+        return None
+    return frozenset(f.name for f in COMMON_FIELDS + entry.fields)
