@@ -99,7 +99,7 @@ with DAG(
         "- Catalog path: `examples/case_sink_vars`\n"
         "- Source: `playbooks/case_sink_vars.yaml`\n"
         "- Dialect: case-v2\n"
-        "- SHA-256: `8559deab9dc5eb8769b2eec08bf57a8ecfdd66c3843feccb4da25f33c5b27b34`\n"
+        "- SHA-256: `10b09a19d40c2dcac6738542d779d37ac60af039f88b21366242171c32fc2a13`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

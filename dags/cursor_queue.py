@@ -84,7 +84,7 @@ with DAG(
         "- Catalog path: `examples/cursor_queue`\n"
         "- Source: `playbooks/cursor_queue.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `19863ffb41a1b76ce01125b6255cc29973fc8d9626b77cdb866b69a9b416a607`\n"
+        "- SHA-256: `cc48b1ea8d86c1f56c95940b699ff0ac48075969a072c2eef5c6655b7fe09ee0`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -61,7 +61,7 @@ with DAG(
         "- Catalog path: `examples/duckdb_report`\n"
         "- Source: `playbooks/duckdb_report.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `7154829286ca804062831eb184a3cf0c68a678510156673fe4b184cebb14f93d`\n"
+        "- SHA-256: `0c8e89f61e1e931c6ed6e60113089438b1af5b47048d8308ed9601f90cc6b93f`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -60,7 +60,7 @@ with DAG(
         "- Catalog path: `examples/hello_world`\n"
         "- Source: `playbooks/hello_world.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `e996b113db2005e300c1be42fff34473237b2933ceda4d186d440e54a38046ca`\n"
+        "- SHA-256: `5c6fa7bd94a18de14e7cfc3d8470240184a621e7cd9bdb415b9c2923a853c933`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

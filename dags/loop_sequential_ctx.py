@@ -64,7 +64,7 @@ with DAG(
         "- Catalog path: `examples/loop_sequential_ctx`\n"
         "- Source: `playbooks/loop_sequential_ctx.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `894bb28d8065e919b0812c0c7a0a773fad33cfc6ce67b6d098561c9d28869183`\n"
+        "- SHA-256: `2b0e2775fcb5119bffdd599a80d601a7df6b4451b76cc6194327a33aa1ed69a6`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

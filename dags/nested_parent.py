@@ -62,7 +62,7 @@ with DAG(
         "- Catalog path: `examples/nested_parent`\n"
         "- Source: `playbooks/nested_parent.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `411533328318c3a9d4a65a5dc165f58bc731223a8920cbf1af3c38157bd89a84`\n"
+        "- SHA-256: `e6f99060800fadc0b0524bbbec97758d6ff4508cd7bea71b60a78f7c2e8641e5`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

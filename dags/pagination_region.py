@@ -97,7 +97,7 @@ with DAG(
         "- Catalog path: `examples/pagination_region`\n"
         "- Source: `playbooks/pagination_region.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `2fba0aec3530421325d907678ed757444436ae7e9b731464792dd71a4333d77e`\n"
+        "- SHA-256: `e832b25bebec67a2535c1d81d73fb4e03430de5062b5a554c36452cfd5185895`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

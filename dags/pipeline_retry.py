@@ -90,7 +90,7 @@ with DAG(
         "- Catalog path: `examples/pipeline_retry`\n"
         "- Source: `playbooks/pipeline_retry.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `ed4ae3d3342c8678bc6778d5fc87a067f09ecba01db436807e2c50bade7f81ef`\n"
+        "- SHA-256: `47959b0e218520e717465c01a4dffd1d9310059816077fe3f94c004556cf876f`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

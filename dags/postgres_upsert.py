@@ -78,7 +78,7 @@ with DAG(
         "- Catalog path: `examples/postgres_upsert`\n"
         "- Source: `playbooks/postgres_upsert.yaml`\n"
         "- Dialect: v1\n"
-        "- SHA-256: `dfcb13342b36d33a578f1be8f550d35a8d37d7c2fdb1b5d02143376fc79a1118`\n"
+        "- SHA-256: `b517cd5561c1dc02e9e66deebb68735092b5f70fb2e48ee2338c4ca7c26d80d7`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

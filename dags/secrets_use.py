@@ -47,7 +47,7 @@ with DAG(
         "- Catalog path: `examples/secrets_use`\n"
         "- Source: `playbooks/secrets_use.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `12d7972e1acfb94db81931dcb151afb597ce9179a1478120d8ad6e828c5f97be`\n"
+        "- SHA-256: `ad8f0ab365fd13c85d1b07a6c269b27791c093f37c60447f88334b3c9c68ba01`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -98,7 +98,7 @@ with DAG(
         "- Catalog path: `examples/whitepaper_v1`\n"
         "- Source: `playbooks/whitepaper_v1.yaml`\n"
         "- Dialect: v1\n"
-        "- SHA-256: `ff985af7fa5474979bee9060179c9024583504cdba4cd937d5cfa39fdea2b7af`\n"
+        "- SHA-256: `8e34d8a2bc2548208b85c94160f1767141ac5bbe14ff900f88deb35768ca1cec`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -112,7 +112,7 @@ with DAG(
         "- Catalog path: `examples/branching`\n"
         "- Source: `golden/examples_branching/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `159aa50956783b9a239e826538b4893d00389ff5cb42bace3d91fa283b1aaa5d`\n"
+        "- SHA-256: `689b0550063e16ad7fe3f2a7e9df9d7a5dfc0a0149e3f28f6644ff45e3a4633c`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -103,7 +103,7 @@ with DAG(
         "- Catalog path: `examples/gates`\n"
         "- Source: `golden/examples_gates/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `afd9728c654d06278f3100867421804688798c1733a63bdbffb8e3d90e65e310`\n"
+        "- SHA-256: `76f435274d389f21bdb85489a594ec0828163a863e1e1f6f817cdcadecacc049`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -77,7 +77,7 @@ with DAG(
         "- Catalog path: `examples/http_fetch`\n"
         "- Source: `golden/examples_http_fetch/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `523f61a1f29df8c71c4c35f6629d729dfb9de7d4cda60de291474bf998b1d19e`\n"
+        "- SHA-256: `b2091c741cd980c4132124c5504b3daf08cbb534238dfa3d0a52f70dffe09c82`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -67,7 +67,7 @@ with DAG(
         "- Catalog path: `examples/large_loop`\n"
         "- Source: `golden/examples_large_loop/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `bc4ecd363af84c3a84e639c4b80e340cabd48e1f8b14fb2a697cea17d8b9c282`\n"
+        "- SHA-256: `c66186d87fffded484804833ef117dfbfb75b68a2d4f0dada991db322cd23c06`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

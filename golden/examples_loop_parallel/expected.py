@@ -62,7 +62,7 @@ with DAG(
         "- Catalog path: `examples/loop_parallel`\n"
         "- Source: `golden/examples_loop_parallel/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `b44052eaea861c22f75f28a90483ca46316d39934f9b37413b30532b19965867`\n"
+        "- SHA-256: `18b22d53fb00676387b3fb523c2e221a3ce1edc822a365c6c17a2615c2146017`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -44,7 +44,7 @@ with DAG(
         "- Catalog path: `examples/nested_child`\n"
         "- Source: `golden/examples_nested_child/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `c4c3538d0ccecbc5fa8a3f4b93f5da0a4df38fd9f9a5d84b94bff9b13a40b540`\n"
+        "- SHA-256: `314d48026a5fbb10b70a4289fde708e45818b3ae83b666e40c000958be68545e`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -76,7 +76,7 @@ with DAG(
         "- Catalog path: `examples/nested_in_loop`\n"
         "- Source: `golden/examples_nested_in_loop/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `17a6882c6a410447472f70e709d488a13b36759721aa85f29164e5568118e75c`\n"
+        "- SHA-256: `fe0943e4e021913ebebe21cfd906680fce0995e2132506e757705172e3130b34`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -62,7 +62,7 @@ with DAG(
         "- Catalog path: `examples/quantum_bell`\n"
         "- Source: `golden/examples_quantum/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `85148aafc8613dc266d967137e99eb313a2ce094df0246b46df69fa512a22c90`\n"
+        "- SHA-256: `7bd330a726792d418f1b0cea97603de58f1c33c50647287b48d5b49410741f8d`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -60,7 +60,7 @@ with DAG(
         "- Catalog path: `examples/transfer_pg_duckdb`\n"
         "- Source: `golden/examples_transfer_pg_duckdb/playbook.yaml`\n"
         "- Dialect: canonical\n"
-        "- SHA-256: `b9a42a762b73d4dc430415ee58153b0911e9e452369f2209779999133d4fdba1`\n"
+        "- SHA-256: `b17c1167c950ff5178b91923f074070099a55b1b1a2da2ba350ec50bdfa398d8`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),
