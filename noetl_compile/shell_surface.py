@@ -40,8 +40,10 @@ CONFIG_FIELDS: dict[str, tuple[str, str]] = {
     "kind": ("shell", "the tool kind"),
     "cmds": (
         "list of strings | string",
-        "commands run one after another, each in its own shell process; a string is split into "
-        "its non-empty lines (NoETL 5's local runtime); the first non-zero exit stops the step",
+        (
+            "commands run one after another, each in its own shell process; a string is split "
+            "into its non-empty lines (NoETL 5's local runtime); the first non-zero exit stops"
+        ),
     ),
     "command": ("string", "one script, run in one shell process (NoETL 5's Rust shell tool)"),
     "cmd": ("string", "legacy alias of `command` (NoETL's Python shell executor)"),
@@ -50,8 +52,10 @@ CONFIG_FIELDS: dict[str, tuple[str, str]] = {
     "cwd": ("string", "working directory (default: the task's)"),
     "timeout_seconds": (
         "number",
-        "per-command limit; the command's process group is killed and the call fails "
-        "with status `timeout` (default: none)",
+        (
+            "per-command limit; the command's process group is killed and the call fails "
+            "with status `timeout` (default: none)"
+        ),
     ),
     "timeout": ("number", "alias of `timeout_seconds` (the tool-level timeout of NoETL 5)"),
     "capture": ("boolean", "capture stdout/stderr into the result (default true)"),
@@ -69,12 +73,7 @@ _BASH_LENGTH = "${#"
 
 
 def _is_go_action(body: str) -> bool:
-    text = body.strip()
-    if text.startswith("-"):
-        text = text[1:]
-    if text.endswith("-"):
-        text = text[:-1]
-    text = text.strip()
+    text = body.strip().removeprefix("-").removesuffix("-").strip()
     if not text:
         return False
     if text[0] in ".$":

@@ -99,7 +99,7 @@ def _timeout(config: Mapping[str, Any]) -> float | None:
         if value is None or value == "":
             continue
         if isinstance(value, bool):
-            raise ValueError(f"`{key}` must be a number of seconds, not {value!r}")
+            raise TypeError(f"`{key}` must be a number of seconds, not {value!r}")
         seconds = float(value)
         if seconds <= 0:
             raise ValueError(f"`{key}` must be a positive number of seconds, not {value!r}")
@@ -113,7 +113,7 @@ def _environment(config: Mapping[str, Any]) -> dict[str, str]:
     if extra is None:
         return env
     if not isinstance(extra, Mapping):
-        raise ValueError(f"`env` must be a mapping of names to values, not {type(extra).__name__}")
+        raise TypeError(f"`env` must be a mapping of names to values, not {type(extra).__name__}")
     for key, value in extra.items():
         if value is not None:
             env[str(key)] = _text(value)
