@@ -533,6 +533,15 @@ RULES: dict[str, Rule] = {
             "after:   tool: {kind: postgres, auth: pg_dw, command: SELECT 1}\n"
             "         # or add an executor for the kind to airflow_plugin/tools before deploying",
         ),
+        _rule(
+            "C516",
+            E,
+            "invalid shell config",
+            "The shell tool runs `cmds` (a list, one process each) or `command` (one script), with "
+            "`env` a mapping and `timeout_seconds` a positive number; a misspelt key would be "
+            "silently ignored.",
+            'tool: {kind: shell, cmds: ["echo hello"], env: {MODE: test}, timeout_seconds: 60}',
+        ),
         # -- lowering ------------------------------------------------------------------------------
         _rule(
             "L701",

@@ -11,8 +11,8 @@ distributed shell executor keeps a command Jinja cannot render as written. So in
 a tag is a Go action, passed to the command verbatim and never read as Jinja, when (after an
 optional ``-`` trim marker and blanks) it
 
-* starts with ``.`` or ``$`` (a field, the dot itself, a Go variable): ``{{.ID}}``, ``{{ .Names }}``,
-  ``{{.}}``, ``{{$x}}``;
+* starts with ``.``, ``$`` or a backquote (a field, the dot itself, a Go variable, a Go raw string):
+  ``{{.ID}}``, ``{{ .Names }}``, ``{{.}}``, ``{{$x}}``, ``{{`{{.Size}}`}}``;
 * has a ``.`` or ``$`` operand after a blank or ``(``: ``{{json .Config}}``, ``{{range .items}}``,
   ``{{index .Labels "app"}}`` (Jinja never writes an attribute after a blank);
 * is one of Go's bare keywords ``end``, ``else``, ``break``, ``continue`` or starts with
@@ -76,7 +76,7 @@ def _is_go_action(body: str) -> bool:
     text = body.strip().removeprefix("-").removesuffix("-").strip()
     if not text:
         return False
-    if text[0] in ".$":
+    if text[0] in ".$`":
         return True
     if text in _GO_KEYWORDS or text.startswith(("else if ", "else with ")):
         return True
