@@ -33,6 +33,7 @@ __all__ = [
     "blank_go_actions",
     "go_action_spans",
     "protect_go_actions",
+    "unprotect_go_actions",
 ]
 
 # field -> (type, meaning). The one table of the shell tool's config keys (docs, check, runtime).
@@ -124,5 +125,29 @@ def protect_go_actions(text: str) -> str:
         parts.append(text[last:start])
         parts.append(piece if "endraw" in piece else "{% raw %}" + piece + "{% endraw %}")
         last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+_RAW_OPEN, _RAW_CLOSE = "{% raw %}", "{% endraw %}"
+
+
+def unprotect_go_actions(text: str) -> str:
+    """Undo :func:`protect_go_actions` on a command whose rendering failed and was kept as its
+    (protected) text: each ``raw`` block holding exactly one Go action gives the action back."""
+    if _RAW_OPEN not in text:
+        return text
+    parts, last = [], 0
+    start = text.find(_RAW_OPEN)
+    while start >= 0:
+        inner_start = start + len(_RAW_OPEN)
+        end = text.find(_RAW_CLOSE, inner_start)
+        if end < 0:
+            break
+        inner = text[inner_start:end]
+        if go_action_spans(inner) == [(0, len(inner))]:
+            parts += [text[last:start], inner]
+            last = end + len(_RAW_CLOSE)
+        start = text.find(_RAW_OPEN, end + len(_RAW_CLOSE))
     parts.append(text[last:])
     return "".join(parts)

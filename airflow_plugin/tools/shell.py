@@ -42,7 +42,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from noetl_compile.shell_surface import COMMAND_KEYS, protect_go_actions
+from noetl_compile.shell_surface import COMMAND_KEYS, protect_go_actions, unprotect_go_actions
 
 from ..events.redact import redact
 from .outcome import ToolCall, ToolOutcome, tool_error
@@ -54,9 +54,10 @@ _PREVIEW = 120  # characters of a failing command named in the error message
 
 
 def _text(value: Any) -> str:
-    """A command or env value as text (rendering may have coerced it to a number or a list)."""
+    """A command or env value as text (rendering may have coerced it to a number or a list; a
+    command whose rendering failed is its template text, Go actions given back)."""
     if isinstance(value, str):
-        return value
+        return unprotect_go_actions(value)
     if isinstance(value, (dict, list)):
         return json.dumps(value)
     return "" if value is None else str(value)
