@@ -40,7 +40,7 @@ __all__ = [
 CONFIG_FIELDS: dict[str, tuple[str, str]] = {
     "kind": ("shell", "the tool kind"),
     "cmds": (
-        "list of strings | string",
+        "list of strings, or a string",
         (
             "commands run one after another, each in its own shell process; a string is split "
             "into its non-empty lines (NoETL 5's local runtime); the first non-zero exit stops"
@@ -66,8 +66,10 @@ CONFIG_FIELDS: dict[str, tuple[str, str]] = {
 CONFIG_KEYS = frozenset(CONFIG_FIELDS)
 COMMAND_KEYS = ("cmds", "command", "cmd")
 
-# A `{{ ... }}` tag; the body never holds `}}`. Linear: each character is consumed by one branch.
-_TAG = re.compile(r"\{\{((?:[^}]|\}(?!\}))*)\}\}")
+# A `{{ ... }}` tag: a Go raw string tag (`{{`...`}}`, whose body may hold braces), else a body
+# that holds neither `{{` nor `}}`. Linear: an attempt from one `{{` stops at the next `{{` (or
+# backquote), so no character is scanned by more than two attempts.
+_TAG = re.compile(r"\{\{(`[^`]*`)\}\}|\{\{((?:[^{}]|\}(?!\})|\{(?!\{))*)\}\}")
 _GO_OPERAND = re.compile(r"[\s(][.$]")
 _GO_KEYWORDS = frozenset({"end", "else", "break", "continue"})
 _BASH_LENGTH = "${#"
@@ -88,14 +90,22 @@ def go_action_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of every Go action and bash ``${#`` in a shell command, in order."""
     spans: list[tuple[int, int]] = []
     if "{{" in text:
-        spans += [m.span() for m in _TAG.finditer(text) if _is_go_action(m.group(1))]
+        spans += [
+            m.span()
+            for m in _TAG.finditer(text)
+            if m.group(1) is not None or _is_go_action(m.group(2))
+        ]
+    tags, covered, extra = spans, 0, []
     start = text.find(_BASH_LENGTH)
     while start >= 0:
-        # Only the `{#` matters to Jinja; a `${#` inside a Go action is already covered.
-        if not any(a <= start < b for a, b in spans):
-            spans.append((start, start + len(_BASH_LENGTH)))
+        # Only the `{#` matters to Jinja; a `${#` inside a Go action is already covered (the
+        # tags are in order, so one pointer walks them once).
+        while covered < len(tags) and tags[covered][1] <= start:
+            covered += 1
+        if covered >= len(tags) or not tags[covered][0] <= start:
+            extra.append((start, start + len(_BASH_LENGTH)))
         start = text.find(_BASH_LENGTH, start + len(_BASH_LENGTH))
-    return sorted(spans)
+    return sorted(tags + extra)
 
 
 def blank_go_actions(text: str) -> str:

@@ -19,9 +19,7 @@ from pathlib import Path
 import pytest
 
 NOETL_VERSION = "5.3.2"
-VENV = Path(
-    os.environ.get("NOETL5_VENV", Path.home() / ".cache" / "noetlc-tests" / "noetl5-venv")
-)
+VENV = Path(os.environ.get("NOETL5_VENV", Path.home() / ".cache" / "noetlc-tests" / "noetl5-venv"))
 
 
 def _installed_version(venv: Path) -> str | None:

@@ -55,9 +55,20 @@ def _kinds(path: Path) -> dict[str, str]:
     return {s["step"]: (s.get("tool") or {}).get("kind") for s in doc["workflow"]}
 
 
+# Workload values given on the command line (to both engines), by playbook.
+SETS = {"shell_secret_masked": ["--set", "api_token=tok-9f8e7d6c5b4a"]}
+# Playbooks noetlc cannot run yet (issue 20 owns both): strict xfails, so a fix shows up.
+GAPS = {
+    "nested_playbook": "a nested call by file path (./children/child.yaml): check says R204 and "
+    "the runtime finds no child DAG (PlaybookNotFound)",
+    "sink_file": "NoETL 5's `kind: sink` tool (target file/duckdb/gcs) is S110 for check",
+}
+
+
 def _sets(path: Path, base_url: str) -> list[str]:
     workload = yaml.safe_load(path.read_text()).get("workload") or {}
-    return ["--set", f"base={base_url}"] if "base" in workload else []
+    sets = ["--set", f"base={base_url}"] if "base" in workload else []
+    return sets + SETS.get(path.stem, [])
 
 
 def _noetl_run(noetl: Path, path: Path, base_url: str) -> Outcome:
@@ -90,7 +101,9 @@ def _project(result: Any) -> Any:
 
 def _noetlc_outcome(report: dict[str, Any]) -> Outcome:
     steps = {
-        name: step for name, step in report["steps"].items() if step["state"] in ("success", "failed")
+        name: step
+        for name, step in report["steps"].items()
+        if step["state"] in ("success", "failed")
     }
     errors = [f"{name}: {step['error']}" for name, step in steps.items() if step.get("error")]
     return Outcome(
@@ -235,7 +248,7 @@ DIFFERENCES: dict[str, Difference] = {
     ),
     "route_end_step": Difference(
         "a step named `end`",
-        "never executed and not listed in `executed_steps` (\"terminal end step\")",
+        'never executed and not listed in `executed_steps` ("terminal end step")',
         "runs like any other step (a noop here) and is reported",
         "NoETL's distributed engine runs an `end` step's tool; only the local runtime skips it",
         _end_step,
@@ -276,7 +289,16 @@ def test_the_cli_is_the_pinned_noetl_5(noetl5: Path) -> None:
     assert done.stdout.strip() == "noetl 5.3.2"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(reason=GAPS[p.stem], strict=True))
+        if p.stem in GAPS
+        else p
+        for p in FILES
+    ],
+    ids=[p.stem for p in FILES],
+)
 def test_noetl5_and_noetlc_agree(
     path: Path, noetl_outcomes: dict[str, Outcome], home: Path, http_server: str
 ) -> None:
