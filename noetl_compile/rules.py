@@ -556,6 +556,14 @@ RULES: dict[str, Rule] = {
             "before:  tool: {kind: http, mehtod: POST, url: ...}\n"
             "after:   tool: {kind: http, method: POST, url: ...}",
         ),
+        _rule(
+            "C517",
+            E,
+            "invalid shell config",
+            "The shell tool runs `cmds` (a list, one process each) or `command` (one script), with "
+            "`env` a mapping and `timeout_seconds` a positive number.",
+            'tool: {kind: shell, cmds: ["echo hello"], env: {MODE: test}, timeout_seconds: 60}',
+        ),
         # -- lowering ------------------------------------------------------------------------------
         _rule(
             "L701",

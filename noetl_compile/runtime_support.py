@@ -26,6 +26,7 @@ REGISTRY_KINDS: frozenset[str] = frozenset(
         "quantum",
         "playbook",  # inline, inside a pipeline, region or loop body
         "playbooks",
+        "shell",
     }
 )
 

@@ -66,7 +66,8 @@ def test_builtin_executors_match_in_process() -> None:
 def test_quantum_is_executable() -> None:
     assert runtime_executes("quantum")
     assert runtime_executes("secret_manager") and runtime_executes("gate")
-    assert not runtime_executes("shell")
+    assert runtime_executes("shell")
+    assert not runtime_executes("nats")
 
 
 def test_the_check_does_not_import_the_runtime() -> None:
@@ -74,7 +75,7 @@ def test_the_check_does_not_import_the_runtime() -> None:
         "import sys, json\n"
         "from noetl_compile.check import check_text\n"
         "check_text('apiVersion: noetl.io/v2\\nkind: Playbook\\nmetadata: {name: a, path: a}\\n"
-        "workflow:\\n  - step: start\\n    tool: {kind: shell, cmds: [ls]}\\n')\n"
+        "workflow:\\n  - step: start\\n    tool: {kind: nats, subject: a}\\n')\n"
         "print(json.dumps(sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('airflow', 'airflow_plugin'))))"
     )
@@ -138,7 +139,8 @@ def test_executable_kinds_do_not_warn(kind: str) -> None:
 
 
 def test_quantum_and_workbook_lists_cover_what_they_should() -> None:
-    assert "quantum" not in NOT_EXECUTABLE and "shell" in NOT_EXECUTABLE
+    assert "quantum" not in NOT_EXECUTABLE and "nats" in NOT_EXECUTABLE
+    assert "shell" not in NOT_EXECUTABLE
     assert {
         "python",
         "http",
@@ -238,8 +240,8 @@ def test_v1_string_tool_and_iterator_task_resolve_to_the_real_kind() -> None:
         collection: "{{ workload.items }}"
         element: item
         task:
-          type: shell
-          command: echo hi
+          type: nats
+          subject: hi
         next:
           - step: other
       - step: other
@@ -253,7 +255,7 @@ def test_v1_string_tool_and_iterator_task_resolve_to_the_real_kind() -> None:
             "C515",
             16,
             13,
-            "this runtime cannot execute tool kind 'shell' (step 'each'), so it fails at run time",
+            "this runtime cannot execute tool kind 'nats' (step 'each'), so it fails at run time",
         ),
         (
             "C515",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..tools import ToolCall, ToolOutcome, get_tool
+from ..tools.shell import shell_commands_protected
 from .context import apply_ctx_writes, reveal, with_values
 from .proxy import wrap_result
 from .render import evaluate_condition, render_value
@@ -174,6 +175,7 @@ def call_tool(
     executor = get_tool(kind)
     config: dict[str, Any] = {}
     where = "tool" if label == step else f"tool.{label}"
+    tool = shell_commands_protected(tool) if kind == "shell" else tool  # Go templates stay text
     for key, value in tool.items():
         # ``name`` labels a pipeline task, except for the tools whose ``name`` is their subject.
         if key in _NOT_CONFIG and not (key == "name" and kind in _NAMED_KINDS):

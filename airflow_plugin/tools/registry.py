@@ -33,6 +33,7 @@ BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
     # A nested playbook inside a pipeline, region or loop body runs inline (tools/playbook.py).
     "playbook": ("playbook", "run_playbook"),
     "playbooks": ("playbook", "run_playbook"),
+    "shell": ("shell", "run_shell"),
 }
 
 _REGISTRY: dict[str, Executor] = {}

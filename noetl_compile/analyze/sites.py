@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ast import Playbook
 from ..load import YStr
+from ..shell_surface import COMMAND_KEYS, blank_go_actions
 from .expressions import is_templated
 
 # Keys whose values are never rendered (names and prose).
@@ -27,14 +28,31 @@ class TemplateSite:
 
 def _walk(value: Any, field: str, out: list[tuple[YStr, str]]) -> None:
     if isinstance(value, dict):
+        shell = value.get("kind") == "shell"
         for key, item in value.items():
             if key not in _UNRENDERED:
+                if shell and key in COMMAND_KEYS:  # Go template actions are the command's
+                    item = _without_go_actions(item)
                 _walk(item, f"{field}.{key}" if field else str(key), out)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _walk(item, f"{field}[{index}]", out)
     elif isinstance(value, YStr) and is_templated(value):
         out.append((value, field))
+
+
+def _without_go_actions(value: Any) -> Any:
+    """A shell command as Jinja sees it: its Go actions blanked (same length, same span)."""
+    if isinstance(value, list):
+        return [_without_go_actions(item) for item in value]
+    if not isinstance(value, YStr) or not is_templated(value):
+        return value
+    blanked = blank_go_actions(value)
+    if blanked == value:
+        return value
+    copy = YStr(blanked)
+    copy._mark, copy._end, copy._style = value._mark, value._end, value._style
+    return copy
 
 
 def template_sites(playbook: Playbook) -> list[TemplateSite]:

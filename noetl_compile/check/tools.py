@@ -18,7 +18,7 @@ from ..diagnostics import Position
 from ..load import YList, YMap
 from ..read.base import TOOL_SETTING_KEYS, is_template, tool_kinds
 from ..runtime_support import runtime_executes
-from . import cursor, gates, pycode, quantum
+from . import cursor, gates, pycode, quantum, shell
 from .context import CheckContext
 from .tool_fields import check_fields, closest_unknown
 
@@ -99,6 +99,8 @@ def check_site(ctx: CheckContext, site: Site) -> None:
         check_gate_site(ctx, site)
     elif kind == "quantum":
         quantum.check_quantum(ctx, config, site.label, _kind_pos(site))
+    elif kind == "shell":
+        shell.check_shell(ctx, config, site.label, _kind_pos(site))
     if kind == "postgres":
         check_postgres_auth(ctx, site)
     if kind in SQL_KINDS and site.sink is None:  # a sink may write rows to a `table` instead
