@@ -100,6 +100,9 @@ def _add_front_end_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+FUSE_HELP = "run each chain of plain steps as one task (fewer task starts; events stay per step)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="noetlc", description="Check and compile NoETL playbooks for Apache Airflow 3."
@@ -140,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if the output folder is stale"
     )
+    compile_.add_argument("--fuse", action="store_true", help=FUSE_HELP)
 
     graph = commands.add_parser("graph", help="draw the compiled graph of one playbook")
     graph.add_argument("path", metavar="PLAYBOOK", help="the playbook file to draw")
@@ -186,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for check; an entry may also define the connection (URI, JSON or fields)",
     )
     run.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    run.add_argument("--fuse", action="store_true", help=FUSE_HELP)
     run.add_argument(
         "--strict", action="store_true", help="template warnings fail the step (NOETL_STRICT=1)"
     )
@@ -508,7 +513,9 @@ def _compile_for_run(args: argparse.Namespace, dags: str, names: set[str] | None
     from .report import FORMATTERS
 
     paths, unresolved = called_playbooks(args.playbook, args.dialect)
-    report = compile_paths(paths, dags, dialect=args.dialect, connections=names)
+    report = compile_paths(
+        paths, dags, dialect=args.dialect, connections=names, fuse=getattr(args, "fuse", False)
+    )
     if unresolved:
         sys.stderr.write(FORMATTERS["concise"](unresolved, report.sources))
     target = os.path.abspath(args.playbook)
