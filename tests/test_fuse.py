@@ -3,6 +3,7 @@ that the DAG processor imports. Fused and unfused runs agree: tests/corpus_run/t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import networkx as nx
@@ -101,3 +102,23 @@ def test_fused_dag_files_import(tmp_path):
     assert len(bag.dags) == len(texts)
     hello = bag.dags["examples.hello_world"]
     assert [t.task_id for t in hello.tasks] == ["fused_start"]
+
+
+def test_noetlc_run_fused_reports_steps_and_names_the_failing_member(tmp_path):
+    """A fused chain start -> boom -> after under `noetlc run --fuse`: the report lists steps, not
+    the one task; the member that fails is named, the one after it never ran."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+    from tests.test_run_cli import DIVIDE, write_playbook
+
+    playbook = write_playbook(tmp_path, "divide", DIVIDE)
+    result = noetlc_run(tmp_path / "home", playbook, "--fuse", "--json")
+    assert result.returncode == 1, result.stderr
+    report = report_of(result)
+    assert report["state"] == "failed"
+    steps = report["steps"]
+    assert steps["start"]["state"] == "success" and steps["start"]["result"] == {"ok": True}
+    assert steps["boom"]["state"] == "failed"
+    assert "division by zero" in json.dumps(steps["boom"])
+    assert steps["after"]["state"] == "not_run" and steps["after"]["attempts"] == 0
+    assert {t for s in steps.values() for t in s.get("tasks", {})} == {"fused_start"}
