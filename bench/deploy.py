@@ -98,7 +98,12 @@ def compile_into(folder: Path, dags: Path) -> None:
 def stack(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NOETLC_PYTHON": sys.executable}
     return subprocess.run(
-        ["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=timeout
+        ["bash", str(SCRIPT), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
