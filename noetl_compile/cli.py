@@ -165,7 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run one playbook on a local Airflow (no set-up; needs the airflow extra)"
     )
-    run.add_argument("playbook", help="the playbook file (the playbooks it calls come along)")
+    run.add_argument(
+        "playbook", nargs="?", help="the playbook file (the playbooks it calls come along)"
+    )
     run.add_argument(
         "--set",
         dest="sets",
@@ -191,6 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print the report as one JSON object")
     run.add_argument("--fuse", action="store_true", help=FUSE_HELP)
+    run.add_argument(
+        "--warm",
+        action="store_true",
+        help="serve the run from a background Airflow process kept warm per home (NOETLC_WARM=1)",
+    )
+    run.add_argument("--stop", action="store_true", help="stop the home's warm runner and exit")
     run.add_argument(
         "--strict", action="store_true", help="template warnings fail the step (NOETL_STRICT=1)"
     )
@@ -459,6 +467,12 @@ def run_run(args: argparse.Namespace) -> int:
     sets = [_key_value(item) for item in args.sets]
     signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
     conf = _conf(args.conf)
+    if args.stop:
+        from airflow_plugin.local.warm import stop_command
+
+        return stop_command(args.home)
+    if args.playbook is None:
+        raise UsageError("run needs a playbook file (or --stop)")
     if os.path.isdir(args.playbook):
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
     if not os.path.isfile(args.playbook):
@@ -467,6 +481,7 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
     from airflow_plugin.local.home import Home, default_home, locked
     from airflow_plugin.local.launch import Child, child_environment
+    from airflow_plugin.local.warm import Warm
 
     from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
@@ -487,21 +502,27 @@ def run_run(args: argparse.Namespace) -> int:
         print(f"noetlc: waiting for another run in {home.root}", file=sys.stderr)
 
     with locked(home, on_wait=waiting) as lock_fd:
-        child = Child(
-            child_environment(home, connections=conn_env, strict=args.strict),
-            home.new_log(os.path.splitext(os.path.basename(args.playbook))[0]),
-            lock_fd,
-        )
+        env = child_environment(home, connections=conn_env, strict=args.strict)
+        log = home.new_log(os.path.splitext(os.path.basename(args.playbook))[0])
+        warm = Warm.of(args.warm, home, env)  # airflow_plugin/local/warm.py; None: opted out
+        child = Child(env, log, lock_fd) if warm is None or not warm.ready else None
         try:
             request = _compile_for_run(args, str(home.dags), names)
         except BaseException:
-            child.abandon()
+            if child is not None:
+                child.abandon()
             raise
         if request is None:
-            child.abandon()
+            if child is not None:
+                child.abandon()
             return EXIT_FINDINGS
         request.update(conf=conf, set=sets, signals=signals, json=args.json)
-        return child.run(request)
+        code = warm.run(log, lock_fd, request) if child is None and warm is not None else None
+        if code is None:
+            code = (child or Child(env, log, lock_fd)).run(request)
+            if warm is not None:
+                warm.start()  # for the next run
+        return code
 
 
 def _compile_for_run(args: argparse.Namespace, dags: str, names: set[str] | None) -> dict | None:
