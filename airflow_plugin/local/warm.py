@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .home import Home
+from .launch import EXIT_INTERRUPTED
 
 __all__ = [
     "ENV_WARM",
@@ -213,7 +214,16 @@ class Warm:
         return cls(home, env) if enabled(flag, env) else None
 
     def run(self, log: Path, lock_fd: int, request: Mapping[str, Any]) -> int | None:
-        return serve_run(self.home, self.env, log, lock_fd, request)
+        code = serve_run(self.home, self.env, log, lock_fd, request)
+        if code is None or code in (0, 1, 2, EXIT_INTERRUPTED):
+            return code
+        # As launch.Child.run says it of a cold child: a run that died (os._exit, a signal).
+        how = f"signal {-code}" if code < 0 else f"status {code}"
+        print(
+            f"noetlc: error: the Airflow process stopped unexpectedly ({how})\nAirflow log: {log}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if code == -signal.SIGINT else 1
 
     def start(self) -> None:
         start(self.home, self.env)
