@@ -504,24 +504,30 @@ def run_run(args: argparse.Namespace) -> int:
     with locked(home, on_wait=waiting) as lock_fd:
         env = child_environment(home, connections=conn_env, strict=args.strict)
         log = home.new_log(os.path.splitext(os.path.basename(args.playbook))[0])
+        run = {"conf": conf, "set": sets, "signals": signals, "json": args.json}
         warm = Warm.of(args.warm, home, env)  # airflow_plugin/local/warm.py; None: opted out
-        child = Child(env, log, lock_fd) if warm is None or not warm.ready else None
+        if warm is not None and warm.ready:
+            work = {"playbook": args.playbook, "dialect": args.dialect, "json": args.json}
+            work["fuse"] = args.fuse
+            names_list = sorted(names) if names is not None else None
+            code = warm.run(
+                log, lock_fd, {"compile": {"args": work, "names": names_list, "run": run}}
+            )
+            if code is not None:
+                return code
+        child = Child(env, log, lock_fd)
         try:
             request = _compile_for_run(args, str(home.dags), names)
         except BaseException:
-            if child is not None:
-                child.abandon()
+            child.abandon()
             raise
         if request is None:
-            if child is not None:
-                child.abandon()
+            child.abandon()
             return EXIT_FINDINGS
-        request.update(conf=conf, set=sets, signals=signals, json=args.json)
-        code = warm.run(log, lock_fd, request) if child is None and warm is not None else None
-        if code is None:
-            code = (child or Child(env, log, lock_fd)).run(request)
-            if warm is not None:
-                warm.start()  # for the next run
+        request.update(run)
+        code = child.run(request)
+        if warm is not None:
+            warm.start()  # for the next run
         return code
 
 
