@@ -78,10 +78,21 @@ def test_warm_runs_match_cold_ones_and_a_crash_breaks_only_its_run(home, tmp_pat
     assert "stopped unexpectedly (status 7)" in broken.stderr
     assert _served(home) == 2
 
-    third = noetlc_run(home, HELLO, "--json", env=WARM)
+    # The fork compiles: a playbook that does not compile prints check's findings and runs nothing.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CRASH + "    next:\n      arcs:\n        - step: nowhere\n")
+    refused = noetlc_run(home, bad, env=WARM)
+    assert refused.returncode == 1, refused.stderr
+    assert (
+        "nowhere" in refused.stdout and "not run: the playbook does not compile" in refused.stdout
+    )
+    assert _served(home) == 3
+
+    third = noetlc_run(home, HELLO, "--json", "--fuse", env=WARM)
     assert third.returncode == 0, third.stderr
-    assert _served(home) == 3  # the same runner, still serving
+    assert _served(home) == 4  # the same runner, still serving
     assert _steps(report_of(third)) == _steps(cold)
+    assert {t for s in report_of(third)["steps"].values() for t in s["tasks"]} == {"fused_start"}
 
     stopped = noetlc_run(home, "--stop")
     assert stopped.returncode == 0 and "stopped the warm runner" in stopped.stdout
