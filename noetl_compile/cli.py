@@ -248,27 +248,27 @@ def _add_gate_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_gate_command(args: argparse.Namespace) -> int:
-    """`noetlc gates` / `noetlc signal` (airflow_plugin.deploy.gates_cli, HTTP only)."""
+    """`noetlc gates` / `noetlc signal` (through plugin_seam, HTTP only)."""
     import importlib.util
 
     if importlib.util.find_spec("httpx") is None:
         raise UsageError(f"`noetlc {args.command}` needs httpx: pip install 'noetlc[airflow]'")
-    from airflow_plugin.deploy import gates_cli
+    from .plugin_seam import gate_command
 
-    return (gates_cli.run_gates if args.command == "gates" else gates_cli.run_signal)(args)
+    return gate_command(args)
 
 
 def run_event_log(args: argparse.Namespace) -> int:
-    """`noetlc events` / `noetlc status`: read the event log (airflow_plugin.events.cli)."""
+    """`noetlc events` / `noetlc status`: read the event log (through plugin_seam)."""
     import importlib.util
 
     if importlib.util.find_spec("sqlalchemy") is None:
         raise UsageError(
             f"`noetlc {args.command}` needs the airflow extra: pip install 'noetlc[airflow]'"
         )
-    from airflow_plugin.events import cli as events_cli
+    from .plugin_seam import event_log_command
 
-    return (events_cli.run_events if args.command == "events" else events_cli.run_status)(args)
+    return event_log_command(args)
 
 
 def load_connections(path: str | None) -> set[str] | None:
@@ -444,7 +444,7 @@ def called_playbooks(path: str, dialect: str | None) -> tuple[list[str], list[Di
 
 def run_run(args: argparse.Namespace) -> int:
     """`noetlc run`: compile the playbook (and its children) into the managed Airflow home and
-    run it there in a child process (airflow_plugin.local); that process's status is ours."""
+    run it there in a child process (the plugin's local runner, through plugin_seam); that process's status is ours."""
     import importlib.util
     from pathlib import Path
 
@@ -457,9 +457,6 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError(f"no such playbook file: {args.playbook}")
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
-    from airflow_plugin.local.home import Home, default_home, locked
-    from airflow_plugin.local.launch import Child, child_environment
-
     from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
     names, conn_env = None, {}
@@ -469,7 +466,10 @@ def run_run(args: argparse.Namespace) -> int:
         except ConnectionsError as exc:
             raise UsageError(str(exc)) from None
         names, conn_env = connections.names | env_connection_ids(os.environ), connections.env
-    home = Home(Path(args.home).expanduser() if args.home else default_home())
+    from .plugin_seam import local_runner
+
+    local = local_runner()
+    home = local.Home(Path(args.home).expanduser() if args.home else local.default_home())
     try:
         home.prepare()
     except OSError as exc:
@@ -478,9 +478,9 @@ def run_run(args: argparse.Namespace) -> int:
     def waiting() -> None:
         print(f"noetlc: waiting for another run in {home.root}", file=sys.stderr)
 
-    with locked(home, on_wait=waiting) as lock_fd:
-        child = Child(
-            child_environment(home, connections=conn_env, strict=args.strict),
+    with local.locked(home, on_wait=waiting) as lock_fd:
+        child = local.Child(
+            local.child_environment(home, connections=conn_env, strict=args.strict),
             home.new_log(os.path.splitext(os.path.basename(args.playbook))[0]),
             lock_fd,
         )

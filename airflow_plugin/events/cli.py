@@ -20,6 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import IO, Any
 
 from .config import settings
@@ -32,24 +33,35 @@ __all__ = ["resolve", "run_events", "run_status"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def resolve(url: str | None, environ: Mapping[str, str] | None = None) -> tuple[EventStore, Outbox]:
+def resolve(
+    url: str | None,
+    environ: Mapping[str, str] | None = None,
+    local_dir: Path | None = None,
+) -> tuple[EventStore, Outbox]:
+    """The store to read: ``url``, else the configured one; with nothing configured, the log in
+    ``local_dir`` (the managed home of ``noetlc run``, which the caller names) when it exists."""
     env = os.environ if environ is None else environ
     options = settings(env)
     if url:
         return EventStore(url), Outbox(options.outbox)
     explicit = any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID"))
-    if not explicit and not env.get("AIRFLOW_HOME") and not env.get("NOETL_EVENTS_DIR"):
-        from ..local.home import default_home
-
-        local = default_home(env) / "noetl"
+    configured = explicit or env.get("AIRFLOW_HOME") or env.get("NOETL_EVENTS_DIR")
+    if not configured and local_dir is not None:
+        local = local_dir
         if (local / "events.db").exists():
             return EventStore(str(local / "events.db")), Outbox(local / "outbox")
     return EventStore(options.url), Outbox(options.outbox)
 
 
-def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_events(
+    args: Any,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    *,
+    local_dir: Path | None = None,
+) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    store, outbox = resolve(getattr(args, "url", None))
+    store, outbox = resolve(getattr(args, "url", None), local_dir=local_dir)
     target = getattr(args, "execution", None)
     try:
         if target == "flush":
@@ -80,9 +92,15 @@ def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None
     return EXIT_OK
 
 
-def run_status(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_status(
+    args: Any,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    *,
+    local_dir: Path | None = None,
+) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    store, _ = resolve(getattr(args, "url", None))
+    store, _ = resolve(getattr(args, "url", None), local_dir=local_dir)
     execution = _execution(args.execution)
     if execution is None:
         err.write(f"noetlc: error: not an execution id: {args.execution!r}\n")

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import pluggy
 
-from ..runtime.ids import execution_id_for
+from ..templating.ids import execution_id_for
 from .identity import event_id
 from .recorder import Event, default_recorder, deliver_soon, emit, flush
 from .workflow import run_finished, run_started

@@ -1,7 +1,7 @@
 """The events of a whole run: requested and started, finished and processed.
 
 Told by the listener for Airflow DAG runs and by the inline child runner for a nested playbook
-that runs inside its parent's task (``tools.playbook.run_child``); both use these two functions,
+that runs inside its parent's task (``runtime.nested.run_child``); both use these two functions,
 so a run looks the same in the log however it ran. Ids depend on the execution and the name
 only: every task of a run may announce its start, the log keeps one.
 """

@@ -22,7 +22,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
 
 from ..events.redact import mask_secret_values
-from ..runtime.ids import execution_id_for
+from ..templating.ids import execution_id_for
 
 __all__ = [
     "XCOM_RETURN_KEY",

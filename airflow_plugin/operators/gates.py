@@ -125,8 +125,8 @@ class _GateRuntime(NoetlTaskMixin):
     def render_texts(self, context: Any, fields: tuple[str, ...]) -> dict[str, Any]:
         """The gate's templated texts, rendered strictly: a person must never be shown template
         text, so a template that cannot render fails the task naming step, field and template."""
-        from ..runtime.context import step_context
-        from ..runtime.render import RenderError, render_value
+        from ..templating.context import step_context
+        from ..templating.render import RenderError, render_value
 
         scope = step_context(self.payload, self.pull_inputs(context, self.step))
         rendered: dict[str, Any] = {}
@@ -143,7 +143,7 @@ class _GateRuntime(NoetlTaskMixin):
 
     def _gate_event(self, name: str, status: str, execution_id: int, data: dict[str, Any]):
         from ..events import Event, emit
-        from ..runtime.render import to_jsonable
+        from ..templating.render import to_jsonable
 
         emit(
             Event(

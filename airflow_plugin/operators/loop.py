@@ -238,6 +238,8 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         self.chunk = chunk
 
     def execute(self, context: Any) -> Any:
+        from ..runtime import nested  # noqa: F401  (registers kind: playbook)
+        from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable
@@ -253,7 +255,12 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                 try:
                     records.append(
                         run_iteration(
-                            self.payload, inputs, item, offset + position, total or len(items)
+                            self.payload,
+                            inputs,
+                            item,
+                            offset + position,
+                            total or len(items),
+                            run_body=interpret,
                         )
                     )
                 except (StepFailed, ToolNotAvailable) as exc:
@@ -305,6 +312,8 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
+        from ..runtime import nested  # noqa: F401  (registers kind: playbook)
+        from ..runtime.interpreter import interpret
         from ..runtime.loop import loop_event, render_collection, run_iteration
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable
@@ -319,7 +328,9 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
                 records = []
                 running = dict(inputs)
                 for index, item in enumerate(items):
-                    record = run_iteration(self.payload, running, item, index, len(items))
+                    record = run_iteration(
+                        self.payload, running, item, index, len(items), run_body=interpret
+                    )
                     running["ctx"] = {**running["ctx"], **(record.get("ctx") or {})}
                     running["vars"] = {**running["vars"], **(record.get("vars") or {})}
                     records.append(record)

@@ -39,7 +39,7 @@ class ToolCallEvents:
             self._emit("ToolStarted", "in_progress", None, {})
 
     def completed(self, result: Any) -> None:
-        from ..runtime.render import to_jsonable
+        from ..templating.render import to_jsonable
 
         self._emit("ToolCompleted", "success", "call.done", {"result": to_jsonable(result)})
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from ..drivers import ClaimSpec, CursorDriver, CursorDriverError, driver_class, open_driver
 from ..events import recording
-from .context import step_context
+from ..templating.context import step_context
+from ..templating.render import RenderError, render_value, to_jsonable
 from .loop import loop_event, max_in_flight
-from .render import RenderError, render_value, to_jsonable
 from .step import StepFailed, execute_step
 
 __all__ = ["claim_spec", "drain", "keep_item_event", "run_claimed", "slot_count"]

@@ -9,7 +9,7 @@ later steps the results and ctx/vars writes of the earlier ones, and stop when n
 Targets outside the member set are the region's exits.
 
 A loop step inside the set runs in-process (``loop.run_loop``); a ``playbook`` tool runs its child
-through this interpreter too (``tools/playbook``). ``max_runs`` bounds a cycle whose guards never
+through this interpreter too (``runtime/nested``). ``max_runs`` bounds a cycle whose guards never
 stop: a visible failure instead of a task that never ends.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .loop import run_loop
 from .step import StepFailed, StepOutcome, execute_step
 
 __all__ = ["DEFAULT_MAX_RUNS", "Interpretation", "interpret", "run_step_payload"]
@@ -48,9 +49,7 @@ def run_step_payload(
 ) -> StepOutcome:
     """One step of any shape, in this process: a loop step iterates here, others run once."""
     if payload.get("loop"):
-        from .loop import run_loop
-
-        return run_loop(payload, inputs, sleep=sleep)
+        return run_loop(payload, inputs, sleep=sleep, run_body=interpret)
     return execute_step(payload, inputs, sleep=sleep)
 
 

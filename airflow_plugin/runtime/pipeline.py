@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ..templating.context import apply_ctx_writes, reveal, with_values
+from ..templating.proxy import wrap_result
+from ..templating.render import evaluate_condition, render_value
 from ..tools import ToolCall, ToolOutcome, get_tool
-from .context import apply_ctx_writes, reveal, with_values
-from .proxy import wrap_result
-from .render import evaluate_condition, render_value
 
 __all__ = [
     "DEFAULT_RETRY_ATTEMPTS",

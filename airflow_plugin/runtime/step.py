@@ -49,8 +49,7 @@ from typing import Any
 from jinja2 import TemplateSyntaxError, nodes
 
 from ..events import Event, emit, wants
-from ..tools import ToolOutcome
-from .context import (
+from ..templating.context import (
     apply_ctx_writes,
     apply_vars_writes,
     build_context,
@@ -58,6 +57,17 @@ from .context import (
     with_loop,
     with_values,
 )
+from ..templating.proxy import response_view, wrap_result
+from ..templating.render import (
+    RenderError,
+    RenderIssue,
+    collect_issues,
+    environment,
+    evaluate_condition,
+    render_value,
+    to_jsonable,
+)
+from ..tools import ToolOutcome
 from .payload import arc_task_id, normalise_case_next, validate_payload, with_defaults
 from .pipeline import (
     call_tool,
@@ -66,16 +76,6 @@ from .pipeline import (
     run_pipeline,
     single_tool_pipeline,
     split_set,
-)
-from .proxy import response_view, wrap_result
-from .render import (
-    RenderError,
-    RenderIssue,
-    collect_issues,
-    environment,
-    evaluate_condition,
-    render_value,
-    to_jsonable,
 )
 from .repeat import (
     Policy,

@@ -43,24 +43,19 @@ from typing import Any
 
 import duckdb
 
-from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import (
-    ResultLimits,
+from ..hooks.sqltext import (
     SqlConfigError,
-    collect_rows,
     first_keyword,
     has_keyword,
-    jsonable_row,
-    jsonable_value,
     quote_ident,
     quote_table,
-    read_sql,
-    render_context,
-    result_limits,
     split_statements,
     table_parts,
     tokens,
 )
+from ..hooks.values import jsonable_row, jsonable_value
+from .outcome import ToolCall, ToolOutcome, tool_error
+from .sql import ResultLimits, collect_rows, read_sql, render_context, result_limits
 
 __all__ = [
     "ExtensionNotInstalled",

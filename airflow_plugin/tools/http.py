@@ -78,7 +78,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from .connections import ConnectionInfo, ConnectionNotFound, auth_name, get_connection, mask
+from ..hooks.connections import ConnectionInfo, ConnectionNotFound, auth_name, get_connection, mask
 from .outcome import ToolCall, ToolOutcome, tool_error
 
 __all__ = [

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..runtime.context import PROTECTED_KEY
-from ..runtime.render import to_jsonable
+from ..templating.context import PROTECTED_KEY
+from ..templating.render import to_jsonable
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .registry import ToolNotAvailable
 

@@ -30,9 +30,13 @@ BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
     "transfer": ("transfer", "run_transfer"),
     # qiskit loads with the package, on the first quantum step only.
     "quantum": ("quantum", "run_quantum"),
-    # A nested playbook inside a pipeline, region or loop body runs inline (tools/playbook.py).
-    "playbook": ("playbook", "run_playbook"),
-    "playbooks": ("playbook", "run_playbook"),
+}
+# Kinds a floor above provides by `register_tool` (a nested playbook runs the interpreter:
+# runtime/nested.py registers it when imported). Named here so a lookup before that import
+# says what is missing instead of listing the kind as unknown.
+PROVIDED_ABOVE: dict[str, str] = {
+    "playbook": "airflow_plugin.runtime.nested",
+    "playbooks": "airflow_plugin.runtime.nested",
 }
 
 _REGISTRY: dict[str, Executor] = {}
@@ -78,8 +82,12 @@ def get_tool(kind: object) -> Executor:
         return executor
     if isinstance(kind, str) and kind in BUILTIN_TOOLS:
         return _load_builtin(kind)
+    if isinstance(kind, str) and kind in PROVIDED_ABOVE:
+        raise ToolNotAvailable(
+            kind, f"tool kind {kind!r} is registered by {PROVIDED_ABOVE[kind]}, not imported yet"
+        )
     raise ToolNotAvailable(kind)
 
 
 def available_tools() -> list[str]:
-    return sorted(set(_REGISTRY) | set(BUILTIN_TOOLS))
+    return sorted(set(_REGISTRY) | set(BUILTIN_TOOLS) | set(PROVIDED_ABOVE))

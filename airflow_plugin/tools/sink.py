@@ -53,9 +53,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .connections import ConnectionNotFound
+from ..hooks.connections import ConnectionNotFound
+from ..hooks.sqltext import SqlConfigError, bind_named
+from ..hooks.values import jsonable_value
 from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import SINK_ALIASES, SqlConfigError, bind_named, has_sql, jsonable_value, read_sql
+from .sql import SINK_ALIASES, has_sql, read_sql
 
 __all__ = ["SinkConfigError", "SinkSpec", "run_sink", "sink_rows", "sink_spec"]
 
@@ -260,16 +262,17 @@ def _param(value: Any) -> Any:
 def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcome:
     import psycopg
 
+    from ..hooks import postgres as pg_hook
     from . import postgres as pg
 
     target = None
     try:
-        target = pg.resolve_target(spec.config, kind="sink")
+        target = pg_hook.resolve_target(spec.config, kind="sink")
         statements = (
             read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
         )
         groups = _groups(rows)
-        with pg.connect(target) as conn:
+        with pg_hook.connect(target) as conn:
             try:
                 written = 0
                 if statements is not None:
@@ -295,7 +298,7 @@ def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcom
             except BaseException:
                 pg.rollback_quietly(conn)
                 raise
-    except (pg.ToolConfigError, SqlConfigError, ConnectionNotFound, psycopg.Error) as exc:
+    except (pg_hook.ToolConfigError, SqlConfigError, ConnectionNotFound, psycopg.Error) as exc:
         return pg.failure(exc, target=target, table=spec.table)
     extra = {"statement_count": len(statements)} if statements is not None else {}
     return _success(spec, written, **extra)
@@ -371,7 +374,7 @@ def _python_sink_args(data: Any, args: Any) -> dict[str, Any]:
 
 
 def _delegate(spec: SinkSpec, step: str, context: Mapping[str, Any] | None) -> ToolOutcome:
-    from ..runtime.render import to_jsonable
+    from ..templating.render import to_jsonable
     from .registry import get_tool
 
     executor = get_tool(spec.kind)  # ToolNotAvailable: this runtime cannot write that sink
@@ -408,7 +411,7 @@ def run_sink(
     try:
         normal = sink_spec(spec)
         if normal.kind in _EVENT_KINDS:
-            from ..runtime.render import to_jsonable
+            from ..templating.render import to_jsonable
 
             data = to_jsonable(normal.data)
             count = len(data) if isinstance(data, list) else (0 if data is None else 1)

@@ -36,10 +36,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from .connections import ConnectionNotFound
+from ..hooks.connections import ConnectionNotFound
+from ..hooks.sqltext import SqlConfigError, positional_markers
+from ..hooks.values import jsonable_value
 from .outcome import ToolCall, ToolOutcome, tool_error
 from .registry import ToolNotAvailable
-from .sql import SqlConfigError, jsonable_value, positional_markers
 
 __all__ = ["run_transfer"]
 
@@ -102,13 +103,14 @@ def _field(record: Mapping[str, Any], path: str) -> Any:
 def _postgres_source(
     source: Mapping[str, Any], chunk_size: int, stack: ExitStack
 ) -> Iterator[tuple[list[str], list[tuple[Any, ...]]]]:
+    from ..hooks import postgres as pg_hook
     from . import postgres as pg
 
     query = source.get("query")
     if not isinstance(query, str) or not query.strip():
         raise TransferConfigError("a postgres `source` needs `query`")
-    target = pg.resolve_target(source, kind="transfer source")
-    conn = stack.enter_context(pg.connect(target))
+    target = pg_hook.resolve_target(source, kind="transfer source")
+    conn = stack.enter_context(pg_hook.connect(target))
     stack.callback(pg.rollback_quietly, conn)  # read only: end the cursor's transaction
     # A named cursor is a server-side cursor: rows come chunk by chunk, not all at once.
     cursor = stack.enter_context(conn.cursor(name=f"noetl_transfer_{uuid.uuid4().hex[:12]}"))
@@ -240,11 +242,12 @@ class _Writer:
         self.types: Mapping[str, str] | None = None
         self.prepared = False
         if kind == "postgres":
+            from ..hooks import postgres as pg_hook
             from . import postgres as pg
 
             self.pg = pg
             self.conn = stack.enter_context(
-                pg.connect(pg.resolve_target(target, kind="transfer target"))
+                pg_hook.connect(pg_hook.resolve_target(target, kind="transfer target"))
             )
         else:
             from . import duckdb as dk

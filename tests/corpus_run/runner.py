@@ -271,7 +271,7 @@ def run_corpus_playbook(
     children: list[str] | None = None,
 ) -> CorpusRun:
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
-    from airflow_plugin.runtime.ids import execution_id_for
+    from airflow_plugin.templating.ids import execution_id_for
 
     compiled = compile_set(rel, workdir / "compiled", children)
     install_dags(dags_folder, compiled)

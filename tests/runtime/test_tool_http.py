@@ -937,7 +937,7 @@ def test_http_step_with_a_retry_policy_in_a_dag_run(http_server, run_dag):
 
 def test_v1_retry_when_sees_status_code_of_a_failed_call(http_server):
     # NoETL's retry_test: retry conditions see status_code, error, success, data, attempt.
-    from airflow_plugin.runtime import StepFailed, execute_step
+    from airflow_plugin.runtime.step import StepFailed, execute_step
 
     payload = {
         "step": "start",

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..hooks.secrets import resolve_secret_refs
 from .proxy import V1_FALLBACKS, wrap_result
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
@@ -73,8 +74,6 @@ RESERVED_KEYS = frozenset(
 def reveal(value: Any) -> Any:
     """A step result as templates see it: secret references (what the secrets tool stores in
     XCom instead of a value) replaced by the values, registered with Airflow's log masker."""
-    from ..tools.secrets import resolve_secret_refs
-
     return resolve_secret_refs(value)
 
 

@@ -8,6 +8,10 @@ on top; it gets its own execution id, derived from the parent's and the call sit
 
 Result: the result of the child's ``return_step`` when given (NoETL polls the child for that step),
 else of the last step the child ran.
+
+The tool kinds ``playbook``/``playbooks`` are registered here, on the runtime's floor: running a
+child is running the interpreter, so the tools floor below cannot name it. Whatever executes
+steps (the operators, ``noetlc run`` through them) imports this module first.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from .outcome import ToolCall, ToolOutcome, tool_error
+from ..events import current_event_id, recording
+from ..events.listener import playbook_identity
+from ..events.workflow import run_finished, run_started
+from ..tools.outcome import ToolCall, ToolOutcome, tool_error
+from ..tools.registry import register_tool
+from .catalog import PlaybookNotFound, dag_id_for_path, find_playbook
+from .interpreter import interpret
+from .step import StepFailed
 
 __all__ = ["run_child", "run_playbook"]
 
@@ -61,10 +72,8 @@ def run_child(
 ) -> Any:
     """Run the compiled playbook ``dag_id`` inline; returns its result (see module docstring).
 
-    Raises ``runtime.catalog.PlaybookNotFound`` and ``runtime.step.StepFailed``.
+    Raises ``catalog.PlaybookNotFound`` and ``step.StepFailed``.
     """
-    from ..runtime.catalog import find_playbook
-
     child = find_playbook(dag_id)
     workload = {**child.workload, **overrides}
     base = {
@@ -95,11 +104,6 @@ def _observed_child(
 ) -> Any:
     """Interpret the child between its run events: the child's own execution in the log,
     linked to the parent's execution and to the parent event that started it."""
-    from ..events import current_event_id, recording
-    from ..events.listener import playbook_identity
-    from ..events.workflow import run_finished, run_started
-    from ..runtime.interpreter import interpret
-
     path, digest = playbook_identity(child.doc)  # the catalog read it with the DAG file
     link = {
         "parent_execution_id": None if parent_execution_id is None else str(parent_execution_id),
@@ -124,9 +128,6 @@ def _observed_child(
 
 
 def run_playbook(call: ToolCall) -> ToolOutcome:
-    from ..runtime.catalog import PlaybookNotFound, dag_id_for_path
-    from ..runtime.step import StepFailed
-
     config = call.config
     path = config.get("path") or config.get("playbook")
     dag_id = config.get("dag_id")
@@ -138,8 +139,6 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
                 )
             )
         dag_id = dag_id_for_path(path)
-    from ..events import current_event_id
-
     parent = call.context.get("execution_id", 0)
     # The call's own ToolStarted id tells this call from every other one of the same call site
     # (loop iterations, region visits, retry attempts, Airflow tries); without events, the site.
@@ -166,3 +165,8 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
     except LookupError as exc:
         return ToolOutcome.failure(tool_error(KIND, "ReturnStepNotRun", str(exc)))
     return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
+
+
+# The runtime, not the tools floor, provides this kind: see the module docstring.
+register_tool("playbook", run_playbook)
+register_tool("playbooks", run_playbook)
