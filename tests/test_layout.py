@@ -166,7 +166,9 @@ def test_the_checks_would_catch_what_they_exist_for() -> None:
     ]
     # ...a sideways import between neighbours is caught, and a circle through a function body.
     sideways = GRAPH.copy()
-    sideways.add_edge("airflow_plugin.tools.quantum.jobs", "airflow_plugin.events.config", top=False)
+    sideways.add_edge(
+        "airflow_plugin.tools.quantum.jobs", "airflow_plugin.events.config", top=False
+    )
     assert _climbs(sideways) == [
         "airflow_plugin.tools.quantum.jobs -> airflow_plugin.events.config (events is beside it)"
     ]
