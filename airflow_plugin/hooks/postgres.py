@@ -8,18 +8,22 @@ small (``NOETL_POSTGRES_POOL_MAX_SIZE``, 4), created on first use, checked befor
 thrown away whole when a connection fails; a server that cannot be reached fails within
 ``NOETL_POSTGRES_CONNECT_TIMEOUT`` seconds (5) with the connection error itself. The password is
 registered with Airflow's log masker and scrubbed from every message.
+
+``PostgresTableWriter`` is the database's ``TableWriter`` (``hooks.tables``): what ``sink`` and
+``transfer`` write with.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import logging
 import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,21 +32,28 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import make_conninfo
 from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+from psycopg.types.json import Json, Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .connections import auth_name, get_connection, mask
+from .sqltext import positional_markers, quote_ident, quote_table
+from .tables import TableWriter, folded, upsert_clause
+from .values import jsonable_value
 
 __all__ = [
     "CONNECT_TIMEOUT",
     "INLINE_CONNECTION_KEYS",
     "KIND",
     "PgTarget",
+    "PostgresTableWriter",
     "ToolConfigError",
     "close_pools",
     "connect",
     "is_retryable",
     "pool_stats",
     "resolve_target",
+    "rollback_quietly",
+    "table_columns",
 ]
 
 KIND = "postgres"
@@ -417,3 +428,138 @@ def is_retryable(exc: BaseException) -> bool:
     if sqlstate:
         return sqlstate.startswith("08") or sqlstate in _RETRYABLE_SQLSTATES
     return isinstance(exc, psycopg.OperationalError)
+
+
+def rollback_quietly(conn: psycopg.Connection[Any]) -> None:
+    """Roll back if the connection still works; a failed rollback is logged, not raised (the
+    error that led here is the one worth reporting)."""
+    if conn.closed or conn.broken:
+        return
+    try:
+        conn.rollback()
+    except psycopg.Error as exc:  # the original error is what matters
+        logger.debug("rollback failed: %s", exc)
+
+
+# Writing rows (sink, transfer)
+# --------------------------------------------------------------------------------------------
+
+_COLUMNS_SQL = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
+"""
+
+
+def table_columns(conn: psycopg.Connection[Any], table: str) -> dict[str, str]:
+    """Column name -> type of ``table`` (``schema.table``); 42P01 when it does not exist."""
+    with conn.cursor() as cur:
+        cur.execute(_COLUMNS_SQL, [quote_table(table)])
+        return {
+            name: ("array" if category == "A" else type_name)
+            for name, type_name, category in cur.fetchall()
+        }
+
+
+def _adapter(column_type: str | None) -> Any:
+    """How a dict/list value is sent to a column of ``column_type``."""
+    if column_type == "jsonb":
+        return Jsonb
+    if column_type == "json":
+        return Json
+    if column_type == "array":
+        return None  # a Python list is a PostgreSQL array
+    # text and anything else: the JSON text, as NoETL's sink wrote it
+    return lambda value: json.dumps(value, default=str)
+
+
+def _adapt(value: Any, adapter: Any) -> Any:
+    if adapter is not None and isinstance(value, (dict, list, tuple)):
+        return adapter(list(value) if isinstance(value, tuple) else value)
+    return value
+
+
+def insert_sql(
+    table: str,
+    columns: Sequence[str],
+    *,
+    mode: str = "insert",
+    keys: Sequence[str] = (),
+) -> str:
+    """``INSERT INTO "t" ("a", "b") VALUES (%s, %s)`` with ``ON CONFLICT`` for upsert."""
+    quoted = [quote_ident(column) for column in columns]
+    sql = (
+        f"INSERT INTO {quote_table(table)} ({', '.join(quoted)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    return sql + upsert_clause(columns, keys) if mode == "upsert" else sql
+
+
+class PostgresTableWriter(TableWriter):
+    """``TableWriter`` on a psycopg connection: the table must exist (42P01 otherwise); dict/list
+    values go to json/jsonb columns as JSON, to array columns as arrays, to other columns as
+    JSON text; rows go in one ``executemany``."""
+
+    kind = "postgres"
+    param_style = "pyformat"
+
+    def __init__(self, conn: psycopg.Connection[Any]):
+        self.conn = conn
+
+    def columns(self, table: str) -> dict[str, str]:
+        return table_columns(self.conn, table)
+
+    def write(
+        self,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        mode: str = "insert",
+        keys: Sequence[str] = (),
+        column_types: Mapping[str, str] | None = None,
+    ) -> int:
+        if not rows:
+            return 0
+        types = column_types if column_types is not None else self.columns(table)
+        adapters = [_adapter(types.get(folded(column))) for column in columns]
+        sql = insert_sql(table, columns, mode=mode, keys=keys)
+        params = [
+            [_adapt(value, adapter) for value, adapter in zip(row, adapters, strict=True)]
+            for row in rows
+        ]
+        with self.conn.cursor() as cur:
+            cur.executemany(sql, params)
+            return max(cur.rowcount, 0)
+
+    def delete_all(self, table: str) -> int:
+        with self.conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {quote_table(table)}")
+            return max(cur.rowcount, 0)
+
+    def execute(self, sql: str, params: Any = None) -> int:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return max(cur.rowcount, 0) if cur.description is None else 0
+
+    def execute_many(self, query: str, rows: Sequence[Sequence[Any]]) -> int:
+        # `?` markers become `%s` only when the query has none of psycopg's own (a `?` may be
+        # the jsonb key operator).
+        if "%s" not in query:
+            query = positional_markers(query, "format")
+        with self.conn.cursor() as cur:
+            cur.executemany(query, rows)
+            return max(cur.rowcount, 0)
+
+    def custom_param(self, value: Any) -> Any:
+        # A mapping goes as JSON text (json/jsonb/text columns accept it).
+        if isinstance(value, Mapping):
+            return json.dumps(jsonable_value(value), ensure_ascii=False)
+        return value
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def rollback(self) -> None:
+        rollback_quietly(self.conn)

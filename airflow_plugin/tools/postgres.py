@@ -40,36 +40,35 @@ is registered with Airflow's log masker and scrubbed from every message.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Json, Jsonb
 
 from ..hooks.connections import ConnectionNotFound
-from ..hooks.postgres import PgTarget, ToolConfigError, connect, is_retryable, resolve_target
+from ..hooks.postgres import (
+    PgTarget,
+    ToolConfigError,
+    connect,
+    is_retryable,
+    resolve_target,
+    rollback_quietly,
+)
 from ..hooks.sqltext import (
     SqlConfigError,
     first_keyword,
     has_keyword,
     leading_keyword,
-    quote_ident,
-    quote_table,
 )
+from ..hooks.tables import StatementError
 from .outcome import ToolCall, ToolOutcome, tool_error
 from .sql import ResultLimits, collect_rows, read_sql, render_context, result_limits
 
 __all__ = [
-    "StatementError",
-    "delete_all",
     "execute_statements",
     "failure",
-    "insert_sql",
     "needs_autocommit",
-    "rollback_quietly",
     "run_postgres",
-    "table_columns",
-    "write_rows",
 ]
 
 KIND = "postgres"
@@ -79,15 +78,6 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # Executing statements
 # --------------------------------------------------------------------------------------------
-
-
-class StatementError(Exception):
-    """Statement ``index`` failed with ``cause`` (the transaction was rolled back)."""
-
-    def __init__(self, index: int, cause: BaseException):
-        self.index = index
-        self.cause = cause
-        super().__init__(str(cause))
 
 
 _AUTOCOMMIT_HEADS = frozenset({"VACUUM", "CALL", "CREATE", "DROP", "ALTER", "REINDEX"})
@@ -119,17 +109,6 @@ def needs_autocommit(statement: str) -> bool:
 _IMPLICIT_TRANSACTION = frozenset(
     {"INSERT", "UPDATE", "DELETE", "MERGE", "SELECT", "WITH", "VALUES", "TABLE"}
 )
-
-
-def rollback_quietly(conn: psycopg.Connection[Any]) -> None:
-    """Roll back if the connection still works; a failed rollback is logged, not raised (the
-    error that led here is the one worth reporting)."""
-    if conn.closed or conn.broken:
-        return
-    try:
-        conn.rollback()
-    except psycopg.Error as exc:  # the original error is what matters
-        logger.debug("rollback failed: %s", exc)
 
 
 def execute_statements(
@@ -180,122 +159,6 @@ def execute_statements(
     if autocommit and not implicit:
         result["transaction"] = "autocommit"
     return result
-
-
-# --------------------------------------------------------------------------------------------
-# Writing rows (sink, transfer)
-# --------------------------------------------------------------------------------------------
-
-_COLUMNS_SQL = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory
-FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY a.attnum
-"""
-
-
-def table_columns(conn: psycopg.Connection[Any], table: str) -> dict[str, str]:
-    """Column name -> type of ``table`` (``schema.table``); 42P01 when it does not exist."""
-    with conn.cursor() as cur:
-        cur.execute(_COLUMNS_SQL, [quote_table(table)])
-        return {
-            name: ("array" if category == "A" else type_name)
-            for name, type_name, category in cur.fetchall()
-        }
-
-
-def _folded(name: str) -> str:
-    """The column name PostgreSQL looks up for a data key (see ``hooks.sqltext.quote_ident``)."""
-    return quote_ident(name)[1:-1].replace('""', '"')
-
-
-def _adapter(column_type: str | None) -> Any:
-    """How a dict/list value is sent to a column of ``column_type``."""
-    if column_type == "jsonb":
-        return Jsonb
-    if column_type == "json":
-        return Json
-    if column_type == "array":
-        return None  # a Python list is a PostgreSQL array
-    import json
-
-    # text and anything else: the JSON text, as NoETL's sink wrote it
-    return lambda value: json.dumps(value, default=str)
-
-
-def _adapt(value: Any, adapter: Any) -> Any:
-    if adapter is not None and isinstance(value, (dict, list, tuple)):
-        return adapter(list(value) if isinstance(value, tuple) else value)
-    return value
-
-
-def insert_sql(
-    table: str,
-    columns: Sequence[str],
-    *,
-    mode: str = "insert",
-    keys: Sequence[str] = (),
-) -> str:
-    """``INSERT INTO "t" ("a", "b") VALUES (%s, %s)`` with ``ON CONFLICT`` for upsert."""
-    quoted = [quote_ident(column) for column in columns]
-    sql = (
-        f"INSERT INTO {quote_table(table)} ({', '.join(quoted)}) "
-        f"VALUES ({', '.join(['%s'] * len(columns))})"
-    )
-    if mode == "upsert":
-        key_set = {_folded(key) for key in keys}
-        conflict = ", ".join(quote_ident(key) for key in keys)
-        updates = [
-            f"{q} = EXCLUDED.{q}"
-            for column, q in zip(columns, quoted, strict=True)
-            if _folded(column) not in key_set
-        ]
-        if updates:
-            sql += f" ON CONFLICT ({conflict}) DO UPDATE SET {', '.join(updates)}"
-        else:
-            sql += f" ON CONFLICT ({conflict}) DO NOTHING"
-    return sql
-
-
-def write_rows(
-    conn: psycopg.Connection[Any],
-    table: str,
-    columns: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
-    mode: str = "insert",
-    keys: Sequence[str] = (),
-    column_types: Mapping[str, str] | None = None,
-) -> int:
-    """Insert ``rows`` (value sequences in ``columns`` order) into ``table``; rows affected.
-
-    Names are quoted identifiers, values are parameters; dict/list values go to json/jsonb
-    columns as JSON, to array columns as arrays, to other columns as JSON text. The caller owns
-    the transaction. ``mode``: ``insert``/``append`` or ``upsert`` (``keys`` = conflict columns).
-    """
-    if not rows:
-        return 0
-    types = column_types if column_types is not None else table_columns(conn, table)
-    adapters = [_adapter(types.get(_folded(column))) for column in columns]
-    sql = insert_sql(table, columns, mode=mode, keys=keys)
-    params = [
-        [_adapt(value, adapter) for value, adapter in zip(row, adapters, strict=True)]
-        for row in rows
-    ]
-    with conn.cursor() as cur:
-        cur.executemany(sql, params)
-        return max(cur.rowcount, 0)
-
-
-def delete_all(conn: psycopg.Connection[Any], table: str) -> int:
-    """Empty ``table`` inside the caller's transaction (``replace`` mode).
-
-    DELETE rather than TRUNCATE: it takes no exclusive lock (a source query may be reading the
-    table) and works on tables other tables reference.
-    """
-    with conn.cursor() as cur:
-        cur.execute(f"DELETE FROM {quote_table(table)}")
-        return max(cur.rowcount, 0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ from typing import Any, Literal
 
 from ..hooks.connections import ConnectionNotFound
 from ..hooks.sqltext import SqlConfigError, bind_named
+from ..hooks.tables import TableWriter
 from ..hooks.values import jsonable_value
 from .outcome import ToolCall, ToolOutcome, tool_error
 from .sql import SINK_ALIASES, has_sql, read_sql
@@ -259,6 +260,39 @@ def _param(value: Any) -> Any:
     return value
 
 
+def _write(
+    spec: SinkSpec,
+    rows: list[Mapping[str, Any]],
+    writer: TableWriter,
+    statements: list[str] | None,
+) -> int:
+    """The sink's rows through ``writer``, in the caller's transaction: the sink's own SQL run
+    per row when it binds ``:name`` of the row keys, else rows into ``table``."""
+    if statements is not None:
+        return sum(
+            writer.execute(sql, params)
+            for sql, params in _statement_runs(statements, rows, writer.param_style)
+        )
+    table = spec.table or ""
+    groups = _groups(rows)
+    all_columns = list(dict.fromkeys(c for columns, _ in groups for c in columns))
+    types = writer.prepare(
+        table,
+        all_columns,
+        lambda: [[row.get(c) for c in all_columns] for row in rows],
+        mode=spec.mode,
+        keys=spec.keys,
+    )
+    return sum(
+        writer.write(table, columns, values, mode=spec.mode, keys=spec.keys, column_types=types)
+        for columns, values in groups
+    )
+
+
+def _statements(spec: SinkSpec) -> list[str] | None:
+    return read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
+
+
 def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcome:
     import psycopg
 
@@ -268,35 +302,14 @@ def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcom
     target = None
     try:
         target = pg_hook.resolve_target(spec.config, kind="sink")
-        statements = (
-            read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
-        )
-        groups = _groups(rows)
+        statements = _statements(spec)
         with pg_hook.connect(target) as conn:
+            writer = pg_hook.PostgresTableWriter(conn)
             try:
-                written = 0
-                if statements is not None:
-                    with conn.cursor() as cur:
-                        for sql, params in _statement_runs(statements, rows, "pyformat"):
-                            cur.execute(sql, params)
-                            written += max(cur.rowcount, 0) if cur.description is None else 0
-                else:
-                    types = pg.table_columns(conn, spec.table or "")
-                    if spec.mode == "replace":
-                        pg.delete_all(conn, spec.table or "")
-                    for columns, values in groups:
-                        written += pg.write_rows(
-                            conn,
-                            spec.table or "",
-                            columns,
-                            values,
-                            mode=spec.mode,
-                            keys=spec.keys,
-                            column_types=types,
-                        )
-                conn.commit()
+                written = _write(spec, rows, writer, statements)
+                writer.commit()
             except BaseException:
-                pg.rollback_quietly(conn)
+                writer.rollback()
                 raise
     except (pg_hook.ToolConfigError, SqlConfigError, ConnectionNotFound, psycopg.Error) as exc:
         return pg.failure(exc, target=target, table=spec.table)
@@ -309,47 +322,20 @@ def _write_duckdb(
 ) -> ToolOutcome:
     import duckdb
 
+    from ..hooks import duckdb as dk_hook
     from . import duckdb as dk
 
     try:
-        database = dk.database_path(spec.config, context)
-        statements = (
-            read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
-        )
-        groups = _groups(rows)
-        with dk.connect(database) as con:
+        database = dk_hook.database_path(spec.config, context)
+        statements = _statements(spec)
+        with dk_hook.connect(database) as con:
             con.begin()
+            writer = dk_hook.DuckDBTableWriter(con)
             try:
-                written = 0
-                if statements is not None:
-                    for sql, params in _statement_runs(statements, rows, "dollar"):
-                        cursor = con.execute(sql, params) if params else con.execute(sql)
-                        written += dk.changed_rows(cursor)
-                else:
-                    table = spec.table or ""
-                    types = dk.table_columns(con, table)
-                    if types is None:
-                        all_columns = list(
-                            dict.fromkeys(c for columns, _ in groups for c in columns)
-                        )
-                        samples = [[row.get(c) for c in all_columns] for row in rows]
-                        keys = spec.keys if spec.mode == "upsert" else ()
-                        types = dk.create_table(con, table, all_columns, samples, keys)
-                    if spec.mode == "replace":
-                        dk.delete_all(con, table)
-                    for columns, values in groups:
-                        written += dk.write_rows(
-                            con,
-                            table,
-                            columns,
-                            values,
-                            mode=spec.mode,
-                            keys=spec.keys,
-                            column_types=types,
-                        )
-                con.commit()
+                written = _write(spec, rows, writer, statements)
+                writer.commit()
             except BaseException:
-                con.rollback()
+                writer.rollback()
                 raise
     except (SqlConfigError, duckdb.Error) as exc:
         return dk.failure(exc, table=spec.table)
