@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import names
 from .identity import event_id
 from .recorder import Event, emit
 
@@ -27,9 +28,9 @@ def run_started(
         execution_id,
         entity_id,
         fields,
-        ("PlaybookExecutionRequested", "playbook", "success", {"workload": dict(workload)}),
-        ("PlaybookRequestEvaluated", "playbook", "success", {"valid": True}),
-        ("WorkflowStarted", "workflow", "in_progress", {}),
+        (names.PLAYBOOK_EXECUTION_REQUESTED, "playbook", "success", {"workload": dict(workload)}),
+        (names.PLAYBOOK_REQUEST_EVALUATED, "playbook", "success", {"valid": True}),
+        (names.WORKFLOW_STARTED, "workflow", "in_progress", {}),
     )
 
 
@@ -41,8 +42,8 @@ def run_finished(
         execution_id,
         entity_id,
         fields,
-        ("WorkflowFinished", "workflow", status, dict(data)),
-        ("PlaybookProcessed", "playbook", status, dict(data)),
+        (names.WORKFLOW_FINISHED, "workflow", status, dict(data)),
+        (names.PLAYBOOK_PROCESSED, "playbook", status, dict(data)),
     )
 
 

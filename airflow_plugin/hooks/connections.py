@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import NoetlNotFound
+
 __all__ = [
     "ConnectionInfo",
     "ConnectionNotFound",
@@ -34,7 +36,7 @@ __all__ = [
 _NAME_KEYS = ("name", "credential", "key", "conn_id", "connection")
 
 
-class ConnectionNotFound(LookupError):
+class ConnectionNotFound(NoetlNotFound):
     def __init__(self, name: str, cause: BaseException | None = None):
         self.name = name
         env = _env_name(name)

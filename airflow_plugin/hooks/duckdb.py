@@ -194,6 +194,7 @@ class DuckDBTableWriter(TableWriter):
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
+        con.begin()  # DuckDB autocommits each statement otherwise: one transaction per writer
 
     def columns(self, table: str) -> dict[str, str] | None:
         return table_columns(self.con, table)

@@ -35,6 +35,7 @@ from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoade
 from psycopg.types.json import Json, Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ..errors import NoetlConfigError
 from .connections import auth_name, get_connection, mask
 from .sqltext import positional_markers, quote_ident, quote_table
 from .tables import TableWriter, folded, upsert_clause
@@ -87,7 +88,7 @@ POOL_TIMEOUT = max(1.0, _env_number("NOETL_POSTGRES_POOL_TIMEOUT_SECONDS", 30.0)
 APPLICATION_NAME = "noetl-airflow"
 
 
-class ToolConfigError(ValueError):
+class ToolConfigError(NoetlConfigError):
     """The tool config cannot work (no auth, inline credentials...): a ``ConfigError`` outcome."""
 
 

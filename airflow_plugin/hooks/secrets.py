@@ -43,6 +43,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import NoetlNotFound
 from .connections import mask
 
 __all__ = [
@@ -75,7 +76,7 @@ _cache: OrderedDict[tuple[str, str], tuple[float, str]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-class SecretUnavailable(LookupError):
+class SecretUnavailable(NoetlNotFound):
     """A secret could not be read. The message names it and where it was looked for.
 
     ``retryable``: the lookup itself failed (a backend error) rather than finding nothing;

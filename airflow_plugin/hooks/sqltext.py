@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
+from ..errors import NoetlConfigError
+
 __all__ = [
     "SqlConfigError",
     "TokenKind",
@@ -28,7 +30,7 @@ __all__ = [
 ]
 
 
-class SqlConfigError(ValueError):
+class SqlConfigError(NoetlConfigError):
     """The tool config holds no usable SQL (no alias, bad base64, unreadable script file)."""
 
 

@@ -11,9 +11,11 @@ Also the one ``StatementError`` of the SQL tools: statement ``index`` failed wit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, Literal
 
+from ..errors import NoetlFailure
 from .sqltext import quote_ident
 
 __all__ = ["StatementError", "TableWriter", "folded", "upsert_clause"]
@@ -21,7 +23,7 @@ __all__ = ["StatementError", "TableWriter", "folded", "upsert_clause"]
 Row = Sequence[Any]
 
 
-class StatementError(Exception):
+class StatementError(NoetlFailure):
     """Statement ``index`` failed with ``cause`` (the transaction was rolled back)."""
 
     def __init__(self, index: int, cause: BaseException):
@@ -115,6 +117,16 @@ class TableWriter(ABC):
     @abstractmethod
     def custom_param(self, value: Any) -> Any:
         """A value for a custom query, whose column types are unknown."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[TableWriter]:
+        """The writer, committed when the block ends and rolled back when it raises."""
+        try:
+            yield self
+            self.commit()
+        except BaseException:
+            self.rollback()
+            raise
 
     @abstractmethod
     def commit(self) -> None: ...

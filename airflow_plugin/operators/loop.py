@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..events import names
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 
 __all__ = [
@@ -206,7 +207,7 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
             except StepFailed as exc:
                 raise fail_task(self.step, exc) from exc
             loop_event(
-                self.payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)}
+                self.payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)}
             )
         chunks = chunk(items, limit)
         for part in chunks:
@@ -323,7 +324,11 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
             try:
                 items = render_collection(self.payload, inputs)
                 loop_event(
-                    self.payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)}
+                    self.payload,
+                    inputs,
+                    names.LOOP_STARTED,
+                    "in_progress",
+                    data={"total": len(items)},
                 )
                 records = []
                 running = dict(inputs)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..events import Event, emit
+from ..events import Event, emit, names
 from ..templating.context import step_context, with_loop
 from ..templating.render import RenderError, evaluate_condition, render_value, to_jsonable
 from .step import StepFailed, StepOutcome, complete_step, execute_step
@@ -163,7 +163,7 @@ def run_iteration(
     loop_event(
         payload,
         inputs,
-        "LoopIterationStarted",
+        names.LOOP_ITERATION_STARTED,
         "in_progress",
         iteration=index,
         entity_id=f"{payload['step']}#{index}",
@@ -189,7 +189,7 @@ def run_iteration(
         loop_event(
             payload,
             inputs,
-            "LoopIterationCompleted",
+            names.LOOP_ITERATION_COMPLETED,
             "error",
             iteration=index,
             entity_id=f"{payload['step']}#{index}",
@@ -200,7 +200,7 @@ def run_iteration(
     loop_event(
         payload,
         inputs,
-        "LoopIterationCompleted",
+        names.LOOP_ITERATION_COMPLETED,
         "success" if record["status"] == "ok" else "error",
         iteration=index,
         entity_id=f"{payload['step']}#{index}",
@@ -302,7 +302,7 @@ def finish(
     loop_event(
         payload,
         inputs,
-        "LoopFinished",
+        names.LOOP_FINISHED,
         "success",
         alias="loop.done",
         data={"stats": result["stats"]},
@@ -331,7 +331,7 @@ def run_loop(
     """The whole loop in this process, one iteration after the other; each iteration sees the
     ctx/vars written by the earlier ones (what a sequential loop that writes ctx needs)."""
     items = render_collection(payload, inputs)
-    loop_event(payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)})
+    loop_event(payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)})
     records = []
     ctx = dict(inputs.get("ctx") or {})
     vars_ = dict(inputs.get("vars") or {})

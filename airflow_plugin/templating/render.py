@@ -39,6 +39,7 @@ from typing import Any, Literal
 from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
+from ..errors import NoetlFailure
 from .proxy import ResultProxy, unwrap
 
 __all__ = [
@@ -67,7 +68,7 @@ _INT = re.compile(r"^[-+]?\d+$")
 _FLOAT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
 
 
-class RenderError(Exception):
+class RenderError(NoetlFailure):
     """A template could not be rendered in strict mode."""
 
     def __init__(self, template: str, cause: BaseException, field: str = ""):

@@ -38,6 +38,7 @@ from typing import Any
 
 import duckdb
 
+from ..errors import NoetlUnavailable
 from ..hooks.duckdb import changed_rows, connect, database_path
 from ..hooks.sqltext import (
     SqlConfigError,
@@ -67,7 +68,7 @@ logger = logging.getLogger(__name__)
 _SAMPLE_ROWS = 5
 
 
-class ExtensionNotInstalled(RuntimeError):
+class ExtensionNotInstalled(NoetlUnavailable):
     """A DuckDB extension the SQL needs is not installed (and will not be downloaded)."""
 
     def __init__(self, name: str | None, detail: str = ""):
@@ -217,7 +218,7 @@ def stream(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], Any]:
     return columns, _Fetcher(con, parsed[0], cursor)
 
 
-class PytzMissing(RuntimeError):
+class PytzMissing(NoetlUnavailable):
     """DuckDB needs ``pytz`` to hand back TIMESTAMPTZ values and it is not installed."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from ..errors import NoetlUnavailable
 from .outcome import ToolCall, ToolOutcome
 
 __all__ = ["Executor", "ToolNotAvailable", "available_tools", "get_tool", "register_tool"]
@@ -42,7 +43,7 @@ PROVIDED_ABOVE: dict[str, str] = {
 _REGISTRY: dict[str, Executor] = {}
 
 
-class ToolNotAvailable(RuntimeError):
+class ToolNotAvailable(NoetlUnavailable):
     """The tool kind has no executor in this runtime."""
 
     def __init__(self, kind: object, message: str | None = None):

@@ -53,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import NoetlConfigError
 from ..hooks.connections import ConnectionNotFound
 from ..hooks.sqltext import SqlConfigError, bind_named
 from ..hooks.tables import TableWriter
@@ -67,7 +68,7 @@ _EVENT_KINDS = frozenset({"event", "event_log", "eventlog", ""})
 _MODES = frozenset({"insert", "append", "upsert", "replace"})
 
 
-class SinkConfigError(ValueError):
+class SinkConfigError(NoetlConfigError):
     """The sink spec cannot be written as given."""
 
 
@@ -303,14 +304,11 @@ def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcom
     try:
         target = pg_hook.resolve_target(spec.config, kind="sink")
         statements = _statements(spec)
-        with pg_hook.connect(target) as conn:
-            writer = pg_hook.PostgresTableWriter(conn)
-            try:
-                written = _write(spec, rows, writer, statements)
-                writer.commit()
-            except BaseException:
-                writer.rollback()
-                raise
+        with (
+            pg_hook.connect(target) as conn,
+            pg_hook.PostgresTableWriter(conn).transaction() as writer,
+        ):
+            written = _write(spec, rows, writer, statements)
     except (pg_hook.ToolConfigError, SqlConfigError, ConnectionNotFound, psycopg.Error) as exc:
         return pg.failure(exc, target=target, table=spec.table)
     extra = {"statement_count": len(statements)} if statements is not None else {}
@@ -328,15 +326,11 @@ def _write_duckdb(
     try:
         database = dk_hook.database_path(spec.config, context)
         statements = _statements(spec)
-        with dk_hook.connect(database) as con:
-            con.begin()
-            writer = dk_hook.DuckDBTableWriter(con)
-            try:
-                written = _write(spec, rows, writer, statements)
-                writer.commit()
-            except BaseException:
-                writer.rollback()
-                raise
+        with (
+            dk_hook.connect(database) as con,
+            dk_hook.DuckDBTableWriter(con).transaction() as writer,
+        ):
+            written = _write(spec, rows, writer, statements)
     except (SqlConfigError, duckdb.Error) as exc:
         return dk.failure(exc, table=spec.table)
     extra = {"statement_count": len(statements)} if statements is not None else {}

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..errors import NoetlConfigError, NoetlFailure
 from ..hooks.connections import ConnectionNotFound
 from ..hooks.sqltext import SqlConfigError
 from ..hooks.tables import TableWriter
@@ -50,11 +51,11 @@ TARGETS = ("postgres", "duckdb")
 _MODES = {"append": "append", "insert": "append", "replace": "replace", "upsert": "upsert"}
 
 
-class TransferConfigError(ValueError):
+class TransferConfigError(NoetlConfigError):
     """The transfer config cannot work as given."""
 
 
-class _SideError(Exception):
+class _SideError(NoetlFailure):
     """An error of one end of the transfer (``source`` or ``target``)."""
 
     def __init__(self, side: str, cause: BaseException):
@@ -252,7 +253,6 @@ class _Writer:
             from ..hooks import duckdb as dk_hook
 
             con = stack.enter_context(dk_hook.connect(dk_hook.database_path(target, context)))
-            con.begin()
             self.writer = dk_hook.DuckDBTableWriter(con)
 
     def _prepare(self, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
