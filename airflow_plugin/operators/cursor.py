@@ -92,7 +92,7 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         from ..drivers import ClaimSpec
-        from ..runtime import nested  # noqa: F401  (registers kind: playbook)
+        from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.cursor import drain
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable

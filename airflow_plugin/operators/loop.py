@@ -239,7 +239,6 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         self.chunk = chunk
 
     def execute(self, context: Any) -> Any:
-        from ..runtime import nested  # noqa: F401  (registers kind: playbook)
         from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
         from ..runtime.step import StepFailed
@@ -313,7 +312,6 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        from ..runtime import nested  # noqa: F401  (registers kind: playbook)
         from ..runtime.interpreter import interpret
         from ..runtime.loop import loop_event, render_collection, run_iteration
         from ..runtime.step import StepFailed

@@ -139,6 +139,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.catalog import PlaybookNotFound
+        from ..runtime.interpreter import interpret
         from ..runtime.nested import child_execution_id, run_child
         from ..runtime.step import StepFailed
 
@@ -161,6 +162,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                     result = run_child(
                         dag_id,
                         workload,
+                        interpret=interpret,
                         execution_id=execution_id,
                         return_step=tool.get("return_step"),
                         strict=inputs.get("strict"),

@@ -63,7 +63,6 @@ class NoetlRegionOperator(CompiledStepOperator):
         return self.payload["region"]
 
     def execute(self, context: Any) -> Any:
-        from ..runtime import nested  # noqa: F401  (registers kind: playbook)
         from ..runtime.interpreter import interpret
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable

@@ -9,27 +9,28 @@ on top; it gets its own execution id, derived from the parent's and the call sit
 Result: the result of the child's ``return_step`` when given (NoETL polls the child for that step),
 else of the last step the child ran.
 
-The tool kinds ``playbook``/``playbooks`` are registered here, on the runtime's floor: running a
-child is running the interpreter, so the tools floor below cannot name it. Whatever executes
-steps (the operators, ``noetlc run`` through them) imports this module first.
+Running a child is running the interpreter, which stands above this module: ``interpret`` is
+handed in. ``runtime/interpreter.py`` registers the ``playbook``/``playbooks`` tool kinds with
+itself bound, so whatever imports the interpreter can run an inline child.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..events import current_event_id, recording
 from ..events.listener import playbook_identity
 from ..events.workflow import run_finished, run_started
 from ..tools.outcome import ToolCall, ToolOutcome, tool_error
-from ..tools.registry import register_tool
 from .catalog import PlaybookNotFound, dag_id_for_path, find_playbook
-from .interpreter import interpret
-from .step import StepFailed
+from .step_outcome import StepFailed
 
-__all__ = ["run_child", "run_playbook"]
+__all__ = ["Interpret", "run_child", "run_playbook"]
+
+# interpreter.interpret(steps, entries, base) -> Interpretation, handed down by its caller.
+Interpret = Callable[..., Any]
 
 KIND = "playbook"
 
@@ -65,6 +66,7 @@ def run_child(
     dag_id: str,
     overrides: Mapping[str, Any],
     *,
+    interpret: Interpret,
     execution_id: int,
     return_step: str | None = None,
     strict: bool | None = None,
@@ -85,7 +87,7 @@ def run_child(
     }
     if strict is not None:
         base["strict"] = strict
-    ran = _observed_child(child, workload, base, execution_id, parent_execution_id)
+    ran = _observed_child(child, workload, base, execution_id, parent_execution_id, interpret)
     if return_step:
         if return_step not in ran.results:
             raise LookupError(
@@ -101,6 +103,7 @@ def _observed_child(
     base: Mapping[str, Any],
     execution_id: int,
     parent_execution_id: int | None,
+    interpret: Interpret,
 ) -> Any:
     """Interpret the child between its run events: the child's own execution in the log,
     linked to the parent's execution and to the parent event that started it."""
@@ -127,7 +130,7 @@ def _observed_child(
     return ran
 
 
-def run_playbook(call: ToolCall) -> ToolOutcome:
+def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
     config = call.config
     path = config.get("path") or config.get("playbook")
     dag_id = config.get("dag_id")
@@ -147,6 +150,7 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
         result = run_child(
             dag_id,
             child_workload(config, call.step_input),
+            interpret=interpret,
             execution_id=execution_id,
             return_step=config.get("return_step"),
             parent_execution_id=_int(parent),
@@ -165,8 +169,3 @@ def run_playbook(call: ToolCall) -> ToolOutcome:
     except LookupError as exc:
         return ToolOutcome.failure(tool_error(KIND, "ReturnStepNotRun", str(exc)))
     return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
-
-
-# The runtime, not the tools floor, provides this kind: see the module docstring.
-register_tool("playbook", run_playbook)
-register_tool("playbooks", run_playbook)

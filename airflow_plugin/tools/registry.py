@@ -33,11 +33,11 @@ BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
     "quantum": ("quantum", "run_quantum"),
 }
 # Kinds a floor above provides by `register_tool` (a nested playbook runs the interpreter:
-# runtime/nested.py registers it when imported). Named here so a lookup before that import
+# runtime/interpreter.py registers it when imported). Named here so a lookup before that import
 # says what is missing instead of listing the kind as unknown.
 PROVIDED_ABOVE: dict[str, str] = {
-    "playbook": "airflow_plugin.runtime.nested",
-    "playbooks": "airflow_plugin.runtime.nested",
+    "playbook": "airflow_plugin.runtime.interpreter",
+    "playbooks": "airflow_plugin.runtime.interpreter",
 }
 
 _REGISTRY: dict[str, Executor] = {}
