@@ -226,7 +226,7 @@ def bench_loop_events(items: int = 200) -> None:
     from airflow_plugin.events.outbox import Outbox
     from airflow_plugin.events.store import EventStore
     from airflow_plugin.events.writer import StoreRecorder
-    from airflow_plugin.runtime.ids import execution_id_for
+    from airflow_plugin.templating.ids import execution_id_for
 
     db.initdb()
     dag = _dag("large_loop", (ROOT / "playbooks" / "large_loop.yaml").read_text())

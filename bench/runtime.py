@@ -94,7 +94,7 @@ def _row(label: str, ours: float, base: float, unit: str, target: str) -> None:
 
 
 def bench_step_cost() -> None:
-    from airflow_plugin.runtime import execute_step
+    from airflow_plugin.runtime.step import execute_step
 
     payload = {"step": "s", "tool": {"kind": "python", "code": "result = 1"}}
     inputs = {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 1}

@@ -275,27 +275,27 @@ def _add_gate_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_gate_command(args: argparse.Namespace) -> int:
-    """`noetlc gates` / `noetlc signal` (airflow_plugin.deploy.gates_cli, HTTP only)."""
+    """`noetlc gates` / `noetlc signal` (through plugin_seam, HTTP only)."""
     import importlib.util
 
     if importlib.util.find_spec("httpx") is None:
         raise UsageError(f"`noetlc {args.command}` needs httpx: pip install 'noetlc[airflow]'")
-    from airflow_plugin.deploy import gates_cli
+    from .plugin_seam import gate_command
 
-    return (gates_cli.run_gates if args.command == "gates" else gates_cli.run_signal)(args)
+    return gate_command(args)
 
 
 def run_event_log(args: argparse.Namespace) -> int:
-    """`noetlc events` / `noetlc status`: read the event log (airflow_plugin.events.cli)."""
+    """`noetlc events` / `noetlc status`: read the event log (through plugin_seam)."""
     import importlib.util
 
     if importlib.util.find_spec("sqlalchemy") is None:
         raise UsageError(
             f"`noetlc {args.command}` needs the airflow extra: pip install 'noetlc[airflow]'"
         )
-    from airflow_plugin.events import cli as events_cli
+    from .plugin_seam import event_log_command
 
-    return (events_cli.run_events if args.command == "events" else events_cli.run_status)(args)
+    return event_log_command(args)
 
 
 def load_connections(path: str | None) -> set[str] | None:
@@ -503,7 +503,7 @@ def _check_overrides(
 
 def run_run(args: argparse.Namespace) -> int:
     """`noetlc run`: compile the playbook (and its children) into the managed Airflow home and
-    run it there in a child process (airflow_plugin.local); that process's status is ours."""
+    run it there in a child process (the plugin's local runner, through plugin_seam); that process's status is ours."""
     import importlib.util
     import time
     from pathlib import Path
@@ -514,9 +514,9 @@ def run_run(args: argparse.Namespace) -> int:
     signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
     conf = _conf(args.conf)
     if args.stop:
-        from airflow_plugin.local.warm import stop_command
+        from .plugin_seam import local_runner
 
-        return stop_command(args.home)
+        return local_runner().stop_warm(args.home)
     if args.playbook is None:
         raise UsageError("run needs a playbook file (or --stop)")
     if os.path.isdir(args.playbook):
@@ -529,10 +529,6 @@ def run_run(args: argparse.Namespace) -> int:
     _check_overrides(args.playbook, args.dialect, sets, set_new, conf)
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
-    from airflow_plugin.local.home import Home, default_home, locked
-    from airflow_plugin.local.launch import Child, child_environment
-    from airflow_plugin.local.warm import Warm
-
     from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
     names, conn_env = None, {}
@@ -542,7 +538,10 @@ def run_run(args: argparse.Namespace) -> int:
         except ConnectionsError as exc:
             raise UsageError(str(exc)) from None
         names, conn_env = connections.names | env_connection_ids(os.environ), connections.env
-    home = Home(Path(args.home).expanduser() if args.home else default_home())
+    from .plugin_seam import local_runner
+
+    local = local_runner()
+    home = local.Home(Path(args.home).expanduser() if args.home else local.default_home())
     try:
         home.prepare()
     except OSError as exc:
@@ -551,8 +550,8 @@ def run_run(args: argparse.Namespace) -> int:
     def waiting() -> None:
         print(f"noetlc: waiting for another run in {home.root}", file=sys.stderr)
 
-    with locked(home, on_wait=waiting) as lock_fd:
-        env = child_environment(home, connections=conn_env, strict=args.strict)
+    with local.locked(home, on_wait=waiting) as lock_fd:
+        env = local.child_environment(home, connections=conn_env, strict=args.strict)
         log = home.new_log(os.path.splitext(os.path.basename(args.playbook))[0])
         run = {
             "conf": conf,
@@ -561,7 +560,7 @@ def run_run(args: argparse.Namespace) -> int:
             "json": args.json,
             "started_at": started_at,
         }
-        warm = Warm.of(args.warm, home, env)  # airflow_plugin/local/warm.py; None: opted out
+        warm = local.Warm.of(args.warm, home, env)  # airflow_plugin/local/warm.py; None: opted out
         if warm is not None and warm.ready:
             work = {"playbook": args.playbook, "dialect": args.dialect, "json": args.json}
             work["fuse"] = args.fuse
@@ -571,7 +570,7 @@ def run_run(args: argparse.Namespace) -> int:
             )
             if code is not None:
                 return code
-        child = Child(env, log, lock_fd)
+        child = local.Child(env, log, lock_fd)
         try:
             request = _compile_for_run(args, str(home.dags), names)
         except BaseException:

@@ -1,9 +1,13 @@
-"""Golden tests: ``golden/<case>/playbook.yaml`` -> ``golden/<case>/expected.py``.
+"""Golden tests: ``golden/<case>/playbook.yaml`` -> ``golden/<case>/expected.py``, and every
+example ``playbooks/<name>.yaml`` -> ``dags/<name>.py`` (the committed DAGs are the examples'
+goldens: one copy of each file, no ``golden/examples_*``).
 
 Every case is compiled and compared byte for byte with its expected DAG file; a diff is
 reviewed like code. Regenerate after an intended change with
 
     NOETLC_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py
+
+(for the examples that rewrites ``dags/``, as ``noetlc compile playbooks/ -o dags/`` does).
 
 The cases cover every lowering row of the design brief's table, all three dialects, our own
 example playbooks and every file of the shared corpus' ``seeds`` folder (checked below).
@@ -25,28 +29,42 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
 SEEDS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus")) / "seeds"
 REGENERATE = os.environ.get("NOETLC_REGEN_GOLDEN") == "1"
-CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "playbook.yaml").is_file())
+PLAYBOOKS = ROOT / "playbooks"
+DAGS = ROOT / "dags"
+EXAMPLE = "examples/"  # a case named examples/<name>: playbooks/<name>.yaml -> dags/<name>.py
+CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "playbook.yaml").is_file()) + sorted(
+    f"{EXAMPLE}{p.stem}" for p in PLAYBOOKS.glob("*.yaml")
+)
+
+
+def _paths(case: str) -> tuple[Path, Path]:
+    """(playbook, expected DAG file) of a case."""
+    if case.startswith(EXAMPLE):
+        name = case.removeprefix(EXAMPLE)
+        return PLAYBOOKS / f"{name}.yaml", DAGS / f"{name}.py"
+    return GOLDEN / case / "playbook.yaml", GOLDEN / case / "expected.py"
 
 
 def _compile(case: str):
-    path = GOLDEN / case / "playbook.yaml"
+    path, _ = _paths(case)
     result = read_file(str(path))
     check_results([result])
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     assert not errors, f"golden case {case} does not pass check: {errors}"
-    return compile_result(result, f"golden/{case}/playbook.yaml")
+    return compile_result(result, path.relative_to(ROOT).as_posix())
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden_case(case: str) -> None:
     text, _ = _compile(case)
-    expected = GOLDEN / case / "expected.py"
+    _, expected = _paths(case)
     if REGENERATE or not expected.exists():
         expected.write_text(text, encoding="utf-8")
         if not REGENERATE:
             pytest.fail(f"{expected} did not exist; it was written, review it and commit it")
     assert text == expected.read_text(encoding="utf-8"), (
-        f"generated DAG for golden/{case} differs from expected.py; if the change is intended, "
+        f"generated DAG for {case} differs from {expected.relative_to(ROOT)}; if the change is "
+        "intended, "
         "regenerate with NOETLC_REGEN_GOLDEN=1"
     )
     ast.parse(text)
@@ -65,13 +83,11 @@ def test_every_seed_has_an_identical_golden_case() -> None:
         assert case.read_bytes() == seed.read_bytes(), f"{case} is not a copy of {seed}"
 
 
-def test_every_example_playbook_has_an_identical_golden_case() -> None:
-    # golden/examples_<name> pins the DAG of playbooks/<name>.yaml; a stale copy would let the
-    # example and its golden case drift apart unnoticed.
-    for example in sorted((ROOT / "playbooks").glob("*.yaml")):
-        case = GOLDEN / f"examples_{example.stem}" / "playbook.yaml"
-        assert case.is_file(), f"no golden case for {example}"
-        assert case.read_bytes() == example.read_bytes(), f"{case} is not a copy of {example}"
+def test_every_example_playbook_is_a_case_with_no_copy_in_golden() -> None:
+    # The examples' goldens are dags/: a copy under golden/ could drift from either side.
+    examples = sorted(PLAYBOOKS.glob("*.yaml"))
+    assert examples and all(_paths(f"{EXAMPLE}{e.stem}")[1].is_file() for e in examples)
+    assert not [p.name for p in GOLDEN.iterdir() if p.name.startswith("examples_")]
 
 
 def test_cases_cover_every_lowering_and_dialect() -> None:

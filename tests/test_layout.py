@@ -1,5 +1,7 @@
-"""The compiler is a stack of stages: no module of `noetl_compile` imports, at any depth and
-even inside a function, a module that imports it back."""
+"""Both packages are stacks: no module imports, at any depth and even inside a function, a
+module that imports it back; ``airflow_plugin`` is a declared order of floors that no import
+climbs; the compiler reaches the plugin through one seam, the plugin takes from the compiler
+only its standard-library leaves."""
 
 from __future__ import annotations
 
@@ -9,7 +11,30 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "noetl_compile"
+
+# airflow_plugin's floors, bottom up. A module may import its own package and any package of a
+# lower floor; packages on one floor stand beside each other and never import one another.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors",),  # NoetlRuntimeError and its families
+    ("hooks",),  # connections, secrets, database pools, SQL text, values, state folder
+    ("templating",),  # what a template sees: proxy, render, context, ids
+    ("tools", "events", "drivers"),  # tool executors | the event log | cursor drivers
+    ("runtime",),  # payload, pipeline, step, loop, cursor, interpreter, nested playbooks
+    ("operators", "web"),  # Airflow operators | the NoETL view in the Airflow UI
+    ("", "plugin", "local", "deploy"),  # the package root (DAG files' import) | the plugin entry point | noetlc run | the stack
+)
+# What airflow_plugin may take from the compiler: standard-library leaves.
+COMPILER_LEAVES = {
+    "noetl_compile.dag_ids",
+    "noetl_compile.payload_defaults",
+    "noetl_compile.quantum_surface",
+    "noetl_compile.shell_surface",
+}
+SEAM = "noetl_compile.plugin_seam"
+# The one plugin module that runs the compiler itself: the warm runner of `noetlc run --warm` is
+# the CLI's process kept alive, and each forked run compiles exactly as the CLI does (inside a
+# function, after the fork). Named here so that no other module can start doing the same.
+COMPILER_CLIENTS = {("airflow_plugin.local.warm", "noetl_compile.cli")}
 
 
 def _module_name(path: Path) -> str:
@@ -17,52 +42,162 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+def _modules(*packages: str) -> dict[str, Path]:
+    return {_module_name(p): p for package in packages for p in (ROOT / package).rglob("*.py")}
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Modules of the package that ``name`` imports (top level, in functions, under TYPE_CHECKING)."""
+ALL = _modules("noetl_compile", "airflow_plugin")
+
+
+def _imports(name: str, path: Path, known: set[str]) -> dict[str, bool]:
+    """Modules of ``known`` that ``name`` imports (top level, in functions, under TYPE_CHECKING)
+    -> whether some import of it is at module level."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(node) for node in tree.body}
+    found: dict[str, bool] = {}
+
+    def add(module: str, node: ast.AST) -> None:
+        found[module] = found.get(module, False) or id(node) in top
+
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            for alias in node.names:
+                add(alias.name, node)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 target = f"{base}.{node.module}" if node.module else base
             else:
                 target = node.module or ""
-            found.add(target)
-            found |= {f"{target}.{alias.name}" for alias in node.names}
+            add(target, node)
+            for alias in node.names:
+                add(f"{target}.{alias.name}", node)
     # `from .x import y` names module x (and x.y only when that is a module too).
-    return {m for m in found if m in known and m != name}
+    return {m: level for m, level in found.items() if m in known and m != name}
 
 
-def test_no_import_circles_in_the_compiler() -> None:
-    modules = _modules()
+def _graph(modules: dict[str, Path]) -> nx.DiGraph:
     graph = nx.DiGraph()
     for name, path in modules.items():
         graph.add_node(name)
-        for target in _imports(name, path, set(modules)):
-            # A package's own __init__ re-exporting its submodules is not a stage running back up.
-            if name.startswith(target + ".") and modules[target].name == "__init__.py":
+        for target, top in _imports(name, path, set(ALL)).items():
+            # A package's own __init__ re-exporting its submodules is not a floor running back up.
+            if name.startswith(target + ".") and ALL[target].name == "__init__.py":
                 continue
-            graph.add_edge(name, target)
-    cycles = sorted(sorted(c) for c in nx.simple_cycles(graph))
-    assert cycles == [], f"import circles: {cycles}"
+            graph.add_edge(name, target, top=top)
+    return graph
 
 
-def test_the_circles_this_test_exists_for_would_be_caught() -> None:
-    # The detector itself: an edge back from a lower stage makes a circle it reports.
-    modules = _modules()
-    graph = nx.DiGraph(
-        (name, target)
-        for name, path in modules.items()
-        for target in _imports(name, path, set(modules))
+def _circles(graph: nx.DiGraph, package: str) -> list[list[str]]:
+    inside = graph.subgraph(n for n in graph if n.split(".")[0] == package)
+    return sorted(sorted(c) for c in nx.simple_cycles(inside))
+
+
+def _floor_of(module: str) -> tuple[int, str]:
+    parts = module.split(".")
+    package = parts[1] if len(parts) > 1 else ""
+    for number, floor in enumerate(FLOORS):
+        if package in floor:
+            return number, package
+    raise AssertionError(f"{module}: its package {package!r} is on no floor of FLOORS")
+
+
+def _climbs(graph: nx.DiGraph) -> list[str]:
+    """Imports inside airflow_plugin that go up a floor or sideways to a neighbour."""
+    wrong = []
+    for source, target in graph.edges:
+        if not (source.startswith("airflow_plugin") and target.startswith("airflow_plugin")):
+            continue
+        (low, here), (high, there) = _floor_of(source), _floor_of(target)
+        if here != there and high >= low:
+            side = "beside it" if high == low else "above it"
+            wrong.append(f"{source} -> {target} ({there or 'the root'} is {side})")
+    return sorted(wrong)
+
+
+GRAPH = _graph(ALL)
+
+
+def test_no_import_circles_in_the_compiler() -> None:
+    assert _circles(GRAPH, "noetl_compile") == []
+
+
+def test_no_import_circles_in_the_plugin() -> None:
+    assert _circles(GRAPH, "airflow_plugin") == []
+
+
+def test_every_plugin_package_is_on_a_floor() -> None:
+    packages = {_floor_of(m)[1] for m in ALL if m.startswith("airflow_plugin")}
+    assert packages == {p for floor in FLOORS for p in floor}
+
+
+def test_no_plugin_import_climbs_a_floor() -> None:
+    assert _climbs(GRAPH) == []
+
+
+def test_the_compiler_reaches_the_plugin_only_through_the_seam() -> None:
+    reaching = {
+        (source, target, GRAPH.edges[source, target]["top"])
+        for source, target in GRAPH.edges
+        if source.startswith("noetl_compile") and target.startswith("airflow_plugin")
+    }
+    assert {source for source, _, _ in reaching} == {SEAM}
+    assert [edge for edge in reaching if edge[2]] == [], "the seam imports the plugin lazily"
+
+
+def test_the_plugin_takes_only_the_compilers_leaves() -> None:
+    taken = {
+        target
+        for source, target in GRAPH.edges
+        if source.startswith("airflow_plugin")
+        and target.startswith("noetl_compile")
+        and (source, target) not in COMPILER_CLIENTS
+    }
+    assert taken <= COMPILER_LEAVES
+    for source, target in COMPILER_CLIENTS:  # a function-level import, never at module level
+        assert GRAPH.has_edge(source, target) and not GRAPH.edges[source, target]["top"]
+    for leaf in COMPILER_LEAVES:  # a leaf: it imports nothing of either package
+        assert list(GRAPH.successors(leaf)) == [], leaf
+
+
+def test_the_checks_would_catch_what_they_exist_for() -> None:
+    # The detectors themselves: the real graph has the edges they read...
+    assert GRAPH.has_edge("noetl_compile.compile", "noetl_compile.check")
+    assert GRAPH.has_edge("airflow_plugin.runtime.step", "airflow_plugin.tools")
+    assert GRAPH.has_edge("airflow_plugin.tools.postgres", "airflow_plugin.hooks.postgres")
+    # ...a planted edge back down-to-up is a circle and a climb...
+    planted = GRAPH.copy()
+    planted.add_edge("noetl_compile.rules", "noetl_compile.diagnostics", top=True)
+    assert _circles(planted, "noetl_compile")
+    planted.add_edge("airflow_plugin.hooks.connections", "airflow_plugin.runtime.step", top=False)
+    assert _climbs(planted) == [
+        "airflow_plugin.hooks.connections -> airflow_plugin.runtime.step (runtime is above it)"
+    ]
+    # ...a sideways import between neighbours is caught, and a circle through a function body.
+    sideways = GRAPH.copy()
+    sideways.add_edge(
+        "airflow_plugin.tools.quantum.jobs", "airflow_plugin.events.config", top=False
     )
-    assert graph.has_edge("noetl_compile.compile", "noetl_compile.check")
-    assert graph.has_edge("noetl_compile.diagnostics", "noetl_compile.rules")
-    graph.add_edge("noetl_compile.rules", "noetl_compile.diagnostics")
-    assert list(nx.simple_cycles(graph))
+    assert _climbs(sideways) == [
+        "airflow_plugin.tools.quantum.jobs -> airflow_plugin.events.config (events is beside it)"
+    ]
+    sideways.add_edge("airflow_plugin.events.recorder", "airflow_plugin.events.writer", top=False)
+    sideways.add_edge("airflow_plugin.events.writer", "airflow_plugin.events.recorder", top=True)
+    assert _circles(sideways, "airflow_plugin")
+
+
+def test_a_planted_import_in_a_real_file_is_read(tmp_path: Path) -> None:
+    # The parser side: a function-level upward import written in a module is an edge.
+    source = ROOT / "airflow_plugin" / "hooks" / "connections.py"
+    planted = tmp_path / "connections.py"
+    planted.write_text(
+        source.read_text(encoding="utf-8") + "\n\ndef _up():\n    from ..runtime import step\n",
+        encoding="utf-8",
+    )
+    # Read as if it stood where the original does (the package decides what `..` means).
+    imports = _imports("airflow_plugin.hooks.connections", planted, set(ALL))
+    assert imports.get("airflow_plugin.runtime.step") is False  # found, inside a function
+    graph = GRAPH.copy()
+    graph.add_edge("airflow_plugin.hooks.connections", "airflow_plugin.runtime.step", top=False)
+    assert _climbs(graph)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_plugin.runtime import execute_step
 from airflow_plugin.runtime.payload import PAYLOAD_DEFAULTS, arc_task_id, with_defaults
+from airflow_plugin.runtime.step import execute_step
 from noetl_compile.check import check_paths
 from noetl_compile.lower import lower
 from noetl_compile.lower.payload import STEP_DEFAULTS, compact_step

@@ -27,7 +27,7 @@ from airflow_plugin.events import Event
 from airflow_plugin.local.home import Home, locked
 from airflow_plugin.local.launch import child_environment
 from airflow_plugin.local.report import TaskRow, build_report, render_summary
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 from noetl_compile.connections import ConnectionsError, load_connections_file
 from tests.harness.run_cli import TIMEOUT, noetlc_run, report_of
 

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from ..events import names
 from .hitl import GateCommandError, answer_gate, connect, find_gate, waiting_gates
 from .rest import AirflowApiError, AirflowClient
 
@@ -61,7 +62,7 @@ def _add_timeouts(rows: list[dict[str, Any]]) -> None:
         for row in rows:
             paused = [
                 event
-                for event in store.events(int(row["execution_id"]), names=["PlaybookPaused"])
+                for event in store.events(int(row["execution_id"]), names=[names.PLAYBOOK_PAUSED])
                 if event.get("entity_id") == row["gate"]
             ]
             if paused:

@@ -3,7 +3,7 @@
 Airflow 3.3 keeps a waiting gate as a ``hitl_detail`` row of a task instance in
 ``awaiting_input``; the API lists them (``GET /api/v2/dags/~/dagRuns/~/hitlDetails``) and takes
 an answer (``PATCH .../taskInstances/{task}/{map_index}/hitlDetails``), which resumes the task.
-A gate is named by its NoETL execution (``runtime.ids.execution_id_for(dag_id, run_id)``, what
+A gate is named by its NoETL execution (``templating.ids.execution_id_for(dag_id, run_id)``, what
 `noetlc run` and the event log print) or by ``--dag``/``--run``, and by its step (task id).
 
 Connection: ``--url``/``--user``/``--password`` or ``NOETL_AIRFLOW_URL`` (default
@@ -27,7 +27,7 @@ from urllib.parse import quote
 import httpx
 
 from ..runtime.gates import GateAnswerError, parse_answer
-from ..runtime.ids import execution_id_for
+from ..templating.ids import execution_id_for
 from .rest import AirflowApiError, AirflowClient
 
 __all__ = [

@@ -32,24 +32,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pwd
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from .layout import Layout, StackError, free_port, tail
+from .postgres import Postgres, pg_parent_dir
+from .processes import alive, recorded_pids, signal_group, spawn, tagged_processes
 
 __all__ = ["StackError", "main"]
 
 REPO = Path(__file__).resolve().parents[2]
-PG_BIN = Path(os.environ.get("NOETL_STACK_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ADMIN = "admin"
 # Besides the admin, a read-only user and one with no role (authenticated, may read no DAG):
 # what the NoETL view's authorization is tested with. Their passwords are in the same file.
@@ -58,228 +58,6 @@ DATABASES = ("airflow", "noetl_events", "noetl_data")
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 CELERY_WORKERS = ("worker1", "worker2")
 STOP_GRACE_S = 5.0  # uvicorn (api-server) waits for idle connections on SIGTERM
-
-_PG_SETTINGS = {
-    "listen_addresses": "'127.0.0.1'",
-    # TCP only: a unix socket path inside a deep state folder can exceed the 107-byte limit.
-    "unix_socket_directories": "''",
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    # Every Airflow process keeps a SQLAlchemy pool; Celery's result backend adds more.
-    "max_connections": "300",
-    "shared_buffers": "64MB",
-    "log_min_messages": "warning",
-    "logging_collector": "off",
-}
-
-
-class StackError(RuntimeError):
-    """The stack could not be started or stopped; the message says which part and why."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"(no log at {path})"
-
-
-@dataclass
-class Layout:
-    """Where everything of one stack lives."""
-
-    state: Path
-
-    @property
-    def home(self) -> Path:
-        return self.state / "airflow"
-
-    @property
-    def logs(self) -> Path:
-        return self.state / "logs"
-
-    @property
-    def pids(self) -> Path:
-        return self.state / "pids"
-
-    @property
-    def manifest(self) -> Path:
-        return self.state / "stack.json"
-
-    @property
-    def env_file(self) -> Path:
-        return self.state / "env"
-
-    @property
-    def passwords(self) -> Path:
-        return self.state / "passwords.json"
-
-    def read_manifest(self) -> dict:
-        try:
-            return json.loads(self.manifest.read_text())
-        except (OSError, ValueError):
-            return {}
-
-
-# ----------------------------------------------------------------------------------------------
-# PostgreSQL
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Postgres:
-    data_dir: Path
-    log_file: Path
-    port: int
-    as_root: bool = field(default_factory=lambda: os.geteuid() == 0)
-
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        command = [str(PG_BIN / args[0]), *args[1:]]
-        if self.as_root:
-            command = ["runuser", "-u", "postgres", "--", *command]
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
-
-    def url(self, database: str, driver: str = "postgresql") -> str:
-        return f"{driver}://postgres@127.0.0.1:{self.port}/{database}"
-
-    def init_and_start(self) -> None:
-        if not (PG_BIN / "initdb").exists():
-            raise StackError(
-                f"PostgreSQL 15 binaries not found in {PG_BIN} (apt-get install postgresql-15)"
-            )
-        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        self.log_file.touch()
-        if self.as_root:
-            owner = pwd.getpwnam("postgres")
-            os.chown(self.data_dir.parent, owner.pw_uid, owner.pw_gid)
-            os.chown(self.log_file, owner.pw_uid, owner.pw_gid)  # the server appends to it
-        done = self.run(
-            "initdb", "-D", str(self.data_dir), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-            "--locale=C", "--no-sync",
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise StackError(f"postgres initdb failed: {done.stderr.strip() or done.stdout}")
-        settings = {**_PG_SETTINGS, "port": str(self.port)}
-        conf = self.data_dir / "postgresql.auto.conf"
-        conf.write_text("".join(f"{key} = {value}\n" for key, value in settings.items()))
-        if self.as_root:
-            os.chown(conf, pwd.getpwnam("postgres").pw_uid, pwd.getpwnam("postgres").pw_gid)
-        done = self.run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-w", "start")
-        if done.returncode != 0:
-            raise StackError(
-                f"postgres failed to start: {done.stderr.strip()}\n{_tail(self.log_file)}"
-            )
-
-    def create_databases(self, names: tuple[str, ...]) -> None:
-        for name in names:
-            done = self.run(
-                "psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres",
-                "-v", "ON_ERROR_STOP=1", "-c", f'CREATE DATABASE "{name}"',
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise StackError(f"creating database {name} failed: {done.stderr.strip()}")
-
-    def stop(self) -> None:
-        if (self.data_dir / "postmaster.pid").exists():
-            self.run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop", timeout=60)
-
-
-def _pg_parent_dir(layout: Layout) -> Path:
-    """``<state>/pg`` when the postgres user can reach it, else a private folder in /tmp
-    (pytest's tmp folders are 0700 root: the postgres user could not enter them)."""
-    inside = layout.state / "pg"
-    if os.geteuid() != 0:
-        return inside
-    probe = subprocess.run(
-        ["runuser", "-u", "postgres", "--", "test", "-x", str(layout.state)],
-        capture_output=True,
-        check=False,
-    )
-    if probe.returncode == 0:
-        return inside
-    return Path(tempfile.mkdtemp(prefix="noetl-stack-pg-"))
-
-
-# ----------------------------------------------------------------------------------------------
-# processes
-# ----------------------------------------------------------------------------------------------
-
-
-def _spawn(layout: Layout, name: str, command: list[str], env: dict[str, str]) -> int:
-    log = (layout.logs / f"{name}.log").open("ab")
-    try:
-        process = subprocess.Popen(
-            command,
-            env=env,
-            cwd=layout.state,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: `down` stops it with its children
-        )
-    finally:
-        log.close()
-    (layout.pids / f"{name}.pid").write_text(f"{process.pid}\n")
-    return process.pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, parent not reaping) is not alive.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _pids(layout: Layout) -> dict[str, int]:
-    found = {}
-    if layout.pids.is_dir():
-        for path in sorted(layout.pids.glob("*.pid")):
-            try:
-                found[path.stem] = int(path.read_text().strip())
-            except ValueError:
-                continue
-    return found
-
-
-def _tagged_processes(stack_id: str) -> list[int]:
-    """Processes whose environment carries this stack's id (children that left their group)."""
-    marker = f"NOETL_STACK_ID={stack_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,8 +140,8 @@ def _airflow_env(
         "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "2",
         "AIRFLOW__DAG_PROCESSOR__PRINT_STATS_INTERVAL": "300",
         # Log servers on free ports: two stacks on one machine must not collide on 8793/8794.
-        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
-        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
         "NOETL_EVENTS_URL": pg.url("noetl_events", "postgresql+psycopg"),
         "NOETL_EVENTS_DIR": str(layout.state / "noetl"),
         "NOETL_STACK_ID": str(layout.state),
@@ -395,7 +173,7 @@ def _run_step(name: str, command: list[str], env: dict[str, str], layout: Layout
             command, env=env, cwd=layout.state, stdout=out, stderr=subprocess.STDOUT, check=False
         )
     if done.returncode != 0:
-        raise StackError(f"{name} failed (exit {done.returncode}); {log}:\n{_tail(log)}")
+        raise StackError(f"{name} failed (exit {done.returncode}); {log}:\n{tail(log)}")
     return time.monotonic() - started
 
 
@@ -416,15 +194,15 @@ def _healthy(health: dict | None) -> bool:
 
 
 def _check_alive(layout: Layout) -> None:
-    for name, pid in _pids(layout).items():
-        if not _alive(pid):
+    for name, pid in recorded_pids(layout).items():
+        if not alive(pid):
             log = layout.logs / f"{name}.log"
-            raise StackError(f"{name} (pid {pid}) exited during start-up; {log}:\n{_tail(log)}")
+            raise StackError(f"{name} (pid {pid}) exited during start-up; {log}:\n{tail(log)}")
 
 
 def up(args: argparse.Namespace) -> dict:
     layout = Layout(Path(args.state).resolve())
-    if _pids(layout) and any(_alive(pid) for pid in _pids(layout).values()):
+    if recorded_pids(layout) and any(alive(pid) for pid in recorded_pids(layout).values()):
         raise StackError(f"a stack is already running in {layout.state} (run `down` first)")
     down_quietly(layout)
     for old in (
@@ -443,15 +221,15 @@ def up(args: argparse.Namespace) -> dict:
     if executor == "celery" and not shutil.which("redis-server"):
         raise StackError("--executor celery needs redis-server (apt-get install redis-server)")
 
-    pg_dir = _pg_parent_dir(layout)
+    pg_dir = pg_parent_dir(layout)
     pg = Postgres(
         # Next to the data, where the postgres user can write; `down` copies it into logs/.
         data_dir=pg_dir / "data",
         log_file=pg_dir / "server.log",
-        port=args.pg_port or _free_port(),
+        port=args.pg_port or free_port(),
     )
-    api_port = args.port or _free_port()
-    redis_port = _free_port() if executor == "celery" else None
+    api_port = args.port or free_port()
+    redis_port = free_port() if executor == "celery" else None
     manifest = {
         "state": str(layout.state),
         "executor": executor,
@@ -501,7 +279,7 @@ def up(args: argparse.Namespace) -> dict:
     if redis_port is not None:
         redis_dir = layout.state / "redis"
         redis_dir.mkdir(exist_ok=True)
-        _spawn(
+        spawn(
             layout,
             "redis",
             ["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--save", "",
@@ -514,16 +292,16 @@ def up(args: argparse.Namespace) -> dict:
     )
     if compile_proc is not None and compile_proc.wait() != 0:
         log = layout.logs / "compile.log"
-        raise StackError(f"noetlc compile {' '.join(playbooks)} failed; {log}:\n{_tail(log)}")
+        raise StackError(f"noetlc compile {' '.join(playbooks)} failed; {log}:\n{tail(log)}")
 
     airflow = [_python(), "-m", "airflow"]
-    _spawn(layout, "api-server", [*airflow, "api-server", "--port", str(api_port)], env)
-    _spawn(layout, "scheduler", [*airflow, "scheduler"], env)
-    _spawn(layout, "dag-processor", [*airflow, "dag-processor"], env)
-    _spawn(layout, "triggerer", [*airflow, "triggerer"], env)
+    spawn(layout, "api-server", [*airflow, "api-server", "--port", str(api_port)], env)
+    spawn(layout, "scheduler", [*airflow, "scheduler"], env)
+    spawn(layout, "dag-processor", [*airflow, "dag-processor"], env)
+    spawn(layout, "triggerer", [*airflow, "triggerer"], env)
     if executor == "celery":
         for name in CELERY_WORKERS:
-            _spawn(
+            spawn(
                 layout,
                 name,
                 [*airflow, "celery", "worker", "--concurrency", "4", "--celery-hostname",
@@ -537,7 +315,7 @@ def up(args: argparse.Namespace) -> dict:
         _check_alive(layout)
         health = _health(api_port)
         workers_ready = executor != "celery" or all(
-            " ready." in _tail(layout.logs / f"{name}.log", 400) for name in CELERY_WORKERS
+            " ready." in tail(layout.logs / f"{name}.log", 400) for name in CELERY_WORKERS
         )
         if _healthy(health) and workers_ready:
             break
@@ -569,7 +347,7 @@ def up(args: argparse.Namespace) -> dict:
                 if executor == "celery"
                 else []
             ),
-            "pids": _pids(layout),
+            "pids": recorded_pids(layout),
             "timings": {key: round(value, 2) for key, value in timings.items()},
         }
     )
@@ -592,18 +370,18 @@ def _shell_quote(value: str) -> str:
 def down_quietly(layout: Layout) -> list[str]:
     """Stop whatever of this stack still runs; returns what was stopped."""
     stopped = []
-    pids = _pids(layout)
+    pids = recorded_pids(layout)
     for name, pid in pids.items():
-        if _alive(pid):
-            _signal_group(pid, signal.SIGTERM)
+        if alive(pid):
+            signal_group(pid, signal.SIGTERM)
             stopped.append(name)
     deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids.values()):
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids.values()):
         time.sleep(0.2)
     for pid in pids.values():
-        _signal_group(pid, signal.SIGKILL)
+        signal_group(pid, signal.SIGKILL)
     # Task processes and executor workers may have left their group: find them by the stack id.
-    for pid in _tagged_processes(str(layout.state)):
+    for pid in tagged_processes(str(layout.state)):
         try:
             os.kill(pid, signal.SIGKILL)
             stopped.append(f"pid {pid}")
@@ -626,12 +404,12 @@ def down_quietly(layout: Layout) -> list[str]:
 
 
 def status(layout: Layout) -> dict[str, bool]:
-    found = {name: _alive(pid) for name, pid in _pids(layout).items()}
+    found = {name: alive(pid) for name, pid in recorded_pids(layout).items()}
     manifest = layout.read_manifest()
     if manifest.get("pg_data"):
         pid_file = Path(manifest["pg_data"]) / "postmaster.pid"
         try:
-            found["postgres"] = _alive(int(pid_file.read_text().splitlines()[0]))
+            found["postgres"] = alive(int(pid_file.read_text().splitlines()[0]))
         except (OSError, ValueError, IndexError):
             found["postgres"] = False
     return found

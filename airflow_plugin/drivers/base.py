@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import NoetlFailure
+
 __all__ = ["ClaimSpec", "CursorDriver", "CursorDriverError"]
 
 
-class CursorDriverError(RuntimeError):
+class CursorDriverError(NoetlFailure, RuntimeError):
     """A claim could not be made: the message names the driver and the cause (never a DSN)."""
 
     def __init__(self, message: str, *, retryable: bool = False, code: str | None = None):

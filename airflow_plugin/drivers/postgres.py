@@ -22,9 +22,9 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..tools.connections import ConnectionNotFound
-from ..tools.postgres import ToolConfigError, is_retryable, resolve_target
-from ..tools.sql import jsonable_value
+from ..hooks.connections import ConnectionNotFound
+from ..hooks.postgres import ToolConfigError, is_retryable, resolve_target
+from ..hooks.values import jsonable_value
 from .base import ClaimSpec, CursorDriverError
 
 __all__ = ["DEFAULT_POOL_SIZE", "PostgresCursorDriver", "close_pools", "pool_size"]

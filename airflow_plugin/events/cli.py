@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import IO, Any
 
 from .config import settings
@@ -34,45 +35,52 @@ __all__ = ["resolve", "run_events", "run_status"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def resolve(url: str | None, environ: Mapping[str, str] | None = None) -> tuple[EventStore, Outbox]:
+def resolve(
+    url: str | None,
+    environ: Mapping[str, str] | None = None,
+    local_dir: Path | None = None,
+) -> tuple[EventStore, Outbox]:
+    """The store to read: ``url``, else the configured one; with nothing configured, the log in
+    ``local_dir`` (the managed home of ``noetlc run``, which the caller names) when it exists."""
     env = os.environ if environ is None else environ
     options = settings(env)
     if url:
         return EventStore(url), Outbox(options.outbox)
     explicit = any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID"))
-    if not explicit and not env.get("AIRFLOW_HOME") and not env.get("NOETL_EVENTS_DIR"):
-        from ..local.home import default_home
-
-        local = default_home(env) / "noetl"
+    configured = explicit or env.get("AIRFLOW_HOME") or env.get("NOETL_EVENTS_DIR")
+    if not configured and local_dir is not None:
+        local = local_dir
         if (local / "events.db").exists():
             return EventStore(str(local / "events.db")), Outbox(local / "outbox")
     return EventStore(options.url), Outbox(options.outbox)
 
 
 def _run_home_store(
-    url: str | None, first: EventStore, env: Mapping[str, str]
+    url: str | None, first: EventStore, env: Mapping[str, str], local_dir: Path | None
 ) -> EventStore | None:
     """`noetlc run`'s own log, when it is not the one ``resolve`` chose and nothing named a log
     explicitly: with ``AIRFLOW_HOME`` set (every Airflow user's shell) ``resolve`` reads that
     home's log, while `noetlc run` writes to its managed home. An execution id not found in the
     first is looked up there, so the id a run printed always answers."""
-    if url or any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID")):
+    if local_dir is None or url or any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID")):
         return None
-    from ..local.home import default_home
-
-    path = default_home(env) / "noetl" / "events.db"
+    path = local_dir / "events.db"
     if not path.exists() or first.describe() == EventStore(str(path)).describe():
         return None
     return EventStore(str(path))
 
 
 def _events_with_fallback(
-    url: str | None, store: EventStore, execution: int | None, **where: Any
+    url: str | None,
+    store: EventStore,
+    execution: int | None,
+    local_dir: Path | None = None,
+    **where: Any,
 ) -> tuple[EventStore, list]:
     rows = store.events(execution, **where)
     if rows:
         return store, rows
-    other = _run_home_store(url, store, os.environ)
+    other = _run_home_store(url, store, os.environ, local_dir)
     if other is not None:
         found = other.events(execution, **where)
         if found:
@@ -80,9 +88,15 @@ def _events_with_fallback(
     return store, rows
 
 
-def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_events(
+    args: Any,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    *,
+    local_dir: Path | None = None,
+) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    store, outbox = resolve(getattr(args, "url", None))
+    store, outbox = resolve(getattr(args, "url", None), local_dir=local_dir)
     target = getattr(args, "execution", None)
     try:
         if target == "flush":
@@ -97,7 +111,12 @@ def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None
             err.write(f"noetlc: error: not an execution id: {target!r}\n")
             return EXIT_USAGE
         store, rows = _events_with_fallback(
-            getattr(args, "url", None), store, execution, dag_id=args.dag, run_id=args.run
+            getattr(args, "url", None),
+            store,
+            execution,
+            local_dir,
+            dag_id=args.dag,
+            run_id=args.run,
         )
     except StoreUnavailable as exc:
         err.write(f"noetlc: the event log is unreachable: {exc}\n")
@@ -116,15 +135,21 @@ def run_events(args: Any, out: IO[str] | None = None, err: IO[str] | None = None
     return EXIT_OK
 
 
-def run_status(args: Any, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_status(
+    args: Any,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+    *,
+    local_dir: Path | None = None,
+) -> int:
     out, err = out or sys.stdout, err or sys.stderr
-    store, _ = resolve(getattr(args, "url", None))
+    store, _ = resolve(getattr(args, "url", None), local_dir=local_dir)
     execution = _execution(args.execution)
     if execution is None:
         err.write(f"noetlc: error: not an execution id: {args.execution!r}\n")
         return EXIT_USAGE
     try:
-        store, rows = _events_with_fallback(getattr(args, "url", None), store, execution)
+        store, rows = _events_with_fallback(getattr(args, "url", None), store, execution, local_dir)
     except StoreUnavailable as exc:
         err.write(f"noetlc: the event log is unreachable: {exc}\n")
         return EXIT_FAILED

@@ -21,6 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..hooks.connections import get_connection
+from ..hooks.state import state_directory
+
 __all__ = ["EventLogSettings", "settings"]
 
 
@@ -40,7 +43,7 @@ class EventLogSettings:
 def settings(environ: Mapping[str, str] | None = None) -> EventLogSettings:
     env = os.environ if environ is None else environ
     enabled = env.get("NOETL_EVENTS", "on").strip().lower() not in ("off", "0", "false", "no")
-    directory = Path(env.get("NOETL_EVENTS_DIR") or _airflow_home(env) / "noetl").expanduser()
+    directory = state_directory(env)
     url = env.get("NOETL_EVENTS_URL", "").strip()
     if not url and env.get("NOETL_EVENTS_CONN_ID"):
         url = _connection_url(env["NOETL_EVENTS_CONN_ID"])
@@ -51,10 +54,6 @@ def settings(environ: Mapping[str, str] | None = None) -> EventLogSettings:
         max_data_bytes=_number(env, "NOETL_EVENTS_MAX_DATA", 65536, int),
         flush_timeout=_number(env, "NOETL_EVENTS_FLUSH_TIMEOUT", 2.0, float),
     )
-
-
-def _airflow_home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("AIRFLOW_HOME") or Path.home() / "airflow")
 
 
 def _number(env: Mapping[str, str], name: str, default, kind):
@@ -69,11 +68,9 @@ def _number(env: Mapping[str, str], name: str, default, kind):
 
 def _connection_url(conn_id: str) -> str:
     """The URL of an Airflow Connection (resolved through Airflow, env vars included)."""
-    from ..tools.connections import get_connection
-
-    info = get_connection(conn_id)
     from sqlalchemy.engine import URL
 
+    info = get_connection(conn_id)
     return URL.create(
         "postgresql+psycopg",
         username=info.login,

@@ -31,7 +31,8 @@ from typing import Any, NamedTuple
 
 import pluggy
 
-from ..runtime.ids import execution_id_for
+from ..templating.ids import execution_id_for
+from . import names
 from .identity import event_id
 from .recorder import Event, default_recorder, deliver_soon, emit, flush
 from .workflow import run_finished, run_started
@@ -152,7 +153,11 @@ class EventLogListener:
             return
         self._announce(run, "worker", lambda: _conf_of(ti))
         operator = type(task).__name__ if task is not None else None
-        emit(self._task_event(ti, "TaskStarted", "in_progress", run, task, {"operator": operator}))
+        emit(
+            self._task_event(
+                ti, names.TASK_STARTED, "in_progress", run, task, {"operator": operator}
+            )
+        )
 
     def _task_finished(self, ti: Any, status: str, error: Any) -> None:
         task = getattr(ti, "task", None)
@@ -170,7 +175,7 @@ class EventLogListener:
             # lost heartbeat, a timeout) or the API server (a manual state change).
             data["told_by"] = f"server hook on_task_instance_{_HOOK_OF[status]}"
         duration = _float(getattr(ti, "duration", None))
-        emit(self._task_event(ti, "TaskFinished", status, run, task, data, duration=duration))
+        emit(self._task_event(ti, names.TASK_FINISHED, status, run, task, data, duration=duration))
         # The task is over: its events must be stored (or in the outbox) before the process
         # ends (the supervisor gives listeners task_success_overtime, 20 s by default).
         flush(default_recorder())
@@ -185,7 +190,7 @@ class EventLogListener:
         fields: dict[str, Any] = {"duration": _float(getattr(ti, "duration", None))}
         if end is not None:
             fields["timestamp"] = end  # when that attempt ended, not when the run did
-        emit(self._task_event(ti, "TaskFinished", status, run, None, data, **fields))
+        emit(self._task_event(ti, names.TASK_FINISHED, status, run, None, data, **fields))
 
     def _task_event(
         self,
@@ -244,7 +249,11 @@ class EventLogListener:
             state = _state(ti.state)
             if state in _NEVER_RAN:
                 # Tasks the scheduler skipped never ran, so no task hook told of them.
-                emit(self._task_event(ti, "TaskFinished", "skipped", run, None, {"state": state}))
+                emit(
+                    self._task_event(
+                        ti, names.TASK_FINISHED, "skipped", run, None, {"state": state}
+                    )
+                )
             elif state == "failed":
                 # A task process killed from outside (SIGKILL, the OOM killer) runs no hook,
                 # and its supervisor reports the failure straight to the API server, which
@@ -252,7 +261,7 @@ class EventLogListener:
                 # seen. The event id is the attempt's, so when the worker did tell it (an
                 # ordinary failure) the store keeps that one and drops this.
                 data = {"state": state, "told_by": "run end (the task process did not tell)"}
-                emit(self._task_event(ti, "TaskFinished", "error", run, None, data))
+                emit(self._task_event(ti, names.TASK_FINISHED, "error", run, None, data))
         for ti in _archived_tries(dag_run):
             # Earlier attempts of retried (or cleared) tasks. A killed attempt that Airflow
             # retried is reported by its supervisor to the API server as up_for_retry (no hook

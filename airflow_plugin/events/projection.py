@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from . import names
+
 __all__ = ["project"]
 
 
@@ -55,45 +57,45 @@ def _apply(state: dict[str, Any], event: Mapping[str, Any]) -> None:
     step = event.get("step")
     if state["execution_id"] is None:
         state["execution_id"] = event.get("execution_id")
-    if name == "PlaybookExecutionRequested":
+    if name == names.PLAYBOOK_EXECUTION_REQUESTED:
         state["dag_id"] = state["dag_id"] or event.get("entity_id")
         state["run_id"] = state["run_id"] or event.get("run_id")
         state["playbook"] = event.get("playbook_path")
         state["workload"] = data.get("workload")
         if state["status"] == "unknown":
             state["status"] = "running"
-    elif name == "WorkflowStarted" and state["status"] == "unknown":
+    elif name == names.WORKFLOW_STARTED and state["status"] == "unknown":
         state["status"] = "running"
-    elif name == "PlaybookProcessed":
+    elif name == names.PLAYBOOK_PROCESSED:
         state["status"] = event.get("status")
-    elif name == "StepStarted" and step:
+    elif name == names.STEP_STARTED and step:
         entry = _step(state, step)
         if event.get("iteration") is None:
             entry["status"] = "running"
-    elif name == "StepFinished" and step:
+    elif name == names.STEP_FINISHED and step:
         _step_finished(state, step, event, data)
-    elif name == "TaskStarted":
+    elif name == names.TASK_STARTED:
         state["tasks"][event["entity_id"]] = {
             "step": step,
             "status": "running",
             "try_number": event.get("try_number"),
         }
-    elif name == "TaskFinished":
+    elif name == names.TASK_FINISHED:
         _task_finished(state, event, data)
-    elif name == "RetryStarted" and step:
+    elif name == names.RETRY_STARTED and step:
         state["retries"][step] = state["retries"].get(step, 0) + 1
-    elif name in ("LoopStarted", "LoopIterationCompleted", "LoopFinished"):
+    elif name in (names.LOOP_STARTED, names.LOOP_ITERATION_COMPLETED, names.LOOP_FINISHED):
         _loop(state, name, event, data)
-    elif name == "ToolStarted" and data.get("child_execution_id"):
+    elif name == names.TOOL_STARTED and data.get("child_execution_id"):
         state["children"].append(str(data["child_execution_id"]))
-    elif name == "PlaybookPaused":
+    elif name == names.PLAYBOOK_PAUSED:
         state["gates"][event.get("entity_id")] = {
             "gate": event.get("entity_id"),
             "step": step,
             "since": event.get("timestamp"),
             "data": data,
         }
-    elif name == "SignalReceived":
+    elif name == names.SIGNAL_RECEIVED:
         state["gates"].pop(event.get("entity_id"), None)
 
 
@@ -147,9 +149,9 @@ def _loop(state: dict[str, Any], name: str, event: Mapping[str, Any], data: Mapp
     loop = state["loops"].setdefault(
         loop_id, {"total": None, "finished": 0, "failed": 0, "done": False}
     )
-    if name == "LoopStarted":
+    if name == names.LOOP_STARTED:
         loop["total"] = data.get("total")
-    elif name == "LoopIterationCompleted":
+    elif name == names.LOOP_ITERATION_COMPLETED:
         loop["finished"] += 1
         if event.get("status") == "error":
             loop["failed"] += 1

@@ -30,6 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..errors import NoetlFailure
 from .schema import COLUMNS, SCHEMA, TABLE, event_log
 
 __all__ = ["HEAD_REVISION", "EventStore", "StoreUnavailable", "normalise_url"]
@@ -42,7 +43,7 @@ COPY_THRESHOLD = 64  # rows; below it a multi-row INSERT is cheaper than COPY + 
 CONNECT_TIMEOUT = 3  # seconds: an unreachable store must not hold a flush for long
 
 
-class StoreUnavailable(Exception):
+class StoreUnavailable(NoetlFailure):
     """The store could not be reached or written (the caller keeps the events elsewhere)."""
 
 

@@ -1,7 +1,7 @@
 """The events of a whole run: requested and started, finished and processed.
 
 Told by the listener for Airflow DAG runs and by the inline child runner for a nested playbook
-that runs inside its parent's task (``tools.playbook.run_child``); both use these two functions,
+that runs inside its parent's task (``runtime.nested.run_child``); both use these two functions,
 so a run looks the same in the log however it ran. Ids depend on the execution and the name
 only: every task of a run may announce its start, the log keeps one.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import names
 from .identity import event_id
 from .recorder import Event, emit
 
@@ -27,9 +28,9 @@ def run_started(
         execution_id,
         entity_id,
         fields,
-        ("PlaybookExecutionRequested", "playbook", "success", {"workload": dict(workload)}),
-        ("PlaybookRequestEvaluated", "playbook", "success", {"valid": True}),
-        ("WorkflowStarted", "workflow", "in_progress", {}),
+        (names.PLAYBOOK_EXECUTION_REQUESTED, "playbook", "success", {"workload": dict(workload)}),
+        (names.PLAYBOOK_REQUEST_EVALUATED, "playbook", "success", {"valid": True}),
+        (names.WORKFLOW_STARTED, "workflow", "in_progress", {}),
     )
 
 
@@ -41,8 +42,8 @@ def run_finished(
         execution_id,
         entity_id,
         fields,
-        ("WorkflowFinished", "workflow", status, dict(data)),
-        ("PlaybookProcessed", "playbook", status, dict(data)),
+        (names.WORKFLOW_FINISHED, "workflow", status, dict(data)),
+        (names.PLAYBOOK_PROCESSED, "playbook", status, dict(data)),
     )
 
 

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..events import names
+
 __all__ = [
     "FINISHED",
     "TaskRow",
@@ -224,11 +226,11 @@ def _state(seen: _Seen, has_result: bool) -> str:
         return _unit_state(seen.tasks)  # the step's own task(s) are the authority
     if has_result:
         return "success"
-    finished = seen.named("StepFinished")
+    finished = seen.named(names.STEP_FINISHED)
     if finished:
         status = _field(finished[-1], "status")
         return {"success": "success", "error": "failed", "skipped": "skipped"}.get(status, "failed")
-    if seen.named("StepStarted"):
+    if seen.named(names.STEP_STARTED):
         return "failed" if seen.failed_tasks else "not_run"
     # No events (an older runtime): a region task's failure names the step that failed.
     if seen.failed_tasks and _named_step(seen.task_error) == seen.step:
@@ -240,7 +242,7 @@ def _state(seen: _Seen, has_result: bool) -> str:
 
 def _error(seen: _Seen) -> str | None:
     errors = [
-        _error_text((_field(e, "data") or {}).get("error")) for e in seen.named("StepFinished")
+        _error_text((_field(e, "data") or {}).get("error")) for e in seen.named(names.STEP_FINISHED)
     ]
     error = next((e for e in reversed(errors) if e), None) or seen.task_error
     return _strip_step(error, seen.step) if error else None
@@ -251,7 +253,7 @@ def _iterations(seen: _Seen) -> int | None:
     counted as attempts, which are tool calls (an item retried twice is 1 iteration, 3 calls)."""
     if not (seen.own and seen.unit.is_loop):
         return None
-    iterations = seen.named("LoopIterationCompleted")
+    iterations = seen.named(names.LOOP_ITERATION_COMPLETED)
     if iterations:
         return len(iterations)
     return sum(1 for t in seen.tasks if t.map_index >= 0 and t.state in _RAN)
@@ -260,13 +262,13 @@ def _iterations(seen: _Seen) -> int | None:
 def _attempts(seen: _Seen, state: str) -> int:
     """Tool calls of the step (a loop step without tool events: its iterations); Airflow tries
     when no events."""
-    iterations = seen.named("LoopIterationCompleted")
-    tools = seen.named("ToolStarted")
+    iterations = seen.named(names.LOOP_ITERATION_COMPLETED)
+    tools = seen.named(names.TOOL_STARTED)
     if seen.own and seen.unit.is_loop and iterations and not tools:
         return len(iterations)
     if tools:
         return len(tools)
-    counted = [int(_field(e, "attempt") or 0) for e in seen.named("StepFinished")]
+    counted = [int(_field(e, "attempt") or 0) for e in seen.named(names.STEP_FINISHED)]
     if any(counted):
         return sum(counted)
     if seen.own and seen.unit.is_loop:
@@ -278,7 +280,7 @@ def _attempts(seen: _Seen, state: str) -> int:
 
 
 def _duration(seen: _Seen, state: str) -> float | None:
-    durations = [_field(e, "duration") for e in seen.named("StepFinished")]
+    durations = [_field(e, "duration") for e in seen.named(names.STEP_FINISHED)]
     known = [float(d) for d in durations if d is not None]
     if not known and seen.own and state in _RAN:
         known = [t.duration for t in seen.tasks if t.duration is not None]
@@ -290,7 +292,7 @@ def _step_report(seen: _Seen) -> dict[str, Any]:
     state = _state(seen, has_result)
     if not has_result and state == "success":
         # A member of a task that failed later: its result is only in its event.
-        successes = [e for e in seen.named("StepFinished") if _field(e, "status") == "success"]
+        successes = [e for e in seen.named(names.STEP_FINISHED) if _field(e, "status") == "success"]
         data = (_field(successes[-1], "data") or {}) if successes else {}
         result = data.get("result")
     report = {
@@ -375,7 +377,7 @@ def build_report(
         dict.fromkeys(
             _warning_text(e)
             for e in run_events
-            if _field(e, "name") == "TemplateWarning" and _field(e, "status") != "error"
+            if _field(e, "name") == names.TEMPLATE_WARNING and _field(e, "status") != "error"
         )
     )
     if state is None:

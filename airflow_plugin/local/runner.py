@@ -149,7 +149,7 @@ class Progress:
             self.stream.write(f"  > child run of {dag_id}: {run_id}\n")
 
     def tasks_changed(self, dag_id: str, run_id: str, rows: list[TaskRow]) -> None:
-        from ..runtime.ids import execution_id_for
+        from ..templating.ids import execution_id_for
 
         payloads = self.payloads.get(dag_id) or {}
         done = [
@@ -206,7 +206,7 @@ def fetch_tasks(dag_id: str, run_id: str, errors: Mapping[tuple, str]) -> list[T
 
 
 def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: str, state: str):
-    from ..runtime.ids import execution_id_for
+    from ..templating.ids import execution_id_for
 
     return build_report(
         payloads=payloads.get(dag_id) or {},
@@ -224,7 +224,7 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     from airflow.exceptions import ParamValidationError
 
     from ..events import NullRecorder, default_recorder, flush, set_default_recorder
-    from ..runtime.ids import execution_id_for
+    from ..templating.ids import execution_id_for
     from .driver import Driver, RunRecorder
     from .live import Live
 

@@ -21,8 +21,8 @@ from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
 
-from ..events.redact import mask_secret_values
-from ..runtime.ids import execution_id_for
+from ..hooks.redact import mask_secret_values
+from ..templating.ids import execution_id_for
 from .presentation import ToolKindMixin
 
 __all__ = [

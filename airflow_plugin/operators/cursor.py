@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from ..events import names
 from .base import fail_task
 from .loop import CompiledStepOperator, max_map_length, validate_loop, validate_reads
 
@@ -58,7 +59,7 @@ class NoetlCursorHeadOperator(CompiledStepOperator):
             loop_event(
                 self.payload,
                 inputs,
-                "LoopStarted",
+                names.LOOP_STARTED,
                 "in_progress",
                 data={"mode": "cursor", "driver": spec.kind, "slots": slots},
             )
@@ -91,6 +92,7 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         from ..drivers import ClaimSpec
+        from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.cursor import drain
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable

@@ -33,6 +33,7 @@ from airflow.providers.standard.operators.hitl import HITLEntryOperator, HITLOpe
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.providers.standard.sensors.time_delta import WaitSensor
 
+from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
 from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads, validate_step_payload
@@ -125,8 +126,8 @@ class _GateRuntime(NoetlTaskMixin):
     def render_texts(self, context: Any, fields: tuple[str, ...]) -> dict[str, Any]:
         """The gate's templated texts, rendered strictly: a person must never be shown template
         text, so a template that cannot render fails the task naming step, field and template."""
-        from ..runtime.context import step_context
-        from ..runtime.render import RenderError, render_value
+        from ..templating.context import step_context
+        from ..templating.render import RenderError, render_value
 
         scope = step_context(self.payload, self.pull_inputs(context, self.step))
         rendered: dict[str, Any] = {}
@@ -143,7 +144,7 @@ class _GateRuntime(NoetlTaskMixin):
 
     def _gate_event(self, name: str, status: str, execution_id: int, data: dict[str, Any]):
         from ..events import Event, emit
-        from ..runtime.render import to_jsonable
+        from ..templating.render import to_jsonable
 
         emit(
             Event(
@@ -165,7 +166,7 @@ class _GateRuntime(NoetlTaskMixin):
         execution_id = self.execution_id(context)
         with self.recording(context):
             ToolCallEvents(self.step, execution_id, "gate", {"gate": self.tool.get("gate")})
-            self._gate_event("PlaybookPaused", "paused", execution_id, data)
+            self._gate_event(names.PLAYBOOK_PAUSED, "paused", execution_id, data)
         self.log.info("NoETL gate %s waits: %s", self.step, data)
 
     def released(
@@ -180,7 +181,7 @@ class _GateRuntime(NoetlTaskMixin):
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             if signal is not None:
-                self._gate_event("SignalReceived", "success", execution_id, signal)
+                self._gate_event(names.SIGNAL_RECEIVED, "success", execution_id, signal)
             ToolCallEvents(
                 self.step, execution_id, "gate", {"gate": self.tool.get("gate")}, announce=False
             ).completed(result)
@@ -204,7 +205,7 @@ class _GateRuntime(NoetlTaskMixin):
         )
         with self.recording(context):
             self._gate_event(
-                "SignalReceived", "error", execution_id, {"timed_out": True, "error": message}
+                names.SIGNAL_RECEIVED, "error", execution_id, {"timed_out": True, "error": message}
             )
             ToolCallEvents(
                 self.step, execution_id, "gate", {"gate": self.tool.get("gate")}, announce=False

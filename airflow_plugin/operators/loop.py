@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..events import names
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 from .presentation import item_label
 
@@ -207,7 +208,7 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
             except StepFailed as exc:
                 raise fail_task(self.step, exc) from exc
             loop_event(
-                self.payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)}
+                self.payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)}
             )
         chunks = chunk(items, limit)
         for part in chunks:
@@ -241,6 +242,7 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         self.chunk = chunk
 
     def execute(self, context: Any) -> Any:
+        from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable
@@ -256,7 +258,12 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                 try:
                     records.append(
                         run_iteration(
-                            self.payload, inputs, item, offset + position, total or len(items)
+                            self.payload,
+                            inputs,
+                            item,
+                            offset + position,
+                            total or len(items),
+                            run_body=interpret,
                         )
                     )
                 except (StepFailed, ToolNotAvailable) as exc:
@@ -308,6 +315,7 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
+        from ..runtime.interpreter import interpret
         from ..runtime.loop import loop_event, render_collection, run_iteration
         from ..runtime.step import StepFailed
         from ..tools import ToolNotAvailable
@@ -317,12 +325,18 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
             try:
                 items = render_collection(self.payload, inputs)
                 loop_event(
-                    self.payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)}
+                    self.payload,
+                    inputs,
+                    names.LOOP_STARTED,
+                    "in_progress",
+                    data={"total": len(items)},
                 )
                 records = []
                 running = dict(inputs)
                 for index, item in enumerate(items):
-                    record = run_iteration(self.payload, running, item, index, len(items))
+                    record = run_iteration(
+                        self.payload, running, item, index, len(items), run_body=interpret
+                    )
                     running["ctx"] = {**running["ctx"], **(record.get("ctx") or {})}
                     running["vars"] = {**running["vars"], **(record.get("vars") or {})}
                     records.append(record)

@@ -98,9 +98,9 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def _render_call(self, inputs: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
         """(child dag id, child workload overrides, rendered tool config) for this call."""
-        from ..runtime.context import step_context
-        from ..runtime.render import render_value
-        from ..tools.playbook import child_workload
+        from ..runtime.nested import child_workload
+        from ..templating.context import step_context
+        from ..templating.render import render_value
 
         context = step_context(self.payload, inputs)
         tool = render_value(self.payload["tool"], context, strict=False, field="tool")
@@ -122,8 +122,8 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         return runs_in_process()
 
     def _finish(self, context: Any, result: Any) -> Any:
-        from ..runtime.render import to_jsonable
         from ..runtime.step import StepFailed, complete_step, routing_targets
+        from ..templating.render import to_jsonable
 
         # The child's result is this step's result; set/case/routing run on it as on a call.
         inputs = self.pull_inputs(context, self.payload["step"])
@@ -139,8 +139,9 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.catalog import PlaybookNotFound
+        from ..runtime.interpreter import interpret
+        from ..runtime.nested import child_execution_id, run_child
         from ..runtime.step import StepFailed
-        from ..tools.playbook import child_execution_id, run_child
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
@@ -161,6 +162,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                     result = run_child(
                         dag_id,
                         workload,
+                        interpret=interpret,
                         execution_id=execution_id,
                         return_step=tool.get("return_step"),
                         strict=inputs.get("strict"),
@@ -189,7 +191,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         return f"noetl__{context['run_id']}__{self.task_id}"[:250]
 
     def _call_data(self) -> dict[str, Any]:
-        from ..runtime.ids import execution_id_for
+        from ..templating.ids import execution_id_for
 
         # The child run's own execution (what the listener records it under).
         child = execution_id_for(self.trigger_dag_id, self.trigger_run_id)

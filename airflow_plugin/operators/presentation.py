@@ -78,7 +78,7 @@ def _short(text: str) -> str:
 
 
 def _one(item: Any) -> str:
-    from ..events.redact import redact
+    from ..hooks.redact import redact
 
     item = redact(item)
     if isinstance(item, Mapping):

@@ -97,6 +97,7 @@ class NoetlStepOperator(NoetlTask):
         self.reads = reads
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.step import StepFailed, execute_step, routing_targets
         from ..tools import ToolNotAvailable
 

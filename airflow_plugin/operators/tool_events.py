@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..events import names
+
 __all__ = ["ToolCallEvents"]
 
 
@@ -36,21 +38,21 @@ class ToolCallEvents:
         # The end told by another process than the start has no duration to give.
         self.started = time.monotonic() if announce else None
         if announce:
-            self._emit("ToolStarted", "in_progress", None, {})
+            self._emit(names.TOOL_STARTED, "in_progress", None, {})
 
     def completed(self, result: Any) -> None:
-        from ..runtime.render import to_jsonable
+        from ..templating.render import to_jsonable
 
-        self._emit("ToolCompleted", "success", "call.done", {"result": to_jsonable(result)})
+        self._emit(names.TOOL_COMPLETED, "success", "call.done", {"result": to_jsonable(result)})
 
     def errored(self, exc: BaseException | str) -> None:
-        self._emit("ToolErrored", "error", "call.error", {"error": str(exc)})
+        self._emit(names.TOOL_ERRORED, "error", "call.error", {"error": str(exc)})
 
     def _emit(self, name: str, status: str, alias: str | None, extra: dict[str, Any]) -> None:
         from ..events import Event, emit
 
         duration = None
-        if name != "ToolStarted" and self.started is not None:
+        if name != names.TOOL_STARTED and self.started is not None:
             duration = time.monotonic() - self.started
         emit(
             Event(

@@ -24,10 +24,12 @@ from typing import Any
 # exactly the DAG id the compiler gave that playbook.
 from noetl_compile.dag_ids import dag_id_for_path
 
+from ..errors import NoetlNotFound
+
 __all__ = ["CompiledPlaybook", "PlaybookNotFound", "dag_id_for_path", "find_playbook"]
 
 
-class PlaybookNotFound(LookupError):
+class PlaybookNotFound(NoetlNotFound):
     pass
 
 

@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..drivers import ClaimSpec, CursorDriver, CursorDriverError, driver_class, open_driver
-from ..events import recording
-from .context import step_context
+from ..events import names, recording
+from ..templating.context import step_context
+from ..templating.render import RenderError, render_value, to_jsonable
 from .loop import loop_event, max_in_flight
-from .render import RenderError, render_value, to_jsonable
 from .step import StepFailed, execute_step
 
 __all__ = ["claim_spec", "drain", "keep_item_event", "run_claimed", "slot_count"]
@@ -81,7 +81,7 @@ def slot_count(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> int:
 
 def keep_item_event(name: str, status: str) -> bool:
     """What an item's task chain still records: failures and template warnings."""
-    return status == "error" or name == "TemplateWarning"
+    return status == "error" or name == names.TEMPLATE_WARNING
 
 
 def run_claimed(
@@ -113,7 +113,7 @@ def run_claimed(
         loop_event(
             payload,
             inputs,
-            "LoopIterationCompleted",
+            names.LOOP_ITERATION_COMPLETED,
             "error",
             alias="call.error",
             iteration=sequence,
@@ -135,7 +135,7 @@ def run_claimed(
     loop_event(
         payload,
         inputs,
-        "LoopIterationCompleted",
+        names.LOOP_ITERATION_COMPLETED,
         "success" if record["status"] == "ok" else "error",
         alias="call.done",
         iteration=sequence,

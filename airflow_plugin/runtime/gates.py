@@ -17,6 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import NoetlConfigError
+
 __all__ = [
     "APPROVE",
     "INPUT_OK",
@@ -40,7 +42,7 @@ INPUT_OK = "OK"
 _APPROVE_WORDS = {"approve": APPROVE, "approved": APPROVE, "reject": REJECT, "rejected": REJECT}
 
 
-class GateAnswerError(ValueError):
+class GateAnswerError(NoetlConfigError):
     """An answer that does not fit the gate (unknown param, wrong type, bad syntax)."""
 
 

@@ -9,18 +9,23 @@ later steps the results and ctx/vars writes of the earlier ones, and stop when n
 Targets outside the member set are the region's exits.
 
 A loop step inside the set runs in-process (``loop.run_loop``); a ``playbook`` tool runs its child
-through this interpreter too (``tools/playbook``). ``max_runs`` bounds a cycle whose guards never
+through this interpreter too (``runtime/nested``, which gets ``interpret`` handed in; the kind is
+registered at the end of this module). ``max_runs`` bounds a cycle whose guards never
 stop: a visible failure instead of a task that never ends.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..tools.registry import register_tool
+from .loop import run_loop
+from .nested import run_playbook
 from .step import StepFailed, StepOutcome, execute_step
 
 __all__ = ["DEFAULT_MAX_RUNS", "Interpretation", "interpret", "run_step_payload"]
@@ -48,9 +53,7 @@ def run_step_payload(
 ) -> StepOutcome:
     """One step of any shape, in this process: a loop step iterates here, others run once."""
     if payload.get("loop"):
-        from .loop import run_loop
-
-        return run_loop(payload, inputs, sleep=sleep)
+        return run_loop(payload, inputs, sleep=sleep, run_body=interpret)
     return execute_step(payload, inputs, sleep=sleep)
 
 
@@ -114,3 +117,10 @@ def interpret(
             else:
                 state.exits[exit_seen[target]][2].update(target_args)
     return state
+
+
+# A `playbook` tool runs its child through this interpreter: the kind is registered here, where
+# the nested runner and the interpreter meet (the tools floor cannot name either).
+_run_playbook = functools.partial(run_playbook, interpret=interpret)
+register_tool("playbook", _run_playbook)
+register_tool("playbooks", _run_playbook)

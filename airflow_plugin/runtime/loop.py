@@ -24,10 +24,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..events import Event, emit
-from .context import step_context, with_loop
-from .render import RenderError, evaluate_condition, render_value, to_jsonable
+from ..events import Event, emit, names
+from ..templating.context import step_context, with_loop
+from ..templating.render import RenderError, evaluate_condition, render_value, to_jsonable
 from .step import StepFailed, StepOutcome, complete_step, execute_step
+
+# How a v1 loop body (a set of steps with its own routing) runs: the interpreter's `interpret`,
+# handed down by whoever runs the loop (the interpreter itself, the loop operator), so this
+# floor never imports the interpreter that runs it.
+BodyRunner = Callable[..., Any]
 
 __all__ = [
     "aggregate",
@@ -143,6 +148,7 @@ def run_iteration(
     length: int,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    run_body: BodyRunner | None = None,
 ) -> dict[str, Any]:
     """Run one iteration -> ``{index, status, result, ctx, vars, attempts}``; an unhandled failure
     raises StepFailed (the loop fails: its task, and the run, fail loudly)."""
@@ -157,7 +163,7 @@ def run_iteration(
     loop_event(
         payload,
         inputs,
-        "LoopIterationStarted",
+        names.LOOP_ITERATION_STARTED,
         "in_progress",
         iteration=index,
         entity_id=f"{payload['step']}#{index}",
@@ -165,7 +171,7 @@ def run_iteration(
     started = time.monotonic()
     try:
         if loop.get("body"):
-            record = _run_v1_body(payload, inputs, binding, sleep)
+            record = _run_v1_body(payload, inputs, binding, sleep, run_body)
         else:
             outcome = execute_step(
                 payload, {**inputs, "loop": binding}, sleep=sleep, phase="iteration"
@@ -183,7 +189,7 @@ def run_iteration(
         loop_event(
             payload,
             inputs,
-            "LoopIterationCompleted",
+            names.LOOP_ITERATION_COMPLETED,
             "error",
             iteration=index,
             entity_id=f"{payload['step']}#{index}",
@@ -194,7 +200,7 @@ def run_iteration(
     loop_event(
         payload,
         inputs,
-        "LoopIterationCompleted",
+        names.LOOP_ITERATION_COMPLETED,
         "success" if record["status"] == "ok" else "error",
         iteration=index,
         entity_id=f"{payload['step']}#{index}",
@@ -209,9 +215,12 @@ def _run_v1_body(
     inputs: Mapping[str, Any],
     binding: dict[str, Any],
     sleep: Callable[[float], None],
+    interpret: BodyRunner | None,
 ) -> dict[str, Any]:
-    from .interpreter import interpret
-
+    if interpret is None:
+        raise _fail(
+            payload["step"], "a v1 loop body runs through the interpreter: pass run_body", "BUG"
+        )
     body = payload["loop"]["body"]
     # The loop step's own ``next`` routes into the body: evaluate it with the item bound.
     router = {
@@ -293,7 +302,7 @@ def finish(
     loop_event(
         payload,
         inputs,
-        "LoopFinished",
+        names.LOOP_FINISHED,
         "success",
         alias="loop.done",
         data={"stats": result["stats"]},
@@ -317,17 +326,24 @@ def run_loop(
     inputs: Mapping[str, Any],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    run_body: BodyRunner | None = None,
 ) -> StepOutcome:
     """The whole loop in this process, one iteration after the other; each iteration sees the
     ctx/vars written by the earlier ones (what a sequential loop that writes ctx needs)."""
     items = render_collection(payload, inputs)
-    loop_event(payload, inputs, "LoopStarted", "in_progress", data={"total": len(items)})
+    loop_event(payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)})
     records = []
     ctx = dict(inputs.get("ctx") or {})
     vars_ = dict(inputs.get("vars") or {})
     for index, item in enumerate(items):
         record = run_iteration(
-            payload, {**inputs, "ctx": ctx, "vars": vars_}, item, index, len(items), sleep=sleep
+            payload,
+            {**inputs, "ctx": ctx, "vars": vars_},
+            item,
+            index,
+            len(items),
+            sleep=sleep,
+            run_body=run_body,
         )
         ctx.update(record.get("ctx") or {})
         vars_.update(record.get("vars") or {})

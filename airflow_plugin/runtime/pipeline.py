@@ -26,11 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ..events import names
+from ..templating.context import apply_ctx_writes, reveal, with_values
+from ..templating.proxy import wrap_result
+from ..templating.render import evaluate_condition, render_value
 from ..tools import ToolCall, ToolOutcome, get_tool
 from ..tools.shell import shell_commands_protected
-from .context import apply_ctx_writes, reveal, with_values
-from .proxy import wrap_result
-from .render import evaluate_condition, render_value
+from .policy import backoff_wait, first_match
 
 __all__ = [
     "DEFAULT_RETRY_ATTEMPTS",
@@ -92,10 +94,10 @@ def backoff_delay(backoff: Any, delay: Any, attempt: int) -> float:
     if backoff == "none":
         return 0.0
     if backoff == "linear":
-        return base * attempt
+        return backoff_wait(attempt, base, linear=True)
     if backoff == "exponential":
-        return base * (2 ** (attempt - 1))
-    return base  # "fixed", absent, or any other value: NoETL uses the plain delay
+        return backoff_wait(attempt, base, 2.0)
+    return backoff_wait(attempt, base)  # "fixed", absent, anything else: NoETL's plain delay
 
 
 def split_set(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -186,7 +188,7 @@ def call_tool(
     tool_run_id = f"{step}:{label}"
     if events is not None:
         events.emit(
-            "ToolStarted",
+            names.TOOL_STARTED,
             "tool",
             "in_progress",
             entity_id=tool_run_id,
@@ -203,7 +205,7 @@ def call_tool(
         outcome.error.setdefault("field", where)
     if events is not None:
         events.emit(
-            "ToolCompleted" if outcome.ok else "ToolErrored",
+            names.TOOL_COMPLETED if outcome.ok else names.TOOL_ERRORED,
             "tool",
             "success" if outcome.ok else "error",
             alias="call.done" if outcome.ok else "call.error",
@@ -238,16 +240,23 @@ def _rules(task: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def _select_action(
     rules: Sequence[Mapping[str, Any]], context: Mapping[str, Any], ok: bool, label: str
 ) -> dict[str, Any]:
-    for index, rule in enumerate(rules):
-        if "else" in rule:
-            block = rule["else"] if isinstance(rule["else"], Mapping) else {}
-            then = block.get("then", block)
-            return dict(then) if isinstance(then, Mapping) else {}
+    def holds(index: int, rule: Mapping[str, Any]) -> bool:
+        # `else` matches always; a rule after it is never evaluated.
         where = f"tool.{label}.spec.policy.rules[{index}].when"
-        if evaluate_condition(rule.get("when"), context, flavor="policy", field=where):
-            then = rule.get("then")
-            return dict(then) if isinstance(then, Mapping) else {}
-    return {"do": "continue" if ok else "fail"}
+        return "else" in rule or evaluate_condition(
+            rule.get("when"), context, flavor="policy", field=where
+        )
+
+    found = first_match(rules, holds)
+    if found is None:
+        return {"do": "continue" if ok else "fail"}
+    _, rule = found
+    if "else" in rule:
+        block = rule["else"] if isinstance(rule["else"], Mapping) else {}
+        then = block.get("then", block)
+    else:
+        then = rule.get("then")
+    return dict(then) if isinstance(then, Mapping) else {}
 
 
 def run_pipeline(

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .policy import backoff_wait
+
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "Policy",
@@ -64,9 +66,9 @@ class Policy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before try ``attempt + 1`` (``attempt`` is 1-based)."""
-        wait = self.initial_delay * (self.backoff_multiplier ** (attempt - 1))
-        if self.max_delay is not None:
-            wait = min(wait, self.max_delay)
+        wait = backoff_wait(
+            attempt, self.initial_delay, self.backoff_multiplier, cap=self.max_delay
+        )
         return max(wait, 0.0)
 
 

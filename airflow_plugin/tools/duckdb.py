@@ -31,64 +31,44 @@ into the worker image instead. A database file locked by another process is a re
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
-import os
 import re
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
-from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import (
-    ResultLimits,
+from ..errors import NoetlUnavailable
+from ..hooks.duckdb import changed_rows, connect, database_path
+from ..hooks.sqltext import (
     SqlConfigError,
-    collect_rows,
     first_keyword,
     has_keyword,
-    jsonable_row,
-    jsonable_value,
     quote_ident,
-    quote_table,
-    read_sql,
-    render_context,
-    result_limits,
     split_statements,
-    table_parts,
     tokens,
 )
+from ..hooks.tables import StatementError
+from ..hooks.values import jsonable_row
+from .outcome import ToolCall, ToolOutcome, tool_error
+from .sql import ResultLimits, collect_rows, read_sql, render_context, result_limits
 
 __all__ = [
     "ExtensionNotInstalled",
     "PytzMissing",
-    "changed_rows",
-    "connect",
-    "create_table",
-    "database_path",
-    "delete_all",
     "execute_statements",
     "failure",
     "run_duckdb",
     "stream",
-    "table_columns",
-    "write_rows",
 ]
 
 KIND = "duckdb"
 logger = logging.getLogger(__name__)
 
-# Never fetch extensions from the network; loading one that is installed is fine.
-CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": True}
-
 _SAMPLE_ROWS = 5
-_INSERT_CHUNK = 500  # rows per multi-row INSERT: ~10x faster than executemany in DuckDB
 
 
-class ExtensionNotInstalled(RuntimeError):
+class ExtensionNotInstalled(NoetlUnavailable):
     """A DuckDB extension the SQL needs is not installed (and will not be downloaded)."""
 
     def __init__(self, name: str | None, detail: str = ""):
@@ -108,44 +88,6 @@ class ExtensionNotInstalled(RuntimeError):
 # --------------------------------------------------------------------------------------------
 # Database and connection
 # --------------------------------------------------------------------------------------------
-
-
-def _data_dir() -> Path:
-    return Path(os.environ.get("NOETL_DATA_DIR") or Path(tempfile.gettempdir()) / "noetl-data")
-
-
-def database_path(config: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> str:
-    """The database a config names (see the module docstring); parent dirs are created."""
-    database = config.get("database")
-    if database is None or (isinstance(database, str) and not database.strip()):
-        execution_id = (context or {}).get("execution_id")
-        if execution_id in (None, ""):
-            return ":memory:"
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(execution_id))
-        database = str(_data_dir() / "noetldb" / f"duckdb_{safe}.duckdb")
-    if not isinstance(database, str):
-        raise SqlConfigError(f"`database` must be a file path or ':memory:', got {database!r}")
-    database = database.strip()
-    if database == ":memory:" or database.startswith(":memory:") or ":" in database.split("/")[0]:
-        return database  # memory databases and URLs (md:, s3:...) are DuckDB's business
-    path = Path(database).expanduser()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SqlConfigError(
-            f"cannot create the directory of database {database!r}: {exc}"
-        ) from None
-    return str(path)
-
-
-@contextmanager
-def connect(database: str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A DuckDB connection with downloads off; closed on exit (releasing the file lock)."""
-    con = duckdb.connect(database, read_only=read_only, config=dict(CONNECT_CONFIG))
-    try:
-        yield con
-    finally:
-        con.close()
 
 
 def _installed(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -174,22 +116,6 @@ def _without_leading_comments(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 # Executing statements
 # --------------------------------------------------------------------------------------------
-
-
-class StatementError(Exception):
-    def __init__(self, index: int, cause: BaseException):
-        self.index = index
-        self.cause = cause
-        super().__init__(str(cause))
-
-
-def changed_rows(result: duckdb.DuckDBPyConnection) -> int:
-    """Rows a DML statement changed (DuckDB returns them as a one-row ``Count`` result)."""
-    description = result.description or []
-    if len(description) == 1 and description[0][0] == "Count":
-        row = result.fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
-    return 0
 
 
 def execute_statements(
@@ -292,7 +218,7 @@ def stream(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], Any]:
     return columns, _Fetcher(con, parsed[0], cursor)
 
 
-class PytzMissing(RuntimeError):
+class PytzMissing(NoetlUnavailable):
     """DuckDB needs ``pytz`` to hand back TIMESTAMPTZ values and it is not installed."""
 
 
@@ -358,166 +284,6 @@ class _Fetcher:
             if isinstance(value, _dt.datetime):
                 values[index] = value.replace(tzinfo=_dt.UTC)
         return tuple(values)
-
-
-# --------------------------------------------------------------------------------------------
-# Writing rows (sink, transfer)
-# --------------------------------------------------------------------------------------------
-
-
-def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str] | None:
-    """Column name -> upper-case type of ``table``; None when the table does not exist.
-
-    Looked up in ``duckdb_columns()`` rather than with DESCRIBE: a failed statement would abort
-    the caller's transaction. Names compare case-insensitively, as DuckDB resolves them.
-    """
-    parts = [str(part) for part in table_parts(table)]
-    if len(parts) == 1:
-        where = "database_name = current_database() AND schema_name = current_schema()"
-        params: list[Any] = []
-    elif len(parts) == 2:
-        # `a.t` is schema a of this database, or DuckDB's other reading: database a, schema main
-        where = (
-            "((database_name = current_database() AND lower(schema_name) = lower(?)) "
-            "OR (lower(database_name) = lower(?) AND schema_name = 'main'))"
-        )
-        params = [parts[0], parts[0]]
-    else:
-        where = "lower(database_name) = lower(?) AND lower(schema_name) = lower(?)"
-        params = parts[:2]
-    rows = con.execute(
-        "SELECT column_name, data_type FROM duckdb_columns() "
-        f"WHERE {where} AND lower(table_name) = lower(?) ORDER BY column_index",
-        [*params, parts[-1]],
-    ).fetchall()
-    if not rows:
-        return None
-    return {str(name): str(kind).upper() for name, kind in rows}
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(jsonable_value(value), ensure_ascii=False)
-
-
-def _adapt(value: Any, column_type: str | None) -> Any:
-    """A Python value DuckDB can bind for a column of ``column_type``."""
-    if isinstance(value, (dict, list, tuple)):
-        if column_type is None or column_type == "JSON" or column_type.startswith("VARCHAR"):
-            return _json_text(value)
-        return list(value) if isinstance(value, tuple) else value
-    if isinstance(value, memoryview):
-        return bytes(value)
-    module = type(value).__module__
-    if module.startswith(("psycopg", "ipaddress")):
-        return jsonable_value(value)  # ranges, inet...: their text
-    return value
-
-
-def _infer_type(values: Sequence[Any]) -> str:
-    """A column type for a table the sink creates, from the first non-null value."""
-    import datetime as dt
-    import decimal
-
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            return "BOOLEAN"
-        if isinstance(value, int):
-            return "BIGINT"
-        if isinstance(value, float):
-            return "DOUBLE"
-        if isinstance(value, decimal.Decimal):
-            return "DECIMAL(38, 10)"
-        if isinstance(value, dt.datetime):
-            return "TIMESTAMPTZ" if value.tzinfo else "TIMESTAMP"
-        if isinstance(value, dt.date):
-            return "DATE"
-        if isinstance(value, (dict, list, tuple)):
-            return "JSON"
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return "BLOB"
-        return "VARCHAR"
-    return "VARCHAR"
-
-
-def create_table(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    columns: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    keys: Sequence[str] = (),
-) -> dict[str, str]:
-    """``CREATE TABLE IF NOT EXISTS`` with types inferred from ``rows``; its column types."""
-    definitions = [
-        f"{quote_ident(column)} {_infer_type([row[i] for row in rows])}"
-        for i, column in enumerate(columns)
-    ]
-    if keys:
-        definitions.append(f"PRIMARY KEY ({', '.join(quote_ident(key) for key in keys)})")
-    con.execute(f"CREATE TABLE IF NOT EXISTS {quote_table(table)} ({', '.join(definitions)})")
-    return table_columns(con, table) or {}
-
-
-def _folded(name: str) -> str:
-    return quote_ident(name)[1:-1].replace('""', '"')
-
-
-def write_rows(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    columns: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
-    mode: str = "insert",
-    keys: Sequence[str] = (),
-    column_types: Mapping[str, str] | None = None,
-) -> int:
-    """Insert ``rows`` into ``table`` (multi-row INSERTs); rows written. Caller owns the
-    transaction. Upsert = ``ON CONFLICT (keys) DO UPDATE``; within one call the last row of a
-    key wins, as if the rows were upserted one by one."""
-    if not rows:
-        return 0
-    types = column_types if column_types is not None else (table_columns(con, table) or {})
-    lower_types = {name.lower(): kind for name, kind in types.items()}
-    column_kinds = [lower_types.get(_folded(column).lower()) for column in columns]
-    quoted = [quote_ident(column) for column in columns]
-    if mode == "upsert":
-        positions = [columns.index(key) for key in keys]
-        unique: dict[tuple[Any, ...], Sequence[Any]] = {}
-        for row in rows:
-            unique[tuple(json.dumps(row[p], default=str) for p in positions)] = row
-        rows = list(unique.values())
-    head = f"INSERT INTO {quote_table(table)} ({', '.join(quoted)}) VALUES "
-    tail = ""
-    if mode == "upsert":
-        key_set = {_folded(key) for key in keys}
-        conflict = ", ".join(quote_ident(key) for key in keys)
-        updates = [
-            f"{q} = EXCLUDED.{q}"
-            for column, q in zip(columns, quoted, strict=True)
-            if _folded(column) not in key_set
-        ]
-        tail = f" ON CONFLICT ({conflict}) " + (
-            f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
-        )
-    placeholder = "(" + ", ".join(["?"] * len(columns)) + ")"
-    written = 0
-    for start in range(0, len(rows), _INSERT_CHUNK):
-        chunk = rows[start : start + _INSERT_CHUNK]
-        params = [
-            _adapt(value, kind)
-            for row in chunk
-            for value, kind in zip(row, column_kinds, strict=True)
-        ]
-        cursor = con.execute(head + ", ".join([placeholder] * len(chunk)) + tail, params)
-        written += changed_rows(cursor)
-    return written
-
-
-def delete_all(con: duckdb.DuckDBPyConnection, table: str) -> int:
-    """Empty ``table`` inside the caller's transaction (``replace`` mode)."""
-    return changed_rows(con.execute(f"DELETE FROM {quote_table(table)}"))
 
 
 # --------------------------------------------------------------------------------------------

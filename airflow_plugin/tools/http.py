@@ -61,44 +61,39 @@ is not reproduced. Tool-level ``retry`` (pagination, polling) belongs to the ste
 
 from __future__ import annotations
 
-import atexit
-import base64
 import json
 import logging
-import math
-import os
 import re
 import ssl
-import threading
 import time
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from .connections import ConnectionInfo, ConnectionNotFound, auth_name, get_connection, mask
+from ..hooks.connections import ConnectionNotFound, auth_name, get_connection, mask
+from ..hooks.http import (
+    auth_hint,
+    connection_base,
+    connection_headers,
+    is_absolute,
+    shared_client,
+)
+from .http_request import HttpRequest, build_request, with_headers
 from .outcome import ToolCall, ToolOutcome, tool_error
 
 __all__ = [
-    "DEFAULT_TIMEOUT_SECONDS",
     "HttpRequest",
     "build_request",
-    "close_clients",
     "run_http",
     "safe_url",
-    "shared_client",
 ]
 
 KIND = "http"
-DEFAULT_TIMEOUT_SECONDS = 60.0
 
 log = logging.getLogger(__name__)
 
-# Methods whose ``data`` goes to the query string; they carry no body by convention.
-_QUERY_METHODS = frozenset({"GET", "DELETE", "HEAD", "OPTIONS"})
-_METHOD = re.compile(r"^[A-Z][A-Z-]*$")
 # Request headers whose values are credentials (never logged, scrubbed from messages).
 _SECRET_HEADER = re.compile(
     r"authorization|cookie|api[-_]?key|token|secret|password|passwd|signature|credential",
@@ -114,471 +109,6 @@ _SECRET_PARAM = re.compile(
 _REDACTED = "***"
 _MIN_SECRET = 4
 _BODY_EXCERPT = 200
-_STEP_INPUT_MERGED = ("params", "headers", "payload", "data")
-
-
-# --------------------------------------------------------------------------------------------
-# Pooled client
-# --------------------------------------------------------------------------------------------
-
-_clients: dict[tuple[int, Hashable], httpx.Client] = {}
-_clients_lock = threading.Lock()
-
-
-def _reset_after_fork() -> None:
-    # A lock held by another thread at fork time would stay held forever in the child; the
-    # parent's clients are dropped without closing (their sockets belong to the parent).
-    global _clients_lock
-    _clients_lock = threading.Lock()
-    _clients.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def _verify_key(verify: bool | str) -> Hashable:
-    return ("cafile", verify) if isinstance(verify, str) else bool(verify)
-
-
-def shared_client(verify: bool | str = True) -> httpx.Client:
-    """The process's pooled ``httpx.Client`` for this TLS verification setting.
-
-    ``verify``: true/false, or the path of a CA bundle.
-    """
-    key = (os.getpid(), _verify_key(verify))
-    client = _clients.get(key)
-    if client is not None and not client.is_closed:
-        return client
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None or client.is_closed:
-            # httpx 0.28 deprecates a path string for ``verify``; an SSLContext is the way.
-            setting = (
-                ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
-            )
-            client = httpx.Client(
-                verify=setting,
-                follow_redirects=False,
-                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-                timeout=DEFAULT_TIMEOUT_SECONDS,
-            )
-            _clients[key] = client
-    return client
-
-
-def close_clients() -> None:
-    """Close this process's pooled clients (at exit; tests that want a fresh pool)."""
-    pid = os.getpid()
-    with _clients_lock:
-        mine = [key for key in _clients if key[0] == pid]
-        for key in mine:
-            _clients.pop(key).close()
-
-
-atexit.register(close_clients)
-
-
-# --------------------------------------------------------------------------------------------
-# Request building (pure: no I/O, no connection lookup)
-# --------------------------------------------------------------------------------------------
-
-
-class _ConfigError(ValueError):
-    """The tool block cannot make a request (a failure outcome, not retryable)."""
-
-
-@dataclass
-class HttpRequest:
-    """Everything one request needs, decided from the tool config and the step input."""
-
-    method: str
-    url: str
-    params: dict[str, Any] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    json: Any = None
-    has_json: bool = False
-    content: bytes | None = None
-    form: dict[str, Any] | None = None
-    files: dict[str, Any] | None = None
-    timeout: httpx.Timeout = field(default_factory=lambda: httpx.Timeout(DEFAULT_TIMEOUT_SECONDS))
-    verify: bool | str = True
-    follow_redirects: bool = False
-    auth: Any = None
-
-    def send_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "params": self.params or None,
-            "headers": self.headers,
-            "timeout": self.timeout,
-            "follow_redirects": self.follow_redirects,
-        }
-        if self.has_json:
-            kwargs["json"] = self.json
-        if self.content is not None:
-            kwargs["content"] = self.content
-        if self.form is not None:
-            kwargs["data"] = self.form
-        if self.files is not None:
-            kwargs["files"] = self.files
-        return kwargs
-
-
-def _merged_config(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
-    """The tool config with NoETL's step-input overrides (``task_with``) applied."""
-    merged = dict(config)
-    if not isinstance(step_input, Mapping):
-        return merged
-    url = step_input.get("endpoint") or step_input.get("url")
-    if url:
-        merged["endpoint"] = url
-        merged.pop("url", None)
-    for key in _STEP_INPUT_MERGED:
-        override = step_input.get(key)
-        if not isinstance(override, Mapping):
-            continue
-        if key == "payload":
-            current = _payload(merged)
-            merged.pop("body", None)
-            merged.pop("json", None)
-        else:
-            current = merged.get(key)
-        if key == "headers" and isinstance(current, Mapping):
-            merged[key] = _with_headers(current, override)
-        else:
-            base = current if isinstance(current, Mapping) else {}
-            merged[key] = {**base, **override}
-    if "timeout" in step_input and step_input["timeout"] is not None:
-        merged["timeout"] = step_input["timeout"]
-    if not merged.get("auth") and step_input.get("auth"):
-        merged["auth"] = step_input["auth"]
-    return merged
-
-
-def _payload(config: Mapping[str, Any]) -> Any:
-    for key in ("payload", "body", "json"):
-        value = config.get(key)
-        if value is not None:
-            return value
-    return None
-
-
-def _method(config: Mapping[str, Any]) -> str:
-    method = config.get("method", "GET")
-    if method is None:
-        method = "GET"
-    if not isinstance(method, str) or not _METHOD.match(method.strip().upper()):
-        raise _ConfigError(f"http `method` must be an HTTP method name, got {method!r}")
-    return method.strip().upper()
-
-
-def _url(config: Mapping[str, Any]) -> str:
-    url = config.get("endpoint") or config.get("url")
-    if not isinstance(url, str) or not url.strip():
-        raise _ConfigError("the http tool needs `url` (or `endpoint`): the URL to call")
-    return url.strip()
-
-
-def _scalar_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return ""
-    if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, default=str)
-    return str(value)
-
-
-def _params(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        pairs: dict[str, Any] = {}
-        for key, item in parse_qsl(value.lstrip("?"), keep_blank_values=True):
-            if key in pairs:
-                prior = pairs[key]
-                pairs[key] = [*prior, item] if isinstance(prior, list) else [prior, item]
-            else:
-                pairs[key] = item
-        return pairs
-    if not isinstance(value, Mapping):
-        raise _ConfigError(f"http `{what}` must be a mapping of query parameters, got {value!r}")
-    params: dict[str, Any] = {}
-    for key, item in value.items():
-        if isinstance(item, list | tuple):
-            params[str(key)] = [_scalar_text(v) for v in item]
-        else:
-            params[str(key)] = _scalar_text(item)
-    return params
-
-
-def _headers(value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise _ConfigError("http `headers` must be a mapping of header names to values")
-    # A header rendered to None (``{{ x | default(none) }}``) is left out, not sent as "None".
-    return {str(k): _scalar_text(v) for k, v in value.items() if v is not None}
-
-
-def _with_headers(headers: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """``headers`` updated with ``new``; names compare case-insensitively (one header each)."""
-    replaced = {str(name).lower() for name in new}
-    kept = {k: v for k, v in headers.items() if str(k).lower() not in replaced}
-    return {**kept, **new}
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    lowered = name.lower()
-    for key, value in headers.items():
-        if key.lower() == lowered:
-            return value
-    return None
-
-
-def _drop_header(headers: dict[str, str], name: str) -> None:
-    for key in [k for k in headers if k.lower() == name.lower()]:
-        del headers[key]
-
-
-def _timeout(value: Any) -> httpx.Timeout:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return httpx.Timeout(DEFAULT_TIMEOUT_SECONDS)
-    if isinstance(value, Mapping):
-        parts = {}
-        for key in ("connect", "read", "write", "pool"):
-            if value.get(key) is not None:
-                parts[key] = _seconds(value[key], f"timeout.{key}")
-        default = value.get("total", value.get("timeout"))
-        base = (
-            _seconds(default, "timeout.total") if default is not None else DEFAULT_TIMEOUT_SECONDS
-        )
-        return httpx.Timeout(base, **parts)
-    return httpx.Timeout(_seconds(value, "timeout"))
-
-
-def _seconds(value: Any, what: str) -> float:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise _ConfigError(f"http `{what}` must be a number of seconds, got {value!r}") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise _ConfigError(f"http `{what}` must be a positive number of seconds, got {value!r}")
-    return seconds
-
-
-def _bool(value: Any, what: str, default: bool) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "false", "no", "0"):
-        return value.strip().lower() in ("true", "yes", "1")
-    if isinstance(value, int):
-        return bool(value)
-    raise _ConfigError(f"http `{what}` must be true or false, got {value!r}")
-
-
-def _verify(config: Mapping[str, Any]) -> bool | str:
-    value = config.get("verify_ssl")
-    if value is None:
-        value = config.get("verify")
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in ("true", "yes", "1"):
-            return True
-        if word in ("false", "no", "0", ""):
-            return False
-        return value.strip()  # the path of a CA bundle
-    return _bool(value, "verify", True)
-
-
-def _route(method: str, params: dict[str, Any], config: Mapping[str, Any]) -> tuple[dict, Any]:
-    """(query parameters, body or None) after NoETL's data routing."""
-    data = config.get("data")
-    payload = _payload(config)
-    if data is not None and not isinstance(data, Mapping):
-        # A non-mapping ``data`` (a string, a list) can only be a body.
-        return params, data
-    data_map = dict(data or {})
-    if "query" in data_map:
-        query = _params(data_map["query"], "data.query")
-    elif method in _QUERY_METHODS and "body" not in data_map:
-        query = _params(data_map, "data")
-    else:
-        query = {}
-    if "body" in data_map:
-        body = data_map["body"]
-    elif method not in _QUERY_METHODS and data_map and "query" not in data_map:
-        body = data_map
-    else:
-        body = payload
-    return {**params, **query}, body
-
-
-def _encode_body(request: HttpRequest, body: Any) -> None:
-    if body is None:
-        return
-    content_type = (_header(request.headers, "Content-Type") or "").lower()
-    if isinstance(body, bytes):
-        request.content = body
-    elif "application/x-www-form-urlencoded" in content_type and not isinstance(body, str):
-        if not isinstance(body, Mapping):
-            raise _ConfigError("a form-urlencoded http body must be a mapping of fields")
-        request.form = _params(body, "body")
-    elif "multipart/form-data" in content_type:
-        if not isinstance(body, Mapping):
-            raise _ConfigError("a multipart/form-data http body must be a mapping of parts")
-        request.files = _multipart(body)
-        if "boundary=" not in content_type:
-            # httpx writes the boundary into its own Content-Type; a user header without one
-            # would win and make the body unreadable.
-            _drop_header(request.headers, "Content-Type")
-    elif isinstance(body, str):
-        request.content = body.encode("utf-8")
-    else:
-        request.json = body
-        request.has_json = True
-
-
-def _multipart(body: Mapping[str, Any]) -> dict[str, Any]:
-    parts: dict[str, Any] = {}
-    for name, value in body.items():
-        if isinstance(value, Mapping) and "content" in value:
-            content = value["content"]
-            if not isinstance(content, bytes | str):
-                content = json.dumps(content, default=str)
-            filename = value.get("filename") or str(name)
-            content_type = value.get("content_type") or "application/octet-stream"
-            parts[str(name)] = (str(filename), content, str(content_type))
-        else:
-            # (None, text): a plain form field, no filename.
-            parts[str(name)] = (None, _scalar_text(value))
-    return parts
-
-
-def build_request(
-    config: Mapping[str, Any], step_input: Mapping[str, Any] | None = None
-) -> HttpRequest:
-    """Decide method, URL, query, headers and body; raises ``ValueError`` for a bad config.
-
-    The URL may still be relative here: joining it with a connection's host needs the lookup,
-    which :func:`run_http` does.
-    """
-    merged = _merged_config(config, step_input or {})
-    method = _method(merged)
-    request = HttpRequest(method=method, url=_url(merged))
-    request.headers = _headers(merged.get("headers"))
-    request.params, body = _route(method, _params(merged.get("params"), "params"), merged)
-    _encode_body(request, body)
-    request.timeout = _timeout(merged.get("timeout"))
-    request.verify = _verify(merged)
-    request.follow_redirects = _bool(merged.get("follow_redirects"), "follow_redirects", False)
-    request.auth = merged.get("auth")
-    return request
-
-
-# --------------------------------------------------------------------------------------------
-# Auth through Airflow Connections
-# --------------------------------------------------------------------------------------------
-
-_AUTH_TYPES = ("basic", "bearer", "api_key", "none")
-
-
-def _auth_hint(auth: Any) -> str | None:
-    """A ``type`` written in the playbook's auth mapping (``{type: bearer, credential: x}``)."""
-    if not isinstance(auth, Mapping):
-        return None
-    candidates = [auth]
-    if len(auth) == 1:
-        candidates += [v for v in auth.values() if isinstance(v, Mapping)]
-    for candidate in candidates:
-        hint = candidate.get("type") or candidate.get("auth_type")
-        if isinstance(hint, str) and hint.strip().lower().replace("-", "_") in _AUTH_TYPES:
-            return hint.strip().lower().replace("-", "_")
-    return None
-
-
-def _auth_type(conn: ConnectionInfo, hint: str | None) -> str:
-    extra = conn.extra or {}
-    declared = hint or extra.get("auth_type")
-    if declared is not None:
-        value = str(declared).strip().lower().replace("-", "_")
-        if value.endswith("httpbasicauth"):
-            # Airflow's HTTP provider names an auth class (requests.auth.HTTPBasicAuth).
-            value = "basic"
-        if value not in _AUTH_TYPES:
-            raise _ConfigError(
-                f"connection {conn.conn_id!r} has auth_type {declared!r}; "
-                f"supported: {', '.join(_AUTH_TYPES)}"
-            )
-        return value
-    if extra.get("token"):
-        return "bearer"
-    if extra.get("api_key"):
-        return "api_key"
-    if conn.login or conn.password:
-        return "basic"
-    return "none"
-
-
-def _connection_headers(conn: ConnectionInfo, hint: str | None) -> tuple[dict[str, str], list]:
-    """(auth headers, secret values) of a connection."""
-    extra = conn.extra or {}
-    headers: dict[str, str] = {}
-    secrets: list[str] = []
-    kind = _auth_type(conn, hint)
-    if kind == "bearer":
-        token = extra.get("token") or conn.password
-        if not token:
-            raise _ConfigError(
-                f"connection {conn.conn_id!r} is a bearer credential without a token "
-                "(set the `token` extra or the password)"
-            )
-        headers["Authorization"] = f"Bearer {token}"
-        secrets.append(str(token))
-    elif kind == "api_key":
-        key = extra.get("api_key") or conn.password
-        if not key:
-            raise _ConfigError(
-                f"connection {conn.conn_id!r} is an api_key credential without a key "
-                "(set the `api_key` extra or the password)"
-            )
-        headers[str(extra.get("api_key_header") or "X-API-Key")] = str(key)
-        secrets.append(str(key))
-    elif kind == "basic":
-        if not conn.login:
-            raise _ConfigError(f"connection {conn.conn_id!r} is a basic credential without a login")
-        password = conn.password or ""
-        token = base64.b64encode(f"{conn.login}:{password}".encode()).decode("ascii")
-        headers["Authorization"] = f"Basic {token}"
-        secrets += [password, token] if password else [token]
-    extra_headers = extra.get("headers")
-    if isinstance(extra_headers, Mapping):
-        for name, value in extra_headers.items():
-            if value is not None:
-                headers[str(name)] = _scalar_text(value)
-                secrets.append(_scalar_text(value))
-    return headers, secrets
-
-
-def _connection_base(conn: ConnectionInfo) -> str | None:
-    host = (conn.host or "").strip()
-    if not host:
-        return None
-    if "://" in host:
-        parts = urlsplit(host)
-        if conn.port and parts.port is None:
-            host = urlunsplit(parts._replace(netloc=f"{parts.netloc}:{conn.port}"))
-        return host.rstrip("/")
-    schema = (conn.schema or "").strip().lower()
-    scheme = schema if schema in ("http", "https") else "http"
-    port = f":{conn.port}" if conn.port else ""
-    return f"{scheme}://{host}{port}"
-
-
-def _is_absolute(url: str) -> bool:
-    return bool(urlsplit(url).scheme) and "://" in url
 
 
 # --------------------------------------------------------------------------------------------
@@ -736,18 +266,18 @@ def run_http(call: ToolCall) -> ToolOutcome:
     if name is not None:
         try:
             conn = get_connection(name)
-            auth_headers, auth_secrets = _connection_headers(conn, _auth_hint(request.auth))
+            auth_headers, auth_secrets = connection_headers(conn, auth_hint(request.auth))
         except ConnectionNotFound as exc:
             return _config_failure(str(exc), started)
         except ValueError as exc:
             return _config_failure(str(exc), started)
         secrets += auth_secrets + _header_secrets(auth_headers)
-        request.headers = _with_headers(request.headers, auth_headers)
-        base = _connection_base(conn)
+        request.headers = with_headers(request.headers, auth_headers)
+        base = connection_base(conn)
     for secret in secrets:
         mask(secret)
 
-    if not _is_absolute(request.url):
+    if not is_absolute(request.url):
         if base is None:
             where = f"connection {name!r} has no host" if name else "no `auth` connection"
             return _config_failure(

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..runtime.context import PROTECTED_KEY
-from ..runtime.render import to_jsonable
+from ..errors import NoetlConfigError
+from ..templating.context import PROTECTED_KEY
+from ..templating.render import to_jsonable
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .registry import ToolNotAvailable
 
@@ -99,7 +100,7 @@ _HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")  # what NoETL's valida
 _HTTP_TIMEOUT_S = 30.0  # NoETL's default
 
 
-class ScriptSourceError(ValueError):
+class ScriptSourceError(NoetlConfigError):
     """The ``script`` block cannot give code: bad config, unreadable file, failed download."""
 
 

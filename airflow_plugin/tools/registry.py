@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from ..errors import NoetlUnavailable
 from .outcome import ToolCall, ToolOutcome
 
 __all__ = ["Executor", "ToolNotAvailable", "available_tools", "get_tool", "register_tool"]
@@ -30,16 +31,20 @@ BUILTIN_TOOLS: dict[str, tuple[str, str]] = {
     "transfer": ("transfer", "run_transfer"),
     # qiskit loads with the package, on the first quantum step only.
     "quantum": ("quantum", "run_quantum"),
-    # A nested playbook inside a pipeline, region or loop body runs inline (tools/playbook.py).
-    "playbook": ("playbook", "run_playbook"),
-    "playbooks": ("playbook", "run_playbook"),
     "shell": ("shell", "run_shell"),
+}
+# Kinds a floor above provides by `register_tool` (a nested playbook runs the interpreter:
+# runtime/interpreter.py registers it when imported). Named here so a lookup before that import
+# says what is missing instead of listing the kind as unknown.
+PROVIDED_ABOVE: dict[str, str] = {
+    "playbook": "airflow_plugin.runtime.interpreter",
+    "playbooks": "airflow_plugin.runtime.interpreter",
 }
 
 _REGISTRY: dict[str, Executor] = {}
 
 
-class ToolNotAvailable(RuntimeError):
+class ToolNotAvailable(NoetlUnavailable):
     """The tool kind has no executor in this runtime."""
 
     def __init__(self, kind: object, message: str | None = None):
@@ -79,8 +84,12 @@ def get_tool(kind: object) -> Executor:
         return executor
     if isinstance(kind, str) and kind in BUILTIN_TOOLS:
         return _load_builtin(kind)
+    if isinstance(kind, str) and kind in PROVIDED_ABOVE:
+        raise ToolNotAvailable(
+            kind, f"tool kind {kind!r} is registered by {PROVIDED_ABOVE[kind]}, not imported yet"
+        )
     raise ToolNotAvailable(kind)
 
 
 def available_tools() -> list[str]:
-    return sorted(set(_REGISTRY) | set(BUILTIN_TOOLS))
+    return sorted(set(_REGISTRY) | set(BUILTIN_TOOLS) | set(PROVIDED_ABOVE))

@@ -44,7 +44,7 @@ from typing import Any
 
 from noetl_compile.shell_surface import COMMAND_KEYS, protect_go_actions, unprotect_go_actions
 
-from ..events.redact import redact
+from ..hooks.redact import redact
 from .outcome import ToolCall, ToolOutcome, tool_error
 
 __all__ = ["DEFAULT_SHELL", "commands_of", "run_shell", "shell_commands_protected"]

@@ -53,9 +53,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .connections import ConnectionNotFound
+from ..errors import NoetlConfigError
+from ..hooks.connections import ConnectionNotFound
+from ..hooks.sqltext import SqlConfigError, bind_named
+from ..hooks.tables import TableWriter
+from ..hooks.values import jsonable_value
 from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import SINK_ALIASES, SqlConfigError, bind_named, has_sql, jsonable_value, read_sql
+from .sql import SINK_ALIASES, has_sql, read_sql
 
 __all__ = ["SinkConfigError", "SinkSpec", "run_sink", "sink_rows", "sink_spec"]
 
@@ -64,7 +68,7 @@ _EVENT_KINDS = frozenset({"event", "event_log", "eventlog", ""})
 _MODES = frozenset({"insert", "append", "upsert", "replace"})
 
 
-class SinkConfigError(ValueError):
+class SinkConfigError(NoetlConfigError):
     """The sink spec cannot be written as given."""
 
 
@@ -257,45 +261,55 @@ def _param(value: Any) -> Any:
     return value
 
 
+def _write(
+    spec: SinkSpec,
+    rows: list[Mapping[str, Any]],
+    writer: TableWriter,
+    statements: list[str] | None,
+) -> int:
+    """The sink's rows through ``writer``, in the caller's transaction: the sink's own SQL run
+    per row when it binds ``:name`` of the row keys, else rows into ``table``."""
+    if statements is not None:
+        return sum(
+            writer.execute(sql, params)
+            for sql, params in _statement_runs(statements, rows, writer.param_style)
+        )
+    table = spec.table or ""
+    groups = _groups(rows)
+    all_columns = list(dict.fromkeys(c for columns, _ in groups for c in columns))
+    types = writer.prepare(
+        table,
+        all_columns,
+        lambda: [[row.get(c) for c in all_columns] for row in rows],
+        mode=spec.mode,
+        keys=spec.keys,
+    )
+    return sum(
+        writer.write(table, columns, values, mode=spec.mode, keys=spec.keys, column_types=types)
+        for columns, values in groups
+    )
+
+
+def _statements(spec: SinkSpec) -> list[str] | None:
+    return read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
+
+
 def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcome:
     import psycopg
 
+    from ..hooks import postgres as pg_hook
     from . import postgres as pg
 
     target = None
     try:
-        target = pg.resolve_target(spec.config, kind="sink")
-        statements = (
-            read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
-        )
-        groups = _groups(rows)
-        with pg.connect(target) as conn:
-            try:
-                written = 0
-                if statements is not None:
-                    with conn.cursor() as cur:
-                        for sql, params in _statement_runs(statements, rows, "pyformat"):
-                            cur.execute(sql, params)
-                            written += max(cur.rowcount, 0) if cur.description is None else 0
-                else:
-                    types = pg.table_columns(conn, spec.table or "")
-                    if spec.mode == "replace":
-                        pg.delete_all(conn, spec.table or "")
-                    for columns, values in groups:
-                        written += pg.write_rows(
-                            conn,
-                            spec.table or "",
-                            columns,
-                            values,
-                            mode=spec.mode,
-                            keys=spec.keys,
-                            column_types=types,
-                        )
-                conn.commit()
-            except BaseException:
-                pg.rollback_quietly(conn)
-                raise
-    except (pg.ToolConfigError, SqlConfigError, ConnectionNotFound, psycopg.Error) as exc:
+        target = pg_hook.resolve_target(spec.config, kind="sink")
+        statements = _statements(spec)
+        with (
+            pg_hook.connect(target) as conn,
+            pg_hook.PostgresTableWriter(conn).transaction() as writer,
+        ):
+            written = _write(spec, rows, writer, statements)
+    except (pg_hook.ToolConfigError, SqlConfigError, ConnectionNotFound, psycopg.Error) as exc:
         return pg.failure(exc, target=target, table=spec.table)
     extra = {"statement_count": len(statements)} if statements is not None else {}
     return _success(spec, written, **extra)
@@ -306,48 +320,17 @@ def _write_duckdb(
 ) -> ToolOutcome:
     import duckdb
 
+    from ..hooks import duckdb as dk_hook
     from . import duckdb as dk
 
     try:
-        database = dk.database_path(spec.config, context)
-        statements = (
-            read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
-        )
-        groups = _groups(rows)
-        with dk.connect(database) as con:
-            con.begin()
-            try:
-                written = 0
-                if statements is not None:
-                    for sql, params in _statement_runs(statements, rows, "dollar"):
-                        cursor = con.execute(sql, params) if params else con.execute(sql)
-                        written += dk.changed_rows(cursor)
-                else:
-                    table = spec.table or ""
-                    types = dk.table_columns(con, table)
-                    if types is None:
-                        all_columns = list(
-                            dict.fromkeys(c for columns, _ in groups for c in columns)
-                        )
-                        samples = [[row.get(c) for c in all_columns] for row in rows]
-                        keys = spec.keys if spec.mode == "upsert" else ()
-                        types = dk.create_table(con, table, all_columns, samples, keys)
-                    if spec.mode == "replace":
-                        dk.delete_all(con, table)
-                    for columns, values in groups:
-                        written += dk.write_rows(
-                            con,
-                            table,
-                            columns,
-                            values,
-                            mode=spec.mode,
-                            keys=spec.keys,
-                            column_types=types,
-                        )
-                con.commit()
-            except BaseException:
-                con.rollback()
-                raise
+        database = dk_hook.database_path(spec.config, context)
+        statements = _statements(spec)
+        with (
+            dk_hook.connect(database) as con,
+            dk_hook.DuckDBTableWriter(con).transaction() as writer,
+        ):
+            written = _write(spec, rows, writer, statements)
     except (SqlConfigError, duckdb.Error) as exc:
         return dk.failure(exc, table=spec.table)
     extra = {"statement_count": len(statements)} if statements is not None else {}
@@ -371,7 +354,7 @@ def _python_sink_args(data: Any, args: Any) -> dict[str, Any]:
 
 
 def _delegate(spec: SinkSpec, step: str, context: Mapping[str, Any] | None) -> ToolOutcome:
-    from ..runtime.render import to_jsonable
+    from ..templating.render import to_jsonable
     from .registry import get_tool
 
     executor = get_tool(spec.kind)  # ToolNotAvailable: this runtime cannot write that sink
@@ -408,7 +391,7 @@ def run_sink(
     try:
         normal = sink_spec(spec)
         if normal.kind in _EVENT_KINDS:
-            from ..runtime.render import to_jsonable
+            from ..templating.render import to_jsonable
 
             data = to_jsonable(normal.data)
             count = len(data) if isinstance(data, list) else (0 if data is None else 1)

@@ -28,7 +28,6 @@ direction, mode, target_table, columns}`` (``chunks_processed`` is NoETL's name 
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import uuid
@@ -36,10 +35,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from .connections import ConnectionNotFound
+from ..errors import NoetlConfigError, NoetlFailure
+from ..hooks.connections import ConnectionNotFound
+from ..hooks.sqltext import SqlConfigError
+from ..hooks.tables import TableWriter
 from .outcome import ToolCall, ToolOutcome, tool_error
 from .registry import ToolNotAvailable
-from .sql import SqlConfigError, jsonable_value, positional_markers
 
 __all__ = ["run_transfer"]
 
@@ -50,11 +51,11 @@ TARGETS = ("postgres", "duckdb")
 _MODES = {"append": "append", "insert": "append", "replace": "replace", "upsert": "upsert"}
 
 
-class TransferConfigError(ValueError):
+class TransferConfigError(NoetlConfigError):
     """The transfer config cannot work as given."""
 
 
-class _SideError(Exception):
+class _SideError(NoetlFailure):
     """An error of one end of the transfer (``source`` or ``target``)."""
 
     def __init__(self, side: str, cause: BaseException):
@@ -102,14 +103,14 @@ def _field(record: Mapping[str, Any], path: str) -> Any:
 def _postgres_source(
     source: Mapping[str, Any], chunk_size: int, stack: ExitStack
 ) -> Iterator[tuple[list[str], list[tuple[Any, ...]]]]:
-    from . import postgres as pg
+    from ..hooks import postgres as pg_hook
 
     query = source.get("query")
     if not isinstance(query, str) or not query.strip():
         raise TransferConfigError("a postgres `source` needs `query`")
-    target = pg.resolve_target(source, kind="transfer source")
-    conn = stack.enter_context(pg.connect(target))
-    stack.callback(pg.rollback_quietly, conn)  # read only: end the cursor's transaction
+    target = pg_hook.resolve_target(source, kind="transfer source")
+    conn = stack.enter_context(pg_hook.connect(target))
+    stack.callback(pg_hook.rollback_quietly, conn)  # read only: end the cursor's transaction
     # A named cursor is a server-side cursor: rows come chunk by chunk, not all at once.
     cursor = stack.enter_context(conn.cursor(name=f"noetl_transfer_{uuid.uuid4().hex[:12]}"))
     cursor.execute(query)
@@ -126,12 +127,13 @@ def _postgres_source(
 def _duckdb_source(
     source: Mapping[str, Any], chunk_size: int, stack: ExitStack, context: Mapping[str, Any]
 ) -> Iterator[tuple[list[str], list[tuple[Any, ...]]]]:
+    from ..hooks import duckdb as dk_hook
     from . import duckdb as dk
 
     query = source.get("query")
     if not isinstance(query, str) or not query.strip():
         raise TransferConfigError("a duckdb `source` needs `query`")
-    con = stack.enter_context(dk.connect(dk.database_path(source, context)))
+    con = stack.enter_context(dk_hook.connect(dk_hook.database_path(source, context)))
     columns, fetchmany = dk.stream(con, query)
     first = True
     while True:
@@ -239,19 +241,19 @@ class _Writer:
             raise TransferConfigError("mode `upsert` needs `key`: the conflict column(s)")
         self.types: Mapping[str, str] | None = None
         self.prepared = False
+        self.writer: TableWriter
         if kind == "postgres":
-            from . import postgres as pg
+            from ..hooks import postgres as pg_hook
 
-            self.pg = pg
-            self.conn = stack.enter_context(
-                pg.connect(pg.resolve_target(target, kind="transfer target"))
+            conn = stack.enter_context(
+                pg_hook.connect(pg_hook.resolve_target(target, kind="transfer target"))
             )
+            self.writer = pg_hook.PostgresTableWriter(conn)
         else:
-            from . import duckdb as dk
+            from ..hooks import duckdb as dk_hook
 
-            self.dk = dk
-            self.con = stack.enter_context(dk.connect(dk.database_path(target, context)))
-            self.con.begin()
+            con = stack.enter_context(dk_hook.connect(dk_hook.database_path(target, context)))
+            self.writer = dk_hook.DuckDBTableWriter(con)
 
     def _prepare(self, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
         missing = [key for key in self.keys if key not in columns]
@@ -261,83 +263,35 @@ class _Writer:
             )
         if self.query:
             return
-        if self.kind == "postgres":
-            self.types = self.pg.table_columns(self.conn, self.table)
-            if self.mode == "replace":
-                self.pg.delete_all(self.conn, self.table)
-        else:
-            self.types = self.dk.table_columns(self.con, self.table)
-            if self.types is None:
-                keys = self.keys if self.mode == "upsert" else ()
-                self.types = self.dk.create_table(self.con, self.table, columns, rows, keys)
-            if self.mode == "replace":
-                self.dk.delete_all(self.con, self.table)
+        self.types = self.writer.prepare(
+            self.table, columns, lambda: rows, mode=self.mode, keys=self.keys
+        )
 
     def write(self, columns: list[str], rows: list[tuple[Any, ...]]) -> int:
         if not self.prepared:
             self._prepare(columns, rows)
             self.prepared = True
         if self.query:
-            rows = [tuple(self._custom_param(value) for value in row) for row in rows]
-            if self.kind == "postgres":
-                # `?` markers become `%s` only when the query has none of psycopg's own (a `?`
-                # may be the jsonb key operator).
-                query = self.query
-                if "%s" not in query:
-                    query = positional_markers(query, "format")
-                with self.conn.cursor() as cur:
-                    cur.executemany(query, rows)
-                    return max(cur.rowcount, 0)
-            self.con.executemany(positional_markers(self.query, "qmark"), rows)
-            return len(rows)
-        mode = "upsert" if self.mode == "upsert" else "insert"
-        if self.kind == "postgres":
-            return self.pg.write_rows(
-                self.conn,
-                self.table,
-                columns,
-                rows,
-                mode=mode,
-                keys=self.keys,
-                column_types=self.types,
-            )
-        return self.dk.write_rows(
-            self.con,
+            params = [tuple(self.writer.custom_param(value) for value in row) for row in rows]
+            return self.writer.execute_many(self.query, params)
+        return self.writer.write(
             self.table,
             columns,
             rows,
-            mode=mode,
+            mode="upsert" if self.mode == "upsert" else "insert",
             keys=self.keys,
             column_types=self.types,
         )
-
-    def _custom_param(self, value: Any) -> Any:
-        """A value for a custom target query, whose column types are unknown: a mapping goes as
-        JSON text (json/jsonb/text columns accept it); DuckDB gets the text of driver types."""
-        if isinstance(value, Mapping):
-            return json.dumps(jsonable_value(value), ensure_ascii=False)
-        if self.kind == "duckdb" and type(value).__module__.startswith(("psycopg", "ipaddress")):
-            return jsonable_value(value)
-        return value
 
     def finish(self, columns: list[str] | None) -> None:
         if not self.prepared and columns is not None:
             self._prepare(columns, [])  # replace mode empties the table even for no rows
             self.prepared = True
-        if self.kind == "postgres":
-            self.conn.commit()
-        else:
-            self.con.commit()
+        self.writer.commit()
 
     def abort(self) -> None:
-        try:
-            if self.kind == "postgres":
-                if not self.conn.closed and not self.conn.broken:
-                    self.conn.rollback()
-            else:
-                self.con.rollback()
-        except Exception as exc:  # noqa: BLE001 - the original error is what gets reported
-            logger.debug("rolling back the transfer target: %s", exc)
+        # Quiet: the original error is what gets reported.
+        self.writer.rollback()
 
 
 # --------------------------------------------------------------------------------------------

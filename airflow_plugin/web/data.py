@@ -14,9 +14,9 @@ from typing import Any
 
 from ..events.config import settings
 from ..events.projection import project
-from ..events.redact import redact
+from ..hooks.redact import redact
 from ..events.store import EventStore
-from ..runtime.ids import execution_id_for
+from ..templating.ids import execution_id_for
 
 __all__ = ["RunView", "gate_history", "load_run", "store"]
 

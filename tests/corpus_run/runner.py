@@ -274,7 +274,7 @@ def run_corpus_playbook(
     options: tuple[str, ...] = (),  # more `noetlc compile` options (`--fuse`)
 ) -> CorpusRun:
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
-    from airflow_plugin.runtime.ids import execution_id_for
+    from airflow_plugin.templating.ids import execution_id_for
 
     compiled = compile_set(rel, workdir / "compiled", children, options)
     install_dags(dags_folder, compiled)

@@ -108,7 +108,7 @@ def logs(client: Any, run_id: str, everything: dict[str, Any]) -> dict[str, str]
 
 
 def execution_of(run_id: str) -> str:
-    from airflow_plugin.runtime.ids import execution_id_for
+    from airflow_plugin.templating.ids import execution_id_for
 
     return str(execution_id_for(DAG_ID, run_id))
 
@@ -222,7 +222,7 @@ def test_only_an_assignee_may_answer(stack):
     while client.task_instance(dag_id, run_id, "start")["state"] != "awaiting_input":
         assert time.monotonic() < deadline, "the assigned gate never waited"
         time.sleep(0.3)
-    from airflow_plugin.runtime.ids import execution_id_for
+    from airflow_plugin.templating.ids import execution_id_for
 
     execution = str(execution_id_for(dag_id, run_id))
     listed = noetlc(stack, "gates")

@@ -21,7 +21,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 from tests.harness.browser import Browser, chromium_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from airflow_plugin.events.config import settings
 from airflow_plugin.events.store import EventStore
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 from noetl_compile.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +88,7 @@ def test_settings_default_to_sqlite_in_the_airflow_home_and_take_a_connection(pg
     dsn = pg_cluster.create_database("events_by_conn")
     os.environ["AIRFLOW_CONN_NOETL_EVENTS_TEST"] = dsn
     try:
-        from airflow_plugin.tools.connections import clear_cache
+        from airflow_plugin.hooks.connections import clear_cache
 
         clear_cache()
         chosen = settings(

@@ -15,7 +15,7 @@ import pytest
 
 from airflow_plugin.events import set_default_recorder
 from airflow_plugin.events.projection import project
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 
 DAG_ID = "events.flaky"
 SOURCE = textwrap.dedent(

@@ -7,7 +7,7 @@ import json
 import textwrap
 
 from airflow_plugin.events.listener import EventLogListener
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 from noetl_compile.cli import main
 
 PLAYBOOK = """
@@ -44,7 +44,7 @@ SECRETS = ("tok-event-secret-0987", "workload-pw-4242-zz", "wl-api-key-31337", "
 def test_no_secret_reaches_any_event_row(
     event_log, airflow_db, run_dag, tmp_path, monkeypatch, pg_cluster, request
 ):
-    from airflow_plugin.tools.secrets import clear_secret_cache
+    from airflow_plugin.hooks.secrets import clear_secret_cache
 
     monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", SECRETS[0])
     clear_secret_cache()  # an earlier test of this process may have cached another value

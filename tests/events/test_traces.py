@@ -21,7 +21,7 @@ from airflow_plugin.events.outbox import Outbox
 from airflow_plugin.events.projection import project
 from airflow_plugin.events.store import EventStore
 from airflow_plugin.events.writer import StoreRecorder
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 from noetl_compile.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

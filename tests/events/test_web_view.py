@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import pytest
 
 from airflow_plugin.events.cli import run_status
-from airflow_plugin.runtime.ids import execution_id_for
+from airflow_plugin.templating.ids import execution_id_for
 from noetl_compile.cli import main
 
 PLAYBOOK = """

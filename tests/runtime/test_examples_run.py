@@ -136,7 +136,7 @@ def test_duckdb_multi_statement_aggregation(run_example):
 
 
 def test_secret_is_used_downstream_and_never_stored(run_example, monkeypatch):
-    from airflow_plugin.tools.secrets import clear_secret_cache
+    from airflow_plugin.hooks.secrets import clear_secret_cache
 
     monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", "tok-0123456789abcdef")
     clear_secret_cache()  # the value another test of this process looked up must not be reused

@@ -10,8 +10,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_plugin.runtime import build_context, execution_id_for, render_value
-from airflow_plugin.runtime.context import apply_ctx_writes, with_loop
+from airflow_plugin.templating.context import apply_ctx_writes, build_context, with_loop
+from airflow_plugin.templating.ids import execution_id_for
+from airflow_plugin.templating.render import render_value
 
 
 def r(template, context):

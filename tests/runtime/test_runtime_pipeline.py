@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_plugin.runtime import build_context, run_pipeline
-from airflow_plugin.runtime.pipeline import backoff_delay
+from airflow_plugin.runtime.pipeline import backoff_delay, run_pipeline
+from airflow_plugin.templating.context import build_context
 
 
 def py(code, name=None, rules=None, **extra):

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from airflow_plugin.runtime import build_context
-from airflow_plugin.runtime.render import (
+from airflow_plugin.templating.context import build_context
+from airflow_plugin.templating.render import (
     RenderError,
     _template,
     coerce_rendered,

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_plugin.runtime import (
-    StepFailed,
-    execute_step,
-    routing_targets,
-    validate_payload,
-)
+from airflow_plugin.runtime.payload import validate_payload
+from airflow_plugin.runtime.step import StepFailed, execute_step, routing_targets
 from airflow_plugin.tools import ToolNotAvailable
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from airflow_plugin.tools import http as http_tool
-from airflow_plugin.tools.http import build_request, run_http, safe_url, shared_client
+from airflow_plugin.hooks import http as http_hook
+from airflow_plugin.hooks.http import shared_client
+from airflow_plugin.tools.http import build_request, run_http, safe_url
 from airflow_plugin.tools.outcome import ToolCall, ToolOutcome
 from airflow_plugin.tools.registry import get_tool
 from tests.harness.http_server import (
@@ -242,7 +243,7 @@ def test_build_request_is_pure_and_reports_its_decisions():
     assert request.url == "/relative"
     assert request.params == {"x": ["1", "2"]}
     assert request.timeout.connect == 2
-    assert request.timeout.read == http_tool.DEFAULT_TIMEOUT_SECONDS
+    assert request.timeout.read == http_hook.DEFAULT_TIMEOUT_SECONDS
     assert request.follow_redirects is False and request.verify is True
 
 
@@ -840,7 +841,7 @@ def test_one_pooled_client_per_process_reused_across_calls(http_server):
 
 
 def test_concurrent_first_use_creates_one_client():
-    http_tool.close_clients()
+    http_hook.close_clients()
     barrier = threading.Barrier(8)
     seen: list[Any] = []
 
@@ -937,7 +938,7 @@ def test_http_step_with_a_retry_policy_in_a_dag_run(http_server, run_dag):
 
 def test_v1_retry_when_sees_status_code_of_a_failed_call(http_server):
     # NoETL's retry_test: retry conditions see status_code, error, success, data, attempt.
-    from airflow_plugin.runtime import StepFailed, execute_step
+    from airflow_plugin.runtime.step import StepFailed, execute_step
 
     payload = {
         "step": "start",

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 import yaml
 
+from airflow_plugin.hooks import postgres as pg_hook
 from airflow_plugin.tools import ToolCall, get_tool
 from airflow_plugin.tools import postgres as pg
 from tests.harness.postgres import CORPUS_POSTGRES_CONNECTIONS, airflow_conn_env
@@ -237,8 +238,8 @@ def test_a_single_statement_is_all_or_nothing_and_leaves_no_transaction(
     assert out.ok and out.data["row_count"] == 2 and "transaction" not in out.data
     assert sql(pg_test_dsn, f'SELECT id FROM "{table}" ORDER BY id') == [(1,), (2,)]
     # the pooled connection went back idle and out of autocommit: the next call is a transaction
-    target = pg.resolve_target({"auth": "pg_local"})
-    with pg.connect(target) as conn:
+    target = pg_hook.resolve_target({"auth": "pg_local"})
+    with pg_hook.connect(target) as conn:
         assert conn.autocommit is False
         assert conn.info.transaction_status.name == "IDLE"
 
@@ -408,7 +409,7 @@ def test_password_never_appears(pg_cluster, monkeypatch, caplog):
     assert out.error["type"] == "OperationalError"
     assert password not in repr(out)
     assert password not in caplog.text
-    target = pg.resolve_target({"auth": "pg_secret"})
+    target = pg_hook.resolve_target({"auth": "pg_secret"})
     assert password not in repr(target)
     assert target.scrub(f"oops {password}") == "oops ***"
 
@@ -419,11 +420,11 @@ def test_password_never_appears(pg_cluster, monkeypatch, caplog):
 
 
 def test_one_pool_per_connection_and_process(pg_connections):
-    pg.close_pools()
+    pg_hook.close_pools()
     for _ in range(5):
         assert run({"auth": "pg_local", "query": "SELECT 1"}).ok
-    target = pg.resolve_target({"auth": "pg_local"})
-    stats = pg.pool_stats(target)
+    target = pg_hook.resolve_target({"auth": "pg_local"})
+    stats = pg_hook.pool_stats(target)
     assert stats is not None
     assert stats["connections_num"] == 1  # one connection made, reused four times
     assert stats["requests_num"] == 5
@@ -431,8 +432,8 @@ def test_one_pool_per_connection_and_process(pg_connections):
 
 def _child_run(queue) -> None:
     out = run({"auth": "pg_local", "query": "SELECT pg_backend_pid() AS pid"})
-    target = pg.resolve_target({"auth": "pg_local"})
-    queue.put((out.data["rows"][0]["pid"], pg.pool_stats(target)["connections_num"]))
+    target = pg_hook.resolve_target({"auth": "pg_local"})
+    queue.put((out.data["rows"][0]["pid"], pg_hook.pool_stats(target)["connections_num"]))
 
 
 def test_a_forked_process_gets_its_own_pool(pg_connections):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_plugin.runtime import execute_step
+from airflow_plugin.runtime.step import execute_step
 from airflow_plugin.tools import get_tool
 from airflow_plugin.tools.outcome import ToolCall
 from airflow_plugin.tools.python import SCRIPT_ROOT_ENV, load_script, script_root

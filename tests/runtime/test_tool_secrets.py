@@ -10,19 +10,19 @@ import json
 
 import pytest
 
-from airflow_plugin.runtime import execute_step
-from airflow_plugin.tools import get_tool
-from airflow_plugin.tools.outcome import ToolCall
-from airflow_plugin.tools.secrets import (
+from airflow_plugin.hooks.secrets import (
     SECRET_REF_KEY,
     SecretUnavailable,
     clear_secret_cache,
     is_secret_ref,
     lookup_secret,
     resolve_secret_refs,
-    run_secrets,
     secret_ref,
 )
+from airflow_plugin.runtime.step import execute_step
+from airflow_plugin.tools import get_tool
+from airflow_plugin.tools.outcome import ToolCall
+from airflow_plugin.tools.secrets import run_secrets
 
 TOKEN = "tok-7f3a9c1e-secret"  # long enough for Airflow's masker (>= 5 characters)
 
@@ -262,7 +262,7 @@ def test_step_result_holds_the_reference_not_the_value(monkeypatch):
 
 
 def test_downstream_template_sees_the_value_while_results_keep_the_reference(monkeypatch):
-    from airflow_plugin.runtime import execute_step
+    from airflow_plugin.runtime.step import execute_step
 
     monkeypatch.setenv("AIRFLOW_VAR_API_TOKEN", "s3cr3t-token-value")
     base = {"workload": {}, "ctx": {}, "vars": {}, "execution_id": 5}

@@ -13,26 +13,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_plugin.tools.registry import ToolNotAvailable
-from airflow_plugin.tools.sql import (
-    SINK_ALIASES,
-    ResultLimits,
+from airflow_plugin.hooks.sqltext import (
     SqlConfigError,
     bind_named,
-    collect_rows,
     first_keyword,
     has_keyword,
-    jsonable_row,
-    jsonable_value,
     leading_keyword,
     positional_markers,
     quote_ident,
     quote_table,
-    read_sql,
-    result_limits,
     split_statements,
     table_parts,
     tokens,
+)
+from airflow_plugin.hooks.values import jsonable_row, jsonable_value
+from airflow_plugin.tools.registry import ToolNotAvailable
+from airflow_plugin.tools.sql import (
+    SINK_ALIASES,
+    ResultLimits,
+    collect_rows,
+    read_sql,
+    result_limits,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import NoetlFailure
 from ..outcome import tool_error
 
 __all__ = ["KIND", "QuantumError", "config_error"]
@@ -11,7 +12,7 @@ __all__ = ["KIND", "QuantumError", "config_error"]
 KIND = "quantum"
 
 
-class QuantumError(Exception):
+class QuantumError(NoetlFailure):
     """A quantum call that cannot succeed as given (or a provider that failed).
 
     ``type``: the error class name reported to the playbook (``QuantumConfigError``,

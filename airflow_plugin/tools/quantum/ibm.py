@@ -17,7 +17,7 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from ..connections import ConnectionNotFound, auth_name, get_connection, mask
+from ...hooks.connections import ConnectionNotFound, auth_name, get_connection, mask
 from .errors import QuantumError
 
 __all__ = [

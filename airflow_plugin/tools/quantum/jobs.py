@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...hooks.state import state_directory
 from .errors import QuantumError
 
 __all__ = ["jobs_folder", "load_job", "save_job"]
@@ -30,9 +31,7 @@ def jobs_folder() -> Path:
     explicit = os.environ.get("NOETL_QUANTUM_JOBS_DIR")
     if explicit:
         return Path(explicit).expanduser()
-    from ...events.config import settings
-
-    return settings().directory / "quantum-jobs"
+    return state_directory() / "quantum-jobs"
 
 
 def _path(job_id: str) -> Path:

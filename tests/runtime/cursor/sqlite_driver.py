@@ -6,7 +6,7 @@ The claim statement is the playbook's (``UPDATE .. RETURNING``, SQLite >= 3.35);
 
 import sqlite3
 
-from airflow_plugin.tools.connections import get_connection
+from airflow_plugin.hooks.connections import get_connection
 
 
 class SqliteCursorDriver:

@@ -1,0 +1,171 @@
+"""``kind: playbook`` run inline: the child playbook's compiled steps, in this process.
+
+Used for a ``playbook`` task inside a pipeline, a cyclic region or a loop body, and for
+step-level nested calls when no scheduler can run a child DAG (``dag.test()``, ``noetlc run``).
+The child is the DAG the compiler made of the catalog path (``path``; ``runtime.catalog``); its
+workload is its own defaults with the call's ``input``/``args``/``payload`` (and the step input)
+on top; it gets its own execution id, derived from the parent's and the call site.
+
+Result: the result of the child's ``return_step`` when given (NoETL polls the child for that step),
+else of the last step the child ran.
+
+Running a child is running the interpreter, which stands above this module: ``interpret`` is
+handed in. ``runtime/interpreter.py`` registers the ``playbook``/``playbooks`` tool kinds with
+itself bound, so whatever imports the interpreter can run an inline child.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..events import current_event_id, recording
+from ..events.listener import playbook_identity
+from ..events.workflow import run_finished, run_started
+from ..tools.outcome import ToolCall, ToolOutcome, tool_error
+from .catalog import PlaybookNotFound, dag_id_for_path, find_playbook
+from .step_outcome import StepFailed
+
+__all__ = ["Interpret", "run_child", "run_playbook"]
+
+# interpreter.interpret(steps, entries, base) -> Interpretation, handed down by its caller.
+Interpret = Callable[..., Any]
+
+KIND = "playbook"
+
+
+def child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
+    """The call's overrides of the child's workload: ``payload``/``args``/``input``/``with``/
+    ``data`` of the tool block, then the step input."""
+    workload: dict[str, Any] = {}
+    for key in ("payload", "args", "input", "with", "data"):
+        value = config.get(key)
+        if isinstance(value, Mapping):
+            workload.update(value)
+    workload.update(step_input)
+    return workload
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def child_execution_id(parent: Any, step: str, task: str, dag_id: str) -> int:
+    """A child run's execution id: deterministic from the parent's execution and the call
+    (``task``: the call's ToolStarted event id, or the pipeline task label), so replaying the same
+    parent attempt derives the same ids and two calls never share one."""
+    digest = hashlib.sha256(f"{parent}\x1f{step}\x1f{task}\x1f{dag_id}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") & ((1 << 63) - 1)) or 1
+
+
+def run_child(
+    dag_id: str,
+    overrides: Mapping[str, Any],
+    *,
+    interpret: Interpret,
+    execution_id: int,
+    return_step: str | None = None,
+    strict: bool | None = None,
+    parent_execution_id: int | None = None,
+) -> Any:
+    """Run the compiled playbook ``dag_id`` inline; returns its result (see module docstring).
+
+    Raises ``catalog.PlaybookNotFound`` and ``step.StepFailed``.
+    """
+    child = find_playbook(dag_id)
+    workload = {**child.workload, **overrides}
+    base = {
+        "workload": workload,
+        "results": {},
+        "ctx": {},
+        "vars": {},
+        "execution_id": execution_id,
+    }
+    if strict is not None:
+        base["strict"] = strict
+    ran = _observed_child(child, workload, base, execution_id, parent_execution_id, interpret)
+    if return_step:
+        if return_step not in ran.results:
+            raise LookupError(
+                f"child playbook {dag_id!r} finished without running its return_step {return_step!r}"
+            )
+        return ran.results[return_step]
+    return ran.last_result
+
+
+def _observed_child(
+    child: Any,
+    workload: Mapping[str, Any],
+    base: Mapping[str, Any],
+    execution_id: int,
+    parent_execution_id: int | None,
+    interpret: Interpret,
+) -> Any:
+    """Interpret the child between its run events: the child's own execution in the log,
+    linked to the parent's execution and to the parent event that started it."""
+    path, digest = playbook_identity(child.doc)  # the catalog read it with the DAG file
+    link = {
+        "parent_execution_id": None if parent_execution_id is None else str(parent_execution_id),
+        "parent_event_id": current_event_id(),
+    }
+    # Coordinates stay the parent task's (where it ran); the playbook stamps are the child's.
+    with recording(playbook_path=path, playbook_hash=digest):
+        run_started(execution_id, child.dag_id, workload=workload, **link)
+        try:
+            ran = interpret(child.steps, [(step, {}) for step in child.entry], base)
+        except BaseException as exc:
+            run_finished(
+                execution_id,
+                child.dag_id,
+                status="error",
+                data={"error": f"{type(exc).__name__}: {exc}"},
+                **link,
+            )
+            raise
+        run_finished(execution_id, child.dag_id, status="success", data={}, **link)
+    return ran
+
+
+def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
+    config = call.config
+    path = config.get("path") or config.get("playbook")
+    dag_id = config.get("dag_id")
+    if not dag_id:
+        if not isinstance(path, str) or not path.strip() or "{{" in path:
+            return ToolOutcome.failure(
+                tool_error(
+                    KIND, "ConfigError", f"playbook tool needs a catalog `path`, got {path!r}"
+                )
+            )
+        dag_id = dag_id_for_path(path)
+    parent = call.context.get("execution_id", 0)
+    # The call's own ToolStarted id tells this call from every other one of the same call site
+    # (loop iterations, region visits, retry attempts, Airflow tries); without events, the site.
+    execution_id = child_execution_id(parent, call.step, current_event_id() or call.task, dag_id)
+    try:
+        result = run_child(
+            dag_id,
+            child_workload(config, call.step_input),
+            interpret=interpret,
+            execution_id=execution_id,
+            return_step=config.get("return_step"),
+            parent_execution_id=_int(parent),
+        )
+    except PlaybookNotFound as exc:
+        return ToolOutcome.failure(tool_error(KIND, "PlaybookNotFound", str(exc)))
+    except StepFailed as exc:
+        error = tool_error(
+            KIND,
+            "ChildPlaybookFailed",
+            f"child playbook {dag_id!r} failed: {exc}",
+            retryable=bool(exc.error.get("retryable")),
+            code=exc.error.get("code"),
+        )
+        return ToolOutcome.failure(error, data={"execution_id": str(execution_id)})
+    except LookupError as exc:
+        return ToolOutcome.failure(tool_error(KIND, "ReturnStepNotRun", str(exc)))
+    return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)

@@ -1,0 +1,231 @@
+"""A step's case rules (case-v2 ``case:``): per event the first matching rule fires, its
+``then`` actions apply (set, vars, collect, sink, retry/call, next), and routing arcs follow
+when no rule chose a target. Which rules may handle a failure is decided here too
+(``addresses_failure``: a condition that names ``error`` or compares with a failure event).
+
+Mixed into ``step._StepRun`` as ``CaseRules``: the methods read the run's payload, context and
+routing state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import TemplateSyntaxError, nodes
+
+from ..events import names
+from ..templating.context import apply_ctx_writes, apply_vars_writes, with_values
+from ..templating.render import environment, evaluate_condition, render_value
+from .payload import arc_task_id, normalise_case_next
+from .policy import first_match
+
+__all__ = ["CaseRules", "Routing", "addresses_failure", "case_actions"]
+
+log = logging.getLogger(__name__)
+
+
+def _mentions(when: Any, *, names: tuple[str, ...] = (), constants: tuple[str, ...] = ()) -> bool:
+    """Does the template ``when`` use one of ``names`` or compare with one of ``constants``?
+
+    Decided on the Jinja AST, not the text, so ``'error'`` inside another word does not count.
+    """
+    if not isinstance(when, str):
+        return False
+    try:
+        tree = environment().parse(when)
+    except TemplateSyntaxError:
+        return False
+    for node in tree.find_all((nodes.Name, nodes.Const)):
+        if isinstance(node, nodes.Name) and node.name in names:
+            return True
+        if isinstance(node, nodes.Const) and node.value in constants:
+            return True
+    return False
+
+
+def addresses_failure(when: Any) -> bool:
+    """Does a condition explicitly look at the failure (``error`` or a ``call.error`` check)?"""
+    return _mentions(when, names=("error",), constants=("call.error", "error"))
+
+
+def case_actions(then: Any) -> dict[str, Any]:
+    """``then`` may be one action dict or a list of them; merge into one dict in order."""
+    if isinstance(then, Mapping):
+        return dict(then)
+    merged: dict[str, Any] = {}
+    if isinstance(then, list):
+        for action in then:
+            if not isinstance(action, Mapping):
+                continue
+            for key, value in action.items():
+                if key == "next" and "next" in merged:
+                    merged["next"] = normalise_case_next(merged["next"]) + normalise_case_next(
+                        value
+                    )
+                elif (
+                    key == "set"
+                    and isinstance(merged.get("set"), Mapping)
+                    and isinstance(value, Mapping)
+                ):
+                    merged["set"] = {**merged["set"], **value}
+                else:
+                    merged[key] = value
+    return merged
+
+
+@dataclass
+class Routing:
+    steps: list[str] = field(default_factory=list)
+    task_ids: list[str] = field(default_factory=list)
+    args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def add(self, step: str, task_id: str | None, args: Mapping[str, Any] | None) -> None:
+        if step not in self.steps:
+            self.steps.append(step)
+            self.targets.append((step, task_id))
+            # A target without an Airflow task (task_id None) is routed to but not branched to.
+            if task_id is not None and task_id not in self.task_ids:
+                self.task_ids.append(task_id)
+        if args:
+            self.args.setdefault(step, {}).update(args)
+
+
+class CaseRules:
+    """Case rules of a step run (mixed into ``step._StepRun``, whose state they read)."""
+
+    def match_case(
+        self, event: str, context: Mapping[str, Any], *, failed: bool
+    ) -> tuple[int, dict[str, Any], dict[str, Any]] | None:
+        """First rule matching ``event`` -> (index, merged actions, event context).
+
+        Events: CaseStarted when the rules are evaluated for ``event``, then CaseEvaluated with
+        the rule that matched (entity ``<run>:case[i]``) or, when none did, with ``rule: null``
+        (entity ``<run>:case``)."""
+        rules = self.payload.get("case") or []
+        if not rules:
+            return None
+        self.emit(
+            names.CASE_STARTED,
+            "case",
+            "in_progress",
+            entity_id=f"{self.step_run_id}:case",
+            data={"event": event, "rules": len(rules)},
+        )
+        event_context = with_values(context, event={"name": event, "step": self.step})
+
+        def holds(index: int, rule: Mapping[str, Any]) -> bool:
+            when = rule.get("when")
+            if failed and not addresses_failure(when):
+                return False
+            if event == "step.enter" and not _mentions(when, constants=("step.enter",)):
+                # Before the call only rules written for step.enter run; a rule on, say, the
+                # workload alone is meant for the call result and waits for call.done.
+                return False
+            if event == "loop.done" and not _mentions(when, constants=("loop.done",)):
+                return False
+            return evaluate_condition(
+                when, event_context, flavor="arc", field=f"case[{index}].when"
+            )
+
+        found = first_match(rules, holds)
+        if found is None:
+            self._no_case_match(event)
+            return None
+        index, rule = found
+        if index in self.fired:
+            # First match for this event already ran on an earlier event: nothing new.
+            self._no_case_match(event, already_fired=index)
+            return None
+        self.fired.add(index)
+        actions = case_actions(rule.get("then"))
+        self.emit(
+            names.CASE_EVALUATED,
+            "case",
+            "success",
+            entity_id=f"{self.step_run_id}:case[{index}]",
+            data={"event": event, "rule": index, "actions": sorted(actions)},
+        )
+        return index, actions, event_context
+
+    def _no_case_match(self, event: str, already_fired: int | None = None) -> None:
+        data: dict[str, Any] = {"event": event, "rule": None}
+        if already_fired is not None:
+            data["already_fired"] = already_fired
+        self.emit(
+            names.CASE_EVALUATED, "case", "success", entity_id=f"{self.step_run_id}:case", data=data
+        )
+
+    def apply_case(
+        self, index: int, actions: dict[str, Any], context: Mapping[str, Any], *, routing: bool
+    ) -> Mapping[str, Any]:
+        """Apply ``set``, ``sink``, ``result``, ``call: {step}`` and ``next`` of a matched rule;
+        ``collect``/``retry``/``call: {params}`` belong to the call loop. Returns the context
+        the rule's later actions see (after its own ``set``)."""
+        where = f"case[{index}].then"
+        if "set" in actions:
+            ctx_writes, vars_writes = self.render_set(actions["set"], context, f"{where}.set")
+            self.write(ctx_writes, vars_writes)
+            context = apply_vars_writes(apply_ctx_writes(context, ctx_writes), vars_writes)
+        if isinstance(actions.get("result"), Mapping) and "from" in actions["result"]:
+            value = render_value(
+                actions["result"]["from"], context, strict=False, field=f"{where}.result.from"
+            )
+            self.result_override = (True, value)
+        if "sink" in actions:
+            self.run_sink(actions["sink"], context, f"{where}.sink")
+        if "log" in actions:
+            message = render_value(actions["log"], context, strict=False, field=f"{where}.log")
+            log.info("NoETL step %s: %s", self.step, message)
+        targets = normalise_case_next(actions.get("next"))
+        call = actions.get("call")
+        if isinstance(call, Mapping) and isinstance(call.get("step"), str):
+            # ``call: {step, args}`` invokes another step, i.e. routes to it with args.
+            targets.append({"step": call["step"], "args": call.get("args") or {}})
+        for target in targets:
+            args = render_value(
+                target.get("args") or {}, context, strict=False, field=f"{where}.next"
+            )
+            if not routing:
+                # One loop iteration: NoETL moves on once the loop is done, not per item.
+                self.deferred.append({"step": target["step"], "args": args})
+                continue
+            task_id = (
+                target["task_id"]
+                if "task_id" in target
+                else self.task_id_of.get(target["step"], target["step"])
+            )
+            self.routing.add(target["step"], task_id, args)
+            self.case_routed = True
+        return context
+
+    def route_arcs(self, context: Mapping[str, Any], *, failed: bool) -> None:
+        for index, arc in enumerate(self.arcs):
+            when = arc.get("when")
+            if failed and not addresses_failure(when):
+                continue
+            if not evaluate_condition(
+                when, context, flavor="arc", field=f"next.arcs[{index}].when"
+            ):
+                continue
+            group = [arc]
+            if self.mode == "exclusive" and arc.get("group") is not None:
+                # v1 ``when: .. then: [a, b]``: the arcs of the winning group fire together.
+                group += [a for a in self.arcs[index + 1 :] if a.get("group") == arc["group"]]
+            for chosen in group:
+                self.take_arc(chosen, context, index)
+            if failed:
+                self.handled = True
+            if self.mode == "exclusive":
+                return
+
+    def take_arc(self, arc: Mapping[str, Any], context: Mapping[str, Any], index: int) -> None:
+        if isinstance(arc.get("set"), Mapping):
+            self.write(*self.render_set(arc["set"], context, f"next.arcs[{index}].set"))
+        args = render_value(
+            arc.get("args") or {}, context, strict=False, field=f"next.arcs[{index}].args"
+        )
+        self.routing.add(arc["step"], arc_task_id(arc), args)

@@ -1,0 +1,126 @@
+"""How a step run is observed: its lifecycle events around the body (``observed``), and render
+issues (a template kept as text, a guard that could not be evaluated) logged as warnings naming
+step, field and expression, reported as ``TemplateWarning`` events, fatal in strict mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..events import names
+from ..templating.render import RenderIssue, collect_issues
+from .step_outcome import StepFailed, StepOutcome
+
+__all__ = ["StepRunView", "observed", "report_issues_quietly"]
+
+log = logging.getLogger(__name__)
+
+
+class StepRunView(Protocol):
+    """What observation reads of a step run (``step.StepRunView``)."""
+
+    step: str
+    step_run_id: str
+    strict: bool
+    arcs: Any
+
+    def emit(self, name: str, entity: str, status: str, **fields: Any) -> None: ...
+
+
+def _warn(run: StepRunView, issue: RenderIssue, status: str) -> None:
+    """One render issue: a warning in the task log and a ``TemplateWarning`` event."""
+    log.warning("NoETL %s", issue.describe(run.step))
+    run.emit(
+        names.TEMPLATE_WARNING,
+        "step",
+        status,
+        entity_id=f"{run.step_run_id}:{issue.field}",
+        data={
+            "kind": issue.kind,
+            "field": issue.field,
+            "expression": issue.expression,
+            "cause": issue.cause,
+        },
+    )
+
+
+def _report_issues(run: StepRunView, issues: list[RenderIssue]) -> list[str]:
+    """Log each issue loudly, report it as an event; in strict mode fail the step."""
+    messages = []
+    for issue in issues:
+        message = issue.describe(run.step)
+        messages.append(message)
+        _warn(run, issue, "error" if run.strict else "success")
+    if messages and run.strict:
+        raise StepFailed(
+            run.step,
+            {
+                "kind": "template",
+                "type": "StrictTemplateError",
+                "message": "; ".join(messages) + " (strict mode)",
+                "retryable": False,
+            },
+        )
+    return messages
+
+
+def observed(run: StepRunView, body: Callable[[], StepOutcome]) -> StepOutcome:
+    """Run ``body`` between StepStarted and StepFinished, with render issues collected."""
+    started = time.monotonic()
+    run.emit(names.STEP_STARTED, "step", "in_progress", alias="step.enter")
+    try:
+        with collect_issues() as issues:
+            try:
+                outcome = body()
+            except BaseException:
+                report_issues_quietly(run, issues)
+                raise
+            outcome.issues = _report_issues(run, issues)
+    except Exception as exc:
+        error = (
+            exc.error
+            if isinstance(exc, StepFailed)
+            else {"type": type(exc).__name__, "message": str(exc)}
+        )
+        run.emit(
+            names.STEP_FINISHED,
+            "step",
+            "error",
+            alias="step.exit",
+            duration=time.monotonic() - started,
+            data={"error": error},
+        )
+        raise
+    run.emit(
+        names.STEP_FINISHED,
+        "step",
+        "success",
+        alias="step.exit",
+        attempt=outcome.attempts,
+        duration=time.monotonic() - started,
+        data={
+            "result": outcome.result,
+            "next": outcome.next_steps,
+            "status": outcome.status,
+            "ctx": outcome.ctx_writes,
+            "vars": outcome.vars_writes,
+        },
+    )
+    if outcome.next_steps or run.arcs:
+        run.emit(
+            names.NEXT_EVALUATED,
+            "next",
+            "success",
+            data={"targets": outcome.next_steps, "args": outcome.next_args},
+        )
+    return outcome
+
+
+def report_issues_quietly(run: StepRunView, issues: list[RenderIssue]) -> None:
+    # The step fails anyway: still say (log and event) what was swallowed on the way, which is
+    # often why it failed, and never raise a second error.
+    for issue in issues:
+        _warn(run, issue, "error")

@@ -1,0 +1,209 @@
+"""The NoETL render context (reference/noetl_dsl.md section 5, design brief section 4).
+
+One flat dict is handed to Jinja. Its layers, lowest first:
+
+1. execution variables flattened to the top level (``{{ api_url }}`` ≡ ``{{ ctx.api_url }}``), i.e.
+   the merged workload plus ``ctx`` writes of earlier steps — except names that are reserved
+   (below) or that are step names, because the engine lets those win;
+2. step results by step name, wrapped in :class:`~.proxy.ResultProxy`;
+3. the reserved namespaces: ``workload``, ``ctx``, ``execution_id``, ``job``, and depending on
+   where a template is evaluated ``iter``/the iterator/``loop_index``, ``event``, ``output``,
+   ``error``, ``_prev``, ``results`` (pipelines) and, for the case-v2 dialect, ``vars``,
+   ``response``, ``result``, ``this``, ``_retry``, ``args``.
+
+``workload`` and ``ctx`` are the same mapping, as in NoETL's engine (one variables store exposed
+under both names): a ``set: ctx.x`` is visible as ``{{ workload.x }}`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..hooks.secrets import resolve_secret_refs
+from .proxy import V1_FALLBACKS, wrap_result
+
+# Context entry (not a valid template name) holding the names flattening must not shadow.
+PROTECTED_KEY = "__noetl_protected__"
+
+__all__ = [
+    "PROTECTED_KEY",
+    "RESERVED_KEYS",
+    "apply_ctx_writes",
+    "apply_vars_writes",
+    "build_context",
+    "job_namespace",
+    "reveal",
+    "step_context",
+    "with_bindings",
+    "with_loop",
+    "with_values",
+]
+
+# Names the runtime owns. A workload key with one of these names is reachable only as
+# ``workload.<name>``; flattening it would shadow the namespace some template relies on.
+RESERVED_KEYS = frozenset(
+    {
+        "workload",
+        "ctx",
+        "vars",
+        "execution_id",
+        "catalog_id",
+        "job",
+        "iter",
+        "loop",
+        "loop_index",
+        "event",
+        "output",
+        "error",
+        "_prev",
+        "_task",
+        "_attempt",
+        "_retry",
+        "results",
+        "response",
+        "result",
+        "this",
+        "args",
+        "input",
+        "keychain",
+    }
+)
+
+
+def reveal(value: Any) -> Any:
+    """A step result as templates see it: secret references (what the secrets tool stores in
+    XCom instead of a value) replaced by the values, registered with Airflow's log masker."""
+    return resolve_secret_refs(value)
+
+
+def job_namespace(execution_id: int | str) -> dict[str, str]:
+    """``job`` as NoETL exposes it: every field is the execution id (as text)."""
+    text = str(execution_id)
+    return {"uuid": text, "execution_id": text, "id": text}
+
+
+def build_context(
+    *,
+    workload: Mapping[str, Any] | None = None,
+    results: Mapping[str, Any] | None = None,
+    ctx: Mapping[str, Any] | None = None,
+    vars: Mapping[str, Any] | None = None,
+    execution_id: int | str = 0,
+    dialect: str = "canonical",
+    step_names: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Build the render context of one step.
+
+    ``workload``: merged workload (defaults overridden by the run request).
+    ``results``: step name -> result of the upstream steps this step reads.
+    ``ctx``: ctx variables written by earlier steps (override workload keys).
+    ``vars``: case-v2 ``vars`` visible to this step.
+    ``step_names``: further names that must not be shadowed by flattened variables (every step of
+    the playbook, when known — a step that did not run is still not a variable).
+    """
+    workload = dict(workload or {})
+    results = dict(results or {})
+    variables: dict[str, Any] = {**workload, **dict(ctx or {})}
+
+    context: dict[str, Any] = {}
+    protected = set(RESERVED_KEYS) | set(results) | set(step_names)
+    for key, value in variables.items():
+        if isinstance(key, str) and key not in protected:
+            context[key] = value
+    fallbacks = V1_FALLBACKS if dialect == "v1" else ("data",)
+    for name, value in results.items():
+        context[name] = wrap_result(reveal(value), fallbacks)
+
+    eid = str(execution_id)
+    context["workload"] = variables
+    context["ctx"] = variables
+    context["execution_id"] = eid
+    context["job"] = job_namespace(eid)
+    if dialect == "case-v2" or vars:
+        # ``vars`` is a case-v2 namespace; canonical playbooks are told to use ctx instead.
+        context["vars"] = dict(vars or {})
+    context[PROTECTED_KEY] = frozenset(protected)
+    return context
+
+
+def step_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The render context of a step's templates outside its tool call (a loop's ``in`` and
+    ``max_in_flight``, a cursor's claim, a gate's texts, a nested call's config): the step's
+    pulled inputs, no iteration bound."""
+    return build_context(
+        workload=inputs.get("workload"),
+        results=inputs.get("results"),
+        ctx=inputs.get("ctx"),
+        vars=inputs.get("vars"),
+        execution_id=inputs.get("execution_id", 0),
+        dialect=payload.get("dialect") or "canonical",
+        step_names=[payload["step"], *(inputs.get("step_names") or ())],
+    )
+
+
+def with_values(context: Mapping[str, Any], **values: Any) -> dict[str, Any]:
+    """A copy of ``context`` with reserved namespaces added/replaced (``_prev=``, ``output=``...)."""
+    new = dict(context)
+    new.update(values)
+    return new
+
+
+def with_loop(
+    context: Mapping[str, Any],
+    *,
+    iterator: str,
+    item: Any,
+    index: int,
+    length: int | None = None,
+    iter_scope: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Add loop iteration names: ``iter``, the bare iterator, ``loop_index``, ``loop``."""
+    last = length is not None and index == length - 1
+    iter_ns = {
+        **dict(iter_scope or {}),
+        iterator: item,
+        "_index": index,
+        "_first": index == 0,
+        "_last": last,
+    }
+    new = dict(context)
+    new["iter"] = iter_ns
+    if iterator not in RESERVED_KEYS:
+        new[iterator] = item
+    new["loop_index"] = index
+    new["loop"] = {"index": index, "first": index == 0, "length": length, "done": False}
+    return new
+
+
+def apply_ctx_writes(context: Mapping[str, Any], writes: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``context`` where ``writes`` are visible as ctx/workload and at top level."""
+    if not writes:
+        return dict(context)
+    new = dict(context)
+    variables = {**context.get("ctx", {}), **writes}
+    new["ctx"] = variables
+    new["workload"] = variables
+    protected = context.get(PROTECTED_KEY, RESERVED_KEYS)
+    for key, value in writes.items():
+        if key not in protected:
+            new[key] = value
+    return new
+
+
+def with_bindings(context: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``context`` where ``values`` are visible as bare names; reserved namespaces and
+    step results keep their meaning (a binding never shadows them)."""
+    new = dict(context)
+    protected = context.get(PROTECTED_KEY, RESERVED_KEYS)
+    for key, value in values.items():
+        if isinstance(key, str) and key not in protected:
+            new[key] = value
+    return new
+
+
+def apply_vars_writes(context: Mapping[str, Any], writes: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``context`` where case-v2 ``vars`` writes are visible as ``vars.<name>``."""
+    new = dict(context)
+    new["vars"] = {**context.get("vars", {}), **writes}
+    return new
