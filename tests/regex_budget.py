@@ -106,7 +106,9 @@ def source_calls() -> tuple[dict, list]:
                         flag_node = keyword.value
                 if flag_node is not None:
                     flags = eval(compile(ast.Expression(flag_node), relative, "eval"), {"re": re})
-                found.setdefault((pattern, int(flags)), f"{relative}:{node.lineno}")
+                # as a compiled pattern reports them (re.UNICODE added for str patterns)
+                flags = re.compile(pattern, flags).flags
+                found.setdefault((pattern, flags), f"{relative}:{node.lineno}")
     return found, dynamic
 
 
@@ -302,29 +304,31 @@ def _split(items, path):
     return prefix, pump, suffix, sampler.chars
 
 
-def inputs(pattern: str, flags: int = 0, length: int = LENGTH) -> list[str]:
-    """Adversarial strings of ``length`` characters for ``pattern``."""
+def inputs(pattern: str, flags: int = 0, length: int = LENGTH, most: int = 48) -> list[str]:
+    """Adversarial strings of about ``length`` characters for ``pattern``, the pumped
+    repetitions first, at most ``most`` of them."""
     tree = _parser.parse(pattern, flags)
     sampler = _Sampler()
     whole = sampler.sample(tree) or "a"
-    chars = set(sampler.chars) | {" ", "a", "0", "\n", "'", '"', "=", ":", "/", "@", "{", "-", "."}
-    out = {whole * (length // len(whole) + 1)}
-    out.add((whole[:-1] + "\x01") * (length // len(whole) + 1) if len(whole) > 1 else "\x01" * length)
-    for char in chars:
-        out.add(char * length)
-        out.add(whole[: len(whole) // 2 + 1] + char * length)
+    out: list[str] = []
     for path, (low, high, _body) in _repeats(tree):
         prefix, pump, suffix, more = _split(tree, path)
-        for fail in ("\x01", " ", "!"):
-            out.add(prefix + pump * (length // len(pump)) + fail)
-            bounded = min(high, 4096) if high is not C.MAXREPEAT else 4096
-            unit = prefix + pump * max(bounded, low, 1) + fail
-            out.add(unit * (length // len(unit) + 1))
-            out.add(prefix * (length // max(len(prefix), 1)) + pump * 64 + fail if prefix else prefix)
-        out.add(prefix + pump * (length // len(pump)) + suffix[:-1])
-        for char in more:
-            out.add(prefix + char * length)
-    return sorted(text[: length + 64] for text in out if text)
+        out.append(prefix + pump * (length // len(pump)) + "\x01")
+        out.append(prefix + pump * (length // len(pump)) + suffix[:-1])
+        bounded = min(high, 4096) if high is not C.MAXREPEAT else 4096
+        unit = prefix + pump * max(bounded, low, 1) + "!"
+        out.append(unit * (length // len(unit) + 1))
+        if prefix:
+            out.append(prefix * (length // len(prefix)) + pump * 64 + "\x01")
+        out.extend(prefix + char * length for char in sorted(more))
+    out.append(whole * (length // len(whole) + 1))
+    if len(whole) > 1:
+        out.append((whole[:-1] + "\x01") * (length // len(whole) + 1))
+    for char in sorted(set(sampler.chars) | {" ", "a", "0", "\n", "'"}):
+        out.append(char * length)
+        out.append(whole[: len(whole) // 2 + 1] + char * length)
+    unique = list(dict.fromkeys(text[: length + 64] for text in out if text))
+    return unique[:most]
 
 
 _USE = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.(?P<method>search|match|fullmatch|sub|subn|findall|finditer|split)\(")
@@ -343,11 +347,13 @@ def anchored_only() -> set[str]:
 
 def modes(where: str, anchored: set[str]) -> tuple[str, ...]:
     """How a pattern defined at ``where`` is run: always match and fullmatch; search and
-    finditer too unless the pattern's name is only ever matched at a given position."""
+    finditer (the costliest of each pair) unless the pattern's name is only ever matched at a given position."""
+    # fullmatch explores at least what match does from the first position (it cannot stop at a
+    # shorter match), and finditer at least what search does (it goes on after the first match).
     name = where.rsplit(".", 1)[-1] if ":" not in where else ""
     if name in anchored:
-        return ("match", "fullmatch")
-    return ("match", "fullmatch", "search", "finditer")
+        return ("fullmatch",)
+    return ("fullmatch", "finditer")
 
 
 def run(pattern: re.Pattern[str], mode: str, text: str) -> None:

@@ -736,7 +736,8 @@ def _jinja_depth_error(text: str) -> jinja2.TemplateSyntaxError | None:
 # ----------------------------------------------------------------------------- error offsets
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # Jinja's line breaks
-_UNEXPECTED_CHAR = re.compile(r"unexpected char .* at (\d++)", re.DOTALL)
+# Jinja's `unexpected char {char!r} at {pos}`: the repr of one character, quoted either way.
+_UNEXPECTED_CHAR = re.compile(r"""unexpected char (?:'[^']{1,12}+'|"[^"]{1,12}+") at (\d++)""")
 _UNEXPECTED_BRACKET = re.compile(r"unexpected '([)\]}])'")
 
 
