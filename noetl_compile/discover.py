@@ -42,41 +42,106 @@ class Found:
     special: list[tuple[str, str]] = field(default_factory=list)
 
 
+# Glob tokens: ("lit", char), ("one",), ("set", compiled one-character class), ("star",) for `*`
+# (no `/`), ("any",) for `**`, ("dirs",) for `**/` (nothing, or anything ending with `/`).
+_Token = tuple
+
+
+def _glob_tokens(pattern: str) -> tuple[_Token, ...]:
+    """A gitignore glob as tokens over a ``/``-separated relative path."""
+    out: list[_Token] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append(("dirs",))
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(("any",))
+            i += 2
+        elif pattern[i] == "*":
+            out.append(("star",))
+            i += 1
+        elif pattern[i] == "?":
+            out.append(("one",))
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 1)) >= 0:
+            # fnmatch's translation of one bracket expression: a single-character class.
+            out.append(("set", re.compile(fnmatch.translate(pattern[i : end + 1])[4:-3])))
+            i = end + 1
+        else:
+            out.append(("lit", pattern[i]))
+            i += 1
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class _Rule:
-    regex: re.Pattern[str]
+    """One .gitignore line. Matched by walking the glob's tokens over the path as a set of
+    states (each path character visits each token at most once), not by a backtracking regex:
+    `*a*a*a*a*b` against a long name took time to the power of its stars."""
+
+    tokens: tuple[_Token, ...]
     negate: bool
     folders_only: bool
 
+    def matches(self, path: str) -> bool:
+        """Does the whole of ``path``, or a folder that holds it (`rule/...`), match?"""
+        tokens, end = self.tokens, len(self.tokens)
+        states = self._closure({0})
+        for char in path:
+            following: set[int] = set()
+            inside: set[int] = set()  # `**/` states part way through `.*/`: not skippable now
+            for state in states:
+                if state > end:  # past a matched folder: anything under it
+                    following.add(state)
+                    continue
+                if state == end:
+                    if char == "/":
+                        following.add(end + 1)
+                    continue
+                kind = tokens[state][0]
+                if kind == "lit":
+                    if tokens[state][1] == char:
+                        following.add(state + 1)
+                elif kind == "one":
+                    if char != "/":
+                        following.add(state + 1)
+                elif kind == "set":
+                    if tokens[state][1].match(char):
+                        following.add(state + 1)
+                elif kind == "star":
+                    if char != "/":
+                        following.add(state)
+                elif kind == "any":
+                    following.add(state)
+                else:  # dirs: anything, and after a `/` the rest of the glob
+                    inside.add(state)
+                    if char == "/":
+                        following.add(state + 1)
+            if not following and not inside:
+                return False
+            states = self._closure(following) | inside
+        return end in states or end + 1 in states
 
-def _glob_regex(pattern: str) -> str:
-    """A gitignore glob as a regex over a ``/``-separated relative path."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[":
-            end = pattern.find("]", i + 1)
-            if end < 0:
-                out.append(re.escape("["))
-                i += 1
-            else:
-                out.append(fnmatch.translate(pattern[i : end + 1])[4:-3])
-                i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
+    def _closure(self, states: set[int]) -> set[int]:
+        """``states`` and those reached by letting `*`, `**` and `**/` match nothing."""
+        out = set(states)
+        for state in sorted(states):
+            while state < len(self.tokens) and self.tokens[state][0] in ("star", "any", "dirs"):
+                state += 1
+                out.add(state)
+        return out
+
+
+def _rule(line: str) -> _Rule:
+    """The rule of one (non-comment) .gitignore line."""
+    negate = line.startswith("!")
+    text = line[1:] if negate else line
+    folders_only = text.endswith("/")
+    text = text.rstrip("/")
+    anchored = "/" in text
+    tokens = _glob_tokens(text.lstrip("/"))
+    return _Rule(tokens if anchored else (("dirs",), *tokens), negate, folders_only)
 
 
 @lru_cache(maxsize=256)
@@ -92,16 +157,9 @@ def _rules(folder: str) -> tuple[_Rule, ...]:
         text = line.rstrip()
         if not text or text.startswith("#"):
             continue
-        negate = text.startswith("!")
-        text = text[1:] if negate else text
-        folders_only = text.endswith("/")
-        text = text.rstrip("/")
-        if not text:
+        if not (text[1:] if text.startswith("!") else text).rstrip("/"):
             continue
-        anchored = "/" in text
-        body = _glob_regex(text.lstrip("/"))
-        regex = re.compile(("" if anchored else "(?:.*/)?") + body + "(?:/.*)?$")
-        rules.append(_Rule(regex, negate, folders_only))
+        rules.append(_rule(text))
     return tuple(rules)
 
 
@@ -150,9 +208,9 @@ def _ignored(path: str, is_folder: bool, root: str, known: dict) -> bool:
         for rule in rules:
             if rule.folders_only and not is_folder:
                 # `build/` ignores what is under a folder named build, not a file of that name
-                if not any(rule.regex.match(p) for p in _parents(relative)):
+                if not any(rule.matches(p) for p in _parents(relative)):
                     continue
-            elif not rule.regex.match(relative):
+            elif not rule.matches(relative):
                 continue
             ignored = not rule.negate
     return ignored

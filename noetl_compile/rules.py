@@ -500,7 +500,9 @@ RULES: dict[str, Rule] = {
             "C510",
             E,
             "invalid gate config",
-            "A gate key holds a value the gate cannot use (unknown gate type, bad duration, bad param type).",
+            "A gate key holds a value the gate cannot use (unknown gate type, bad duration, bad param "
+            "type, or a template in a key read when the DAG file is parsed: gate, timeout, "
+            "assignees, on_timeout, default, params).",
             "timeout: 1h30m   # or PT1H30M",
         ),
         _rule(

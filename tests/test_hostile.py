@@ -206,6 +206,46 @@ def one(code: str, where: str = r"\d+:\d+", file: str = "p.yaml") -> str:
 
 
 SECRET = "Zq9-very-secret-value"
+BEARER_SPACES = (
+    "workflow:\n  - step: start\n    tool:\n      kind: http\n      url: http://127.0.0.1/x\n"
+    '      headers:\n        Authorization: "Bearer x' + " " * 40_000 + 'y"\n'
+)
+# One line per credential shape of noetl_compile/check/secrets.py, with {run} where a pattern
+# meets whitespace it may repeat over.
+CREDENTIAL_SHAPES = (
+    "Authorization: Bearer{run}x",
+    "Authorization:{run}Bearer Zq9abcdefghijklmnop",
+    "Bearer{run}Zq9abcdefghijklmnop",
+    "headers = {{'Authorization': 'Bearer{run}x'}}",
+    "password{run}= 'x'",
+    "password ={run}'x'",
+    "PASSWORD{run}=",
+    "CREATE USER u IDENTIFIED BY{run}x",
+    "SET PASSWORD{run}FOR 'u' ={run}PASSWORD({run}'x')",
+    "curl{run}-u user:{run}x",
+    "mysql{run}-p{run}x",
+    "sshpass{run}-p{run}x",
+    "machine{run}h login{run}u password{run}x",
+    "auth ={run}({run}'u',{run}'x')",
+    "jdbc:oracle:thin:{run}u/x@h",
+    "postgresql://u:{run}@h",
+    "h:5432:db:u:{run}x",
+    "--password{run}x",
+    "password:{run}x1",
+    "x = '{{{{{run}'x' }}}}'",
+    "api_key=x{run}y&",
+    "AKIA{run}ABCDEFGHIJKLMNOP",
+    "-----BEGIN{run}PRIVATE KEY-----",
+    "eyJ{run}.eyJ{run}.x",
+)
+
+
+def _shapes_with_runs() -> str:
+    lines = []
+    for run in (" " * 10_000, "\t" * 10_000, "\n" * 10_000):
+        lines.extend(shape.format(run=run) for shape in CREDENTIAL_SHAPES)
+    # and one literal the detector must still find after all of them
+    return "\n".join(lines) + f"\npassword = '{SECRET}'"
 CASES: list[Case] = [
     # -- 1. YAML loader limits -----------------------------------------------------------------
     Case(
@@ -636,6 +676,28 @@ CASES: list[Case] = [
         ["check", "p.yaml", "--select", "X"],
         1,
         [one("X601", "9:18")],
+    ),
+    *[
+        Case(
+            f"bearer_header_space_run_{command}",
+            lambda: {"p.yaml": playbook(steps=BEARER_SPACES)},
+            [command, "p.yaml", *(["-o", "out"] if command == "compile" else [])],
+            1,
+            [one("X601", "10:32") + "`Authorization` holds a literal secret"],
+            after=(lambda d: _assert_no_dag(d / "out")) if command == "compile" else None,
+        )
+        for command in ("check", "compile")
+    ],
+    Case(
+        # Every credential shape the detector reads, with a 10,000-character run of spaces (and
+        # one of tabs and newlines) where its pattern scans: each is read once, not once per
+        # character of the run.
+        "credential_shapes_whitespace_runs",
+        lambda: {"p.yaml": playbook(steps=python_step(_shapes_with_runs()))},
+        ["check", "p.yaml", "--select", "X"],
+        1,
+        [one("X601")],
+        seconds=30.0,
     ),
     Case(
         "long_code_spaces",

@@ -35,9 +35,11 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 # user:password@ in any URL; password=... / pwd=... in libpq, JDBC and ODBC strings.
-_URL_CREDENTIALS = re.compile(r"(?P<head>[a-z][a-z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)@")
+# Anchored on `://`, not on the scheme: a scheme-first pattern re-read a long run of letters from
+# each of its characters (quadratic); the scheme is kept as it is either way.
+_URL_CREDENTIALS = re.compile(r"(?P<head>://[^/\s:@]*+:)(?P<secret>[^@\s/]++)@")
 _KV_PASSWORD = re.compile(
-    r"(?P<head>\b(?:password|pwd|passwd)\s*=\s*)(?P<secret>'[^']*'|[^\s;&]+)", re.IGNORECASE
+    r"(?P<head>\b(?:password|pwd|passwd)\s*+=\s*+)(?P<secret>'[^']*+'|[^\s;&]++)", re.IGNORECASE
 )
 
 

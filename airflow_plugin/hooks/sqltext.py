@@ -177,7 +177,7 @@ def _code_words(statement: str) -> Iterator[str]:
                 yield match.group(0).upper()
 
 
-_LEADING_WORD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+_LEADING_WORD = re.compile(r"\s*+([A-Za-z_][A-Za-z0-9_]*+)")
 
 
 def leading_keyword(statement: str) -> str | None:

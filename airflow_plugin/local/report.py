@@ -40,7 +40,7 @@ __all__ = [
 
 FINISHED = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 _RAN = frozenset({"success", "failed"})
-_STEP_NAMED = re.compile(r"^step '((?:[^'\\]|\\.)+)'(?: failed)?: ")
+_STEP_NAMED = re.compile(r"^step '((?:[^'\\]++|\\.)++)'(?: failed)?: ")
 RESULT_PREVIEW = 300  # characters of a result shown in the text summary
 
 

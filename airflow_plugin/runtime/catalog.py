@@ -62,7 +62,7 @@ def _dags_folder() -> Path:
 def _file_for(dag_id: str, folder: Path) -> Path:
     # The `dag_id="..."` argument of `with DAG(`, at the start of its line: a parent's
     # `trigger_dag_id="<child>"` must never make the parent look like its child.
-    needle = re.compile(rf'^\s*dag_id="{re.escape(dag_id)}"', re.MULTILINE)
+    needle = re.compile(rf'^[ \t]*+dag_id="{re.escape(dag_id)}"', re.MULTILINE)
     for path in sorted(folder.rglob("*.py")):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")

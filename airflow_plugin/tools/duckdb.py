@@ -103,7 +103,7 @@ _TRANSACTION_CONTROL = frozenset(
     {("BEGIN",), ("COMMIT",), ("ROLLBACK",), ("START",), ("END",), ("ABORT",)}
 )
 
-_INSTALL = re.compile(r"^\s*(?:FORCE\s+)?INSTALL\s+['\"]?([A-Za-z0-9_]+)", re.IGNORECASE)
+_INSTALL = re.compile(r"^\s*+(?:FORCE\s++)?+INSTALL\s++['\"]?+([A-Za-z0-9_]++)", re.IGNORECASE)
 
 
 def _without_leading_comments(text: str) -> str:

@@ -100,9 +100,11 @@ _SECRET_HEADER = re.compile(
     re.IGNORECASE,
 )
 # Query parameter names whose values are credentials: whole names or ``_``/``-`` suffixes, so
-# ``access_token`` and ``client_secret`` match and ``keyword`` or ``monkey`` do not.
+# ``access_token`` and ``client_secret`` match and ``keyword`` or ``monkey`` do not. Searched in
+# ``"_" + name`` so that the pattern starts with a character set (no `^|` branch to try at
+# every position of a long name).
 _SECRET_PARAM = re.compile(
-    r"(^|[_\-.])(api[_-]?key|apikey|key|token|secret|password|passwd|pwd|sig|signature"
+    r"[_\-.](api[_-]?key|apikey|key|token|secret|password|passwd|pwd|sig|signature"
     r"|auth|authorization|credentials?|session)$",
     re.IGNORECASE,
 )
@@ -127,9 +129,9 @@ def safe_url(url: Any) -> str:
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        if any(_SECRET_PARAM.search(k) for k, _ in pairs):
+        if any(_SECRET_PARAM.search("_" + k) for k, _ in pairs):
             query = urlencode(
-                [(k, _REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="*"
+                [(k, _REDACTED if _SECRET_PARAM.search("_" + k) else v) for k, v in pairs], safe="*"
             )
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 

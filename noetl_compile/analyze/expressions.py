@@ -423,7 +423,7 @@ _PARSER = Lark(
 # Three tags in four are a bare dotted name (`{{ workload.api_url }}`). This regex recognises
 # that subset of the grammar's language and builds the same tree without a parser run, which
 # costs far more than the regex. (`not` is a keyword there, so `{{ not }}` goes to the parser.)
-_DOTTED_NAME = re.compile(r"\s*(?!not\b)([^\W\d]\w*)((?:\.[^\W\d]\w*)*)\s*")
+_DOTTED_NAME = re.compile(r"\s*+(?!not\b)([^\W\d]\w*+)((?:\.[^\W\d]\w*+)*+)\s*+")
 
 
 def _parse(kind: str, source: str) -> tuple[object | None, int | None]:
@@ -464,13 +464,13 @@ class _Tag(NamedTuple):
 
 _TAG_OPEN = re.compile(r"\{([{%#])[-+]?")
 # Jinja's own patterns for raw blocks (a `+` is not allowed before the first `%}`).
-_RAW_OPEN = re.compile(r"\{%[-+]?\s*raw\s*(?:-%\}|%\})")
-_RAW_CLOSE = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
+_RAW_OPEN = re.compile(r"\{%[-+]?+\s*+raw\s*+(?:-%\}|%\})")
+_RAW_CLOSE = re.compile(r"\{%[-+]?+\s*+endraw\s*+[-+]?+%\}")
 _CLOSE = {"expression": re.compile(r"-?\}\}"), "statement": re.compile(r"[-+]?%\}")}
 # One step through a tag: a string literal, or a run of characters that cannot start a closing
 # mark, a bracket or a string, or any single character.
 _TAG_CONTENT = re.compile(
-    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"()\[\]{}%}+\-]+|.""", re.DOTALL
+    r"""'(?:[^'\\]++|\\.)*+'|"(?:[^"\\]++|\\.)*+"|[^'"()\[\]{}%}+\-]++|.""", re.DOTALL
 )
 _CLOSING_BRACKET = {"(": ")", "[": "]", "{": "}"}
 
@@ -529,7 +529,7 @@ def _scan_tag(kind: str, text: str, body_start: int) -> _Tag:
 # Statements that load another template: the runtime (like NoETL's engine) renders playbook
 # strings in an environment without a loader, so each of them fails every time it renders.
 LOADER_STATEMENTS = frozenset({"include", "extends", "import", "from"})
-_STATEMENT_KEYWORD = re.compile(r"\s*(\w+)")
+_STATEMENT_KEYWORD = re.compile(r"\s*+(\w+)")
 
 
 def loader_statements(text: str) -> tuple[tuple[str, int], ...]:
@@ -613,7 +613,7 @@ def _expression_via_jinja(source: str) -> object | None:
     return None if template is None else _from_jinja(template.body[0].nodes[0], _Locator(source))
 
 
-_KEYWORD = re.compile(r"\s*(\w*)")
+_KEYWORD = re.compile(r"\s*+(\w*+)")
 
 
 def _statement_via_jinja(source: str) -> _Statement | None:
@@ -736,7 +736,8 @@ def _jinja_depth_error(text: str) -> jinja2.TemplateSyntaxError | None:
 # ----------------------------------------------------------------------------- error offsets
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # Jinja's line breaks
-_UNEXPECTED_CHAR = re.compile(r"unexpected char .* at (\d+)", re.DOTALL)
+# Jinja's `unexpected char {char!r} at {pos}`: the repr of one character, quoted either way.
+_UNEXPECTED_CHAR = re.compile(r"""unexpected char (?:'[^']{1,12}+'|"[^"]{1,12}+") at (\d++)""")
 _UNEXPECTED_BRACKET = re.compile(r"unexpected '([)\]}])'")
 
 
@@ -748,7 +749,7 @@ def _line_start(text: str, line: int) -> int:
     """Offset of the first non-blank character of 1-based `line`."""
     starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
     start = starts[min(max(line, 1), len(starts)) - 1]
-    return re.compile(r"[ \t]*").match(text, start).end()
+    return re.compile(r"[ \t]*+").match(text, start).end()
 
 
 def _error_offset(text: str, error: jinja2.TemplateSyntaxError, candidates: list[int]) -> int:
@@ -784,7 +785,7 @@ def _error_offset(text: str, error: jinja2.TemplateSyntaxError, candidates: list
 # sees a conditional and a membership test. Tags like that are left to Jinja; the match ends where
 # Jinja stumbles: at that `is`, or at the token after `if` / `in`.
 _BARE_TEST_ARGUMENT = re.compile(
-    r"\bis\s+(?:not\s+)?[^\W\d]\w*(?:\s*\.\s*\w+)*\s+(?:(?=is\b)|(?:if|in)\b\s*)"
+    r"\bis\s++(?:not\s++)?+[^\W\d]\w*+(?:\s*+\.\s*+\w++)*+\s++(?:(?=is\b)|(?:if|in)\b\s*+)"
 )
 
 

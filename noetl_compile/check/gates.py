@@ -29,18 +29,19 @@ PARAM_TYPES = {
     "object": (dict,),
     "array": (list,),
 }
+PARSE_TIME_KEYS = ("assignees", "on_timeout", "default", "params")
 PARAM_KEYS = {"type", "default", "description", "enum", "minimum", "maximum"}
 
 # `30s`, `5m`, `1h30m`, `2d12h` ... (each unit once, largest first, as the runtime parses them)
 # or ISO-8601 `PT2H`, `P10D`, `P1DT2H30M`, `PT0.5S`.
 _SHORT = re.compile(
-    r"(?=\d)(?:\d+(?:\.\d+)?d)?(?:\d+(?:\.\d+)?h)?(?:\d+(?:\.\d+)?m)?(?:\d+(?:\.\d+)?s)?"
+    r"(?=\d)(?:\d++(?:\.\d++)?+d)?+(?:\d++(?:\.\d++)?+h)?+(?:\d++(?:\.\d++)?+m)?+(?:\d++(?:\.\d++)?+s)?+"
 )
 # The longest duration a Python timedelta (what the operators build when the DAG is parsed) holds.
 MAX_DURATION_SECONDS = timedelta.max.total_seconds()
 _ISO = re.compile(
-    r"P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
-    r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+    r"P(?:(\d++(?:\.\d++)?+)W)?+(?:(\d++(?:\.\d++)?+)D)?+"
+    r"(?:T(?:(\d++(?:\.\d++)?+)H)?+(?:(\d++(?:\.\d++)?+)M)?+(?:(\d++(?:\.\d++)?+)S)?+)?+"
 )
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -50,7 +51,7 @@ def duration_seconds(text: str) -> float | None:
     text = text.strip()
     if _SHORT.fullmatch(text):
         return sum(
-            float(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
+            float(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"(?<![\d.])(\d++(?:\.\d++)?+)([dhms])", text)
         )
     match = _ISO.fullmatch(text.upper())
     if match and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
@@ -107,6 +108,12 @@ def check_gate(ctx: CheckContext, tool: Any, label: str) -> None:
         )
     else:
         _check_duration(ctx, tool, "timeout", label, positive=True)
+    # The operators read these when the DAG file is parsed, before anything is rendered (the
+    # reviewers, the form, the timeout answer): a template there would be kept as text, or fail
+    # the DAG's import. Reported here with the operator's rule; the fields are then not read on.
+    for key in PARSE_TIME_KEYS:
+        if key in tool and _parse_time_template(ctx, tool, key, label):
+            return
     _check_assignees(ctx, tool, label)
     on_timeout = tool.get("on_timeout", "fail")
     if (
@@ -198,6 +205,36 @@ def _check_duration(ctx: CheckContext, tool: dict, key: str, label: str, *, posi
         )
 
 
+def _parse_time_template(ctx: CheckContext, parent: Any, key: Any, label: str) -> bool:
+    """Report every template in ``parent[key]`` (a value, or inside lists and mappings, keys
+    too); True if there was one."""
+    value = parent[key]
+    found = False
+    if is_template(value):
+        ctx.report(
+            "C510",
+            ctx.pos(parent, key),
+            f"`{key}` of {label} must be written out, not a template: the gate reads it when "
+            "the DAG file is parsed, before anything is rendered",
+        )
+        return True
+    if isinstance(value, dict):
+        for inner in list(value):
+            if is_template(inner):
+                ctx.report(
+                    "C510",
+                    ctx.key_pos(value, inner),
+                    f"a key of `{key}` in {label} must be written out, not a template: the gate "
+                    "reads it when the DAG file is parsed, before anything is rendered",
+                )
+                found = True
+            found = _parse_time_template(ctx, value, inner, label) or found
+    elif isinstance(value, list):
+        for index in range(len(value)):
+            found = _parse_time_template(ctx, value, index, label) or found
+    return found
+
+
 def _check_assignees(ctx: CheckContext, tool: dict, label: str) -> None:
     assignees = tool.get("assignees")
     if assignees is None or is_template(assignees):
@@ -280,7 +317,7 @@ def _check_param(ctx: CheckContext, spec: dict, where: str) -> None:
             f"`default` of {where} must be {kind}, not {type_name(default)}",
         )
     enum = spec.get("enum")
-    if enum is not None and not is_template(enum):
+    if "enum" in spec and not is_template(enum):  # `enum: null` too: the form's schema refuses it
         if not isinstance(enum, list) or not enum:
             ctx.report("C510", ctx.pos(spec, "enum"), f"`enum` of {where} must be a non-empty list")
         elif default is not None and not is_template(default) and default not in enum:

@@ -17,8 +17,8 @@ from .context import CheckContext
 # The tool's own keys, and a pipeline task's `name` and `spec`.
 KEYS = CONFIG_KEYS | {"name", "spec"}
 # Leading whitespace, `//` line comments and `/* */` block comments before the version header.
-_QASM_PREAMBLE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
-_QASM_HEADER = re.compile(r"OPENQASM\s+[23](?:\.\d+)?\s*;")
+_QASM_PREAMBLE = re.compile(r"(?:\s++|//[^\n]*+|/\*.*?\*/)*+", re.DOTALL)
+_QASM_HEADER = re.compile(r"OPENQASM\s++[23](?:\.\d++)?+\s*+;")
 
 
 def _unknown_keys(ctx: CheckContext, mapping: dict, known, where: str) -> None:

@@ -8,6 +8,7 @@ nested unbounded repeats), so a long code block costs one pass per pattern.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Iterator
@@ -169,11 +170,11 @@ class Finding(NamedTuple):
 
 
 _BEARER = re.compile(
-    r"^\s*(?:Bearer|Basic|Token|Digest|ApiKey|Key)\s+(?P<secret>\S.*?)\s*$", re.IGNORECASE
+    r"^\s*+(?:Bearer|Basic|Token|Digest|ApiKey|Key)\s++(?P<secret>\S(?:.*\S)?+)\s*+$", re.IGNORECASE
 )
 # Literals a template hides: `{{ env.X | default('hunter2') }}`, `{{ 'hunter2' }}`, `or 'x'`.
 _TEMPLATE_LITERAL = re.compile(
-    r"""(?:\{\{-?|\bd(?:efault)?\(|\bor)\s*(?P<q>['"])(?P<secret>[^'"\n]{1,512})(?P=q)"""
+    r"""(?:\{\{-?+|\bd(?:efault)?+\(|\bor)\s*+(?P<q>['"])(?P<secret>[^'"\n]{1,512}+)(?P=q)"""
 )
 
 
@@ -201,7 +202,8 @@ def keyed_secret(value: str) -> Finding | None:
 
 # Secrets inside longer text. Bounded repeats keep every scan linear on long code blocks.
 _URL_CREDENTIALS = re.compile(
-    r"\b[a-z][a-z0-9+.-]{0,30}://[^\s:/@'\"]{0,256}:(?P<secret>[^\s@/'\"]{1,256})@", re.IGNORECASE
+    r"\b[a-z][a-z0-9+.-]{0,30}+://[^\s:/@'\"]{0,256}+:(?P<secret>[^\s@/'\"]{1,256}+)@",
+    re.IGNORECASE,
 )
 # `?api_key=x&`, `;Password=x;` (JDBC, ODBC, ADO.NET, Azure connection strings).
 _PARAMETER = re.compile(
@@ -211,40 +213,44 @@ _PARAMETER = re.compile(
 )
 # `PASSWORD 'x'`, `PASSWORD = 'x'`, `IDENTIFIED BY 'x'` / `IDENTIFIED BY x` in SQL text.
 _SQL_PASSWORD = re.compile(
-    r"\b(?:PASSWORD\s*=?\s*(?P<q>['\"])|IDENTIFIED\s+BY\s+(?P<q2>['\"]?))"
-    r"(?P<secret>[^'\"\s;,)]{1,512})(?:(?P=q)|(?P=q2))",
+    r"\b(?:PASSWORD\s*+(?:=\s*+)?+(?P<q>['\"])|IDENTIFIED\s++BY\s++(?P<q2>['\"]?+))"
+    r"(?P<secret>[^'\"\s;,)]{1,512}+)(?:(?P=q)|(?P=q2))",
     re.IGNORECASE,
 )
 # `export PGPASSWORD=x`, `--password=x`, `--token x`, `password = "x"`, `"api_key": "x"`.
 _ASSIGNMENT = re.compile(
-    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,64})(?P<kq>['"]?\]?)\s{0,8}(?::|=|:=|=>)\s{0,8}"""
-    r"""(?P<q>['"])(?P<secret>[^'"\n]{1,512})(?P=q)"""
+    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,64}+)(?P<kq>['"]?+\]?+)\s{0,8}+(?::=|=>|:|=)\s{0,8}+"""
+    r"""(?P<q>['"])(?P<secret>[^'"\n]{1,512}+)(?P=q)"""
 )
 # `--password x` (the `=` form is a parameter above).
 _OPTION = re.compile(
-    r"(?:^|\s)--(?P<name>[A-Za-z][\w-]{0,64}) +(?P<secret>[^\s'\"=;&|()-][^\s'\";&|()]{0,511})"
+    r"(?:^|\s)--(?P<name>[A-Za-z][\w-]{0,64}+) ++(?P<secret>[^\s'\"=;&|()-][^\s'\";&|()]{0,511}+)"
 )
 # `SET PASSWORD FOR 'u'@'h' = 'x'`, `SET PASSWORD = PASSWORD('x')` (MySQL).
 _SQL_SET_PASSWORD = re.compile(
-    r"\bSET\s+PASSWORD\b[^=;\n]{0,256}=\s*(?:PASSWORD\s*\(\s*)?(?P<q>['\"])"
-    r"(?P<secret>[^'\"\n]{1,512})(?P=q)",
+    r"\bSET\s++PASSWORD\b[^=;\n]{0,256}+=\s*+(?:PASSWORD\s*+\(\s*+)?+(?P<q>['\"])"
+    r"(?P<secret>[^'\"\n]{1,512}+)(?P=q)",
     re.IGNORECASE,
 )
 # Command lines whose password is an option of its own: `curl -u user:x`, `wget --user=u:x`,
 # `mysql -px` (the password glued to `-p`), `sshpass -p x`.
-_COMMAND_PASSWORD = re.compile(
-    r"\b(?:curl\b[^\n]{0,512}?\s(?:-u|--user)[ =]['\"]?[^\s:'\"]{1,128}:(?P<curl>[^\s'\"]{1,256})"
-    r"|mysql(?:dump|admin|import|show)?\b[^\n]{0,512}?\s-p(?P<mysql>[^\s'\"-][^\s'\"]{0,255})"
-    r"|sshpass\s+-p\s*['\"]?(?P<sshpass>[^\s'\"]{1,256}))"
+# The option is found first and its command looked for before it on its line (at most 512
+# characters back): a command-first pattern re-read up to 512 characters after every `mysql`.
+_COMMAND_WORD = re.compile(r"\b(?:(?P<curl>curl)|(?P<mysql>mysql)(?:dump|admin|import|show)?+)\b")
+_COMMAND_OPTION = re.compile(
+    r"\s(?:(?:-u|--user)[ =]['\"]?+[^\s:'\"]{1,128}+:(?P<curl>[^\s'\"]{1,256}+)"
+    r"|-p(?P<mysql>[^\s'\"-][^\s'\"]{0,255}+))"
+    r"|\bsshpass\s++-p\s*+['\"]?+(?P<sshpass>[^\s'\"]{1,256}+)"
 )
+_COMMAND_REACH = 512
 # `auth=("user", "x")`: basic auth as a python tuple (httpx, requests).
 _AUTH_TUPLE = re.compile(
-    r"""\bauth\s{0,8}=\s{0,8}[(\[]\s{0,8}(?P<q1>['"])[^'"\n]{0,256}(?P=q1)\s{0,8},\s{0,8}"""
-    r"""(?P<q2>['"])(?P<secret>[^'"\n]{1,512})(?P=q2)"""
+    r"""\bauth\s{0,8}+=\s{0,8}+[(\[]\s{0,8}+(?P<q1>['"])[^'"\n]{0,256}+(?P=q1)\s{0,8}+,\s{0,8}+"""
+    r"""(?P<q2>['"])(?P<secret>[^'"\n]{1,512}+)(?P=q2)"""
 )
 # `jdbc:oracle:thin:user/x@host:1521/db`: Oracle's user/password form.
 _ORACLE_THIN = re.compile(
-    r"\bjdbc:oracle:[a-z]{1,16}:[^/@\s:'\"]{1,128}/(?P<secret>[^@\s'\"]{1,256})@", re.IGNORECASE
+    r"\bjdbc:oracle:[a-z]{1,16}+:[^/@\s:'\"]{1,128}+/(?P<secret>[^@\s'\"]{1,256}+)@", re.IGNORECASE
 )
 # `password: x` as a line of a config file written in a string (YAML, INI, .env with `:`).
 # Unquoted values with a digit or a symbol only: `password: str` is a python annotation.
@@ -255,7 +261,7 @@ _CONFIG_LINE = re.compile(
 )
 # `machine host login u password x` (.netrc) and `host:port:db:user:x` (.pgpass) lines.
 _NETRC = re.compile(
-    r"\bmachine\s+\S{1,253}\s+login\s+\S{1,256}\s+password\s+(?P<secret>[^\s'\"]{1,256})"
+    r"\bmachine\s++\S{1,253}+\s++login\s++\S{1,256}+\s++password\s++(?P<secret>[^\s'\"]{1,256}+)"
 )
 _PGPASS = re.compile(
     r"(?:^|[\s'\">])(?P<host>[\w.-]{1,253}):(?:\d{1,5}|\*):[\w.*-]{1,63}:[\w.*-]{1,63}"
@@ -265,7 +271,7 @@ _PGPASS = re.compile(
 # A credential scheme and its token, whatever header or key holds it (`X-Upstream: Bearer x`).
 # Long and with a digit, so that prose ("Basic authentication") is not a token.
 _SCHEME_TOKEN = re.compile(
-    r"(?:^|[\s'\"])(?:Bearer|Basic)\s+(?P<secret>(?=[^\s'\"]{0,511}\d)[\w.~+/-]{16,512}=*)",
+    r"(?:^|[\s'\"])(?:Bearer|Basic)\s++(?P<secret>(?=[^\s'\"\d]{0,511}+\d)[\w.~+/-]{16,512}+=*+)",
     re.IGNORECASE,
 )
 # Query parameters of signed URLs (Azure SAS, S3 and GCS presigned): the signature is the secret.
@@ -273,7 +279,7 @@ _SIGNED_URL_PARAMETERS = frozenset(
     {"sig", "signature", "x-amz-signature", "x-goog-signature", "x-amz-security-token"}
 )
 _HEADER_LINE = re.compile(
-    r"\b(?:Authorization|Proxy-Authorization)\s*:\s*(?:Bearer|Basic|Token)\s+(?P<secret>[\w.~+/=-]{4,512})",
+    r"\b(?:Authorization|Proxy-Authorization)\s*+:\s*+(?:Bearer|Basic|Token)\s++(?P<secret>[\w.~+/=-]{4,512}+)",
     re.IGNORECASE,
 )
 _TOKEN_SHAPES = (
@@ -317,6 +323,18 @@ _SHAPE_HINTS = re.compile(
 # Every credential key name holds one of these (lowercased): strings without any cannot hold a
 # `name=secret` or `name: "secret"` pair, so the name-based scans are skipped (most code and SQL).
 _KEY_HINTS = re.compile(r"pass|pw|secret|token|key|cred|auth|cookie")
+
+
+def _after_command(value: str, option: int, command: str, words: list, ends: list[int]) -> bool:
+    """Does a ``command`` word (curl, mysql...) end before ``option`` on its line, at most
+    ``_COMMAND_REACH`` characters back?"""
+    line = value.rfind("\n", 0, option) + 1
+    index = bisect.bisect_right(ends, option) - 1
+    while index >= 0 and ends[index] >= max(line, option - _COMMAND_REACH):
+        if words[index][1] == command:
+            return True
+        index -= 1
+    return False
 
 
 def text_secrets(value: str) -> Iterator[Finding]:
@@ -382,8 +400,12 @@ def text_secrets(value: str) -> Iterator[Finding]:
     if "jdbc:oracle" in lowered:
         yield from literal(_ORACLE_THIN, "a JDBC URL holds a literal password")
     if commands:
-        for m in _COMMAND_PASSWORD.finditer(value):
+        words = [(m.end(), "curl" if m["curl"] else "mysql") for m in _COMMAND_WORD.finditer(value)]
+        ends = [end for end, _ in words]
+        for m in _COMMAND_OPTION.finditer(value):
             group = next(g for g in ("curl", "mysql", "sshpass") if m.group(g) is not None)
+            if group != "sshpass" and not _after_command(value, m.start(), group, words, ends):
+                continue
             if _literal(m.group(group)):
                 yield from add(
                     m.start(group), len(m.group(group)), "a command line holds a literal password"

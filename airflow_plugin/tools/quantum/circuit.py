@@ -21,8 +21,8 @@ from .errors import QuantumError
 __all__ = ["LoadedCircuit", "bind", "load"]
 
 # Whitespace, `//` line comments and `/* */` block comments may precede the version header.
-_PREAMBLE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
-_HEADER = re.compile(r"OPENQASM\s+(?P<major>\d+)(?:\.(?P<minor>\d+))?\s*;")
+_PREAMBLE = re.compile(r"(?:\s++|//[^\n]*+|/\*.*?\*/)*+", re.DOTALL)
+_HEADER = re.compile(r"OPENQASM\s++(?P<major>\d++)(?:\.(?P<minor>\d++))?+\s*+;")
 
 
 @dataclass(frozen=True)
