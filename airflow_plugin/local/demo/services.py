@@ -370,13 +370,13 @@ def status(home: Home) -> list[Service]:
             )
         )
     else:
-        services.append(Service("postgres", False, "not running"))
+        services.append(Service("postgres", False, "`noetlc demo up` starts it"))
     if http and _is_our_server(http["pid"]) and _http_answers(http["port"]):
         services.append(
             Service("http", True, f"http://127.0.0.1:{http['port']}", f"pid {http['pid']}")
         )
     else:
-        services.append(Service("http", False, "not running"))
+        services.append(Service("http", False, "`noetlc demo up` starts it"))
     return services
 
 
