@@ -15,7 +15,13 @@
     transaction per insert, against a throwaway cluster (target >= 0.8x); also vs psycopg in
     autocommit, the round trips the tool itself uses for a one-statement call;
 (f) ``noetlc run`` of hello_world vs ``airflow dags test`` of the same DAG, wall time (target
-    <= 0.5x), when ``noetlc run`` is available.
+    <= 0.5x), when ``noetlc run`` is available;
+(g) warm ``noetlc run --warm playbooks/hello_world.yaml`` (served by the home's warm runner,
+    airflow_plugin/local/warm.py) vs a cold ``noetlc run`` of it, alternately, median wall time
+    (target: warm <= 1.5 s, 1.0 s hoped for); and NoETL 5's ``noetl run FILE -r local`` of the
+    same shape (three shell steps: NoETL's local runtime runs no python tool) when its venv
+    exists at ``~/.cache/noetlc-tests/noetl5-venv``. ``noetlc check`` of the playbook alone is
+    printed too: the CLI's share of a warm run (start-up, read, check), before the fork runs it.
 
 Usage: ``python bench/runtime.py [--only a,b,...] [--loop-items N] [--requests N] [--inserts N]``.
 """
@@ -431,7 +437,7 @@ def _timed(fn) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="a,b,c,d,e,f", help="comma-separated parts to run")
+    parser.add_argument("--only", default="a,b,c,d,e,f,g", help="comma-separated parts to run")
     parser.add_argument(
         "--loop-items", type=int, default=DEFAULT_LOOP_ITEMS, help="items of the (c) loop"
     )
@@ -456,6 +462,10 @@ def main() -> None:
         bench_postgres(args.inserts)
     if "f" in parts:
         bench_run_cli()
+    if "g" in parts:
+        from bench.warm_run import bench_warm_run
+
+        bench_warm_run(HOME)
 
 
 if __name__ == "__main__":

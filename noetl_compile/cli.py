@@ -100,6 +100,9 @@ def _add_front_end_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+FUSE_HELP = "run each chain of plain steps as one task (fewer task starts; events stay per step)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="noetlc", description="Check and compile NoETL playbooks for Apache Airflow 3."
@@ -139,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if the output folder is stale"
     )
+    compile_.add_argument("--fuse", action="store_true", help=FUSE_HELP)
 
     graph = commands.add_parser("graph", help="draw the compiled graph of one playbook")
     graph.add_argument("path", metavar="PLAYBOOK", help="the playbook file to draw")
@@ -160,7 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run one playbook on a local Airflow (no set-up; needs the airflow extra)"
     )
-    run.add_argument("playbook", help="the playbook file (the playbooks it calls come along)")
+    run.add_argument(
+        "playbook", nargs="?", help="the playbook file (the playbooks it calls come along)"
+    )
     run.add_argument(
         "--set",
         dest="sets",
@@ -197,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for check; an entry may also define the connection (URI, JSON or fields)",
     )
     run.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    run.add_argument("--fuse", action="store_true", help=FUSE_HELP)
+    run.add_argument(
+        "--warm",
+        action="store_true",
+        help="serve the run from a background Airflow process kept warm per home (NOETLC_WARM=1)",
+    )
+    run.add_argument("--stop", action="store_true", help="stop the home's warm runner and exit")
     run.add_argument(
         "--strict", action="store_true", help="template warnings fail the step (NOETL_STRICT=1)"
     )
@@ -501,6 +514,12 @@ def run_run(args: argparse.Namespace) -> int:
     set_new = [_key_value(item, "--set-new") for item in args.set_new]
     signals = [_key_value(item, "--signal", "GATE=VALUE") for item in args.signals]
     conf = _conf(args.conf)
+    if args.stop:
+        from airflow_plugin.local.warm import stop_command
+
+        return stop_command(args.home)
+    if args.playbook is None:
+        raise UsageError("run needs a playbook file (or --stop)")
     if os.path.isdir(args.playbook):
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
     if not os.path.isfile(args.playbook):
@@ -513,6 +532,7 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
     from airflow_plugin.local.home import Home, default_home, locked
     from airflow_plugin.local.launch import Child, child_environment
+    from airflow_plugin.local.warm import Warm
 
     from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
@@ -533,11 +553,26 @@ def run_run(args: argparse.Namespace) -> int:
         print(f"noetlc: waiting for another run in {home.root}", file=sys.stderr)
 
     with locked(home, on_wait=waiting) as lock_fd:
-        child = Child(
-            child_environment(home, connections=conn_env, strict=args.strict),
-            home.new_log(os.path.splitext(os.path.basename(args.playbook))[0]),
-            lock_fd,
-        )
+        env = child_environment(home, connections=conn_env, strict=args.strict)
+        log = home.new_log(os.path.splitext(os.path.basename(args.playbook))[0])
+        run = {
+            "conf": conf,
+            "set": sets + set_new,
+            "signals": signals,
+            "json": args.json,
+            "started_at": started_at,
+        }
+        warm = Warm.of(args.warm, home, env)  # airflow_plugin/local/warm.py; None: opted out
+        if warm is not None and warm.ready:
+            work = {"playbook": args.playbook, "dialect": args.dialect, "json": args.json}
+            work["fuse"] = args.fuse
+            names_list = sorted(names) if names is not None else None
+            code = warm.run(
+                log, lock_fd, {"compile": {"args": work, "names": names_list, "run": run}}
+            )
+            if code is not None:
+                return code
+        child = Child(env, log, lock_fd)
         try:
             request = _compile_for_run(args, str(home.dags), names)
         except BaseException:
@@ -546,9 +581,11 @@ def run_run(args: argparse.Namespace) -> int:
         if request is None:
             child.abandon()
             return EXIT_FINDINGS
-        request.update(conf=conf, set=sets + set_new, signals=signals, json=args.json)
-        request["started_at"] = started_at
-        return child.run(request)
+        request.update(run)
+        code = child.run(request)
+        if warm is not None:
+            warm.start()  # for the next run
+        return code
 
 
 def _compile_for_run(args: argparse.Namespace, dags: str, names: set[str] | None) -> dict | None:
@@ -560,7 +597,9 @@ def _compile_for_run(args: argparse.Namespace, dags: str, names: set[str] | None
     from .report import FORMATTERS
 
     paths, unresolved = called_playbooks(args.playbook, args.dialect)
-    report = compile_paths(paths, dags, dialect=args.dialect, connections=names)
+    report = compile_paths(
+        paths, dags, dialect=args.dialect, connections=names, fuse=getattr(args, "fuse", False)
+    )
     if unresolved:
         sys.stderr.write(FORMATTERS["concise"](unresolved, report.sources))
     target = os.path.abspath(args.playbook)

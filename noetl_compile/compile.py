@@ -94,21 +94,24 @@ def _output_name(relative: str) -> str:
     return "/".join(clean) + ".py"
 
 
-def lower_result(result: FileResult, display: str, dag_id: str | None = None) -> IR:
+def lower_result(
+    result: FileResult, display: str, dag_id: str | None = None, *, fuse: bool = False
+) -> IR:
     """The IR of one checked playbook, as `compile` and `graph` both need it."""
     from .lower import lower
 
     assert result.playbook is not None
-    return lower(
-        result.playbook, source=display, source_sha256=file_sha256(result.path), dag_id=dag_id
-    )
+    digest = file_sha256(result.path)
+    return lower(result.playbook, source=display, source_sha256=digest, dag_id=dag_id, fuse=fuse)
 
 
-def compile_result(result: FileResult, display: str, dag_id: str | None = None) -> tuple[str, IR]:
+def compile_result(
+    result: FileResult, display: str, dag_id: str | None = None, *, fuse: bool = False
+) -> tuple[str, IR]:
     """Lower and emit one checked playbook -> (DAG file text, IR)."""
     from .emit.python import emit_python
 
-    ir = lower_result(result, display, dag_id)
+    ir = lower_result(result, display, dag_id, fuse=fuse)
     return emit_python(ir), ir
 
 
@@ -132,6 +135,7 @@ def compile_paths(
     ignore: Sequence[str] = (),
     strict: bool = False,
     exclude: Sequence[str] = (),
+    fuse: bool = False,
 ) -> CompileReport:
     from .lower import dag_id_for
 
@@ -165,7 +169,7 @@ def compile_paths(
         # playbooks with one id are R208 errors and were not compiled (see dag_ids.py).
         dag_id = report.dag_ids[result.path]
         try:
-            text, _ = compile_result(result, display, dag_id)
+            text, _ = compile_result(result, display, dag_id, fuse=fuse)
         except Exception as exc:  # noqa: BLE001 - one playbook the lowering cannot handle never hides the others
             report.failed.append(result.path)
             report.diagnostics.append(
@@ -239,6 +243,7 @@ def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
         ignore=args.ignore,
         strict=args.strict,
         exclude=args.exclude,
+        fuse=getattr(args, "fuse", False),
     )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:

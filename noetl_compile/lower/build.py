@@ -19,6 +19,7 @@ from ..ast import Playbook, Step
 from ..check import read_file
 from ..check.references import by_file, child_file
 from .dataflow import data_dependencies
+from .fuse import FUSED_PREFIX, fused_runs
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
 from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
@@ -97,8 +98,10 @@ def _static_int(value: Any) -> int | None:
 
 
 class _Lowering:
-    def __init__(self, playbook: Playbook) -> None:
+    def __init__(self, playbook: Playbook, fuse: bool = False) -> None:
         self.playbook = playbook
+        self.fuse = fuse  # lower chains of plain steps onto one task (lower/fuse.py)
+        self.fused_ids: set[str] = set()
         self.order = {name: i for i, name in enumerate(playbook.step_names)}
         self.graph, self.excluded = step_graph(playbook)
         self.deps = data_dependencies(playbook, self.graph)
@@ -120,6 +123,8 @@ class _Lowering:
             for name in [*b.body, *([b.end_step] if b.end_step else [])]
         }
         region_of = {name: members for members in regions for name in members}
+        fused = self._fused_runs(taken | set(in_body) | set(bodies)) if self.fuse else []
+        region_of.update({name: members for members in fused for name in members})
         seen: set[str] = set()
         for step in self.playbook.steps:
             name = step.name
@@ -128,7 +133,10 @@ class _Lowering:
             if name in region_of:
                 members = region_of[name]
                 seen |= set(members)
-                self._unit("region", members, f"region_{members[0]}")
+                prefix = FUSED_PREFIX if members in fused else "region"
+                self._unit("region", members, f"{prefix}_{members[0]}")
+                if members in fused:
+                    self.fused_ids.add(self.units[-1].id)
             elif name in bodies:
                 body = bodies[name]
                 members = [name, *body.body, *([body.end_step] if body.end_step else [])]
@@ -139,6 +147,14 @@ class _Lowering:
             else:
                 seen.add(name)
                 self._unit(self._shape(step), [name], name)
+
+    def _fused_runs(self, taken: set[str]) -> list[list[str]]:
+        def fusable(name: str) -> bool:
+            step = self.playbook.step(name)
+            return name not in taken and step is not None and self._shape(step) == "step"
+
+        names = self.playbook.step_names
+        return fused_runs(self.graph, names, fusable=fusable, entry=self.playbook.entry)
 
     def _shape(self, step: Step) -> str:
         if step.loop is not None:
@@ -222,6 +238,8 @@ class _Lowering:
         elif kind == "region":
             unit.tasks = [Task(unit.id, "NoetlRegionOperator", REGION_MODULE)]
             unit.note = f"cyclic region of {len(unit.steps)} step(s) (one task interprets it)"
+            if unit.id in self.fused_ids:
+                unit.note = f"fused run of {len(unit.steps)} step(s) (one task runs them in order)"
         elif kind == "loop":
             self._fill_loop(unit, step)
         elif kind == "cursor":
@@ -445,9 +463,17 @@ def _workload_params(playbook: Playbook) -> dict[str, Any]:
     return {str(k): plain(v) for k, v in workload.items()}
 
 
-def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | None = None) -> IR:
-    """Lower one checked playbook. ``source`` is the display path written into the DAG file."""
-    lowering = _Lowering(playbook)
+def lower(
+    playbook: Playbook,
+    *,
+    source: str,
+    source_sha256: str,
+    dag_id: str | None = None,
+    fuse: bool = False,
+) -> IR:
+    """Lower one checked playbook. ``source`` is the display path written into the DAG file;
+    ``fuse``: chains of plain steps become one task each (lower/fuse.py)."""
+    lowering = _Lowering(playbook, fuse)
     units = lowering.run()
     graph = lowering.graph
     for unit in units:

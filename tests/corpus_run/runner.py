@@ -114,7 +114,9 @@ class CompiledSet:
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)  # main's PAYLOADS
 
 
-def compile_set(rel: str, out: Path, children: list[str] | None = None) -> CompiledSet:
+def compile_set(
+    rel: str, out: Path, children: list[str] | None = None, options: tuple[str, ...] = ()
+) -> CompiledSet:
     """Compile ``rel`` and its children into ``out``; fail loudly with the compiler's report."""
     from noetl_compile.cli import main
 
@@ -122,7 +124,7 @@ def compile_set(rel: str, out: Path, children: list[str] | None = None) -> Compi
     files = [str(CORPUS / rel), *(str(CORPUS / c) for c in kids)]
     report = io.StringIO()
     with contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
-        code = main(["compile", *files, "-o", str(out)])
+        code = main(["compile", *files, "-o", str(out), *options])
     if code != 0:
         raise AssertionError(f"noetlc compile {rel} failed:\n{report.getvalue()}")
     digest = hashlib.sha256((CORPUS / rel).read_bytes()).hexdigest()
@@ -269,11 +271,12 @@ def run_corpus_playbook(
     workdir: Path,
     conf: Mapping[str, Any] | None = None,
     children: list[str] | None = None,
+    options: tuple[str, ...] = (),  # more `noetlc compile` options (`--fuse`)
 ) -> CorpusRun:
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
     from airflow_plugin.runtime.ids import execution_id_for
 
-    compiled = compile_set(rel, workdir / "compiled", children)
+    compiled = compile_set(rel, workdir / "compiled", children, options)
     install_dags(dags_folder, compiled)
     recorder = MemoryRecorder()
     previous = set_default_recorder(recorder)

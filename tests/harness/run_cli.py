@@ -19,7 +19,9 @@ def noetlc_run(
 ) -> subprocess.CompletedProcess:
     """``noetlc run ARGS`` with ``NOETLC_HOME=home``; the caller's strict/nested settings are
     left out so every run starts from the defaults, then ``env`` is applied."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("NOETL_STRICT", "NOETL_NESTED")}
+    # NOETLC_WARM too: a test uses the warm runner only when it asks (``env``).
+    dropped = ("NOETL_STRICT", "NOETL_NESTED", "NOETLC_WARM")
+    environ = {k: v for k, v in os.environ.items() if k not in dropped}
     environ["NOETLC_HOME"] = str(home)
     environ.update(env or {})
     return subprocess.run(

@@ -1,0 +1,470 @@
+"""A warm runner for `noetlc run`: one background process per managed home, each run forked from it.
+
+A cold `noetlc run` spends most of its wall time before the first step: importing Airflow,
+reading its settings, opening the metadata DB and building the in-process Execution API
+(``warmup``). The warm runner pays that once: ``python -m airflow_plugin.local.warm --home H``
+does all of it and then waits on a Unix socket. For each run the CLI connects and sends the run
+(its environment, working directory, log file and request) together with its stdout, stderr and
+the home-lock descriptor (``SCM_RIGHTS``); the runner forks, and the child is from there on the
+same process a cold run starts (``__main__``): it takes those descriptors as its own, claims the
+terminal, runs ``runner.execute`` and leaves with ``os._exit``. The runner reports the child's
+pid first (so Ctrl-C in the CLI reaches it) and its exit status last.
+
+Isolation: every run is a fresh fork of a runner that never ran a playbook, so whatever a run
+does to its process (modules a python step imports, a crash, ``os._exit``, a segfault) dies with
+it; the runner only sees an exit status. The home lock travels with the run, as with a cold
+child, so one run at a time per home still holds.
+
+Life cycle: the first opted-in run of a home finds no runner, runs cold as today and starts one
+in the background for the next run; the runner leaves after ``NOETLC_WARM_IDLE`` seconds without
+a run (default 900), when its code changed on disk (the CLI sends the code's fingerprint; a
+mismatch stops it and that run goes cold), and on ``noetlc run --stop``. Opt-in: ``noetlc run
+--warm`` or ``NOETLC_WARM=1``; tests and CI runs never use it unless they ask.
+
+The socket lives in the temporary folder under a name derived from the home (Unix socket paths
+are short), is created with mode 0600, and the runner serves only its own user (``SO_PEERCRED``).
+The client side (``serve_run``, ``start``, ``stop``) is pure Python: the CLI imports it without
+Airflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .home import Home
+from .launch import EXIT_INTERRUPTED
+
+__all__ = [
+    "ENV_WARM",
+    "Warm",
+    "enabled",
+    "fingerprint",
+    "serve_run",
+    "socket_path",
+    "start",
+    "stop",
+    "stop_command",
+]
+
+ENV_WARM = "NOETLC_WARM"
+ENV_IDLE = "NOETLC_WARM_IDLE"
+DEFAULT_IDLE = 900.0
+_PACKAGE = Path(__file__).resolve().parents[1]  # airflow_plugin/
+_MAX_MESSAGE = 1 << 24
+
+
+def enabled(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    return flag or environ.get(ENV_WARM, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def socket_path(home: Home) -> Path:
+    digest = hashlib.sha256(str(home.root.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"noetlc-warm-{os.getuid()}-{digest}.sock"
+
+
+def fingerprint() -> str:
+    """The interpreter and the newest modification of this package's code: a runner started from
+    other code must not serve a run (it would run yesterday's operators)."""
+    newest = max((p.stat().st_mtime_ns for p in _PACKAGE.rglob("*.py")), default=0)
+    return f"{sys.executable}|{_PACKAGE}|{newest}"
+
+
+# -- framing: one JSON object per message, length-prefixed ----------------------------------------
+
+
+def _send(sock: socket.socket, value: Any, fds: list[int] | None = None) -> None:
+    data = json.dumps(value).encode("utf-8")
+    frame = struct.pack("!I", len(data)) + data
+    if fds:
+        socket.send_fds(sock, [frame], fds)
+    else:
+        sock.sendall(frame)
+
+
+def _recv_exact(sock: socket.socket, size: int, fds: list[int]) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        data, received, _, _ = socket.recv_fds(sock, size - got, 8)
+        fds.extend(received)
+        if not data:
+            raise ConnectionError("the other side closed the warm-runner socket")
+        chunks.append(data)
+        got += len(data)
+    return b"".join(chunks)
+
+
+def _recv(sock: socket.socket) -> tuple[Any, list[int]]:
+    fds: list[int] = []
+    (size,) = struct.unpack("!I", _recv_exact(sock, 4, fds))
+    if size > _MAX_MESSAGE:
+        raise ConnectionError(f"warm-runner message of {size} bytes")
+    return json.loads(_recv_exact(sock, size, fds)), fds
+
+
+# -- the CLI side ---------------------------------------------------------------------------------
+
+
+def _connect(home: Home) -> socket.socket | None:
+    path = socket_path(home)
+    if not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def serve_run(
+    home: Home,
+    env: Mapping[str, str],
+    log: Path,
+    lock_fd: int,
+    work: Mapping[str, Any],
+) -> int | None:
+    """Run ``work`` in a fork of the home's warm runner: ``{"request": ...}`` (compiled already)
+    or ``{"compile": {"args", "names", "run"}}`` (the fork compiles, with the compiler imported
+    there); the run's exit status, or None when no runner (of this code) answers, and the caller
+    runs cold."""
+    sock = _connect(home)
+    if sock is None:
+        return None
+    with sock:
+        try:
+            hello = {"fingerprint": fingerprint(), "env": dict(env), "cwd": os.getcwd()}
+            hello.update(log=str(log), **work)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            _send(sock, hello, [1, 2, lock_fd])
+            answer, _ = _recv(sock)
+        except (OSError, ConnectionError, ValueError):
+            return None
+        if "pid" not in answer:
+            return None  # another code version: it is leaving; run cold
+        pid = int(answer["pid"])
+        while True:
+            try:
+                final, _ = _recv(sock)
+                return int(final["exit"])
+            except KeyboardInterrupt:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGINT)
+            except (OSError, ConnectionError, ValueError, KeyError):
+                print("noetlc: error: the warm runner went away during the run", file=sys.stderr)
+                return 1
+
+
+def start(home: Home, env: Mapping[str, str]) -> None:
+    """Start the home's runner in the background (its own session: the CLI's Ctrl-C and exit do
+    not reach it); it serves from the next run on."""
+    log = home.logs / "warm.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "airflow_plugin.local.warm", "--home", str(home.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def stop(home: Home, timeout: float = 10.0) -> bool:
+    """Ask the home's runner to leave; True when one was running."""
+    sock = _connect(home)
+    if sock is None:
+        return False
+    with sock:
+        try:
+            _send(sock, {"stop": True})
+            _recv(sock)
+        except (OSError, ConnectionError, ValueError):
+            pass
+    deadline = time.monotonic() + timeout
+    while socket_path(home).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+class Warm:
+    """The CLI's handle on the home's runner for one run (``noetlc_compile.cli.run_run``)."""
+
+    def __init__(self, home: Home, env: Mapping[str, str]) -> None:
+        self.home, self.env = home, env
+        self.ready = socket_path(home).exists()
+
+    @classmethod
+    def of(cls, flag: bool, home: Home, env: Mapping[str, str]) -> Warm | None:
+        return cls(home, env) if enabled(flag, env) else None
+
+    def run(self, log: Path, lock_fd: int, work: Mapping[str, Any]) -> int | None:
+        code = serve_run(self.home, self.env, log, lock_fd, work)
+        if code is None or code in (0, 1, 2, EXIT_INTERRUPTED):
+            return code
+        # As launch.Child.run says it of a cold child: a run that died (os._exit, a signal).
+        how = f"signal {-code}" if code < 0 else f"status {code}"
+        print(
+            f"noetlc: error: the Airflow process stopped unexpectedly ({how})\nAirflow log: {log}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if code == -signal.SIGINT else 1
+
+    def start(self) -> None:
+        start(self.home, self.env)
+
+
+def stop_command(home_arg: str | None) -> int:
+    """``noetlc run --stop [--home DIR]``."""
+    from .home import default_home
+
+    home = Home(Path(home_arg).expanduser() if home_arg else default_home())
+    if stop(home):
+        print(f"noetlc: stopped the warm runner of {home.root}")
+    else:
+        print(f"noetlc: no warm runner for {home.root}")
+    return 0
+
+
+# -- the runner -----------------------------------------------------------------------------------
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def _child(message: Mapping[str, Any], fds: list[int], home: Home) -> None:
+    """In the fork: become the cold child of this run (``__main__``), then leave."""
+    out_fd, err_fd, lock_fd = fds
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
+    del lock_fd  # held open until this process ends: the home stays locked for the run
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.environ.clear()
+    os.environ.update(message["env"])
+    os.chdir(message["cwd"])
+    try:
+        from airflow import settings
+
+        if settings.engine is not None:
+            settings.engine.dispose(close=False)  # connections of the runner are not ours
+    except Exception:  # noqa: BLE001, S110 - a fresh pool is an optimisation, not a requirement
+        pass
+    request = message.get("request")
+    if request is None:
+        request = _compile(home, message["compile"])
+    _run(Path(message["log"]), home, request)
+
+
+def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The CLI's compile step (``cli._compile_for_run``), here where the compiler is imported
+    already: its diagnostics go to the CLI's stdout/stderr (fds 1 and 2 are theirs by now)."""
+    import argparse
+
+    from noetl_compile.cli import EXIT_FINDINGS, _compile_for_run
+
+    names = spec.get("names")
+    args = argparse.Namespace(**spec["args"])
+    request = _compile_for_run(args, str(home.dags), None if names is None else set(names))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if request is None:
+        os._exit(EXIT_FINDINGS)  # the playbook does not compile; the diagnostics were printed
+    request.update(spec["run"])
+    return request
+
+
+def _run(log_path: Path, home: Home, request: Mapping[str, Any]) -> None:
+    """What ``__main__.main`` does after its warm-up, with the same exit statuses."""
+    import logging
+    import traceback
+
+    from .__main__ import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, _claim_terminal
+    from .runner import UsageProblem, execute
+
+    logging.root.handlers.clear()  # the runner's log handler writes to the runner's log
+    out, err = _claim_terminal(log_path)
+    code = EXIT_FAILED
+    try:
+        code = execute(request, home, log_path, out, err)
+    except UsageProblem as exc:
+        err.write(f"noetlc: error: {exc}\n")
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        err.write(f"noetlc: interrupted\nAirflow log: {log_path}\n")
+        code = EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - said once, in one line; the traceback is in the log
+        traceback.print_exc()
+        err.write(f"noetlc: error: {type(exc).__name__}: {exc}\nAirflow log: {log_path}\n")
+    finally:
+        for stream in (out, err, sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        logging.shutdown()
+    os._exit(code)
+
+
+# What every run imports after the fork (measured: about 0.3 s of a warm hello_world run, and
+# 0.6 s for the compiler). Imported once here, they are shared by every fork.
+_PRELOAD = (
+    "noetl_compile.cli",
+    "noetl_compile.compile",
+    "noetl_compile.check",
+    "noetl_compile.lower",
+    "noetl_compile.emit.python",
+    "airflow_plugin.local.runner",
+    "airflow_plugin.local.driver",
+    "airflow_plugin.local.report",
+    "airflow_plugin.operators.step",
+    "airflow_plugin.operators.region",
+    "airflow_plugin.operators.loop",
+    "airflow_plugin.runtime.step",
+    "airflow_plugin.runtime.interpreter",
+    "airflow_plugin.tools",
+    "airflow_plugin.events",
+    "airflow.sdk",
+    "airflow.models.dagbag",
+    "airflow.providers.standard.operators.hitl",
+)
+
+
+def _preload() -> None:
+    import importlib
+    import logging
+
+    for name in _PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            logging.getLogger("noetl.warm").warning("preload of %s failed", name, exc_info=True)
+
+
+def serve(home: Home, idle: float) -> None:
+    import gc
+    import logging
+
+    gc.disable()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s warm: %(message)s")
+    log = logging.getLogger("noetlc.warm")
+    started = time.monotonic()
+    import airflow  # noqa: F401 - the point of this process
+
+    from .runner import ensure_db
+    from .warmup import prepare_execution_api
+
+    ensure_db(home)
+    from airflow import settings
+
+    if settings.engine is not None:
+        with settings.engine.connect():
+            pass  # open the DB (and the pool) once, here
+    api = prepare_execution_api()
+    _preload()
+    gc.collect()
+    gc.freeze()  # forks share these pages; the collector never walks them again
+    mine = fingerprint()
+    path = socket_path(home)
+    # One runner per home: a second one (two starts racing) leaves at once.
+    import fcntl
+
+    guard = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info("another runner serves this home; leaving")
+        return
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o077)
+    try:
+        server.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    server.listen(4)
+    server.settimeout(idle)
+    log.info("ready in %.1fs (execution API: %s) on %s", time.monotonic() - started, api, path)
+    served = 0
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                log.info("idle for %.0fs after %d run(s); leaving", idle, served)
+                return
+            with conn:
+                conn.settimeout(None)
+                if _peer_uid(conn) != os.getuid():
+                    continue
+                try:
+                    message, fds = _recv(conn)
+                except (OSError, ConnectionError, ValueError):
+                    continue
+                if message.get("stop"):
+                    _send(conn, {"stopping": True})
+                    log.info("stopped after %d run(s)", served)
+                    return
+                if message.get("fingerprint") != mine or len(fds) != 3:
+                    for fd in fds:
+                        os.close(fd)
+                    _send(conn, {"stale": True})
+                    log.info("code changed on disk; leaving")
+                    return
+                sys.stdout.flush()  # nothing of the runner's may reach the run's terminal
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    server.close()
+                    try:
+                        _child(message, fds, home)
+                    finally:
+                        os._exit(1)  # run_request leaves with os._exit; this is a safety net
+                for fd in fds:
+                    os.close(fd)
+                with contextlib.suppress(OSError):
+                    _send(conn, {"pid": pid})
+                _, status = os.waitpid(pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+                served += 1
+                log.info("run %d (pid %d) exited %d", served, pid, code)
+                with contextlib.suppress(OSError):
+                    _send(conn, {"exit": code})
+    finally:
+        server.close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m airflow_plugin.local.warm")
+    parser.add_argument("--home", required=True)
+    args = parser.parse_args(argv)
+    idle = float(os.environ.get(ENV_IDLE) or DEFAULT_IDLE)
+    serve(Home(Path(args.home)), idle)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Step fusion's rule (lower/fuse.py), its task counts on the bundled examples, and fused DAG files
+that the DAG processor imports. Fused and unfused runs agree: tests/corpus_run/test_fusion.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from noetl_compile.check import check_paths
+from noetl_compile.cli import main
+from noetl_compile.compile import lower_result
+from noetl_compile.lower.fuse import fused_runs
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAYBOOKS = ROOT / "playbooks"
+
+
+def _runs(edges, *, nodes=(), fusable=lambda n: True, entry="a"):
+    graph = nx.DiGraph()
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from(edges)
+    order = sorted(graph)
+    return fused_runs(graph, order, fusable=fusable, entry=entry)
+
+
+def test_a_chain_fuses_whole():
+    assert _runs([("a", "b"), ("b", "c"), ("c", "d")]) == [["a", "b", "c", "d"]]
+
+
+def test_a_step_that_is_not_plain_splits_the_chain():
+    runs = _runs([("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")], fusable=lambda n: n != "c")
+    assert runs == [["a", "b"], ["d", "e"]]
+
+
+def test_fan_out_and_join_bound_runs():
+    # a -> (b | c) -> d -> e: a routes two ways, d is a join: only d's successor chain fuses,
+    # and d itself stays a task of its own (entered by two routes, it runs once).
+    edges = [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("d", "e"), ("e", "f")]
+    assert _runs(edges) == [["e", "f"]]
+
+
+def test_a_join_head_is_left_out_but_the_rest_fuses():
+    edges = [("a", "j"), ("x", "j"), ("j", "k"), ("k", "l")]
+    assert _runs(edges, entry="a") == [["k", "l"]]
+
+
+def test_the_entry_step_is_never_a_later_member():
+    # Something routes back into the entry: it is a head, never a member.
+    assert _runs([("z", "a"), ("a", "b")], entry="a") == [["a", "b"]]
+
+
+def test_a_single_plain_step_is_not_a_run():
+    assert _runs([], nodes=["a"]) == []
+
+
+def _units(name: str, fuse: bool):
+    (result,), _ = check_paths([str(PLAYBOOKS / f"{name}.yaml")])
+    ir = lower_result(result, f"{name}.yaml", fuse=fuse)
+    return [(u.kind, u.steps) for u in ir.units]
+
+
+@pytest.mark.parametrize(
+    ("name", "before", "after"),
+    [
+        ("hello_world", 3, 1),  # start -> greet -> end
+        ("postgres_upsert", 4, 1),
+        ("branching", 7, 7),  # every step routes two ways or is a join
+        ("loop_parallel", 3, 3),  # a loop is a boundary
+        ("pagination_region", 3, 3),  # a cycle is already one region; around it no chain
+        ("gates", 6, 6),  # a gate is a boundary
+    ],
+)
+def test_task_counts_of_examples(name, before, after):
+    unfused, fused = _units(name, False), _units(name, True)
+    assert len(unfused) == before and len(fused) == after, fused
+    # Every reachable step is in exactly one unit either way.
+    assert sorted(s for _, steps in unfused for s in steps) == sorted(
+        s for _, steps in fused for s in steps
+    )
+
+
+def test_fusion_is_off_by_default(tmp_path):
+    assert main(["compile", str(PLAYBOOKS), "-o", str(tmp_path / "plain")]) == 0
+    for path in sorted((tmp_path / "plain").glob("*.py")):
+        assert path.read_text() == (ROOT / "dags" / path.name).read_text(), path.name
+        assert "fused_" not in path.read_text()
+
+
+def test_fused_dag_files_import(tmp_path):
+    pytest.importorskip("airflow")
+    from tests.test_compiles_imports import _dagbag
+
+    out = tmp_path / "fused"
+    assert main(["compile", str(PLAYBOOKS), "-o", str(out), "--fuse"]) == 0
+    texts = [p.read_text() for p in out.glob("*.py")]
+    assert sum('NoetlRegionOperator(\n        task_id="fused_' in t for t in texts) >= 8
+    bag = _dagbag(out)
+    assert not bag.import_errors, bag.import_errors
+    assert len(bag.dags) == len(texts)
+    hello = bag.dags["examples.hello_world"]
+    assert [t.task_id for t in hello.tasks] == ["fused_start"]
+
+
+def test_noetlc_run_fused_reports_steps_and_names_the_failing_member(tmp_path):
+    """A fused chain start -> boom -> after under `noetlc run --fuse`: the report lists steps, not
+    the one task; the member that fails is named, the one after it never ran."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+    from tests.test_run_cli import DIVIDE, write_playbook
+
+    playbook = write_playbook(tmp_path, "divide", DIVIDE)
+    result = noetlc_run(tmp_path / "home", playbook, "--fuse", "--json")
+    assert result.returncode == 1, result.stderr
+    report = report_of(result)
+    assert report["state"] == "failed"
+    steps = report["steps"]
+    assert steps["start"]["state"] == "success" and steps["start"]["result"] == {"ok": True}
+    assert steps["boom"]["state"] == "failed"
+    assert "division by zero" in json.dumps(steps["boom"])
+    assert steps["after"]["state"] == "not_run" and steps["after"]["attempts"] == 0
+    assert {t for s in steps.values() for t in s.get("tasks", {})} == {"fused_start"}
