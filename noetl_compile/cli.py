@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from . import editor_cli
+from . import demo_cli, editor_cli
 from .diagnostics import Diagnostic, Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -241,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
     _add_gate_commands(commands)
     editor_cli.add_commands(commands)  # schema, upgrade, lsp
+    demo_cli.add_commands(commands)  # demo up|down|status
     return parser
 
 
@@ -638,6 +639,7 @@ COMMANDS = {
     "gates": run_gate_command,
     "signal": run_gate_command,
     **editor_cli.COMMANDS,
+    **demo_cli.COMMANDS,
 }
 
 

@@ -213,6 +213,9 @@ CASES = {
     "upgrade_check": "upgrade legacy playbooks --check",
     "upgrade_check_current": "upgrade playbooks --check",
     "upgrade_diff": "upgrade legacy --diff",
+    # demo: what runs where (nothing: exit 3), an unknown action names the three
+    "demo_status_nothing_running": "demo status --home demo-home",
+    "demo_unknown_action": "demo start",
 }
 
 

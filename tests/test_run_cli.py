@@ -785,3 +785,29 @@ def test_heartbeats_count_loop_items_from_the_runs_events():
         live.close()
     written = stream.getvalue()
     assert written.startswith("  square  started\n") and written.count("started") == 1
+
+
+def test_heartbeats_count_the_pages_a_paginating_step_fetched():
+    import io
+
+    from airflow_plugin.local.live import Live
+
+    live = Live({}, io.StringIO(), width=10, after=3.0, every=3.0)
+    try:
+        live.task_started("d", "r", "fetch_page")
+        tool = {"entity": "tool", "entity_id": "fetch_page:http", "step": "fetch_page"}
+        since = live.current[1]
+        assert live.heartbeat(since + 4.0) == "  fetch_page  running  4s"  # no page yet
+        live.observe(Event(name="ToolCompleted", status="success", data={"kind": "http"}, **tool))
+        assert live.heartbeat(since + 7.0) == "  fetch_page  running  7s  (1 page fetched)"
+        live.observe(Event(name="ToolErrored", status="error", data={"kind": "http"}, **tool))
+        live.observe(Event(name="ToolCompleted", status="success", data={"kind": "python"}, **tool))
+        for _ in range(2):
+            live.observe(
+                Event(name="ToolCompleted", status="success", data={"kind": "http"}, **tool)
+            )
+        # A failed call and a python call are no pages; the status line (rich) says the same.
+        assert live.heartbeat(since + 10.0) == "  fetch_page  running  10s  (3 pages fetched)"
+        assert live.status(since + 11.0) == "  fetch_page  running  11s  (3 pages fetched)"
+    finally:
+        live.close()

@@ -498,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
                     state = (health.get(part) or {}).get("status") or "unknown"
                     healthy = healthy and state == "healthy"
                     print(f"{part + ' health':24} {state}")
+            if layout.read_manifest().get("api_url"):
+                print(f"{'API/UI':24} {layout.read_manifest()['api_url']}")
             return 0 if all(found.values()) and healthy else 1
     except StackError as error:
         print(f"airflow-stack: {error}", file=sys.stderr)

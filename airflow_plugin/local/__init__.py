@@ -15,6 +15,8 @@ clean way to point it somewhere. Modules, in the order a run meets them:
 * ``driver``      the run loop: ``dag.test()``'s loop plus child runs of nested playbooks and
                   gates that stop the run instead of waiting forever;
 * ``report``      task instances + XComs + runtime events -> one report per step (pure Python).
+* ``demo``        `noetlc demo up|down|status`: the Postgres (`pg_local`) and HTTP API the
+                  bundled examples call, as background processes (pure Python).
 
 Importing this package imports nothing from Airflow.
 """

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .demo import services as demo_services
 from .home import Home
 
 __all__ = ["Child", "child_environment"]
@@ -34,9 +35,13 @@ def child_environment(
     strict: bool = False,
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The caller's environment, pinned to ``home``, with the run's connections and flags."""
+    """The caller's environment, pinned to ``home``, with the run's connections (``--connections``,
+    then the caller's ``AIRFLOW_CONN_*``, then the demo's) and flags."""
     env = dict(os.environ if base is None else base)
     env.update(home.airflow_env())
+    # `noetlc demo up` registered `pg_local` in this home; the caller's own definition wins.
+    for name, uri in demo_services.connection_env(home).items():
+        env.setdefault(name, uri)
     env.update(connections or {})
     if strict:
         env["NOETL_STRICT"] = "1"

@@ -4,7 +4,9 @@ The finished-step lines (``runner.Progress``) say what happened; these say what 
 a long step is never silence: ``  square  started``, then every few seconds
 ``  square  running 12s  (loop 1200/5000 items)``. Loop counts come from the run's own events
 (``LoopStarted`` carries the total, each ``LoopIterationCompleted`` is one item done), which the
-in-process recorder sees as they are emitted, inline loops and mapped chunks alike.
+in-process recorder sees as they are emitted, inline loops and mapped chunks alike. A paginating
+step (a ``next_call`` policy, a pagination region) shows ``(12 pages fetched)``: the http calls
+that completed (``ToolCompleted`` of kind http) while the step runs.
 
 The driver runs tasks in the main thread, and a single task may run for minutes, so heartbeats
 come from a daemon thread; writes share one lock with the start lines. On a terminal (stdout and
@@ -50,6 +52,7 @@ class Live:
         self.current: tuple[str, float] | None = None  # (step label, start time)
         self.loop_total: dict[str | None, int] = {}
         self.loop_done: dict[str | None, int] = {}
+        self.pages: dict[str, int] = {}  # step -> http calls completed while it ran
         self.last_beat = 0.0
         self._stop = threading.Event()
         self._rich: Any = None
@@ -101,12 +104,15 @@ class Live:
         if current is None or now - current[1] < self.after:
             return ""
         label, since = current
-        step = label.strip()
-        detail = ""
-        total = self.loop_total.get(step)
+        return f"  {label:<{self.width}}  running  {now - since:.0f}s{self._detail(label.strip())}"
+
+    def _detail(self, step: str) -> str:
+        total, pages = self.loop_total.get(step), self.pages.get(step, 0)
         if total is not None:
-            detail = f"  (loop {self.loop_done.get(step, 0)}/{total} items)"
-        return f"  {label:<{self.width}}  running  {now - since:.0f}s{detail}"
+            return f"  (loop {self.loop_done.get(step, 0)}/{total} items)"
+        if pages:
+            return f"  ({pages} page{'s' if pages != 1 else ''} fetched)"
+        return ""
 
     # -- the driver's side ------------------------------------------------------------------------
     def task_started(self, dag_id: str, run_id: str, task_id: str, prefix: str = "") -> None:
@@ -138,6 +144,15 @@ class Live:
         elif name == "LoopIterationCompleted":
             with self.lock:
                 self.loop_done[event.step] = self.loop_done.get(event.step, 0) + 1
+        elif name == "ToolCompleted":
+            data = getattr(event, "data", None)
+            if isinstance(data, Mapping) and data.get("kind") == "http":
+                with self.lock:
+                    # Counted for the step that runs now: a region's or a nested playbook's
+                    # inner http steps are that step's pages.
+                    if self.current is not None:
+                        step = self.current[0].strip()
+                        self.pages[step] = self.pages.get(step, 0) + 1
 
     def close(self) -> None:
         if self._rich is not None:
@@ -156,11 +171,9 @@ class Live:
             if now - since < self.after or now - self.last_beat < self.every:
                 return None
             self.last_beat = now
-            step = label.strip()
-            detail = ""
-            if step in self.loop_total:
-                detail = f"  (loop {self.loop_done.get(step, 0)}/{self.loop_total[step]} items)"
-            return f"  {label:<{self.width}}  running  {now - since:.0f}s{detail}"
+            return (
+                f"  {label:<{self.width}}  running  {now - since:.0f}s{self._detail(label.strip())}"
+            )
 
     def _beat(self) -> None:
         while not self._stop.wait(0.5):

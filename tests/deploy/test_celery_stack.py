@@ -13,6 +13,7 @@ def test_celery_stack_status(celery_stack) -> None:
     alive = dict(line.rsplit(None, 1) for line in done.stdout.splitlines())
     assert {"redis", "worker1", "worker2", "scheduler", "postgres"} <= set(alive)
     assert {"scheduler health", "triggerer health", "dag_processor health"} <= set(alive)
+    assert alive.pop("API/UI") == celery_stack.manifest["api_url"]
     assert set(alive.values()) == {"alive", "healthy"}
     print(f"celery stack up in {celery_stack.up_seconds:.1f} s: {celery_stack.manifest['timings']}")
 

@@ -35,6 +35,7 @@ def test_stack_status_reports_every_process(local_stack) -> None:
         "scheduler health": "healthy",
         "triggerer health": "healthy",
         "dag_processor health": "healthy",
+        "API/UI": local_stack.manifest["api_url"],  # where to point a browser
     }
     print(f"stack up in {local_stack.up_seconds:.1f} s: {local_stack.manifest['timings']}")
 
