@@ -1,6 +1,6 @@
 """`noetlc demo up|down|status`: the local services the bundled examples use.
 
-Registered here so `cli.py` only adds the command; the services live in
+Registered here so `cli.py` only adds the command; the services live in (reached through plugin_seam)
 ``airflow_plugin.local.demo.services`` (pure Python: a Postgres cluster from Debian's
 postgresql-15 binaries and the local HTTP API on 127.0.0.1:5555).
 """
@@ -41,9 +41,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from airflow_plugin.local.demo import services
-    from airflow_plugin.local.home import Home, default_home
+    from .plugin_seam import demo_services
 
+    services, Home, default_home = demo_services()
     home = Home(Path(args.home).expanduser() if args.home else default_home())
     try:
         if args.action == "down":

@@ -11,9 +11,11 @@ one to importing it only inside functions.
 from __future__ import annotations
 
 import argparse
-from types import SimpleNamespace
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
 
-__all__ = ["event_log_command", "gate_command", "local_runner"]
+__all__ = ["demo_services", "event_log_command", "gate_command", "local_runner"]
 
 
 def gate_command(args: argparse.Namespace) -> int:
@@ -31,6 +33,16 @@ def event_log_command(args: argparse.Namespace) -> int:
 
     run = events_cli.run_events if args.command == "events" else events_cli.run_status
     return run(args, local_dir=default_home() / "noetl")
+
+
+def demo_services() -> tuple[ModuleType, type, Callable[[], Path]]:
+    """`noetlc demo up|down|status`: the services module of the local demo (a throwaway Postgres
+    registered as `pg_local`, the HTTP API on 127.0.0.1:5555) and the managed home's ``Home`` and
+    ``default_home``."""
+    from airflow_plugin.local.demo import services
+    from airflow_plugin.local.home import Home, default_home
+
+    return services, Home, default_home
 
 
 def local_runner() -> SimpleNamespace:
