@@ -22,6 +22,7 @@ from .dataflow import data_dependencies
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
 from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
+from .assets import unit_assets
 from .presentation import decorate_units, doc_md, edge_labels, tags
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
 
@@ -473,6 +474,9 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
     regions = [u.steps for u in units if u.kind == "region"]
     edge_labels(graph, lowering.unit_of)
     decorate_units(units)
+    params = _workload_params(playbook)
+    payloads = {name: graph.nodes[name]["payload"] for u in units for name in u.steps}
+    asset_reads = unit_assets(units, payloads, params, playbook.dialect)
     catalog = playbook.catalog_key
     owner = metadata.get("owner") if isinstance(metadata, Mapping) else None
     owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
@@ -483,7 +487,7 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
         dialect=playbook.dialect,
         name=playbook.name,
         description=str(description) if isinstance(description, str) else None,
-        params=_workload_params(playbook),
+        params=params,
         tags=tags(playbook.dialect, catalog),
         graph=graph,
         units=units,
@@ -499,4 +503,5 @@ def lower(playbook: Playbook, *, source: str, source_sha256: str, dag_id: str | 
             sha256=source_sha256,
         ),
         owner=owner,
+        asset_reads=asset_reads,
     )
