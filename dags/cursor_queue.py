@@ -96,6 +96,7 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (postgres)",
         tool_kind="postgres",
+        outlets=[Asset("noetl://postgres/pg_local/public/jobs")],
     )
 
     # cursor loop (head -> mapped worker slots draining the claim -> tail): work

@@ -1977,9 +1977,17 @@ with DAG(
         task_display_name="start (postgres)",
         tool_kind="postgres",
         outlets=[
-            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_work_queue"),
-            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_ids_work"),
             Asset("noetl://postgres/pg_k8s/public/pft_test_facilities"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_ids_work"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_work_queue"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_assessments"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_conditions"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_medications"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_vital_signs"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_demographics"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_mds_assessment_ids_work"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_mds_assessment_details"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_validation_log"),
         ],
     )
 
@@ -1993,7 +2001,13 @@ with DAG(
         outlets=[
             Asset("noetl://postgres/pg_k8s/public/pft_test_patient_ids_work"),
             Asset("noetl://postgres/pg_k8s/public/pft_test_patient_work_queue"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_assessments"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_conditions"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_medications"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_vital_signs"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_demographics"),
             Asset("noetl://postgres/pg_k8s/public/pft_test_mds_assessment_ids_work"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_validation_log"),
             Asset("noetl://postgres/pg_k8s/public/pft_test_facilities"),
         ],
     )

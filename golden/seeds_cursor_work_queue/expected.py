@@ -199,6 +199,10 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (postgres)",
         tool_kind="postgres",
+        outlets=[
+            Asset("noetl://postgres/pg_local/public/patient_work_queue"),
+            Asset("noetl://postgres/pg_local/public/patient_assessments"),
+        ],
     )
 
     # cursor loop (head -> mapped worker slots draining the claim -> tail): fetch_assessments

@@ -119,6 +119,7 @@ with DAG(
         reads=READS["create_table"],
         task_display_name="create_table (postgres)",
         tool_kind="postgres",
+        outlets=[Asset("noetl://postgres/pg_local/public/iterator_save_test")],
     )
 
     # sequential loop (head -> mapped body -> tail): process_items

@@ -77,9 +77,13 @@ def _tokens(sql: str) -> Iterator[tuple[str, Any]]:
             i = n if j < 0 else j + 1
             yield "string", None
         elif c == '"':
-            j = sql.find('"', i + 1)
-            # (a doubled "" inside a quoted name is rare; it ends the name here: no table kept)
-            yield "ident", sql[i + 1 : j] if j >= 0 else None
+            j = i + 1
+            while True:  # "" inside a quoted name is a quote
+                j = sql.find('"', j)
+                if j < 0 or not sql.startswith('""', j):
+                    break
+                j += 2
+            yield "ident", sql[i + 1 : j].replace('""', '"') if j >= 0 else None
             i = n if j < 0 else j + 1
         elif c == "$":
             j = i + 1
@@ -97,7 +101,9 @@ def _tokens(sql: str) -> Iterator[tuple[str, Any]]:
             j = i + 1
             while j < n and (sql[j].isalnum() or sql[j] in "_$"):
                 j += 1
-            yield "word", sql[i:j].lower()
+            # `raw_{{ day }}`, `{{ p }}_t`: a word glued to a tag is part of a run-time name.
+            glued = sql.startswith(("{{", "{%"), j) or sql[max(i - 2, 0) : i] in ("}}", "%}")
+            yield ("tag", _TEMPLATE) if glued else ("word", sql[i:j].lower())
             i = j
         else:
             i += 1
@@ -183,8 +189,9 @@ def sql_tables(sql: str) -> tuple[list[list[str]], list[list[str]]]:
                 if word(at) == "only":
                     at += 1
                 parts, after = _name(tokens, at)
+                # `FROM f(...)` calls a function; `INSERT INTO t (...)` lists columns.
                 is_call = after < len(tokens) and tokens[after][0] == "("
-                if parts and not is_call:
+                if parts and not (is_call and target is reads):
                     target.append(parts)
         previous = (kind, value)
     reads = [p for p in reads if not (len(p) == 1 and p[0] in ctes)]
