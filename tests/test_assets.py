@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 import textwrap
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
-from urllib.parse import quote
 
 from noetl_compile.compile import compile_paths
 from noetl_compile.lower.assets import sql_tables, step_tables, table_uri
@@ -21,7 +21,11 @@ REPO = Path(__file__).resolve().parents[1]
     ("sql", "writes", "reads"),
     [
         ("INSERT INTO t (a) VALUES (1)", [["t"]], []),
-        ("insert into S.T select * from src join other o on true", [["s", "t"]], [["src"], ["other"]]),
+        (
+            "insert into S.T select * from src join other o on true",
+            [["s", "t"]],
+            [["src"], ["other"]],
+        ),
         ('UPDATE "MixedCase" SET a = 1', [["MixedCase"]], []),
         ("DELETE FROM only t WHERE x IN (SELECT id FROM keep)", [["t"]], [["keep"]]),
         ("CREATE TABLE IF NOT EXISTS a.b (x int)", [["a", "b"]], []),
@@ -53,7 +57,9 @@ def test_sql_scan_is_linear_on_hostile_text() -> None:
 
 
 def test_uri_parts_are_percent_encoded() -> None:
-    assert table_uri("postgres", "pg_local", ["orders"]) == "noetl://postgres/pg_local/public/orders"
+    assert (
+        table_uri("postgres", "pg_local", ["orders"]) == "noetl://postgres/pg_local/public/orders"
+    )
     assert table_uri("duckdb", "/tmp/a b.duckdb", ["s", "T/x"]) == (
         "noetl://duckdb/%2Ftmp%2Fa%20b.duckdb/s/T%2Fx"
     )
@@ -65,26 +71,45 @@ def test_declared_writes_and_what_stays_undeclared() -> None:
         "tool": {"kind": "python", "code": "..."},
         "sink": {"tool": "postgres", "auth": "{{ workload.pg_auth }}", "table": "public.scores"},
         "case": [
-            {"then": {"sink": {"tool": {"kind": "duckdb", "database": "{{ workload.db }}",
-                                        "table": "agg"}}}},
-            {"then": {"sink": {"tool": {"kind": "postgres", "auth": "pg_local",
-                                        "table": "{{ workload.table }}"}}}},  # run-time name
+            {
+                "then": {
+                    "sink": {
+                        "tool": {"kind": "duckdb", "database": "{{ workload.db }}", "table": "agg"}
+                    }
+                }
+            },
+            {
+                "then": {
+                    "sink": {
+                        "tool": {
+                            "kind": "postgres",
+                            "auth": "pg_local",
+                            "table": "{{ workload.table }}",
+                        }
+                    }
+                }
+            },  # run-time name
             {"then": {"sink": {"tool": {"kind": "duckdb", "table": "own_file"}}}},  # no database
-            {"then": {"sink": {"tool": {"kind": "postgres", "auth": "{{ other }}",
-                                        "table": "x"}}}},  # v1: a bare name is no workload key
+            {
+                "then": {
+                    "sink": {"tool": {"kind": "postgres", "auth": "{{ other }}", "table": "x"}}
+                }
+            },  # v1: a bare name is no workload key
         ],
     }
     writes, reads = step_tables(payload, params, "v1")
     assert writes == [
-        "noetl://duckdb/%2Fdata%2Fw.duckdb/main/agg",
         "noetl://postgres/pg_local/public/scores",
-    ] or sorted(writes) == sorted(
-        ["noetl://duckdb/%2Fdata%2Fw.duckdb/main/agg", "noetl://postgres/pg_local/public/scores"]
-    )
+        "noetl://duckdb/%2Fdata%2Fw.duckdb/main/agg",
+    ]
     assert reads == []
-    transfer = {"tool": {"kind": "transfer",
-                         "source": {"kind": "postgres", "auth": "pg_local", "query": "SELECT * FROM src"},
-                         "target": {"kind": "duckdb", "database": ":memory:", "table": "t"}}}
+    transfer = {
+        "tool": {
+            "kind": "transfer",
+            "source": {"kind": "postgres", "auth": "pg_local", "query": "SELECT * FROM src"},
+            "target": {"kind": "duckdb", "database": ":memory:", "table": "t"},
+        }
+    }
     assert step_tables(transfer, {}, "canonical") == ([], ["noetl://postgres/pg_local/public/src"])
 
 
@@ -149,12 +174,16 @@ def test_schedule_on_assets_and_stable_outlets(tmp_path: Path) -> None:
 def test_a_table_name_cannot_inject_code(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
-    hostile = 'x")]; import os; os.system(\'id\'); y=[("'
+    hostile = "x\")]; import os; os.system('id'); y=[(\""
     _write(src, "producer.yaml", PRODUCER % ('"' + hostile.replace('"', '""') + '"'))
     report = compile_paths([str(src)], str(tmp_path / "out"), check_only=True)
     (text,) = [f.text for f in report.files]
     tree = ast.parse(text)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Asset"]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Asset"
+    ]
     assert calls, text
     for call in calls:
         (arg,) = call.args

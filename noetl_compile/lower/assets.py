@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 from .ir import Unit
 
-__all__ = ["step_tables", "table_uri", "unit_assets", "sql_tables"]
+__all__ = ["sql_tables", "step_tables", "table_uri", "unit_assets"]
 
 SCHEME = "noetl"
 _SQL_KINDS = ("postgres", "duckdb")
@@ -43,8 +43,7 @@ _INLINE_SQL = ("query", "queries", "command", "commands", "cmd", "cmds")
 _SINK_SQL = ("statement", "sql")
 # A word before `(` that opens a group, not a function call (its FROM is a table's).
 _NOT_CALLS = frozenset(
-    "as in exists from join any all some values select where and or not on using with "
-    "union intersect except lateral into table".split()
+    ["as", "in", "exists", "from", "join", "any", "all", "some", "values", "select", "where", "and", "or", "not", "on", "using", "with", "union", "intersect", "except", "lateral", "into", "table"]
 )
 _TEMPLATE = object()  # a token standing for a {{ }} / {% %} tag
 
@@ -116,9 +115,7 @@ def _name(tokens: list[tuple[str, Any]], at: int) -> tuple[list[str] | None, int
     i = at
     while i < len(tokens):
         kind, value = tokens[i]
-        if kind == "word":
-            part = value
-        elif kind == "ident" and value:
+        if kind == "word" or kind == "ident" and value:
             part = value
         elif kind == "tag":
             part = None
@@ -157,23 +154,23 @@ def sql_tables(sql: str) -> tuple[list[list[str]], list[list[str]]]:
                 calls.pop()
         elif kind == "word":
             statement.append(value)
-            if value == "as" and previous[0] in ("word", "ident") and tokens[i + 1 : i + 2] == [
-                ("(", "(")
-            ]:
+            if (
+                value == "as"
+                and previous[0] in ("word", "ident")
+                and tokens[i + 1 : i + 2] == [("(", "(")]
+            ):
                 ctes.add(str(previous[1]))
             target: list[list[str]] | None = None
             at = i + 1
-            if value == "into" and previous[1] in ("insert", "merge"):
-                target = writes
-            elif value == "update" and previous[0] != "word":
-                target = writes
-            elif value == "from" and previous[1] == "delete":
+            if value == "into" and previous[1] in ("insert", "merge") or value == "update" and previous[0] != "word" or value == "from" and previous[1] == "delete":
                 target = writes
             elif value == "truncate":
                 target = writes
                 at += word(at) == "table"
-            elif value == "table" and "create" in statement[:1] and not (
-                {"temp", "temporary"} & set(statement)
+            elif (
+                value == "table"
+                and "create" in statement[:1]
+                and not ({"temp", "temporary"} & set(statement))
             ):
                 target = writes
                 if word(at) == "if" and word(at + 1) == "not" and word(at + 2) == "exists":

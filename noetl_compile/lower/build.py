@@ -18,11 +18,11 @@ from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook, Step
 from ..check import read_file
 from ..check.references import by_file, child_file
+from .assets import unit_assets
 from .dataflow import data_dependencies
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
 from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
-from .assets import unit_assets
 from .presentation import decorate_units, doc_md, edge_labels, tags
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
 

@@ -30,9 +30,20 @@ def test_a_producer_table_write_triggers_the_asset_scheduled_consumer(local_stac
     # Into a folder of the stack's DAG folder (the dag-processor lists it every 5 s).
     out = Path(local_stack.state) / "dags" / "assets"
     done = subprocess.run(
-        [sys.executable, "-m", "noetl_compile", "compile", "--schedule-on-assets",
-         str(PLAYBOOKS), "-o", str(out)],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "noetl_compile",
+            "compile",
+            "--schedule-on-assets",
+            str(PLAYBOOKS),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     consumer = client.wait_for_dag(CONSUMER, timeout=120)
@@ -55,6 +66,6 @@ def test_a_producer_table_write_triggers_the_asset_scheduled_consumer(local_stac
     sources = [(e["uri"], e["source_dag_id"], e["source_run_id"]) for e in events["asset_events"]]
     assert sources == [(ASSET, PRODUCER, run_id)], events
     # The consumer read the row the producer wrote.
-    result = client.xcom_return(CONSUMER, consumer_run, "start")
+    result = client.xcom_return(CONSUMER, consumer_run, "start")["result"]
     assert result["rows"][0]["orders"] >= 1, result
     print(f"producer -> asset-triggered consumer done in {time.monotonic() - started:.1f} s")
