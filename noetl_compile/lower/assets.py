@@ -43,7 +43,31 @@ _INLINE_SQL = ("query", "queries", "command", "commands", "cmd", "cmds")
 _SINK_SQL = ("statement", "sql")
 # A word before `(` that opens a group, not a function call (its FROM is a table's).
 _NOT_CALLS = frozenset(
-    ["as", "in", "exists", "from", "join", "any", "all", "some", "values", "select", "where", "and", "or", "not", "on", "using", "with", "union", "intersect", "except", "lateral", "into", "table"]
+    [
+        "as",
+        "in",
+        "exists",
+        "from",
+        "join",
+        "any",
+        "all",
+        "some",
+        "values",
+        "select",
+        "where",
+        "and",
+        "or",
+        "not",
+        "on",
+        "using",
+        "with",
+        "union",
+        "intersect",
+        "except",
+        "lateral",
+        "into",
+        "table",
+    ]
 )
 _TEMPLATE = object()  # a token standing for a {{ }} / {% %} tag
 
@@ -121,8 +145,10 @@ def _name(tokens: list[tuple[str, Any]], at: int) -> tuple[list[str] | None, int
             part = None
         else:
             break
-        if parts is not None:
-            parts = None if part is None else [*parts, part]
+        if part is None:
+            parts = None
+        elif parts is not None:
+            parts.append(part)
         i += 1
         if i < len(tokens) and tokens[i][0] == ".":
             i += 1
@@ -138,6 +164,8 @@ def sql_tables(sql: str) -> tuple[list[list[str]], list[list[str]]]:
     reads: list[list[str]] = []
     ctes: set[str] = set()
     calls: list[bool] = []  # per open parenthesis: whether it is a function call's
+    open_calls = 0  # how many of them are (counted, so a FROM costs O(1) however deep)
+    temporary = False  # the statement so far says TEMP/TEMPORARY
     previous: tuple[str, Any] = (";", ";")
     statement: list[str] = []  # the words of the current statement so far (leading keywords)
 
@@ -146,14 +174,16 @@ def sql_tables(sql: str) -> tuple[list[list[str]], list[list[str]]]:
 
     for i, (kind, value) in enumerate(tokens):
         if kind == ";":
-            statement, calls = [], []
+            statement, calls, open_calls, temporary = [], [], 0, False
         elif kind == "(":
             calls.append(previous[0] == "word" and previous[1] not in _NOT_CALLS)
+            open_calls += calls[-1]
         elif kind == ")":
             if calls:
-                calls.pop()
+                open_calls -= calls.pop()
         elif kind == "word":
             statement.append(value)
+            temporary = temporary or value in ("temp", "temporary")
             if (
                 value == "as"
                 and previous[0] in ("word", "ident")
@@ -162,16 +192,19 @@ def sql_tables(sql: str) -> tuple[list[list[str]], list[list[str]]]:
                 ctes.add(str(previous[1]))
             target: list[list[str]] | None = None
             at = i + 1
-            if value == "into" and previous[1] in ("insert", "merge") or value == "update" and previous[0] != "word" or value == "from" and previous[1] == "delete":
+            if (
+                value == "into"
+                and previous[1] in ("insert", "merge")
+                or value == "update"
+                and previous[0] != "word"
+                or value == "from"
+                and previous[1] == "delete"
+            ):
                 target = writes
             elif value == "truncate":
                 target = writes
                 at += word(at) == "table"
-            elif (
-                value == "table"
-                and "create" in statement[:1]
-                and not ({"temp", "temporary"} & set(statement))
-            ):
+            elif value == "table" and "create" in statement[:1] and not temporary:
                 target = writes
                 if word(at) == "if" and word(at + 1) == "not" and word(at + 2) == "exists":
                     at += 3
@@ -180,7 +213,7 @@ def sql_tables(sql: str) -> tuple[list[list[str]], list[list[str]]]:
                 direction = word(after)
                 if parts and direction in ("from", "to"):
                     (writes if direction == "from" else reads).append(parts)
-            elif value in ("from", "join") and not any(calls):
+            elif value in ("from", "join") and not open_calls:
                 target = reads
             if target is not None:
                 if word(at) == "only":
