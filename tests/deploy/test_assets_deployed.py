@@ -1,4 +1,4 @@
-"""Tables as Airflow Assets on the LocalExecutor stack: a producer playbook's write of a table
+"""Tables as Airflow Assets on the LocalExecutor stack: a producer playbook's sink into a table
 (an outlet Asset) starts the playbook scheduled on that table by
 ``noetlc compile --schedule-on-assets`` (docs/ui.md, "Tables as Assets")."""
 
@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -52,6 +53,9 @@ def test_a_producer_table_write_triggers_the_asset_scheduled_consumer(local_stac
     assert ASSET in str(details["asset_expression"]), details["asset_expression"]
     assert _asset_runs(client, CONSUMER) == []
 
+    # The sink inserts into a table that exists (PostgreSQL sinks create none).
+    with psycopg.connect(local_stack.manifest["data_url"]) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS asset_orders (id serial PRIMARY KEY, amount int)")
     run_id = client.trigger(PRODUCER)["dag_run_id"]
     assert client.wait_for_run(PRODUCER, run_id, timeout=180)["state"] == "success"
 
@@ -63,9 +67,12 @@ def test_a_producer_table_write_triggers_the_asset_scheduled_consumer(local_stac
     finished = client.wait_for_run(CONSUMER, consumer_run, timeout=180)
     assert finished["state"] == "success", finished
     events = client.request("GET", f"dags/{CONSUMER}/dagRuns/{consumer_run}/upstreamAssetEvents")
-    sources = [(e["uri"], e["source_dag_id"], e["source_run_id"]) for e in events["asset_events"]]
-    assert sources == [(ASSET, PRODUCER, run_id)], events
-    # The consumer read the row the producer wrote.
+    sources = [
+        (e["uri"], e["source_dag_id"], e["source_run_id"], e["source_task_id"])
+        for e in events["asset_events"]
+    ]
+    assert sources == [(ASSET, PRODUCER, run_id, "start")], events  # the sink's step
+    # The consumer read the rows the sink wrote.
     result = client.xcom_return(CONSUMER, consumer_run, "start")["result"]
-    assert result["rows"][0]["orders"] >= 1, result
+    assert result["rows"][0]["orders"] >= 2 and result["rows"][0]["total"] >= 12, result
     print(f"producer -> asset-triggered consumer done in {time.monotonic() - started:.1f} s")
