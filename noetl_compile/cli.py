@@ -143,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="write nothing; exit 1 if the output folder is stale"
     )
     compile_.add_argument("--fuse", action="store_true", help=FUSE_HELP)
+    compile_.add_argument(
+        "--schedule-on-assets",
+        action="store_true",
+        help="schedule each playbook on the tables it reads that another playbook of this "
+        "compile writes (Airflow Assets; docs/ui.md)",
+    )
 
     graph = commands.add_parser("graph", help="draw the compiled graph of one playbook")
     graph.add_argument("path", metavar="PLAYBOOK", help="the playbook file to draw")

@@ -136,7 +136,9 @@ def compile_paths(
     strict: bool = False,
     exclude: Sequence[str] = (),
     fuse: bool = False,
+    schedule_on_assets: bool = False,
 ) -> CompileReport:
+    from .emit.python import emit_python
     from .lower import dag_id_for
 
     paths = list(paths)
@@ -150,6 +152,7 @@ def compile_paths(
     failing = Severity.WARNING if strict else Severity.ERROR
     report.sources = {r.path: r.document.text for r in results}
     outputs: set[str] = set()
+    lowered: list[tuple[FileResult, str, str, str, IR]] = []
     for result in results:
         if result.playbook is not None:
             stem = os.path.basename(result.path).rsplit(".", 1)[0]
@@ -169,19 +172,18 @@ def compile_paths(
         # playbooks with one id are R208 errors and were not compiled (see dag_ids.py).
         dag_id = report.dag_ids[result.path]
         try:
-            text, _ = compile_result(result, display, dag_id, fuse=fuse)
+            lowered.append((result, display, name, dag_id, lower_result(result, display, dag_id, fuse=fuse)))
         except Exception as exc:  # noqa: BLE001 - one playbook the lowering cannot handle never hides the others
             report.failed.append(result.path)
-            report.diagnostics.append(
-                Diagnostic(
-                    LOWERING_FAILED,
-                    Severity.ERROR,
-                    result.path,
-                    Position(1, 1),
-                    f"cannot compile this playbook: {type(exc).__name__}: {exc}",
-                    "this is a compiler bug; please report it with the playbook",
-                )
-            )
+            report.diagnostics.append(_lowering_failed(result.path, exc))
+    if schedule_on_assets:
+        schedule_on_tables([ir for *_, ir in lowered])
+    for result, display, name, dag_id, ir in lowered:
+        try:
+            text = emit_python(ir)
+        except Exception as exc:  # noqa: BLE001 - as above
+            report.failed.append(result.path)
+            report.diagnostics.append(_lowering_failed(result.path, exc))
             continue
         leak = _written_secret(result, text)
         if leak is not None:
@@ -195,6 +197,31 @@ def compile_paths(
         )
     _sync(report, output, check_only, paths)
     return report
+
+
+def _lowering_failed(path: str, exc: Exception) -> Diagnostic:
+    return Diagnostic(
+        LOWERING_FAILED,
+        Severity.ERROR,
+        path,
+        Position(1, 1),
+        f"cannot compile this playbook: {type(exc).__name__}: {exc}",
+        "this is a compiler bug; please report it with the playbook",
+    )
+
+
+def schedule_on_tables(irs: Sequence[IR]) -> None:
+    """``--schedule-on-assets``: each DAG is scheduled on the tables it reads that another DAG
+    of the same compile writes (its own writes never schedule it: a run would trigger itself).
+    Airflow runs it once every one of those tables got an update since its last run."""
+    writers: dict[str, set[str]] = {}
+    for ir in irs:
+        for uri in ir.asset_writes:
+            writers.setdefault(uri, set()).add(ir.dag_id)
+    for ir in irs:
+        ir.schedule_assets = [
+            uri for uri in ir.asset_reads if writers.get(uri, set()) - {ir.dag_id}
+        ]
 
 
 def _written_secret(result: FileResult, text: str) -> Diagnostic | None:
@@ -244,6 +271,7 @@ def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
         strict=args.strict,
         exclude=args.exclude,
         fuse=getattr(args, "fuse", False),
+        schedule_on_assets=getattr(args, "schedule_on_assets", False),
     )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:

@@ -25,7 +25,7 @@ _RESERVED = (
     set(dir(builtins))
     | set(keyword.kwlist)
     | set(keyword.softkwlist)
-    | {"DAG", "Label", "Param", "TaskGroup", "PAYLOADS", "READS", "dag"}
+    | {"Asset", "DAG", "Label", "Param", "TaskGroup", "PAYLOADS", "READS", "dag"}
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -117,6 +117,16 @@ def _json_type(value: Any) -> str | None:
     return None
 
 
+def _assets(uris: list[str], depth: int) -> str:
+    """``[Asset("noetl://..."), ...]``: URIs reach the file only as string literals."""
+    items = [f"Asset({str_literal(uri)})" for uri in uris]
+    flat = "[" + ", ".join(items) + "]"
+    if len(flat) + len(INDENT) * depth + 10 <= WIDTH:
+        return flat
+    inner = INDENT * (depth + 1)
+    return "[\n" + "".join(f"{inner}{item},\n" for item in items) + INDENT * depth + "]"
+
+
 def _call(
     target: str, callee: str, args: list[tuple[str, str]], depth: int, suffix: str = ""
 ) -> str:
@@ -161,6 +171,8 @@ class _Emitter:
             sdk.append("TaskGroup")
         if any(u.edge_labels for u in self.ir.units):
             sdk.append("Label")
+        if self.ir.schedule_assets or self.ir.asset_writes:
+            sdk.append("Asset")
         lines = [f"from airflow.sdk import {', '.join(sorted(sdk))}\n"]
         for module in sorted(self.operators):
             lines.append(f"from {module} import {', '.join(sorted(self.operators[module]))}\n")
@@ -182,9 +194,11 @@ class _Emitter:
         description = ir.description or ir.name
         if isinstance(description, str) and description.strip():
             args.append(("description", python_literal(" ".join(description.split()), 1, 12)))
-        args += [("schedule", "None"), ("catchup", "False")]
-        # Unscheduled, so unpaused runs nothing by itself; a DAG paused at creation (Airflow's
-        # default) would take the runs a parent playbook triggers and never start them.
+        schedule = _assets(ir.schedule_assets, 1) if ir.schedule_assets else "None"
+        args += [("schedule", schedule), ("catchup", "False")]
+        # Unscheduled (or scheduled on the tables it reads), so unpaused runs nothing by itself; a
+        # DAG paused at creation (Airflow's default) would take the runs a parent playbook
+        # triggers and never start them.
         args.append(("is_paused_upon_creation", "False"))
         if ir.params:
             lines = "".join(
@@ -242,6 +256,8 @@ class _Emitter:
             if not (name.isidentifier() and not keyword.iskeyword(name)):
                 raise ValueError(f"internal error: bad keyword {name!r}")
             args.append((name, python_literal(value, depth + 1, len(name) + 1)))
+        if task.outlets:
+            args.append(("outlets", _assets(task.outlets, depth + 1)))
         rule = task.trigger_rule or (unit.trigger_rule if self._is_entry(unit, task) else None)
         if rule:
             args.append(("trigger_rule", str_literal(rule)))

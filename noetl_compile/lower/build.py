@@ -18,6 +18,7 @@ from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook, Step
 from ..check import read_file
 from ..check.references import by_file, child_file
+from .assets import unit_assets
 from .dataflow import data_dependencies
 from .fuse import FUSED_PREFIX, fused_runs
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
@@ -499,6 +500,9 @@ def lower(
     regions = [u.steps for u in units if u.kind == "region"]
     edge_labels(graph, lowering.unit_of)
     decorate_units(units)
+    params = _workload_params(playbook)
+    payloads = {name: graph.nodes[name]["payload"] for u in units for name in u.steps}
+    asset_reads = unit_assets(units, payloads, params, playbook.dialect)
     catalog = playbook.catalog_key
     owner = metadata.get("owner") if isinstance(metadata, Mapping) else None
     owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
@@ -509,7 +513,7 @@ def lower(
         dialect=playbook.dialect,
         name=playbook.name,
         description=str(description) if isinstance(description, str) else None,
-        params=_workload_params(playbook),
+        params=params,
         tags=tags(playbook.dialect, catalog),
         graph=graph,
         units=units,
@@ -525,4 +529,5 @@ def lower(
             sha256=source_sha256,
         ),
         owner=owner,
+        asset_reads=asset_reads,
     )

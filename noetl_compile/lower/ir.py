@@ -45,6 +45,7 @@ class Task:
     mapped: dict[str, str] | None = None  # expand kwarg -> local task id whose output is mapped
     trigger_rule: str | None = None
     upstream: list[str] = field(default_factory=list)  # local task ids inside the same group
+    outlets: list[str] = field(default_factory=list)  # asset URIs the task writes (lower/assets)
 
 
 @dataclass(slots=True)  # one per step of a playbook: no __dict__ each
@@ -88,6 +89,17 @@ class IR:
     entry: str | None
     doc_md: str = ""  # the DAG's Docs panel (presentation.doc_md)
     owner: str | None = None  # metadata.owner, the tasks' Airflow owner
+    asset_reads: list[str] = field(default_factory=list)  # table URIs its SQL reads (lower/assets)
+    # Asset URIs the DAG is scheduled on (`compile --schedule-on-assets`); empty: schedule=None.
+    schedule_assets: list[str] = field(default_factory=list)
+
+    @property
+    def asset_writes(self) -> list[str]:
+        out: list[str] = []
+        for unit in self.units:
+            for task in unit.tasks:
+                out += [uri for uri in task.outlets if uri not in out]
+        return out
 
     def unit(self, unit_id: str) -> Unit:
         for unit in self.units:
