@@ -172,7 +172,9 @@ def compile_paths(
         # playbooks with one id are R208 errors and were not compiled (see dag_ids.py).
         dag_id = report.dag_ids[result.path]
         try:
-            lowered.append((result, display, name, dag_id, lower_result(result, display, dag_id, fuse=fuse)))
+            lowered.append(
+                (result, display, name, dag_id, lower_result(result, display, dag_id, fuse=fuse))
+            )
         except Exception as exc:  # noqa: BLE001 - one playbook the lowering cannot handle never hides the others
             report.failed.append(result.path)
             report.diagnostics.append(_lowering_failed(result.path, exc))

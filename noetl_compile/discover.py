@@ -157,7 +157,7 @@ def _rules(folder: str) -> tuple[_Rule, ...]:
         text = line.rstrip()
         if not text or text.startswith("#"):
             continue
-        if not (text[1:] if text.startswith("!") else text).rstrip("/"):
+        if not (text.removeprefix("!")).rstrip("/"):
             continue
         rules.append(_rule(text))
     return tuple(rules)

@@ -20,7 +20,7 @@ import pkgutil
 import re
 import sys
 from pathlib import Path
-from re import _constants as C  # noqa: N812
+from re import _constants as C
 from re import _parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,8 +85,17 @@ def source_calls() -> tuple[dict, list]:
                     and isinstance(node.func.value, ast.Name)
                     and node.func.value.id == "re"
                     and node.func.attr
-                    in ("compile", "search", "match", "fullmatch", "sub", "subn", "findall",
-                        "finditer", "split")
+                    in (
+                        "compile",
+                        "search",
+                        "match",
+                        "fullmatch",
+                        "sub",
+                        "subn",
+                        "findall",
+                        "finditer",
+                        "split",
+                    )
                     and node.args
                 ):
                     continue
@@ -331,7 +340,9 @@ def inputs(pattern: str, flags: int = 0, length: int = LENGTH, most: int = 48) -
     return unique[:most]
 
 
-_USE = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.(?P<method>search|match|fullmatch|sub|subn|findall|finditer|split)\(")
+_USE = re.compile(
+    r"\b(?P<name>[A-Za-z_]\w*)\.(?P<method>search|match|fullmatch|sub|subn|findall|finditer|split)\("
+)
 
 
 def anchored_only() -> set[str]:

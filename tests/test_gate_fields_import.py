@@ -81,7 +81,12 @@ def test_gate_fields_check_clean_imports(tmp_path: Path) -> None:
                 value = _value(rng)
             tool = _gate(field, value)
             name = f"g_{field.replace('.', '_')}_{index}"
-            text = HEAD.format(name=name) + "workflow:\n  - step: start\n    tool: " + json.dumps(tool) + "\n"
+            text = (
+                HEAD.format(name=name)
+                + "workflow:\n  - step: start\n    tool: "
+                + json.dumps(tool)
+                + "\n"
+            )
             source = tmp_path / f"{field}_{index}.yaml"
             source.write_text(text, encoding="utf-8")
             per_field[field] += 1

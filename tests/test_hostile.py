@@ -246,6 +246,8 @@ def _shapes_with_runs() -> str:
         lines.extend(shape.format(run=run) for shape in CREDENTIAL_SHAPES)
     # and one literal the detector must still find after all of them
     return "\n".join(lines) + f"\npassword = '{SECRET}'"
+
+
 CASES: list[Case] = [
     # -- 1. YAML loader limits -----------------------------------------------------------------
     Case(

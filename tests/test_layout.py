@@ -21,7 +21,12 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("tools", "events", "drivers"),  # tool executors | the event log | cursor drivers
     ("runtime",),  # payload, pipeline, step, loop, cursor, interpreter, nested playbooks
     ("operators", "web"),  # Airflow operators | the NoETL view in the Airflow UI
-    ("", "plugin", "local", "deploy"),  # the package root (DAG files' import) | the plugin entry point | noetlc run | the stack
+    (
+        "",
+        "plugin",
+        "local",
+        "deploy",
+    ),  # the package root (DAG files' import) | the plugin entry point | noetlc run | the stack
 )
 # What airflow_plugin may take from the compiler: standard-library leaves.
 COMPILER_LEAVES = {

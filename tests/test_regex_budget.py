@@ -17,8 +17,8 @@ import signal
 import time
 
 import pytest
-
 import regex_budget
+
 from noetl_compile import discover
 
 BUDGET_S = 0.050
@@ -71,9 +71,7 @@ def test_every_dynamic_pattern_site_is_known():
     assert unknown == [], "a pattern built at run time: bound it and name it in DYNAMIC"
 
 
-@pytest.mark.parametrize(
-    "key", sorted(PATTERNS), ids=[PATTERNS[k] for k in sorted(PATTERNS)]
-)
+@pytest.mark.parametrize("key", sorted(PATTERNS), ids=[PATTERNS[k] for k in sorted(PATTERNS)])
 def test_pattern_is_linear(key):
     source, flags = key
     pattern = re.compile(source, flags)

@@ -62,7 +62,11 @@ def _run_home_store(
     explicitly: with ``AIRFLOW_HOME`` set (every Airflow user's shell) ``resolve`` reads that
     home's log, while `noetlc run` writes to its managed home. An execution id not found in the
     first is looked up there, so the id a run printed always answers."""
-    if local_dir is None or url or any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID")):
+    if (
+        local_dir is None
+        or url
+        or any(env.get(k) for k in ("NOETL_EVENTS_URL", "NOETL_EVENTS_CONN_ID"))
+    ):
         return None
     path = local_dir / "events.db"
     if not path.exists() or first.describe() == EventStore(str(path)).describe():

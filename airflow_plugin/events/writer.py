@@ -30,10 +30,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..hooks.redact import bound, redact
 from .envelope import Event
 from .journal import Journal, encode_row
 from .outbox import Outbox
-from ..hooks.redact import bound, redact
 from .schema import COLUMNS
 from .store import EventStore, StoreUnavailable
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..events.config import settings
 from ..events.projection import project
-from ..hooks.redact import redact
 from ..events.store import EventStore
+from ..hooks.redact import redact
 from ..templating.ids import execution_id_for
 
 __all__ = ["RunView", "gate_history", "load_run", "store"]

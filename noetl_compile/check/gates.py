@@ -51,7 +51,8 @@ def duration_seconds(text: str) -> float | None:
     text = text.strip()
     if _SHORT.fullmatch(text):
         return sum(
-            float(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"(?<![\d.])(\d++(?:\.\d++)?+)([dhms])", text)
+            float(n) * _UNIT_SECONDS[u]
+            for n, u in re.findall(r"(?<![\d.])(\d++(?:\.\d++)?+)([dhms])", text)
         )
     match = _ISO.fullmatch(text.upper())
     if match and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
