@@ -6,8 +6,9 @@ routes), the sequential loop that writes ctx (one task, :func:`run_loop`), and l
 regions or inline children (:func:`run_loop` from the interpreter).
 
 * The collection is ``loop.in`` rendered strictly (NoETL's engine renders it with undefined as an
-  error): a template that cannot be rendered fails the step, naming it. v1 ``filter`` keeps the
-  items for which it is true.
+  error): a template that cannot be rendered fails the step, naming it. A value that is not a
+  list is normalised per dialect (:func:`_as_list`). v1 ``filter`` keeps the items for which
+  it is true.
 * An iteration binds ``iter.<iterator>``, the bare iterator, ``loop_index`` and ``loop``; case
   rules of ``call.*`` run per iteration, routing waits for the end.
 * A v1 loop runs its body steps per item (routed from the loop step's own ``next``, closed by the
@@ -15,7 +16,8 @@ regions or inline children (:func:`run_loop` from the interpreter).
   ``result`` mapping is rendered once at the end with ``<loop>_results`` (the list of iteration
   results), published as the end step's result and merged into the loop step's result.
 * The loop result is NoETL's ``{results, stats: {total, success, failed},
-  omitted_results_count}`` with results in collection order.
+  omitted_results_count}`` with results in collection order (case-v2: without
+  ``omitted_results_count``, as that dialect's engine).
 """
 
 from __future__ import annotations
@@ -58,16 +60,7 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
         items = render_value(loop.get("in"), context, strict=True, field="loop.in")
     except RenderError as exc:
         raise _fail(step, f"field loop.in: {exc}", "TemplateError") from exc
-    if items is None:
-        items = []
-    if isinstance(items, (tuple, set)):
-        items = list(items)
-    if isinstance(items, Mapping):
-        items = [items]  # one object: one iteration (NoETL wraps a single item)
-    if not isinstance(items, list):
-        raise _fail(
-            step, f"loop.in must render to a list, got {type(items).__name__}: {items!r:.200}"
-        )
+    items = _as_list(step, items, payload.get("dialect") or "canonical")
     condition = loop.get("filter")
     if condition is not None:
         kept = []
@@ -79,6 +72,33 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
                 kept.append(item)
         items = kept
     return to_jsonable(items)
+
+
+def _as_list(step: str, items: Any, dialect: str) -> list[Any]:
+    """A rendered ``loop.in`` as the list of items, the way NoETL's engine of the dialect's era
+    normalises a value that is not a list (recorded: tests/differential/cases/loops/non_list_*,
+    case_v2/loop_string_in). None is no item in every dialect (no tool call).
+
+    * canonical: a mapping, a string (JSON list text and CSV included: never split or parsed)
+      or a scalar is one item.
+    * case-v2: a string is iterated character by character (that engine ran ``list(value)``);
+      a mapping or a scalar is one item.
+    * v1 (no engine recorded yet): a mapping is one item; anything else that is not a list
+      fails the step, naming it, as before.
+    """
+    if items is None:
+        return []
+    if isinstance(items, list):
+        return items
+    if isinstance(items, (tuple, set)):
+        return list(items)
+    if isinstance(items, Mapping):
+        return [items]  # one object: one iteration (NoETL wraps a single item)
+    if dialect == "case-v2" and isinstance(items, str):
+        return list(items)
+    if dialect != "v1":
+        return [items]
+    raise _fail(step, f"loop.in must render to a list, got {type(items).__name__}: {items!r:.200}")
 
 
 def max_in_flight(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> int | None:
@@ -249,15 +269,19 @@ def _run_v1_body(
     }
 
 
-def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """NoETL's loop result over iteration records (any order in, index order out)."""
+def aggregate(records: Sequence[Mapping[str, Any]], dialect: str = "canonical") -> dict[str, Any]:
+    """NoETL's loop result over iteration records (any order in, index order out). The case-v2
+    era engine (dc55c492) hands downstream steps ``{results, stats}`` only; the later engine
+    adds ``omitted_results_count`` (recorded: tests/differential/cases/case_v2/loop_*)."""
     ordered = sorted(records, key=lambda r: r["index"])
     failed = sum(1 for r in ordered if r["status"] != "ok")
-    return {
+    result: dict[str, Any] = {
         "results": [r["result"] for r in ordered],
         "stats": {"total": len(ordered), "success": len(ordered) - failed, "failed": failed},
-        "omitted_results_count": 0,
     }
+    if dialect != "case-v2":
+        result["omitted_results_count"] = 0
+    return result
 
 
 def finish(
@@ -270,7 +294,7 @@ def finish(
     """The loop's end over its iteration records -> (loop step outcome, extra step results: the
     v1 end step's and the body steps' latest)."""
     step = payload["step"]
-    result = aggregate(records)
+    result = aggregate(records, payload.get("dialect") or "canonical")
     ctx: dict[str, Any] = {}
     vars_: dict[str, Any] = {}
     for record in sorted(records, key=lambda r: r["index"]):

@@ -37,11 +37,6 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
         lambda d: "noetl rejected" in d.get("status", ""),
     ),
     (
-        "loop-non-list-in",
-        "NoETL runs a non-list loop `in` (string, number, JSON text) as one item; noetlc fails the step",
-        lambda d: "noetl completed / noetlc failed" in d.get("status", ""),
-    ),
-    (
         "final-status-after-recovery",
         "NoETL reports an execution failed when any call errored, even if an arc recovered; noetlc reports success",
         lambda d: "noetl failed / noetlc completed" in d.get("status", ""),
@@ -117,8 +112,10 @@ CASE_GROUPS = {
     "case_v2/vars_bare_in_args": "case-v2-context",
     "case_v2/vars_in_ctx_probe": "case-v2-context",
     "case_v2/result_from": "case-v2-result-from",
+    "case_v2/loop_string_in": "loop-non-list-in",
 }
 EXTRA_REASONS = {
+    "loop-non-list-in": "a string loop `in`: NoETL's case-v2 engine (dc55c492) runs it character by character; this playbook carries no case-v2 mark, so noetlc reads it as canonical, where a string is one item (`--dialect case-v2` runs it per character)",
     "case-v2-next-list": "case-v2 plain `next: [a, b]`: NoETL (dc55c492) runs every listed step; noetlc only the first",
     "case-v2-context": "case-v2 engine context: `vars` are bare names and not in ctx, `next[].args` do not reach the target's args, `then.set` does not reach ctx; noetlc differs on each",
     "case-v2-result-from": "case-v2 `then.result.from`: NoETL keeps the tool's result; noetlc stores the `from` text itself",

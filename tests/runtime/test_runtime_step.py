@@ -643,3 +643,50 @@ def test_render_issues_of_a_failing_step_are_still_reported_as_events():
         execute_step(p, inputs())
     (warning,) = recorder.named("TemplateWarning")
     assert warning.data["field"] == "tool.input.v" and warning.status == "error"
+
+
+# -- loop.in that is not a list: normalised per dialect as NoETL's engine of its era does ------
+
+
+def _loop(collection, dialect):
+    from airflow_plugin.runtime.loop import run_loop
+
+    p = payload(
+        "lp",
+        dialect=dialect,
+        input={"item": "{{ iter.it }}"},
+        tool=py("result = {'item': item}"),
+        loop={"in": "{{ workload.items }}", "iterator": "it"},
+    )
+    return run_loop(p, inputs(workload={"items": collection}))
+
+
+@pytest.mark.parametrize("collection", ["abc", "a,b", "[1, 2]", 5, {"a": 1}])
+def test_canonical_non_list_loop_in_is_one_item(collection):
+    outcome = _loop(collection, "canonical")
+    assert outcome.result["stats"] == {"total": 1, "success": 1, "failed": 0}
+    assert outcome.result["omitted_results_count"] == 0
+    assert len(outcome.result["results"]) == 1
+    if collection != "[1, 2]":  # `input` renders JSON text to a list, as NoETL does
+        assert outcome.result["results"][0] == {"item": collection}
+
+
+def test_case_v2_string_loop_in_runs_per_character():
+    outcome = _loop("ab", "case-v2")
+    assert outcome.result["stats"]["total"] == 2
+    assert [r["item"] for r in outcome.result["results"]] == ["a", "b"]
+    # that dialect's engine hands downstream steps {results, stats} only
+    assert set(outcome.result) == {"results", "stats"}
+
+
+@pytest.mark.parametrize("dialect", ["canonical", "case-v2", "v1"])
+def test_null_loop_in_makes_no_tool_call(dialect):
+    outcome = _loop(None, dialect)
+    assert outcome.result["stats"] == {"total": 0, "success": 0, "failed": 0}
+    assert outcome.result["results"] == []
+
+
+def test_v1_string_loop_in_fails_naming_the_step():
+    with pytest.raises(StepFailed) as info:
+        _loop("abc", "v1")
+    assert "lp" in str(info.value) and "loop.in must render to a list, got str" in str(info.value)
