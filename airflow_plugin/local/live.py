@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from ..events import names
 from .report import Unit, units_of
 
 __all__ = ["HEARTBEAT_AFTER", "HEARTBEAT_EVERY", "Live"]
@@ -134,17 +135,17 @@ class Live:
     def observe(self, event: Any) -> None:
         """Every event of the run, as it is recorded (any thread)."""
         name = getattr(event, "name", None)
-        if name == "LoopStarted":
+        if name == names.LOOP_STARTED:
             data = getattr(event, "data", None)
             total = data.get("total") if isinstance(data, Mapping) else None
             if isinstance(total, int):
                 with self.lock:
                     self.loop_total[event.step] = total
                     self.loop_done[event.step] = 0
-        elif name == "LoopIterationCompleted":
+        elif name == names.LOOP_ITERATION_COMPLETED:
             with self.lock:
                 self.loop_done[event.step] = self.loop_done.get(event.step, 0) + 1
-        elif name == "ToolCompleted":
+        elif name == names.TOOL_COMPLETED:
             data = getattr(event, "data", None)
             if isinstance(data, Mapping) and data.get("kind") == "http":
                 with self.lock:

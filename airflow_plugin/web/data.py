@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..events import names
 from ..events.config import settings
 from ..events.projection import project
 from ..events.store import EventStore
@@ -38,7 +39,7 @@ def gate_history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     gates: dict[str, dict[str, Any]] = {}
     for event in events:
         name, gate = event.get("name"), event.get("entity_id")
-        if name == "PlaybookPaused":
+        if name == names.PLAYBOOK_PAUSED:
             gates[gate] = {
                 "gate": gate,
                 "step": event.get("step"),
@@ -49,7 +50,7 @@ def gate_history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "answer": None,
                 "request": event.get("data") or {},
             }
-        elif name == "SignalReceived" and gate in gates:
+        elif name == names.SIGNAL_RECEIVED and gate in gates:
             gates[gate].update(
                 waiting=False, answered_at=event.get("timestamp"), answer=event.get("data") or {}
             )
