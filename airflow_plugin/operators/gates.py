@@ -35,8 +35,9 @@ from airflow.providers.standard.sensors.time_delta import WaitSensor
 
 from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
+from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, step_output
-from .loop import validate_reads, validate_step_payload
+from .loop import validate_reads
 
 __all__ = [
     "APPROVE",
@@ -78,7 +79,7 @@ def parse_duration(value: Any) -> timedelta:
 
 
 def _gate(payload: Any, *kinds: str) -> Mapping[str, Any]:
-    validate_step_payload(payload)
+    validate_payload(payload)
     tool = payload.get("tool")
     step = payload.get("step")
     if not isinstance(tool, Mapping) or tool.get("kind") != "gate" or tool.get("gate") not in kinds:

@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
+
 from ..events import names
+from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 from .presentation import item_label
 
@@ -33,13 +36,7 @@ __all__ = [
     "NoetlSequentialLoopOperator",
     "max_map_length",
     "validate_reads",
-    "validate_step_payload",
 ]
-
-LOOP_MODES = ("sequential", "parallel", "async", "cursor")
-# Keys of a step payload that the step contract (runtime.payload) does not define: the
-# lowering adds them, and the operators of this package consume them.
-EXTENSION_KEYS = ("loop", "sink", "retry", "playbook")
 
 
 def validate_reads(reads: Any, where: str) -> None:
@@ -60,29 +57,16 @@ def validate_reads(reads: Any, where: str) -> None:
             for k, v in table.items()
         ):
             problems.append(f"`reads.{key}` must map names to lists of task ids")
-    unknown = sorted(set(reads) - {"results", "region_results", "ctx", "vars"})
+    # The contract's reads but ``args``, which only a plain step operator pulls.
+    unknown = sorted(set(reads) - (set(READS_KEYS) - {"args"}))
     if unknown:
         problems.append(f"`reads` has unknown key(s) {', '.join(map(str, unknown))}")
     if problems:
         raise ValueError(f"{where}: " + "; ".join(problems))
 
 
-def validate_step_payload(payload: Any, *, extensions: tuple[str, ...] = EXTENSION_KEYS) -> None:
-    """The step contract (``runtime.payload.validate_payload``) plus the extension keys."""
-    from ..runtime.payload import validate_payload
-
-    if not isinstance(payload, Mapping):
-        raise ValueError(f"NoETL step payload must be a dict, got {type(payload).__name__}")  # noqa: TRY004
-    validate_payload({k: v for k, v in payload.items() if k not in extensions})
-    unknown = sorted(k for k in payload if k in EXTENSION_KEYS and k not in extensions)
-    if unknown:
-        raise ValueError(
-            f"step {payload.get('step')!r}: key(s) {', '.join(unknown)} are not valid here"
-        )
-
-
 def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
-    validate_step_payload(payload)
+    validate_payload(payload)
     step = payload.get("step")
     loop = payload.get("loop")
     if not isinstance(loop, Mapping):
@@ -122,10 +106,10 @@ def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
             problems.append("`loop.body` must hold the body `steps` of a v1 loop")
         else:
             for payload_ in body["steps"].values():
-                validate_step_payload(payload_)
+                validate_payload(payload_)
     end = loop.get("end")
     if end is not None:
-        validate_step_payload({k: v for k, v in end.items() if k != "result"})
+        validate_payload({k: v for k, v in end.items() if k != "result"})
     if problems:
         raise ValueError(f"invalid loop payload for step {step!r}: " + "; ".join(problems))
     return loop

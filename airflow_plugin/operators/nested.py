@@ -18,8 +18,9 @@ from airflow.providers.standard.operators.trigger_dagrun import DagIsPaused, Tri
 from airflow.sdk.exceptions import AirflowRuntimeError
 
 from ..runtime.catalog import dag_id_for_path
+from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, runs_in_process, step_output
-from .loop import validate_reads, validate_step_payload
+from .loop import validate_reads
 from .tool_events import ToolCallEvents
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
@@ -58,7 +59,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         deferrable: bool = True,
         **kwargs: Any,
     ) -> None:
-        validate_step_payload(payload)
+        validate_payload(payload)
         step = payload.get("step")
         validate_reads(reads, f"nested playbook step {step!r}")
         tool = payload.get("tool")

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..runtime.payload import validate_payload
 from .base import fail_task
-from .loop import CompiledStepOperator, validate_reads, validate_step_payload
+from .loop import CompiledStepOperator, validate_reads
 
 __all__ = ["NoetlRegionOperator", "validate_region"]
 
@@ -34,7 +35,7 @@ def validate_region(payload: Any) -> None:
         problems.append("`steps` must map member step names to step payloads")
         steps = {}
     for member, step_payload in steps.items():
-        validate_step_payload(step_payload)
+        validate_payload(step_payload)
         if step_payload.get("step") != member:
             problems.append(
                 f"`steps[{member!r}]` holds the payload of step {step_payload.get('step')!r}"
