@@ -33,6 +33,7 @@ from airflow.providers.standard.operators.hitl import HITLEntryOperator, HITLOpe
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.providers.standard.sensors.time_delta import WaitSensor
 
+from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
 from ..runtime.payload import validate_payload
@@ -176,7 +177,7 @@ class _GateRuntime(NoetlTaskMixin):
     ) -> dict[str, Any]:
         """``SignalReceived`` (when a signal or timer released the gate), ``ToolCompleted``,
         then the step's own end: set, case rules, arcs, and the XCom downstream steps read."""
-        from ..runtime.step import StepFailed, complete_step, routing_targets
+        from ..runtime.step import complete_step, routing_targets
         from .tool_events import ToolCallEvents
 
         execution_id = self.execution_id(context)
@@ -189,7 +190,7 @@ class _GateRuntime(NoetlTaskMixin):
             ).completed(result)
             try:
                 outcome = complete_step(self.payload, inputs, result, event="call.done")
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
         output = step_output(outcome)
         self.log.info("NoETL gate %s released: %s; next: %s", self.step, result, outcome.next_steps)

@@ -23,6 +23,7 @@ from typing import Any
 
 from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
 
+from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, runs_in_process, step_output
@@ -176,7 +177,6 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.loop import chunk, loop_event, max_in_flight, render_collection
-        from ..runtime.step import StepFailed
 
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
@@ -189,7 +189,7 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
                     # A templated bound cannot be a parse-time max_active_tis_per_dagrun: make
                     # exactly that many chunks, so at most that many instances ever run.
                     limit = min(limit, max_in_flight(self.payload, inputs) or limit)
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
             loop_event(
                 self.payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)}
@@ -228,8 +228,6 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         part = self.chunk if isinstance(self.chunk, dict) else {}
         offset, items, total = part.get("offset", 0), part.get("items") or [], part.get("total")
@@ -250,7 +248,7 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                             run_body=interpret,
                         )
                     )
-                except (StepFailed, ToolNotAvailable) as exc:
+                except NoetlRuntimeError as exc:
                     # The chunk's other items still run, as they would in instances of their
                     # own (and in NoETL, where iterations are independent commands).
                     failure = failure or exc
@@ -269,8 +267,6 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        from ..runtime.step import StepFailed
-
         ti = context["ti"]
         # The mapped task of the group: loop bodies, or a cursor loop's worker slots.
         mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
@@ -282,7 +278,7 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         with self.recording(context):
             try:
                 return self.finish_and_route(context, inputs, records)
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
 
 
@@ -301,8 +297,6 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
         from ..runtime.loop import loop_event, render_collection, run_iteration
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
@@ -325,5 +319,5 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
                     running["vars"] = {**running["vars"], **(record.get("vars") or {})}
                     records.append(record)
                 return self.finish_and_route(context, inputs, records)
-            except (StepFailed, ToolNotAvailable) as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc

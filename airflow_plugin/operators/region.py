@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
 from .base import fail_task
 from .loop import CompiledStepOperator, validate_reads
@@ -65,8 +66,6 @@ class NoetlRegionOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         steps = self.payload["steps"]
         entries = [(s, a) for s, a in self.upstream_routes(context) if s in steps]
@@ -84,7 +83,7 @@ class NoetlRegionOperator(CompiledStepOperator):
         with self.recording(context):
             try:
                 ran = interpret(steps, entries, base)
-            except (StepFailed, ToolNotAvailable) as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(getattr(exc, "step", self.step), exc) from exc
         exits = [target for target, _, _ in ran.exits]
         output = {

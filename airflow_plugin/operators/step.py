@@ -28,6 +28,7 @@ from typing import Any
 
 from noetl_compile.step_contract import READS_KEYS
 
+from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, step_output
 
@@ -99,7 +100,6 @@ class NoetlStepOperator(NoetlTask):
     def execute(self, context: Any) -> dict[str, Any]:
         from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.step import StepFailed, execute_step, routing_targets
-        from ..tools import ToolNotAvailable
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
@@ -111,7 +111,7 @@ class NoetlStepOperator(NoetlTask):
                 if traceback:
                     self.log.error("NoETL step %s tool error:\n%s", step, traceback)
                 raise fail_task(step, exc) from exc
-            except ToolNotAvailable as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(step, exc) from exc
         output = step_output(outcome)
         self.log.info(
