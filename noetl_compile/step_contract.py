@@ -3,7 +3,7 @@
 The compiler builds payloads of these shapes (``lower.payload``) and leaves out every key that
 holds only its default (``STEP_DEFAULTS``), so a DAG file shows what the playbook says; the
 runtime fills the defaults back in and validates a payload once, where it enters the plugin
-(``airflow_plugin.runtime.payload.validate_step_payload``, called by each operator when the DAG
+(``airflow_plugin.runtime.payload.validate_payload``, called by each operator when the DAG
 file is parsed). The key tables are read off the TypedDicts, so a key is named once.
 
 The runtime imports this module: it stays standard-library only and imports nothing of the
