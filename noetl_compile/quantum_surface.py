@@ -1,6 +1,6 @@
 """The quantum tool's playbook surface (docs/quantum.md): the one table `noetlc check`
 (C511) and the runtime's quantum tool both read. The runtime imports this module, so it stays
-standard-library only and imports nothing of the compiler's stages (like ``payload_defaults``).
+standard-library only and imports nothing of the compiler's stages (like ``step_contract``).
 """
 
 from __future__ import annotations

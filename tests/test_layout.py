@@ -31,9 +31,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 # What airflow_plugin may take from the compiler: standard-library leaves.
 COMPILER_LEAVES = {
     "noetl_compile.dag_ids",
-    "noetl_compile.payload_defaults",
     "noetl_compile.quantum_surface",
     "noetl_compile.shell_surface",
+    "noetl_compile.step_contract",
 }
 SEAM = "noetl_compile.plugin_seam"
 # The one plugin module that runs the compiler itself: the warm runner of `noetlc run --warm` is

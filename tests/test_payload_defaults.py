@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_plugin.runtime.payload import PAYLOAD_DEFAULTS, arc_task_id, with_defaults
+import pytest
+
+from airflow_plugin.operators.step import validate_reads
+from airflow_plugin.runtime import payload as runtime_payload
+from airflow_plugin.runtime.payload import (
+    PAYLOAD_DEFAULTS,
+    arc_task_id,
+    validate_payload,
+    with_defaults,
+)
 from airflow_plugin.runtime.step import execute_step
+from noetl_compile import step_contract
 from noetl_compile.check import check_paths
 from noetl_compile.lower import lower
 from noetl_compile.lower.payload import STEP_DEFAULTS, compact_step
@@ -17,7 +27,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_compiler_and_runtime_read_one_defaults_table() -> None:
     # One table, not two kept equal: a copy on either side would drift.
-    assert PAYLOAD_DEFAULTS is STEP_DEFAULTS
+    assert PAYLOAD_DEFAULTS is STEP_DEFAULTS is step_contract.STEP_DEFAULTS
+    # The runtime's key tables are the contract's, read off its TypedDicts.
+    assert runtime_payload.PAYLOAD_KEYS is step_contract.PAYLOAD_KEYS
+    assert runtime_payload.PAYLOAD_EXTENSIONS is step_contract.EXTENSION_KEYS
+    assert step_contract.PAYLOAD_KEYS == set(step_contract.ContractPayload.__annotations__)
+    assert set(STEP_DEFAULTS) < step_contract.PAYLOAD_KEYS
+    assert step_contract.EXTENSION_KEYS == {"sink", "retry", "loop", "playbook", "generation"}
+
+
+def test_a_key_added_to_the_contract_is_one_the_runtime_accepts() -> None:
+    # Every key the contract names passes validation with a value of its declared shape; a key
+    # it does not name is refused, naming the key.
+    sample = {"desc": "d", "input": {}, "set": {}, "vars": {}, "case": [], "generation": "noetl5"}
+    for key in sorted(step_contract.PAYLOAD_KEYS | step_contract.EXTENSION_KEYS):
+        if key in sample:
+            validate_payload({"step": "s", key: sample[key]})
+    with pytest.raises(ValueError, match="unknown key.s. lopo"):
+        validate_payload({"step": "s", "lopo": {}})
+    # The reads table is the contract's too.
+    assert validate_reads({key: {} for key in step_contract.READS_KEYS if key != "args"}, "s")
+    with pytest.raises(ValueError, match="unknown key.s. other"):
+        validate_reads({"other": {}}, "s")
 
 
 def _meaning(payload: dict) -> dict:

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import pluggy
 
+from ..errors import error_family
 from ..templating.ids import execution_id_for
 from . import names
 from .identity import event_id
@@ -168,6 +169,9 @@ class EventLogListener:
         data: dict[str, Any] = {"state": state}
         if error is not None:
             data["error"] = _error_text(error)
+            family = _error_family(error)
+            if family is not None:
+                data["error_family"] = family
         if state == "up_for_retry":
             data["will_retry"] = True
         if not _is_worker_ti(ti):
@@ -377,6 +381,16 @@ def _tags_from_db(dag_id: str, orm: Any = None) -> list[str]:
     except Exception:  # noqa: BLE001 - no metadata DB in this process: not known as NoETL
         return []
     return [getattr(tag, "name", tag) for tag in (getattr(model, "tags", None) or [])]
+
+
+def _error_family(error: Any) -> str | None:
+    """The runtime error family behind a task failure: an operator raises its Airflow exception
+    ``from`` the runtime error (``operators.base.fail_task``)."""
+    if not isinstance(error, BaseException):
+        return None
+    return error_family(error) or (
+        error_family(error.__cause__) if error.__cause__ is not None else None
+    )
 
 
 def _error_text(error: Any) -> str:

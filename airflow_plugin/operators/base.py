@@ -19,8 +19,9 @@ from typing import Any
 
 from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, DownstreamTasksSkipped
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, DownstreamTasksSkipped
 
+from ..errors import NoetlRuntimeError, fails_task
 from ..hooks.redact import mask_secret_values
 from ..templating.ids import execution_id_for
 from .presentation import ToolKindMixin
@@ -53,11 +54,18 @@ def runs_in_process() -> bool:
     return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), InProcessSupervisorComms)
 
 
-def fail_task(step: str, exc: BaseException) -> AirflowFailException:
-    """The task failure for a runtime error: the message names the step once."""
+def fail_task(step: str, exc: BaseException) -> AirflowException:
+    """The task failure for ``exc``; the message names the step once. Operators catch
+    ``NoetlRuntimeError`` and hand it here, and ``errors.fails_task`` decides: fail at once
+    (``AirflowFailException``, Airflow's retries skipped: NoETL's retries ran inside the step),
+    or, for a runtime error that says trying again may succeed (``retryable``), a plain
+    ``AirflowException`` that the task's Airflow retries apply to. An exception the operator
+    built itself (not a runtime error) fails at once."""
     text = str(exc)
     if not text.startswith(f"step {step!r}"):
         text = f"step {step!r}: {text}"
+    if isinstance(exc, NoetlRuntimeError) and not fails_task(exc):
+        return AirflowException(text)
     return AirflowFailException(text)
 
 

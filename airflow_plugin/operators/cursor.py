@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from ..errors import NoetlRuntimeError
 from ..events import names
 from .base import fail_task
 from .loop import CompiledStepOperator, max_map_length, validate_loop, validate_reads
@@ -39,14 +40,13 @@ class NoetlCursorHeadOperator(CompiledStepOperator):
     def execute(self, context: Any) -> Any:
         from ..runtime.cursor import claim_spec, slot_count
         from ..runtime.loop import loop_event
-        from ..runtime.step import StepFailed
 
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             try:
                 spec = claim_spec(self.payload, inputs)
                 wanted = slot_count(self.payload, inputs)
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
             slots = min(wanted, max_map_length())
             if slots < wanted:
@@ -94,8 +94,6 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
         from ..drivers import ClaimSpec
         from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.cursor import drain
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         slot = self.slot if isinstance(self.slot, dict) else {}
         if "cursor" not in slot:
@@ -108,7 +106,7 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
         with self.recording(context):
             try:
                 records = drain(self.payload, inputs, ClaimSpec.from_dict(slot["cursor"]), number)
-            except (StepFailed, ToolNotAvailable) as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
         self.log.info("NoETL cursor %s slot %d drained: %d items", self.step, number, len(records))
         return {"records": records, "slot": number}

@@ -33,10 +33,12 @@ from airflow.providers.standard.operators.hitl import HITLEntryOperator, HITLOpe
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.providers.standard.sensors.time_delta import WaitSensor
 
+from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
+from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, step_output
-from .loop import validate_reads, validate_step_payload
+from .loop import validate_reads
 
 __all__ = [
     "APPROVE",
@@ -78,7 +80,7 @@ def parse_duration(value: Any) -> timedelta:
 
 
 def _gate(payload: Any, *kinds: str) -> Mapping[str, Any]:
-    validate_step_payload(payload)
+    validate_payload(payload)
     tool = payload.get("tool")
     step = payload.get("step")
     if not isinstance(tool, Mapping) or tool.get("kind") != "gate" or tool.get("gate") not in kinds:
@@ -175,7 +177,7 @@ class _GateRuntime(NoetlTaskMixin):
     ) -> dict[str, Any]:
         """``SignalReceived`` (when a signal or timer released the gate), ``ToolCompleted``,
         then the step's own end: set, case rules, arcs, and the XCom downstream steps read."""
-        from ..runtime.step import StepFailed, complete_step, routing_targets
+        from ..runtime.step import complete_step, routing_targets
         from .tool_events import ToolCallEvents
 
         execution_id = self.execution_id(context)
@@ -188,7 +190,7 @@ class _GateRuntime(NoetlTaskMixin):
             ).completed(result)
             try:
                 outcome = complete_step(self.payload, inputs, result, event="call.done")
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
         output = step_output(outcome)
         self.log.info("NoETL gate %s released: %s; next: %s", self.step, result, outcome.next_steps)

@@ -21,7 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
+
+from ..errors import NoetlRuntimeError
 from ..events import names
+from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 from .presentation import item_label
 
@@ -33,13 +37,7 @@ __all__ = [
     "NoetlSequentialLoopOperator",
     "max_map_length",
     "validate_reads",
-    "validate_step_payload",
 ]
-
-LOOP_MODES = ("sequential", "parallel", "async", "cursor")
-# Keys of a step payload that the step contract (runtime.payload) does not define: the
-# lowering adds them, and the operators of this package consume them.
-EXTENSION_KEYS = ("loop", "sink", "retry", "playbook")
 
 
 def validate_reads(reads: Any, where: str) -> None:
@@ -60,29 +58,16 @@ def validate_reads(reads: Any, where: str) -> None:
             for k, v in table.items()
         ):
             problems.append(f"`reads.{key}` must map names to lists of task ids")
-    unknown = sorted(set(reads) - {"results", "region_results", "ctx", "vars"})
+    # The contract's reads but ``args``, which only a plain step operator pulls.
+    unknown = sorted(set(reads) - (set(READS_KEYS) - {"args"}))
     if unknown:
         problems.append(f"`reads` has unknown key(s) {', '.join(map(str, unknown))}")
     if problems:
         raise ValueError(f"{where}: " + "; ".join(problems))
 
 
-def validate_step_payload(payload: Any, *, extensions: tuple[str, ...] = EXTENSION_KEYS) -> None:
-    """The step contract (``runtime.payload.validate_payload``) plus the extension keys."""
-    from ..runtime.payload import validate_payload
-
-    if not isinstance(payload, Mapping):
-        raise ValueError(f"NoETL step payload must be a dict, got {type(payload).__name__}")  # noqa: TRY004
-    validate_payload({k: v for k, v in payload.items() if k not in extensions})
-    unknown = sorted(k for k in payload if k in EXTENSION_KEYS and k not in extensions)
-    if unknown:
-        raise ValueError(
-            f"step {payload.get('step')!r}: key(s) {', '.join(unknown)} are not valid here"
-        )
-
-
 def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
-    validate_step_payload(payload)
+    validate_payload(payload)
     step = payload.get("step")
     loop = payload.get("loop")
     if not isinstance(loop, Mapping):
@@ -122,10 +107,10 @@ def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
             problems.append("`loop.body` must hold the body `steps` of a v1 loop")
         else:
             for payload_ in body["steps"].values():
-                validate_step_payload(payload_)
+                validate_payload(payload_)
     end = loop.get("end")
     if end is not None:
-        validate_step_payload({k: v for k, v in end.items() if k != "result"})
+        validate_payload({k: v for k, v in end.items() if k != "result"})
     if problems:
         raise ValueError(f"invalid loop payload for step {step!r}: " + "; ".join(problems))
     return loop
@@ -192,7 +177,6 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.loop import chunk, loop_event, max_in_flight, render_collection
-        from ..runtime.step import StepFailed
 
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
@@ -205,7 +189,7 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
                     # A templated bound cannot be a parse-time max_active_tis_per_dagrun: make
                     # exactly that many chunks, so at most that many instances ever run.
                     limit = min(limit, max_in_flight(self.payload, inputs) or limit)
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
             loop_event(
                 self.payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)}
@@ -244,8 +228,6 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         part = self.chunk if isinstance(self.chunk, dict) else {}
         offset, items, total = part.get("offset", 0), part.get("items") or [], part.get("total")
@@ -266,7 +248,7 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                             run_body=interpret,
                         )
                     )
-                except (StepFailed, ToolNotAvailable) as exc:
+                except NoetlRuntimeError as exc:
                     # The chunk's other items still run, as they would in instances of their
                     # own (and in NoETL, where iterations are independent commands).
                     failure = failure or exc
@@ -285,8 +267,6 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        from ..runtime.step import StepFailed
-
         ti = context["ti"]
         # The mapped task of the group: loop bodies, or a cursor loop's worker slots.
         mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
@@ -298,7 +278,7 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         with self.recording(context):
             try:
                 return self.finish_and_route(context, inputs, records)
-            except StepFailed as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
 
 
@@ -317,8 +297,6 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
         from ..runtime.loop import loop_event, render_collection, run_iteration
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
@@ -341,5 +319,5 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
                     running["vars"] = {**running["vars"], **(record.get("vars") or {})}
                     records.append(record)
                 return self.finish_and_route(context, inputs, records)
-            except (StepFailed, ToolNotAvailable) as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc

@@ -17,9 +17,11 @@ from typing import Any
 from airflow.providers.standard.operators.trigger_dagrun import DagIsPaused, TriggerDagRunOperator
 from airflow.sdk.exceptions import AirflowRuntimeError
 
+from ..errors import NoetlRuntimeError
 from ..runtime.catalog import dag_id_for_path
+from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, runs_in_process, step_output
-from .loop import validate_reads, validate_step_payload
+from .loop import validate_reads
 from .tool_events import ToolCallEvents
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
@@ -58,7 +60,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         deferrable: bool = True,
         **kwargs: Any,
     ) -> None:
-        validate_step_payload(payload)
+        validate_payload(payload)
         step = payload.get("step")
         validate_reads(reads, f"nested playbook step {step!r}")
         tool = payload.get("tool")
@@ -122,14 +124,14 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         return runs_in_process()
 
     def _finish(self, context: Any, result: Any) -> Any:
-        from ..runtime.step import StepFailed, complete_step, routing_targets
+        from ..runtime.step import complete_step, routing_targets
         from ..templating.render import to_jsonable
 
         # The child's result is this step's result; set/case/routing run on it as on a call.
         inputs = self.pull_inputs(context, self.payload["step"])
         try:
             outcome = complete_step(self.payload, inputs, to_jsonable(result), event="call.done")
-        except StepFailed as exc:
+        except NoetlRuntimeError as exc:
             raise fail_task(self.payload["step"], exc) from exc
         output = step_output(outcome)
         targets = outcome.next_task_ids if routing_targets(self.payload) else None
@@ -138,10 +140,8 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
     # -- execution ------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
-        from ..runtime.catalog import PlaybookNotFound
         from ..runtime.interpreter import interpret
         from ..runtime.nested import child_execution_id, run_child
-        from ..runtime.step import StepFailed
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
@@ -168,7 +168,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                         strict=inputs.get("strict"),
                         parent_execution_id=inputs["execution_id"],
                     )
-                except (PlaybookNotFound, StepFailed, LookupError) as exc:
+                except (NoetlRuntimeError, LookupError) as exc:
                     call.errored(exc)
                     raise fail_task(step, exc) from exc
                 call.completed(result)

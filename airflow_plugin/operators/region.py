@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import NoetlRuntimeError
+from ..runtime.payload import validate_payload
 from .base import fail_task
-from .loop import CompiledStepOperator, validate_reads, validate_step_payload
+from .loop import CompiledStepOperator, validate_reads
 
 __all__ = ["NoetlRegionOperator", "validate_region"]
 
@@ -34,7 +36,7 @@ def validate_region(payload: Any) -> None:
         problems.append("`steps` must map member step names to step payloads")
         steps = {}
     for member, step_payload in steps.items():
-        validate_step_payload(step_payload)
+        validate_payload(step_payload)
         if step_payload.get("step") != member:
             problems.append(
                 f"`steps[{member!r}]` holds the payload of step {step_payload.get('step')!r}"
@@ -64,8 +66,6 @@ class NoetlRegionOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
-        from ..runtime.step import StepFailed
-        from ..tools import ToolNotAvailable
 
         steps = self.payload["steps"]
         entries = [(s, a) for s, a in self.upstream_routes(context) if s in steps]
@@ -83,7 +83,7 @@ class NoetlRegionOperator(CompiledStepOperator):
         with self.recording(context):
             try:
                 ran = interpret(steps, entries, base)
-            except (StepFailed, ToolNotAvailable) as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(getattr(exc, "step", self.step), exc) from exc
         exits = [target for target, _, _ in ran.exits]
         output = {

@@ -26,6 +26,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from noetl_compile.step_contract import READS_KEYS
+
+from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, step_output
 
@@ -33,8 +36,6 @@ from .base import NoetlTask, fail_task, step_output
 # this module on every parse, and only a worker running the task needs the runtime.
 
 __all__ = ["NoetlStepOperator", "validate_reads"]
-
-_READS_KEYS = ("results", "ctx", "vars", "args", "region_results")
 
 
 def validate_reads(reads: Any, step: str = "?") -> dict[str, Any]:
@@ -45,7 +46,7 @@ def validate_reads(reads: Any, step: str = "?") -> dict[str, Any]:
     if not isinstance(reads, Mapping):
         # ValueError, not TypeError: the operator promises one exception type for a bad spec.
         raise ValueError(f"`reads` of step {step!r} must be a dict, got {type(reads).__name__}")  # noqa: TRY004
-    unknown = sorted(set(reads) - set(_READS_KEYS))
+    unknown = sorted(set(reads) - set(READS_KEYS))
     if unknown:
         problems.append(f"unknown key(s) {', '.join(unknown)}")
     for key in ("results", "region_results"):
@@ -82,7 +83,7 @@ class NoetlStepOperator(NoetlTask):
     """
 
     def __init__(self, *, payload: dict, reads: dict | None = None, **kwargs: Any) -> None:
-        validate_payload(payload)
+        validate_payload(payload)  # the payload's one check (runtime.payload's docstring)
         try:
             # The payload travels in DAG files and events: it must be plain JSON. The round trip
             # also gives the operator its own copy.
@@ -99,7 +100,6 @@ class NoetlStepOperator(NoetlTask):
     def execute(self, context: Any) -> dict[str, Any]:
         from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.step import StepFailed, execute_step, routing_targets
-        from ..tools import ToolNotAvailable
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
@@ -111,7 +111,7 @@ class NoetlStepOperator(NoetlTask):
                 if traceback:
                     self.log.error("NoETL step %s tool error:\n%s", step, traceback)
                 raise fail_task(step, exc) from exc
-            except ToolNotAvailable as exc:
+            except NoetlRuntimeError as exc:
                 raise fail_task(step, exc) from exc
         output = step_output(outcome)
         self.log.info(

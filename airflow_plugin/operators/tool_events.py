@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import error_family
 from ..events import names
 
 __all__ = ["ToolCallEvents"]
@@ -46,7 +47,11 @@ class ToolCallEvents:
         self._emit(names.TOOL_COMPLETED, "success", "call.done", {"result": to_jsonable(result)})
 
     def errored(self, exc: BaseException | str) -> None:
-        self._emit(names.TOOL_ERRORED, "error", "call.error", {"error": str(exc)})
+        extra: dict[str, Any] = {"error": str(exc)}
+        family = error_family(exc) if isinstance(exc, BaseException) else None
+        if family is not None:
+            extra["error_family"] = family  # errors.error_family: the one classification
+        self._emit(names.TOOL_ERRORED, "error", "call.error", extra)
 
     def _emit(self, name: str, status: str, alias: str | None, extra: dict[str, Any]) -> None:
         from ..events import Event, emit

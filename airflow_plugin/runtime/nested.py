@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import error_family
 from ..events import current_event_id, recording
 from ..events.listener import playbook_identity
 from ..events.workflow import run_finished, run_started
@@ -122,7 +123,7 @@ def _observed_child(
                 execution_id,
                 child.dag_id,
                 status="error",
-                data={"error": f"{type(exc).__name__}: {exc}"},
+                data=_error_data(exc),
                 **link,
             )
             raise
@@ -169,3 +170,13 @@ def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
     except LookupError as exc:
         return ToolOutcome.failure(tool_error(KIND, "ReturnStepNotRun", str(exc)))
     return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
+
+
+def _error_data(exc: BaseException) -> dict[str, Any]:
+    """A failed child run's PlaybookFinished data: the error, and its family when it is one of
+    the runtime's (``errors.error_family``)."""
+    data: dict[str, Any] = {"error": f"{type(exc).__name__}: {exc}"}
+    family = error_family(exc)
+    if family is not None:
+        data["error_family"] = family
+    return data

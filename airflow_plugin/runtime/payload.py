@@ -1,9 +1,12 @@
-"""The step payload contract between the compiler and the runtime.
+"""The step payload contract between the compiler and the runtime, as the runtime checks it.
 
-The compiler emits one JSON-serialisable payload per step (templates unrendered); the operator
-validates it when the DAG file is parsed so a malformed payload is a DAG import error naming the
-step, not a task failure at 3 a.m. Unknown top-level keys are rejected on purpose: a key the
-runtime does not know (``loop``, ``sink``...) is a feature it would otherwise silently skip.
+The types and key tables are the compiler's ``noetl_compile.step_contract`` (one table for both
+sides). A payload is validated ONCE, where it enters the plugin: each operator calls
+:func:`validate_payload` in its constructor, so a malformed payload is a DAG import error
+naming the step, not a task failure at 3 a.m. The runtime below the operators (``runtime.step``,
+``runtime.loop``, the interpreter) trusts what it is handed: a region's, a loop body's and an
+inline child's steps reach it through an operator's constructor too. Unknown top-level keys are
+rejected on purpose: a key the runtime does not know is a feature it would otherwise silently skip.
 """
 
 from __future__ import annotations
@@ -11,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from noetl_compile.payload_defaults import STEP_DEFAULTS
+from noetl_compile.step_contract import (
+    ARC_KEYS,
+    DIALECTS,
+    EXTENSION_KEYS,
+    PAYLOAD_KEYS,
+    ROUTING_MODES,
+    STEP_DEFAULTS,
+    StepPayload,
+)
 
 __all__ = [
     "DIALECTS",
@@ -25,31 +36,21 @@ __all__ = [
     "with_defaults",
 ]
 
-DIALECTS = ("v1", "case-v2", "canonical")
-ROUTING_MODES = ("exclusive", "inclusive")
-PAYLOAD_KEYS = frozenset(
-    {"step", "dialect", "input", "tool", "pipeline", "set", "vars", "case", "routing", "desc"}
-)
-# Keys the lowering adds beyond the step contract: ``sink``/``retry`` (step-level blocks, run by
-# runtime.step), ``loop`` (run by runtime.loop and the loop operators), ``playbook`` (the resolved
-# child of a step-level nested call), ``generation`` ("noetl5": the playbook's NoETL 5 semantics).
-PAYLOAD_EXTENSIONS = frozenset({"sink", "retry", "loop", "playbook", "generation"})
-# What an absent key means (``noetl_compile.payload_defaults``, the table the compiler compacts
-# with). An absent arc ``when`` is an unguarded arc, an absent arc ``task_id`` is the step name
-# (``arc_task_id``), an absent routing ``mode`` exclusive.
+PAYLOAD_EXTENSIONS = EXTENSION_KEYS
+# What an absent key means (the table the compiler compacts with). An absent arc ``when`` is an
+# unguarded arc, an absent arc ``task_id`` is the step name (``arc_task_id``), an absent routing
+# ``mode`` exclusive.
 PAYLOAD_DEFAULTS: Mapping[str, Any] = STEP_DEFAULTS
-# ``group``: v1 ``when: .. then: [a, b]`` lowers to arcs sharing a group that fire together.
-_ARC_KEYS = frozenset({"step", "task_id", "when", "set", "args", "spec", "group"})
 
 
-def with_defaults(payload: Mapping[str, Any]) -> dict[str, Any]:
+def with_defaults(payload: Mapping[str, Any]) -> StepPayload:
     """``payload`` with every absent contract key set to its default (fresh containers)."""
-    full = {key: _fresh(value) for key, value in PAYLOAD_DEFAULTS.items()}
+    full: dict[str, Any] = {key: _fresh(value) for key, value in PAYLOAD_DEFAULTS.items()}
     full.update(payload)
     routing = full.get("routing")
     if isinstance(routing, Mapping):
-        full["routing"] = {"mode": "exclusive", "arcs": [], **routing}
-    return full
+        full["routing"] = {**_fresh(STEP_DEFAULTS["routing"]), **routing}
+    return full  # type: ignore[return-value]
 
 
 def _fresh(value: Any) -> Any:
@@ -106,7 +107,7 @@ def validate_payload(payload: Any) -> None:
     problems: list[str] = []
     if not isinstance(step, str) or not step:
         problems.append("`step` must be a non-empty string")
-    unknown = sorted(set(payload) - PAYLOAD_KEYS - PAYLOAD_EXTENSIONS)
+    unknown = sorted(set(payload) - PAYLOAD_KEYS - EXTENSION_KEYS)
     if unknown:
         problems.append(
             f"unknown key(s) {', '.join(unknown)} (this runtime knows {', '.join(sorted(PAYLOAD_KEYS))})"
@@ -174,7 +175,7 @@ def validate_payload(payload: Any) -> None:
                         continue
                     if arc.get("task_id") is not None and not isinstance(arc["task_id"], str):
                         problems.append(f"`routing.arcs[{i}].task_id` must be a string")
-                    extra = sorted(set(arc) - _ARC_KEYS)
+                    extra = sorted(set(arc) - ARC_KEYS)
                     if extra:
                         problems.append(
                             f"`routing.arcs[{i}]` has unknown key(s) {', '.join(extra)}"

@@ -59,7 +59,7 @@ from ..templating.render import (
     to_jsonable,
 )
 from ..tools import ToolOutcome
-from .payload import arc_task_id, normalise_case_next, validate_payload, with_defaults
+from .payload import arc_task_id, normalise_case_next, with_defaults
 from .pipeline import (
     split_set,
 )
@@ -314,14 +314,14 @@ def execute_step(
 ) -> StepOutcome:
     """Run one step of a compiled playbook; see the module docstring for the order of things.
 
-    ``payload``: the compiler's step payload (validated here, see ``payload.validate_payload``).
+    ``payload``: the compiler's step payload, validated once by the operator that carries it
+    (``payload.validate_payload``, at DAG parse), not again per call or iteration.
     ``inputs``: ``{workload, results, ctx, vars, execution_id, args?, loop?, strict?, run_index?,
     step_names?}`` pulled by the caller. ``phase``: ``step`` or ``iteration`` (one loop iteration:
     no routing). ``sleep``: used for retry backoff (tests inject a recorder).
     Raises :class:`StepFailed` for an unhandled failure, ``ToolNotAvailable`` for a tool kind this
     runtime cannot execute.
     """
-    validate_payload(payload)
     payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep, phase=phase, policies=retry_policies(payload))
     return observed(run, lambda: _execute(run))
@@ -425,7 +425,6 @@ def complete_step(
     rules, then the arcs; ``set``/``vars`` apply to the result as after a call. For a loop,
     ``step.exit`` rules already ran per iteration; the targets they chose (``deferred``) are
     taken now unless a ``loop.done`` rule routes."""
-    validate_payload(payload)
     payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep)
 

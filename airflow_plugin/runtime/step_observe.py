@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..errors import error_record
 from ..events import names
 from ..templating.render import RenderIssue, collect_issues
 from .step_outcome import StepFailed, StepOutcome
@@ -80,11 +81,7 @@ def observed(run: StepRunView, body: Callable[[], StepOutcome]) -> StepOutcome:
                 raise
             outcome.issues = _report_issues(run, issues)
     except Exception as exc:
-        error = (
-            exc.error
-            if isinstance(exc, StepFailed)
-            else {"type": type(exc).__name__, "message": str(exc)}
-        )
+        error = exc.error if isinstance(exc, StepFailed) else error_record(exc)
         run.emit(
             names.STEP_FINISHED,
             "step",

@@ -18,6 +18,7 @@ from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook, Step
 from ..check import read_file
 from ..check.references import by_file, child_file
+from ..step_contract import Reads, RegionPayload
 from .assets import unit_assets
 from .dataflow import data_dependencies
 from .fuse import FUSED_PREFIX, fused_runs
@@ -346,13 +347,14 @@ class _Lowering:
                     and self.task_id(target) not in exits
                 ):
                     exits.append(self.task_id(target))
-        unit.payload = {
+        region: RegionPayload = {
             "region": unit.id,
             "dialect": self.playbook.dialect,
             "entry": entry,
             "steps": steps,
             "exits": exits,
         }
+        unit.payload = region
 
     def _fill_v1_loop(self, unit: Unit, body: V1LoopBody) -> None:
         payload = self.payload(body.loop_step)
@@ -389,7 +391,7 @@ class _Lowering:
                 unit.trigger_rule = JOIN_TRIGGER_RULE
         self.units = [self.units[i] for i in _topological_by_position(self.units, position)]
 
-    def reads(self, unit: Unit) -> dict[str, Any]:
+    def reads(self, unit: Unit) -> Reads:
         members = set(unit.steps)
         position = self._unit_position
         results: dict[str, str] = {}
@@ -417,7 +419,7 @@ class _Lowering:
             "ctx": {k: v for k, v in sorted(ctx.items()) if v},
             "vars": {k: v for k, v in sorted(vars_.items()) if v},
         }
-        reads: dict[str, Any] = {key: table for key, table in tables.items() if table}
+        reads: Reads = {key: table for key, table in tables.items() if table}  # type: ignore[misc]
         if region_results:
             reads["region_results"] = dict(
                 sorted(region_results.items(), key=lambda kv: self.order[kv[0]])

@@ -1,6 +1,6 @@
 """Step payloads: the AST of one step as the plain, JSON-serialisable data the runtime receives.
 
-The payload is the compiler -> runtime contract (``airflow_plugin.runtime.payload``): templates
+The payload is the compiler -> runtime contract (``step_contract``: its types and key tables): templates
 stay unrendered, key order is source order, and ``Y*`` values become plain ``dict``/``list``/
 ``str``. Dialect differences that the compiler resolves statically are resolved here: v1 inline
 tool keys become a tool mapping, workbook calls are replaced by the workbook task's tool, and
@@ -14,11 +14,19 @@ import datetime
 import math
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..ast import Playbook, Step, Task
-from ..payload_defaults import STEP_DEFAULTS
 from ..read.v1 import INLINE_TOOL_KEYS
+from ..step_contract import (
+    STEP_DEFAULTS,
+    Arc,
+    CaseRule,
+    LoopSpec,
+    Routing,
+    StepPayload,
+    ToolMapping,
+)
 
 __all__ = ["is_gate", "is_nested", "plain", "step_payload", "tool_payload"]
 
@@ -81,13 +89,13 @@ def is_gate(step: Step) -> bool:
 # -- tools --------------------------------------------------------------------------------------
 
 
-def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) -> dict[str, Any]:
+def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) -> ToolMapping:
     """A v1 step or workbook task carries its tool settings inline; collect them.
 
     ``own_args``: the mapping is a workbook/iterator task, whose `with`/`data` bindings are the
     tool's default arguments (on a step they are the step input instead).
     """
-    tool: dict[str, Any] = {"kind": kind}
+    tool: dict[str, Any] = {"kind": kind}  # a v1 task may leave `kind` to its `tool` mapping
     nested = mapping.get("tool")
     if isinstance(nested, Mapping):  # `tool: {kind: ...}` spelled as a mapping
         tool.update(plain(nested))
@@ -99,29 +107,29 @@ def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) ->
         if isinstance(mapping.get(key), Mapping) and "args" not in tool:
             tool["args"] = plain(mapping[key])
             break
-    return tool
+    return tool  # type: ignore[return-value]
 
 
 def _workbook_tool(
     playbook: Playbook, name: Any, overrides: Mapping[str, Any]
-) -> dict[str, Any] | None:
+) -> ToolMapping | None:
     task = playbook.workbook.get(name) if isinstance(name, str) else None
     if task is None:
         return None
     base = tool_payload(playbook, task, resolve_workbook=False)
     if base is None:
         return None
-    merged = dict(base)
+    merged: dict[str, Any] = dict(base)
     for key, value in overrides.items():
         if key not in ("kind", "name"):
             merged[key] = value
     merged["workbook"] = str(name)
-    return merged
+    return cast(ToolMapping, merged)
 
 
 def tool_payload(
     playbook: Playbook, task: Task, *, step: Step | None = None, resolve_workbook: bool = True
-) -> dict[str, Any] | None:
+) -> ToolMapping | None:
     """The tool mapping of one task, as the runtime receives it."""
     config = task.config if isinstance(task.config, Mapping) else {}
     if playbook.dialect == "v1":
@@ -136,14 +144,14 @@ def tool_payload(
         resolved = _workbook_tool(playbook, tool.get("name"), tool)
         if resolved is not None:
             return resolved
-    return tool
+    return cast(ToolMapping, tool)
 
 
 # -- routing ------------------------------------------------------------------------------------
 
 
-def _arc(arc: Any, task_id: Callable[[str], str | None], *, grouped: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _arc(arc: Any, task_id: Callable[[str], str | None], *, grouped: bool) -> Arc:
+    entry: Arc = {
         "step": arc.target,
         "task_id": task_id(arc.target),
         "when": plain(arc.when),
@@ -157,7 +165,7 @@ def _arc(arc: Any, task_id: Callable[[str], str | None], *, grouped: bool) -> di
     return entry
 
 
-def routing_payload(step: Step, task_id: Callable[[str], str | None]) -> dict[str, Any]:
+def routing_payload(step: Step, task_id: Callable[[str], str | None]) -> Routing:
     arcs = [a for a in step.router.arcs if a.origin != "case"]
     groups = [a.group for a in arcs]
     # v1 `when: ... then: [a, b]` fires a group of arcs together; only then is `group` needed.
@@ -180,8 +188,8 @@ def _case_next(value: Any, task_id: Callable[[str], str | None]) -> list[dict[st
     return targets
 
 
-def case_payload(step: Step, task_id: Callable[[str], str | None]) -> list[dict[str, Any]]:
-    rules = []
+def case_payload(step: Step, task_id: Callable[[str], str | None]) -> list[CaseRule]:
+    rules: list[CaseRule] = []
     for rule in step.case:
         then = plain(rule.then) if isinstance(rule.then, Mapping) else {}
         if "next" in then:
@@ -195,9 +203,10 @@ def case_payload(step: Step, task_id: Callable[[str], str | None]) -> list[dict[
 
 def step_payload(
     playbook: Playbook, step: Step, task_id: Callable[[str], str | None]
-) -> dict[str, Any]:
-    """The contract payload of one step (no lowering-specific extension keys)."""
-    payload: dict[str, Any] = {"step": step.name, "dialect": playbook.dialect}
+) -> StepPayload:
+    """The contract payload of one step, with the ``sink``/``retry`` extensions it needs (the
+    lowering adds ``loop``/``playbook``)."""
+    payload: StepPayload = {"step": step.name, "dialect": playbook.dialect}
     if playbook.generation is not None:
         # NoETL 5 semantics the runtime decides per playbook (python calling convention...);
         # absent for the older generations, so their DAG files do not change.
@@ -225,10 +234,10 @@ def step_payload(
     return payload
 
 
-def loop_payload(step: Step) -> dict[str, Any]:
+def loop_payload(step: Step) -> LoopSpec:
     loop = step.loop
     assert loop is not None
-    entry: dict[str, Any] = {
+    entry: LoopSpec = {
         "iterator": loop.iterator,
         "mode": "cursor" if loop.cursor is not None else loop.mode,
     }

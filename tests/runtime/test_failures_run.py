@@ -65,7 +65,28 @@ def test_error_arc_routes_a_failing_tool(run_playbook):
 
 
 def test_unhandled_failure_fails_the_run_naming_step_field_and_cause(run_playbook, capfd):
-    out = run_playbook(
+    from airflow_plugin.events import MemoryRecorder, set_default_recorder
+
+    recorder = MemoryRecorder()
+    previous = set_default_recorder(recorder)
+    try:
+        out = _unhandled(run_playbook)
+    finally:
+        set_default_recorder(previous)
+    assert out.state == "failed"
+    assert out.states == {"start": "failed", "after": "upstream_failed"}
+    (message,) = _failure_messages(capfd)
+    assert message.endswith("step 'start' failed: tool.divide: ZeroDivisionError: division by zero")
+    assert message.count("step 'start'") == 1  # the step is named once
+    # The task's failure event names the runtime error family behind it (errors.error_family).
+    # (The run's end may close the task once more, without an exception to classify.)
+    told = [e for e in recorder.named("TaskFinished") if e.task_id == "start" and "error" in e.data]
+    assert len(told) == 1 and told[0].status == "error"
+    assert told[0].data["error_family"] == "failed"
+
+
+def _unhandled(run_playbook):
+    return run_playbook(
         "unhandled",
         """
         apiVersion: noetl.io/v2
@@ -81,11 +102,6 @@ def test_unhandled_failure_fails_the_run_naming_step_field_and_cause(run_playboo
             tool: {kind: noop}
         """,
     )
-    assert out.state == "failed"
-    assert out.states == {"start": "failed", "after": "upstream_failed"}
-    (message,) = _failure_messages(capfd)
-    assert message.endswith("step 'start' failed: tool.divide: ZeroDivisionError: division by zero")
-    assert message.count("step 'start'") == 1  # the step is named once
 
 
 def test_template_error_names_step_field_and_expression(run_playbook, capfd):
