@@ -44,8 +44,12 @@ log = logging.getLogger(__name__)
 
 hookimpl = pluggy.HookimplMarker("airflow")
 
-_SOURCE = re.compile(r"^Source: (?P<path>.+)$", re.MULTILINE)
-_HASH = re.compile(r"^SHA-256: (?P<hash>[0-9a-f]{64})$", re.MULTILINE)
+# The DAG's doc_md lists them as "- Source: `path`" and "- SHA-256: `hash`" (older DAG files:
+# the module docstring's bare "Source: path" lines); both forms are read.
+_SOURCE = re.compile(
+    r"^(?:- )?+Source: (?:`(?P<quoted>[^`\n]++)`|(?P<path>[^`\n]++))$", re.MULTILINE
+)
+_HASH = re.compile(r"^(?:- )?+SHA-256: `?+(?P<hash>[0-9a-f]{64})`?+$", re.MULTILINE)
 _NEVER_RAN = ("skipped", "upstream_failed", "removed")
 _HOOK_OF = {"success": "success", "error": "failed", "skipped": "skipped"}
 # The TaskFinished status of an archived attempt, by the state Airflow archived it in (an
@@ -62,7 +66,8 @@ def playbook_identity(dag: Any) -> tuple[str | None, str | None]:
 @functools.lru_cache(maxsize=256)  # asked by the listener and the operator for every task
 def _identity_of(doc: str) -> tuple[str | None, str | None]:
     path, digest = _SOURCE.search(doc), _HASH.search(doc)
-    return (path["path"].strip() if path else None, digest["hash"] if digest else None)
+    found = (path["quoted"] or path["path"]).strip() if path else None
+    return (found, digest["hash"] if digest else None)
 
 
 def _state(value: Any) -> str | None:
