@@ -178,6 +178,26 @@ def test_pipeline_step_with_ctx_writes_and_routing():
     assert out.next_steps == ["next"]
 
 
+def test_pipeline_step_fields_read_the_last_task_result_in_templates():
+    """The stored result is NoETL's record; templates read `{{ s.field }}` from the last task's
+    result promoted under it (NoETL's engine does the same), the record's own keys first."""
+    p = payload(
+        pipeline=[
+            py("result = {'id': 1}", name="shape"),
+            py("result = {'saved': 1, 'status': 'stored'}", name="save"),
+        ],
+        routing=arcs(
+            {
+                "step": "next",
+                "when": "{{ s.saved == 1 and s.id is undefined and s.status == 'ok' }}",
+            }
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert "saved" not in out.result and out.result["_prev"] == {"saved": 1, "status": "stored"}
+    assert out.next_steps == ["next"]
+
+
 def test_pipeline_break_status():
     p = payload(
         pipeline=[
