@@ -16,7 +16,14 @@ NoETL runs these on the worker, inside one command; so do we, inside one Airflow
 * rule ``set``: ``ctx.x``/``step.x``/bare ``x`` become ctx writes (returned, and visible to later
   tasks), ``iter.x`` stays in the pipeline's iteration scope.
 
-The step result is the last task's dict merged on top of ``{status, _prev, results}``.
+The step result is NoETL's task-sequence record, with no merge of the last task's result:
+``{status: ok|break|failed, _prev, results, ctx}``; ``results`` and ``_prev`` hold successful
+tasks only (a failed task that a rule lets continue leaves no entry); ``ctx`` holds the
+pipeline's ``set`` writes; ``break`` adds ``remaining_actions`` (the tasks not run) and
+``failed`` adds ``failed_task`` and ``error`` (``{kind: tool_error, retryable, code,
+status_code, message}`` for a tool failure, ``{kind: config, message}`` for a bad jump, ``null``
+when a rule failed a task that succeeded). ``PipelineResult.error`` keeps noetlc's full error
+(type, traceback, field) for the step's events and logs.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ __all__ = [
     "call_tool",
     "outcome_envelope",
     "outcome_result",
+    "pipeline_error",
     "run_pipeline",
     "single_tool_pipeline",
     "split_set",
@@ -150,6 +158,51 @@ def outcome_envelope(outcome: ToolOutcome, *, attempt: int = 1) -> dict[str, Any
         "pg": dict(outcome.meta.get("pg", {})),
         "py": py,
         "meta": {**outcome.meta, "attempt": attempt},
+    }
+
+
+def _status_code(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def pipeline_error(outcome: ToolOutcome) -> dict[str, Any] | None:
+    """The ``error`` NoETL's task sequence records for a failed task: ``{kind, retryable, code,
+    status_code, message}``; ``None`` for a task that succeeded (a rule failed it)."""
+    if outcome.ok:
+        return None
+    data = outcome.data if isinstance(outcome.data, Mapping) else {}
+    error = outcome.error if isinstance(outcome.error, Mapping) else {}
+    raw = data.get("status_code")
+    if raw is None and isinstance(data.get("data"), Mapping):
+        raw = data["data"].get("status_code") or data["data"].get("status")
+    if raw is None:
+        raw = error.get("status_code")
+    status_code = _status_code(raw)
+    code = data.get("code", error.get("code"))
+    if code is None and status_code is not None:
+        code = f"HTTP_{status_code}"
+    retryable = data.get("retryable", error.get("retryable"))
+    if retryable is None:
+        retryable = status_code is not None and (status_code == 429 or status_code >= 500)
+    if data.get("status") == "error":  # a result that reports its own failure
+        message = data.get("error") or data.get("message", "Tool returned error status")
+    else:
+        message = error.get("message", "tool call failed")
+    return {
+        "kind": data.get("error_kind", "tool_error"),
+        "retryable": bool(retryable),
+        "code": code,
+        "status_code": status_code,
+        "message": message,
     }
 
 
@@ -277,10 +330,15 @@ def run_pipeline(
     ctx_writes: dict[str, Any] = {}
     iter_scope: dict[str, Any] = dict(context.get("iter") or {})
     trace: list[dict[str, Any]] = []
-    prev: Any = None
-    last: Any = None
+    prev: Any = None  # the last successful task's result
     status: Literal["ok", "break", "failed"] = "ok"
-    error: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None  # noetlc's full error: events, logs
+    record: dict[str, Any] = {}  # what NoETL adds to the result: failed_task/error, remaining
+
+    def failed(label: str, full: dict[str, Any], noetl: dict[str, Any] | None) -> None:
+        nonlocal status, error, record
+        status, error = "failed", full
+        record = {"error": noetl, "failed_task": label}
 
     i = 0
     attempt = 1
@@ -288,13 +346,11 @@ def run_pipeline(
     while i < len(tasks):
         runs += 1
         if runs > MAX_TASK_RUNS:
-            status, error = (
-                "failed",
-                {
-                    "kind": "policy",
-                    "type": "PolicyError",
-                    "message": f"pipeline of step {step!r} ran {MAX_TASK_RUNS} tasks; jump cycle?",
-                },
+            message = f"pipeline of step {step!r} ran {MAX_TASK_RUNS} tasks; jump cycle?"
+            failed(
+                labels[i],
+                {"kind": "policy", "type": "PolicyError", "message": message},
+                {"kind": "policy", "message": message},
             )
             break
         task, label = tasks[i], labels[i]
@@ -313,7 +369,10 @@ def run_pipeline(
         outcome = call_tool(
             step, label, task, task_context, step_input, events=events, attempt=attempt
         )
-        task_result = outcome_result(outcome)
+        if outcome.ok:
+            # NoETL records a task as soon as it succeeds, whatever its rule then decides.
+            results[label] = outcome_result(outcome)
+            prev = results[label]
         rule_context = with_values(task_context, output=outcome_envelope(outcome, attempt=attempt))
         if not outcome.ok:
             rule_context["error"] = outcome.error
@@ -340,10 +399,7 @@ def run_pipeline(
                     sleep(wait)
                 attempt += 1
                 continue
-            results[label] = task_result
-            last = task_result
-            status = "failed"
-            error = (
+            full = (
                 dict(outcome.error)
                 if outcome.error
                 else {
@@ -352,22 +408,22 @@ def run_pipeline(
                     "message": f"task {label!r} still matched a retry rule after {attempt} attempts",
                 }
             )
-            error["attempts"] = attempt
+            full["attempts"] = attempt
+            failed(label, full, pipeline_error(outcome))
             break
 
-        results[label] = task_result
-        prev = last = task_result
         attempt = 1
         if do == "break":
             status = "break"
+            record = {"remaining_actions": [dict(t) for t in tasks[i + 1 :]]}
             break
         if do == "fail":
-            status = "failed"
-            error = outcome.error or {
+            full = dict(outcome.error or {}) or {
                 "kind": "policy",
                 "type": "PolicyFail",
                 "message": f"policy rule of task {label!r} failed the pipeline",
             }
+            failed(label, full, pipeline_error(outcome))
             break
         if do == "jump":
             target = action.get("to")
@@ -375,13 +431,13 @@ def run_pipeline(
                 i = max(i - 1, 0)
                 continue
             if target not in index_of:
-                status, error = (
-                    "failed",
-                    {
-                        "kind": "policy",
-                        "type": "PolicyError",
-                        "message": f"jump target {target!r} is not a task of this pipeline ({', '.join(labels)})",
-                    },
+                message = (
+                    f"jump target {target!r} is not a task of this pipeline ({', '.join(labels)})"
+                )
+                failed(
+                    label,
+                    {"kind": "policy", "type": "PolicyError", "message": message},
+                    {"kind": "config", "message": f"Jump target '{target}' not found"},
                 )
                 break
             i = index_of[target]
@@ -389,11 +445,13 @@ def run_pipeline(
         # "continue", and unknown verbs (the parser rejects them; the engine continues)
         i += 1
 
-    result: dict[str, Any] = {"status": status, "_prev": last, "results": results}
-    if isinstance(last, Mapping):
-        result.update(last)
-    if error is not None and status == "failed":
-        result.setdefault("error", error)
+    result: dict[str, Any] = {
+        "status": status,
+        "_prev": prev,
+        "results": results,
+        "ctx": dict(ctx_writes),
+        **record,
+    }
     return PipelineResult(
         status=status,
         result=result,

@@ -107,12 +107,32 @@ def _wrap_nested(value: Any) -> Any:
 V1_FALLBACKS = ("data", "result")
 
 
+_PIPELINE_RECORD = frozenset({"status", "_prev", "results", "ctx"})
+
+
+def promoted(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What templates read for a tool pipeline's record ``{status, _prev, results, ctx, ...}``:
+    NoETL's engine promotes the last task's result under the record (``{**last, **record}``,
+    engine.py "Promote the last tool's result to the top level") so ``{{ step.field }}`` reads
+    a field of the last task, as for a single tool; the stored result stays the record."""
+    results = value.get("results")
+    if not (
+        _PIPELINE_RECORD <= value.keys()
+        and value.get("status") in ("ok", "break", "failed")
+        and isinstance(results, Mapping)
+        and results
+    ):
+        return value
+    last = list(results.values())[-1]
+    return {**last, **value} if isinstance(last, Mapping) else value
+
+
 def wrap_result(value: Any, fallbacks: tuple[str, ...] = ("data",)) -> Any:
     """Wrap a step result for use in a render context (dicts only)."""
     if isinstance(value, ResultProxy):
         return value
     if isinstance(value, Mapping):
-        return ResultProxy(value, fallbacks)
+        return ResultProxy(promoted(value), fallbacks)
     return value
 
 

@@ -60,11 +60,6 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
         lambda d: any("'stats'" in v and "results" in v for v in d.values()),
     ),
     (
-        "pipeline-result-shape",
-        "pipeline result: NoETL {status ok|failed, _prev, results, ctx[, failed_task, error{kind: tool_error}]}, no last-task merge; noetlc differs",
-        lambda d: any("'_prev'" in v for v in d.values()),
-    ),
-    (
         "whole-result-render",
         "`{{ step }}` rendered whole: NoETL hands the result-store envelope (ref/_ref) or '' for a failed step; noetlc the result",
         lambda d: any("<result-ref>" in v or "{'seen': ''}" in v for v in d.values()),
@@ -113,12 +108,24 @@ CASE_GROUPS = {
     "case_v2/vars_in_ctx_probe": "case-v2-context",
     "case_v2/result_from": "case-v2-result-from",
     "case_v2/loop_string_in": "loop-non-list-in",
+    "pipelines/ctx_set_in_pipeline_rule": "pipeline-set-text",
+    "pipelines/results_by_task_name": "pipeline-result-fields",
+    "policies/break_rule": "pipeline-result-fields",
+    "pipelines/status_error_task": "failed-step-result",
+    "policies/backoff_exponential_delay": "failed-step-result",
+    "policies/backoff_linear_delay": "failed-step-result",
+    "policies/backoff_none_delay": "failed-step-result",
+    "policies/pipeline_task_retry_counts": "failed-step-result",
+    "policies/retry_on_status_error_dict": "failed-step-result",
 }
 EXTRA_REASONS = {
     "loop-non-list-in": "a string loop `in`: NoETL's case-v2 engine (dc55c492) runs it character by character; this playbook carries no case-v2 mark, so noetlc reads it as canonical, where a string is one item (`--dialect case-v2` runs it per character)",
     "case-v2-next-list": "case-v2 plain `next: [a, b]`: NoETL (dc55c492) runs every listed step; noetlc only the first",
     "case-v2-context": "case-v2 engine context: `vars` are bare names and not in ctx, `next[].args` do not reach the target's args, `then.set` does not reach ctx; noetlc differs on each",
     "case-v2-result-from": "case-v2 `then.result.from`: NoETL keeps the tool's result; noetlc stores the `from` text itself",
+    "failed-step-result": "a step that fails the run: NoETL stores its result (a pipeline's {status: failed, _prev, results, ctx, failed_task, error}); noetlc pushes no XCom for the failed Airflow task",
+    "pipeline-set-text": "a pipeline rule's `set`: NoETL stores the rendered text ('7') and later steps do not see it (`{{ ctx.x }}` renders ''); noetlc stores the value (7) and later steps read it",
+    "pipeline-result-fields": "a field of a pipeline step's result (`{{ step.status }}`, `{{ step.results }}`): NoETL hands templates the result-store envelope, whose `context` flattens the record, so it renders ''; noetlc the field",
 }
 
 

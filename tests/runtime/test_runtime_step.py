@@ -141,7 +141,8 @@ def test_single_tool_with_rules_is_a_one_task_pipeline():
     )
     out = execute_step(p, inputs())
     assert out.result["results"] == {"fetch_task": {"n": 1}}
-    assert out.result["n"] == 1 and out.result["status"] == "ok"
+    assert out.result["_prev"] == {"n": 1} and out.result["status"] == "ok"
+    assert "n" not in out.result  # NoETL does not merge the last task's result
     assert out.ctx_writes == {"fetched": True}
 
 
@@ -172,7 +173,28 @@ def test_pipeline_step_with_ctx_writes_and_routing():
     )
     out = execute_step(p, inputs())
     assert out.ctx_writes == {"shaped": 1}
-    assert out.result["saved"] == 1 and out.result["results"]["shape"] == {"id": 1}
+    assert out.result["_prev"] == {"saved": 1} and out.result["results"]["shape"] == {"id": 1}
+    assert out.result["ctx"] == {"shaped": 1}
+    assert out.next_steps == ["next"]
+
+
+def test_pipeline_step_fields_read_the_last_task_result_in_templates():
+    """The stored result is NoETL's record; templates read `{{ s.field }}` from the last task's
+    result promoted under it (NoETL's engine does the same), the record's own keys first."""
+    p = payload(
+        pipeline=[
+            py("result = {'id': 1}", name="shape"),
+            py("result = {'saved': 1, 'status': 'stored'}", name="save"),
+        ],
+        routing=arcs(
+            {
+                "step": "next",
+                "when": "{{ s.saved == 1 and s.id is undefined and s.status == 'ok' }}",
+            }
+        ),
+    )
+    out = execute_step(p, inputs())
+    assert "saved" not in out.result and out.result["_prev"] == {"saved": 1, "status": "stored"}
     assert out.next_steps == ["next"]
 
 
@@ -261,7 +283,7 @@ def test_failure_handled_by_an_error_arc():
     assert out.result["status"] == "error" and out.error["type"] == "RuntimeError"
 
 
-def test_policy_continue_on_error_lets_arcs_route_on_the_error_result():
+def test_policy_continue_on_error_routes_on_what_the_rule_sets():
     p = payload(
         "start",
         tool=py(
@@ -269,16 +291,27 @@ def test_policy_continue_on_error_lets_arcs_route_on_the_error_result():
             spec={
                 "policy": {
                     "rules": [
-                        {"when": "{{ output.status == 'error' }}", "then": {"do": "continue"}}
+                        {
+                            "when": "{{ output.status == 'error' }}",
+                            "then": {"do": "continue", "set": {"ctx.auth": "{{ error.type }}"}},
+                        }
                     ]
                 }
             },
         ),
         routing=arcs(
-            {"step": "auth_error", "when": "{{ start.error is defined }}"}, {"step": "go"}
+            {"step": "auth_error", "when": "{{ ctx.auth == 'PermissionError' }}"},
+            {"step": "go"},
         ),
     )
     out = execute_step(p, inputs())
+    # NoETL keeps no trace of a failed task a rule continued past: the rule's `set` carries it.
+    assert out.result == {
+        "status": "ok",
+        "_prev": None,
+        "results": {},
+        "ctx": {"auth": "PermissionError"},
+    }
     assert out.status == "ok" and out.next_steps == ["auth_error"]
 
 

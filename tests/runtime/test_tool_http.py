@@ -883,7 +883,8 @@ def test_a_forked_child_gets_its_own_client(http_server):
 
 def test_http_step_with_a_retry_policy_in_a_dag_run(http_server, run_dag):
     """retry_test/retry_simple_config in miniature: the flaky page fails once (500), the step's
-    policy reads ``output.http.status`` and retries, the next step reads the response."""
+    policy reads ``output.http.status`` and retries, the next step reads the response from the
+    pipeline record NoETL leaves (``_prev`` and ``results.<step>_task``; no merge)."""
     fetch = {
         "step": "fetch",
         "dialect": "canonical",
@@ -910,9 +911,9 @@ def test_http_step_with_a_retry_policy_in_a_dag_run(http_server, run_dag):
         "step": "use",
         "dialect": "canonical",
         "input": {
-            "status": "{{ fetch.status_code }}",
-            "ids": "{{ fetch.data.data | map(attribute='id') | list }}",
-            "attempt": "{{ fetch.data.attempt }}",
+            "status": "{{ fetch._prev.status_code }}",
+            "ids": "{{ fetch._prev.data.data | map(attribute='id') | list }}",
+            "attempt": "{{ fetch.results.fetch_task.data.attempt }}",
         },
         "tool": {"kind": "python", "code": "result = {'status': status, 'ids': ids, 'n': attempt}"},
     }
@@ -932,7 +933,8 @@ def test_http_step_with_a_retry_policy_in_a_dag_run(http_server, run_dag):
     )
     run = run_dag(source, "noetl_http_retry")
     assert run.states == {"fetch": "success", "use": "success"}
-    assert run.xcom["fetch"]["result"]["status_code"] == 200
+    assert run.xcom["fetch"]["result"]["status"] == "ok"
+    assert run.xcom["fetch"]["result"]["_prev"]["status_code"] == 200
     assert run.xcom["use"]["result"] == {"status": 200, "ids": list(range(1, 11)), "n": 2}
 
 
