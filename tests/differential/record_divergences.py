@@ -76,13 +76,8 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "python-error-result",
-        "a failed python call: NoETL's result {id, status: error, error: <text>}; noetlc {status: error, error: {kind, type, message, ...}} or none",
+        "a python call failing with nothing to handle it: NoETL records its error document {id, status: error, error: <text>} (or the returned status-error dict) as the step result; noetlc fails the Airflow task and pushes no result",
         lambda d: any("'status': 'error'" in v for v in d.values()),
-    ),
-    (
-        "python-no-result",
-        "python code without `result`: NoETL {status: success, message, locals_count, locals_keys}; noetlc {status: ok, locals}",
-        lambda d: any("locals_count" in v for v in d.values()),
     ),
     (
         "step-context-alias",
