@@ -45,7 +45,7 @@ INLINE = {
           - step: recover
             tool:
               kind: python
-              input: {why: "{{ start.error.message }}"}
+              input: {why: "{{ start.error }}"}
               code: "result = {'recovered_from': why}"
           - step: happy
             tool: {kind: noop}
