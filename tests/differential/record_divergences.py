@@ -76,7 +76,7 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "python-error-result",
-        "a python call failing with nothing to handle it: NoETL records its error document {id, status: error, error: <text>} (or the returned status-error dict) as the step result; noetlc fails the Airflow task and pushes no result",
+        "a loop item's python call fails: NoETL stops issuing items after the failing one and records its error document {id, status: error, error: <text>} as the loop step's result; noetlc runs every item and pushes no result",
         lambda d: any("'status': 'error'" in v for v in d.values()),
     ),
     (
