@@ -183,7 +183,8 @@ CATALOGUE: dict[str, ToolKind] = {
             "python",
             "Inline Python: inputs become globals, the value of `result = ...` is the result.",
             "whatever the code assigns to `result` (v1: what `main()` returns); "
-            "`{status: error}` makes the step fail",
+            "`{status: error}` makes the step fail, that dict as it is being the result; without "
+            "`result`, NoETL's `{status: success, message, locals_count, locals_keys}`",
             (
                 _f("code", "string", "required", "the Python code (or `script`, `code_b64`)"),
                 _f("code_b64", "string", "-", "`code`, base64-encoded"),
@@ -193,7 +194,9 @@ CATALOGUE: dict[str, ToolKind] = {
             ),
             'tool:\n  kind: python\n  input: {n: 3}\n  code: |\n    result = {"squares": '
             "[i * i for i in range(n)]}",
-            "An exception is an error outcome with its type, message and traceback (`py`).",
+            "An exception fails the call; as in NoETL the step's result is then "
+            "`{id, status: error, error: <the exception's text>}` (a fresh `id` per call), and "
+            "the type, message and traceback are in `{{ error }}` and `{{ output.py }}`.",
         ),
         ToolKind(
             "playbook",

@@ -30,7 +30,7 @@ from noetl_compile.step_contract import READS_KEYS
 
 from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
-from .base import NoetlTask, fail_task, step_output
+from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, step_output
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
@@ -110,6 +110,20 @@ class NoetlStepOperator(NoetlTask):
                 traceback = exc.error.get("traceback")
                 if traceback:
                     self.log.error("NoETL step %s tool error:\n%s", step, traceback)
+                if exc.result is not None and self.do_xcom_push:
+                    # NoETL records a failed step's result too (its step.exit event): keep it
+                    # where a step's result lives, routing nowhere.
+                    context["ti"].xcom_push(
+                        XCOM_RETURN_KEY,
+                        {
+                            "result": exc.result,
+                            "ctx": {},
+                            "vars": {},
+                            "next": [],
+                            "args": {},
+                            "status": "error",
+                        },
+                    )
                 raise fail_task(step, exc) from exc
             except NoetlRuntimeError as exc:
                 raise fail_task(step, exc) from exc

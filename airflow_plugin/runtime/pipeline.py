@@ -132,6 +132,8 @@ def outcome_result(outcome: ToolOutcome) -> Any:
     """What ``{{ step }}`` / ``results.<task>`` holds for an outcome."""
     if outcome.ok:
         return outcome.data
+    if outcome.reported is not None:
+        return outcome.reported
     result: dict[str, Any] = {}
     if isinstance(outcome.data, Mapping):
         result.update(outcome.data)

@@ -3,6 +3,11 @@
 Every executor returns a :class:`ToolOutcome` instead of raising: policies (retry, continue on
 error, routing on ``call.error``) need the failure as data. ``status`` is only ``ok`` or
 ``error``; tool-specific statuses (``noop``, ``success``...) stay inside ``data``.
+
+A failed outcome may carry ``reported``: the result document the tool itself returns for the
+failure in NoETL (its python tool answers ``{id, status: "error", error: <text>}``, or hands back
+the dict whose ``status: "error"`` marked the call failed). When set, that document is what
+``{{ step }}`` holds; ``error`` stays the structured error for ``{{ error }}`` and the events.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class ToolOutcome:
     data: Any = None
     error: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    reported: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -49,8 +55,15 @@ class ToolOutcome:
         return cls("ok", data=data, meta=dict(meta))
 
     @classmethod
-    def failure(cls, error: dict[str, Any], data: Any = None, **meta: Any) -> ToolOutcome:
-        return cls("error", data=data, error=error, meta=dict(meta))
+    def failure(
+        cls,
+        error: dict[str, Any],
+        data: Any = None,
+        *,
+        reported: dict[str, Any] | None = None,
+        **meta: Any,
+    ) -> ToolOutcome:
+        return cls("error", data=data, error=error, meta=dict(meta), reported=reported)
 
 
 def tool_error(

@@ -9,9 +9,13 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
 * the result is the value of a top-level ``result = ...``; otherwise, for v1 playbooks, the return
   value of ``def main(...)`` called with the inputs as keyword arguments (a single parameter
   named ``input_data``/``input``/``args``/``data`` that is not itself an input receives the whole
-  input dict); otherwise a summary ``{"status": "ok", "locals": {...}}``;
+  input dict); otherwise NoETL's summary ``{status: "success", message, locals_count,
+  locals_keys}`` (the names the code bound, not their values);
 * a raised exception or a syntax error becomes an error outcome carrying the exception type,
-  message and traceback; a result dict with ``status == "error"`` is an error outcome too.
+  message and traceback, and the step result is NoETL's ``{id, status: "error", error: <text>}``;
+  a result dict with ``status == "error"`` is an error outcome too, whose step result is that
+  dict as it is. The three engines recorded (v1 96458eef, case-v2 dc55c492, canonical 138c10ed)
+  return the same error document, so no dialect is treated apart.
 
 The code runs in the task's process with full builtins: playbook code is trusted like DAG code.
 The Jinja sandbox protects template rendering, not this.
@@ -340,14 +344,27 @@ def _call_main(main: Any, inputs: dict[str, Any]) -> Any:
     return main(**kwargs)
 
 
-def _summary(namespace: dict[str, Any], preset: set[str]) -> dict[str, Any]:
-    simple = (str, int, float, bool, type(None), list, dict, tuple)
-    created = {
-        name: value
+def _summary(namespace: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """NoETL's result for code that sets no ``result``: the names the code bound at top level
+    (new ones and rebound presets, dunders left out), counted and listed, values not included."""
+    bound = [
+        name
         for name, value in namespace.items()
-        if name not in preset and not name.startswith("__") and isinstance(value, simple)
+        if not name.startswith("__") and (name not in before or before[name] is not value)
+    ]
+    return {
+        "status": "success",
+        "message": "Code executed without explicit result variable",
+        "locals_count": len(bound),
+        "locals_keys": bound,
     }
-    return {"status": "ok", "locals": to_jsonable(created)}
+
+
+def _failed(exc: BaseException, error: dict[str, Any], **meta: Any) -> ToolOutcome:
+    """A failure whose step result is NoETL's python error document ``{id, status, error}``
+    (a fresh id per call, the exception's text); ``error`` keeps the type and traceback."""
+    reported = {"id": str(uuid.uuid4()), "status": "error", "error": str(exc)}
+    return ToolOutcome.failure(error, reported=reported, **meta)
 
 
 def run_python(call: ToolCall) -> ToolOutcome:
@@ -363,15 +380,11 @@ def run_python(call: ToolCall) -> ToolOutcome:
     except ToolNotAvailable:
         raise
     except Exception as exc:  # noqa: BLE001 - bad base64 etc. is a tool error
-        return ToolOutcome.failure(error_from_exception(exc, kind=KIND), **meta())
+        return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
     if code is None:
-        return ToolOutcome.failure(
-            {
-                "kind": KIND,
-                "type": "ConfigError",
-                "message": "python tool needs `code` (or `code_b64`)",
-            },
-            **meta(),
+        missing = NoetlConfigError("python tool needs `code` (or `code_b64`)")
+        return _failed(
+            missing, {"kind": KIND, "type": "ConfigError", "message": str(missing)}, **meta()
         )
 
     try:
@@ -381,7 +394,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
         error["line"] = exc.lineno
         error["column"] = exc.offset
         error["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))
-        return ToolOutcome.failure(error, **meta())
+        return _failed(exc, error, **meta())
 
     inputs = merged_inputs(config, call.step_input)
     namespace: dict[str, Any] = {
@@ -398,9 +411,9 @@ def run_python(call: ToolCall) -> ToolOutcome:
     try:
         namespace.update(_load_libs(config.get("libs")))
     except Exception as exc:  # noqa: BLE001
-        return ToolOutcome.failure(error_from_exception(exc, kind=KIND), **meta())
+        return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
     namespace.update(inputs)  # explicit bindings win over the presets
-    preset = set(namespace)
+    preset = dict(namespace)
     before = namespace.get("result", _UNSET)
 
     try:
@@ -413,7 +426,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
         else:
             value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
-        return ToolOutcome.failure(error_from_exception(exc, kind=KIND), **meta())
+        return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
 
     value = to_jsonable(value)
     if isinstance(value, dict) and str(value.get("status", "")).lower() == "error":
@@ -425,5 +438,6 @@ def run_python(call: ToolCall) -> ToolOutcome:
             "type": "ToolError",
             "message": message if isinstance(message, str) else json.dumps(message),
         }
-        return ToolOutcome.failure(error, data=value, **meta())
+        # NoETL hands back the dict itself as the step result: no error envelope merged in.
+        return ToolOutcome.failure(error, data=value, reported=value, **meta())
     return ToolOutcome.success(value, **meta())

@@ -66,13 +66,8 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "python-error-result",
-        "a failed python call: NoETL's result {id, status: error, error: <text>}; noetlc {status: error, error: {kind, type, message, ...}} or none",
+        "a loop item's python call fails: NoETL stops issuing items after the failing one and records its error document {id, status: error, error: <text>} as the loop step's result; noetlc runs every item and pushes no result",
         lambda d: any("'status': 'error'" in v for v in d.values()),
-    ),
-    (
-        "python-no-result",
-        "python code without `result`: NoETL {status: success, message, locals_count, locals_keys}; noetlc {status: ok, locals}",
-        lambda d: any("locals_count" in v for v in d.values()),
     ),
     (
         "step-context-alias",

@@ -45,7 +45,7 @@ INLINE = {
           - step: recover
             tool:
               kind: python
-              input: {why: "{{ start.error.message }}"}
+              input: {why: "{{ start.error }}"}
               code: "result = {'recovered_from': why}"
           - step: happy
             tool: {kind: noop}
@@ -216,7 +216,9 @@ def actual_state(out, payload_steps: dict[str, str], order: list[str]) -> tuple[
 
     for task_id in sorted(out.xcom, key=position):
         output = out.xcom[task_id]
-        if not isinstance(output, dict):
+        if not isinstance(output, dict) or out.states.get(task_id) == "failed":
+            # A failed step task keeps its error result in XCom (NoETL's step.exit result);
+            # the event log's projection records the failure, not that document.
             continue
         step = payload_steps.get(task_id)
         if step is not None and "result" in output:

@@ -53,7 +53,7 @@ def test_error_arc_routes_a_failing_tool(run_playbook):
           - step: recover
             tool:
               kind: python
-              input: {why: "{{ start.error.message }}"}
+              input: {why: "{{ start.error }}"}  # NoETL's python error result: the text
               code: "result = {'recovered_from': why}"
           - step: happy
             tool: {kind: noop}

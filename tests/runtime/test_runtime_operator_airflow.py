@@ -247,7 +247,14 @@ def test_python_step_that_raises_fails_the_task(run_dag):
     run = run_dag(source, "noetl_failure")
     assert run.state == "failed"
     assert run.states == {"boom": "failed", "after": "upstream_failed"}
-    assert "boom" not in run.xcom
+    # As NoETL records a failed step's result, the failed task keeps NoETL's python error
+    # document where a step's result lives, and routes nowhere.
+    pushed = run.xcom["boom"]
+    assert pushed["status"] == "error" and pushed["next"] == []
+    assert {k: v for k, v in pushed["result"].items() if k != "id"} == {
+        "status": "error",
+        "error": "bad input",
+    }
 
 
 def test_ctx_vars_and_args_flow_through_xcom(run_dag):

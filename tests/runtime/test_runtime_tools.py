@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from airflow_plugin.runtime.pipeline import outcome_result
 from airflow_plugin.tools import (
     ToolCall,
     ToolNotAvailable,
@@ -112,6 +115,19 @@ def test_status_error_result_is_an_error_outcome():
     assert out.status == "error"
     assert out.error["message"] == "db down"
     assert out.data == {"status": "error", "error": "db down", "n": 1}
+    # NoETL hands the dict back as the step result, with nothing merged in.
+    assert outcome_result(out) == {"status": "error", "error": "db down", "n": 1}
+
+
+def test_raised_exception_result_is_noetls_error_document():
+    out = run_python("raise ValueError('boom')")
+    assert out.status == "error" and out.error["type"] == "ValueError"
+    assert "Traceback" in out.error["traceback"]
+    result = outcome_result(out)
+    assert set(result) == {"id", "status", "error"}
+    assert result["status"] == "error" and result["error"] == "boom"
+    assert str(uuid.UUID(result["id"])) == result["id"]
+    assert outcome_result(run_python("raise ValueError('boom')"))["id"] != result["id"]
 
 
 def test_result_is_made_json_safe():
@@ -119,9 +135,15 @@ def test_result_is_made_json_safe():
     assert out.data == {"when": "2026-01-02T00:00:00", "t": [1, 2], "s": [3]}
 
 
-def test_no_result_gives_status_and_locals_summary():
-    out = run_python("x = 3\nname = 'n'\nimport math")
-    assert out.data == {"status": "ok", "locals": {"x": 3, "name": "n"}}
+def test_no_result_gives_noetls_status_and_locals_summary():
+    out = run_python("x = 3\nname = 'n'\nimport math\nprint(x)")
+    assert out.ok
+    assert out.data == {
+        "status": "success",
+        "message": "Code executed without explicit result variable",
+        "locals_count": 3,
+        "locals_keys": ["x", "name", "math"],
+    }
 
 
 def test_missing_code_is_an_error():
