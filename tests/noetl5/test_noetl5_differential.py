@@ -173,10 +173,13 @@ def _timeout(theirs: Outcome, ours: Outcome) -> None:
 
 
 def _undefined(theirs: Outcome, ours: Outcome) -> None:
+    # NoETL 5 substitutes the names it knows and runs the rest as written; noetlc refuses the
+    # playbook before running it: a `workload.` path the workload does not declare is a typo
+    # (T307, positioned, with the declared key it is closest to), never a silent pass.
     assert theirs.results == {"start": "here and {{ workload.unknown }}"}
-    assert ours.status == "success"
-    assert ours.results == {"start": "{{ workload.known }} and {{ workload.unknown }}"}
-    assert any("workload.unknown" in w or "unknown" in w for w in ours.report["warnings"])
+    assert ours.status == "failed" and ours.steps == set()
+    found = json.dumps(ours.report)
+    assert "T307" in found and "workload.unknown" in found and "did you mean 'known'" in found
 
 
 def _end_step(theirs: Outcome, ours: Outcome) -> None:
