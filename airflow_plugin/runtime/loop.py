@@ -28,6 +28,7 @@ from typing import Any
 
 from ..events import Event, emit, names
 from ..templating.context import step_context, with_loop
+from ..templating.proxy import promoted
 from ..templating.render import RenderError, evaluate_condition, render_value, to_jsonable
 from .step import StepFailed, StepOutcome, complete_step, execute_step
 
@@ -199,7 +200,15 @@ def run_iteration(
             record = {
                 "index": index,
                 "status": "ok" if outcome.status != "error" else "error",
-                "result": outcome.result,
+                # An iteration that ran a tool pipeline keeps NoETL's record with the last
+                # task's result promoted under it ({**last, **record}), as NoETL's engine
+                # stores each iteration's call.done: `r.shout` of `{{ loop.results }}` reads
+                # the last task's field, as it would for a single tool.
+                "result": (
+                    promoted(outcome.result)
+                    if isinstance(outcome.result, Mapping)
+                    else outcome.result
+                ),
                 "ctx": outcome.ctx_writes,
                 "vars": outcome.vars_writes,
                 "attempts": outcome.attempts,
