@@ -38,6 +38,9 @@ DYNAMIC = {
     ("airflow_plugin/runtime/catalog.py", "_file_for"): "literal dag id",
     # fnmatch's translation of one `[...]`: a one-character class.
     ("noetl_compile/discover.py", "_glob_tokens"): "test_gitignore_globs_are_linear",
+    # `^` + a route's literal regex + `$`: the demo HTTP API's own routes (literal paths, at most
+    # a `[^/]+` segment or an alternation of words), fullmatched against one request path.
+    ("airflow_plugin/local/demo/http_core.py", "route"): "literal route paths",
 }
 
 

@@ -61,7 +61,7 @@ def test_patterns_are_found():
     # Both packages' patterns are seen (a broken walk would make the budget test vacuous).
     places = " ".join(PATTERNS.values())
     assert len(PATTERNS) > 100
-    for expected in ("check.secrets._BEARER", "events.redact._URL_CREDENTIALS", "gates._ISO"):
+    for expected in ("check.secrets._BEARER", "hooks.redact._URL_CREDENTIALS", "gates._ISO"):
         assert expected in places
 
 

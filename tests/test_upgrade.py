@@ -192,8 +192,10 @@ def test_corpus_upgrades(upgraded) -> None:
     counts = Counter()
     for path, upgrade in upgraded.items():
         counts[upgrade.dialect, "read"] += 1
-        # Never an internal failure: what is not upgraded says why, at a position.
-        assert all(d.code in ("U801",) for d in upgrade.diagnostics), upgrade.diagnostics
+        # Never an internal failure: what is not upgraded says why, at a position (U801), or is
+        # refused because the rewrite would check differently (U803: the safety net, e.g. a v1
+        # secrets task whose upgraded tool keys the per-kind field catalogue does not know).
+        assert all(d.code in ("U801", "U803") for d in upgrade.diagnostics), upgrade.diagnostics
         if upgrade.writable:
             counts[upgrade.dialect, "upgraded"] += 1
             before = check_text(upgrade.original, str(path))
@@ -207,10 +209,11 @@ def test_corpus_upgrades(upgraded) -> None:
             counts[upgrade.dialect, "payloads equal"] += 1
         else:
             assert upgrade.diagnostics, path
-            counts[upgrade.dialect, "left with U801"] += 1
+            left = [d for d in upgrade.diagnostics if d.code == "U801"]
+            counts[upgrade.dialect, "left with U801" if left else "refused, U803"] += 1
             lines = upgrade.text.splitlines()
             assert sum(COMMENT_PREFIX in line for line in lines) >= len(
-                {d.position.line for d in upgrade.diagnostics}
+                {d.position.line for d in left}
             )
     print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
     assert counts["case-v2", "upgraded"] >= 9

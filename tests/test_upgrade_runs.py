@@ -131,8 +131,25 @@ def _compare(text: str, conf: dict[str, Any], airflow_db, run_dag, tmp_path, mon
     before = _run(root, "before/p.yaml", text, conf, airflow_db, run_dag, tmp_path / "b")
     after = _run(root, "after/p.yaml", upgrade.text, conf, airflow_db, run_dag, tmp_path / "a")
     assert (after.state, _finished(after)) == (before.state, _finished(before))
-    assert after.results == before.results
+    # The one shape the generations' engines give differently by design: NoETL's canonical
+    # engine (138c10ed) counts `omitted_results_count` in every loop aggregate, case-v2's
+    # (dc55c492) does not; a case-v2 playbook cannot have read it, so the upgrade changes no
+    # value it used. Everything else must be equal.
+    assert _without_omitted(after.results, before.results) == before.results
     return before
+
+
+def _without_omitted(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for step, result in after.items():
+        if (
+            isinstance(result, dict)
+            and "omitted_results_count" in result
+            and "omitted_results_count" not in (before.get(step) or {})
+        ):
+            result = {k: v for k, v in result.items() if k != "omitted_results_count"}
+        out[step] = result
+    return out
 
 
 @pytest.mark.parametrize("n, branch", [(1, "fan"), (9, "big")])

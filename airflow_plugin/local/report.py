@@ -103,7 +103,9 @@ def _field(event: Any, name: str) -> Any:
 
 # The frame of a python step's own code in a traceback (tools/python.py compiles it under this
 # file name); a negated class, so the search is linear.
-_CODE_FRAME = re.compile(r'File "<noetl python [^>\n]*>", line (\d+)')
+# The frame name stops at its quote: a scan from each `File "<noetl python` ends at the next
+# quote, not at the end of the line (linear on a line of many unterminated frames).
+_CODE_FRAME = re.compile(r'File "<noetl python [^>\n"]*+>", line (\d++)')
 
 
 def _code_line(error: Mapping[str, Any]) -> int | None:
