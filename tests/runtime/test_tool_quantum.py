@@ -518,7 +518,11 @@ def test_submit_poll_fetch_playbook_finds_the_job_in_later_tasks(run_dag, tmp_pa
     source.write_text(SUBMIT_POLL_FETCH)
     out = run_dag(_compile(source, tmp_path), "tests.quantum_poll")
     assert out.state == "success", out.states
-    submitted = out.xcom["start"]["result"]
+    # `start` has a policy, so it runs as a one-task pipeline: its result is NoETL's pipeline
+    # record, the submission under `_prev`.
+    record = out.xcom["start"]["result"]
+    assert record["status"] == "ok"
+    submitted = record["_prev"]
     assert submitted["status"] == "DONE" and submitted["counts"] is None
     assert out.xcom["poll"]["result"]["job_id"] == submitted["job_id"]
     fetched = out.xcom["fetch"]["result"]
