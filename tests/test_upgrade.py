@@ -120,7 +120,7 @@ workflow:
     vars:
       id: "{{ result.id }}"
     case:
-      - when: "{{ event.name == 'call.done' }}"
+      - when: "{{ event.name == 'call.error' }}"
         then:
           next: [{step: end, args: {id: "{{ vars.id }}"}}]
   - step: end
@@ -289,3 +289,150 @@ def test_write_rewrites_only_complete_upgrades(tmp_path: Path, capsys) -> None:
     assert left.read_text(encoding="utf-8") == INEXACT  # never half-upgraded
     assert sorted(p.name for p in tmp_path.iterdir()) == ["done.yaml", "left.yaml"]
     assert main(["check", str(done), "--quiet"]) == 0
+
+
+GUARDS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: guards, path: demo/guards}
+workflow:
+  - step: start
+    tool: {kind: postgres, auth: pg, command: "SELECT 1 AS ok"}
+    case:
+      - when: "{{ event.name == 'step.exit' and response is defined and response.rows[0].ok == 1 }}"
+        then:
+          next: [{step: items}]
+      - when: "{{ event.name == 'step.exit' and result.row_count == 0 and 'result' != 'x' }}"
+        then:
+          - next: [{step: done}]
+  - step: items
+    loop: {in: "{{ [1, 2] }}", iterator: i, mode: sequential}
+    tool: {kind: python, args: {i: "{{ iter.i }}"}, code: "result = i"}
+    case:
+      - when: "{{ event.name == 'loop.done' }}"
+        then:
+          next: [{step: done}]
+  - step: done
+    tool: {kind: python, code: "result = {'ok': True}"}
+    case:
+      - when: "{{ event.name == 'call.done' and response.ok }}"
+        then:
+          next: [{step: last}]
+  - step: last
+    tool: {kind: python, code: "result = 1"}
+"""
+
+
+def test_guards_read_the_step_result_by_name_and_loop_done_call_done_become_arcs() -> None:
+    upgrade = upgrade_text(GUARDS, "guards.yaml")
+    assert upgrade.diagnostics == [], upgrade.diagnostics
+    text = upgrade.text
+    # `response`/`result` at the step's exit are the step's result: its name in an arc; the
+    # string 'result' is text and stays.
+    assert '- {step: items, when: "{{ start.rows[0].ok == 1 }}"}' in text
+    assert "- {step: done, when: \"{{ start.row_count == 0 and 'result' != 'x' }}\"}" in text
+    # A `then` list of routing actions reads as one mapping.
+    # loop.done on a loop step and call.done on a step without retry or `next`: chosen once.
+    assert "        - {step: done}\n  - step: done" in text
+    assert '- {step: last, when: "{{ done.ok }}"}' in text
+    again = check_text(text, "guards.yaml")
+    assert again.playbook.dialect == "canonical" and again.diagnostics == []
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        # case-v2's `response` reads an HTTP body first: not the step's result by name.
+        (
+            ('kind: postgres, auth: pg, command: "SELECT 1 AS ok"', "kind: http, url: http://x"),
+            "reads response",
+        ),
+        # At call.done the engine also fires a `next` at the exit: two targets, not one arc.
+        (
+            ("  - step: last\n", "    next: [last]\n  - step: last\n"),
+            "waits for another event than `step.exit`",
+        ),
+        # A loop step's other rules run per iteration.
+        (("'loop.done'", "'step.exit'"), "rules other than `loop.done`"),
+        # `result.result`: each generation's fallback differs.
+        ("result.row_count == 0", "result.result == 0"),
+    ],
+)
+def test_a_guard_without_an_exact_arc_is_left(change, reason) -> None:
+    if isinstance(change, str):
+        change, reason = (change, reason), "reads result"
+    upgrade = upgrade_text(GUARDS.replace(*change, 1), "guards.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U801"], upgrade.diagnostics
+    assert reason in upgrade.diagnostics[0].message
+    assert not upgrade.writable
+
+
+V1_ASSERT = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: v1_assert
+path: demo/v1_assert
+workbook:
+  - name: flag
+    type: python
+    assert:
+      expects: [t]   # documents the input
+      returns: [hot]
+    code: |
+      def main(t):
+{blank}
+          return {"hot": t > 25}
+workflow:
+  - step: start
+    next:
+      - when: "{{ workload.go }}"
+        then: [{step: rate}]
+  - step: rate
+    type: workbook
+    name: flag
+    with: {t: 30}
+    next:
+      - when: "{{ result.hot }}"
+        then: [{step: end}]
+  - step: end
+    type: end
+""".replace("{blank}", " " * 10)  # a line of spaces inside the code: block-scalar text
+
+
+def test_v1_assert_is_kept_as_a_comment_and_a_result_guard_reads_the_step() -> None:
+    upgrade = upgrade_text(V1_ASSERT, "v1.yaml")
+    assert upgrade.diagnostics == [], upgrade.diagnostics
+    lines = upgrade.text.splitlines()
+    at = lines.index("    # assert:")
+    assert COMMENT_PREFIX in lines[at - 1] and "never read" in lines[at - 1]
+    assert lines[at + 1 : at + 3] == [
+        "    #   expects: [t]   # documents the input",
+        "    #   returns: [hot]",
+    ]
+    assert '- {step: end, when: "{{ rate.hot }}"}' in upgrade.text
+    # The blank line inside the code keeps its meaning (and the code its text).
+    before = check_text(V1_ASSERT, "v1.yaml").playbook.workbook["flag"].config["code"]
+    after = check_text(upgrade.text, "v1.yaml").playbook.workbook["flag"].config["code"]
+    assert before == after
+    # On a step without a tool, v1's `result` is the step before's: no arc reads that.
+    routed = V1_ASSERT.replace('"{{ workload.go }}"', '"{{ result.hot }}"')
+    left = upgrade_text(routed, "v1.yaml")
+    assert [d.code for d in left.diagnostics] == ["U801"]
+    assert "entry 1 of `next` of step 'start'" in left.diagnostics[0].message
+
+
+def test_rebind_changes_only_root_names() -> None:
+    from noetl_compile.upgrade.guards import rebind
+
+    names = frozenset({"result", "response"})
+    assert (
+        rebind(
+            "{{ result.x and x.result and 'result' and r | result and y is result }}", names, "s"
+        )
+        == "{{ s.x and x.result and 'result' and r | result and y is result }}"
+    )
+    assert rebind("{{ (response | length) > 0 and response[0].ok }}", names, "s") == (
+        "{{ (s | length) > 0 and s[0].ok }}"
+    )
+    assert rebind("{{ f(result=1) }}", names, "s") is None
+    assert rebind("{% for result in xs %}{{ result }}{% endfor %}", names, "s") is None

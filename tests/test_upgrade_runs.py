@@ -103,6 +103,42 @@ workflow:
 """
 
 
+GUARDS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_guards, path: tests/upgrade_guards}
+workload:
+  n: 1
+workflow:
+  - step: start
+    tool: {kind: python, args: {n: "{{ workload.n }}"}, code: "result = {'n': int(n)}"}
+    case:
+      - when: "{{ event.name == 'step.exit' and result.n > 5 }}"
+        then:
+          next: [{step: big}]
+      - when: "{{ event.name == 'step.exit' and response is defined and response.n <= 5 }}"
+        then:
+          - next: [{step: items}]
+  - step: big
+    tool: {kind: python, code: "result = {'big': True}"}
+  - step: items
+    loop: {in: "{{ [1, 2] }}", iterator: i, mode: sequential}
+    tool: {kind: python, args: {i: "{{ iter.i }}"}, code: "result = {'i': int(i)}"}
+    case:
+      - when: "{{ event.name == 'loop.done' }}"
+        then:
+          next: [{step: done}]
+  - step: done
+    tool: {kind: python, code: "result = {'ok': True}"}
+    case:
+      - when: "{{ event.name == 'call.done' and response.ok }}"
+        then:
+          next: [{step: last}]
+  - step: last
+    tool: {kind: python, code: "result = {'last': 1}"}
+"""
+
+
 def _run(root: Path, rel: str, text: str, conf, airflow_db, run_dag, workdir: Path):
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,16 +214,40 @@ def test_every_v1_rewrite_runs_as_the_original(
         assert run.results["rate"] == {"score": 2}
 
 
-def _runnable_upgrades() -> list[str]:
-    expectations = yaml.safe_load(
-        (Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text()
-    )
+def _expectations() -> dict[str, Any]:
+    return yaml.safe_load((Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text())
+
+
+def _runs(entry: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The runs an expectation names: its one `run`, or each of its named `runs`."""
+    if "run" in entry:
+        return {"run": entry["run"]}
+    return dict(entry.get("runs") or {})
+
+
+@pytest.mark.parametrize("n, branch", [(1, "items"), (9, "big")])
+def test_guards_and_event_rules_run_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """`result`/`response` guards read by the step's name, a `then` list, a loop's `loop.done`
+    rule and a `call.done` rule as arcs."""
+    run = _compare(GUARDS, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    finished = _finished(run)
+    assert branch in finished and ({"big", "items"} - {branch}).isdisjoint(finished)
+    if branch == "items":
+        assert {"done", "last"} <= set(finished)
+        assert [r["i"] for r in run.results["items"]["results"]] == [1, 2]
+
+
+def _runnable_upgrades() -> list[tuple[str, str]]:
+    expectations = _expectations()
     out = []
     for path in corpus_files():
         rel = path.relative_to(CORPUS).as_posix()
-        entry = expectations.get(rel) or {}
-        if "run" in entry and upgrade_text(path.read_text(encoding="utf-8"), rel).writable:
-            out.append(rel)
+        runs = _runs(expectations.get(rel) or {})
+        if runs and upgrade_text(path.read_text(encoding="utf-8"), rel).writable:
+            out += [(rel, label) for label in runs]
     return out
 
 
@@ -198,28 +258,27 @@ def test_some_corpus_upgrade_runs() -> None:
     assert RUNNABLE, "no runnable corpus playbook is upgraded (is NOETLC_CORPUS set?)"
 
 
-@pytest.mark.parametrize("rel", RUNNABLE)
+@pytest.mark.parametrize("rel, label", RUNNABLE)
 def test_corpus_upgrade_runs_as_the_original(
-    rel, airflow_db, run_dag, http_server, tmp_path, monkeypatch, pg_connections, pg_test_dsn
+    rel, label, airflow_db, run_dag, http_server, tmp_path, monkeypatch, pg_connections, pg_test_dsn
 ) -> None:
     import psycopg
 
-    entry = yaml.safe_load(
-        (Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text()
-    )[rel]["run"]
+    entry = _runs(_expectations()[rel])[label]
     assert not entry.get("setup"), "a setup step: run it before each of the two runs"
     text = (CORPUS / rel).read_text(encoding="utf-8")
     conf = runner.substitute(entry.get("conf"), {"http_server": http_server, "tmp": str(tmp_path)})
     runs = []
-    for label, body in (("before", text), ("after", upgrade_text(text, rel).text)):
+    for side, body in (("before", text), ("after", upgrade_text(text, rel).text)):
         with psycopg.connect(pg_test_dsn, autocommit=True) as db:
             db.execute(RESET_SQL)  # the same empty database for both runs
-        root = tmp_path / label / "corpus"
+        root = tmp_path / side / "corpus"
         monkeypatch.setattr(runner, "CORPUS", root)
-        runs.append(_run(root, rel, body, conf, airflow_db, run_dag, tmp_path / label))
+        runs.append(_run(root, rel, body, conf, airflow_db, run_dag, tmp_path / side))
     before, after = runs
     assert before.state == entry.get("state", "success"), before.describe()
     assert (after.state, _finished(after)) == (before.state, _finished(before))
     # Wall-clock values (timestamps, HTTP Date headers, timings) differ between any two runs;
     # normalised as the differential test does, everything else must be equal.
-    assert normalise(after.results) == normalise(before.results)
+    # The canonical loop aggregate's `omitted_results_count` as in `_compare`.
+    assert normalise(_without_omitted(after.results, before.results)) == normalise(before.results)

@@ -6,11 +6,10 @@
 | `loop: {in, iterator, mode}` | `loop: {in, iterator, spec: {mode}}` | the loop payload is the same; `async` has no canonical mode (left, U801) |
 | `next: [a, b]` (one group) | `next: {spec: {mode: inclusive}, arcs: [{step: a}, {step: b}]}` | case-v2 fires every target of its `next`; a canonical list is exclusive |
 | `case: [{when: "{{ event.name == 'step.exit' and X }}", then: {next: [t]}}]` + `next` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: "{{ X }}"}, ...]}` | rules run first, first match wins, then `next`: the same order as exclusive arcs; at step exit `event.name == 'step.exit'` is true, so `True and X` is `X` |
-
-Everything else (`vars`, `sink`, `retry`, case actions other than `next`, `args` passed along an
-arc, guards reading the call's `response`/`result`/`error` or another event, a case rule on a
-loop step, a rule firing several targets at once) has no exact canonical form: it is left as
-written under a `# noetlc upgrade:` comment and reported as U801.
+| `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (not an HTTP body, read first) |
+| `then: [{next: ...}, ...]` | one mapping | the engine merges a `then` list in order |
+| `loop.done` rules on a loop step | its arcs | canonical arcs of a loop step are chosen once, at its end |
+| `call.done` rules (all of the step's, no `next`, no retry) | its arcs | the call is done once, just before the exit (`response` is the result; `result` is unbound there) |
 """
 
 from __future__ import annotations
@@ -21,14 +20,37 @@ from typing import Any
 from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from .edits import flow, seq
+from .guards import addressable, rebind
 from .rewriter import Rewriter
 
 # `{{ event.name == 'step.exit' }}` alone, or followed by `and <rest>`. Anchored, no nested
 # quantifiers over overlapping classes: linear.
 _STEP_EXIT = re.compile(
-    r"\{\{\s*event\.name\s*==\s*(['\"])step\.exit\1\s*(?:and\s+(?P<rest>[^\n]*?))?\s*\}\}"
+    r"\{\{\s*event\.name\s*==\s*(['\"])(?P<event>step\.exit|call\.done|loop\.done)\1\s*"
+    r"(?:and\s+(?P<rest>[^\n]*?))?\s*\}\}"
 )
 EXACT_THEN = {"next"}
+ROUTE_ONLY = "canonical arcs only route (no action runs on a route)"
+# Why each case action has no exact canonical form (what the nearest one would change).
+RETRY_REASON = (
+    "the canonical retry (`tool.spec.policy.rules`) makes the tool a one-task pipeline, so the "
+    "step's result becomes the pipeline record `{status, _prev, results, ctx}` (the call's result "
+    "under `_prev`, its `status` shadowed), and NoETL's canonical engine retries only errors it "
+    "classes retryable (a python exception is not: 1 call with `attempts: 3`)"
+)
+SINK_REASON = (
+    "canonical has no sink: a pipeline task would make the step's result the pipeline record, "
+    "and a step of its own would add a step, its result and its events"
+)
+ACTION_REASONS = {
+    "retry": RETRY_REASON,
+    "call": RETRY_REASON,
+    "sink": SINK_REASON,
+    "set": "canonical `set` writes ctx at the step's exit whichever arc is taken, not only when "
+    "this rule matches",
+    "collect": "canonical has no page collection across calls",
+    "result": "canonical has no action replacing the step's result",
+}
 # `response is defined` as the first term after the exit test: after a tool call the runtime
 # always binds `response` (null for no result), so at a tool step's exit the term is true.
 _RESPONSE_DEFINED = re.compile(r"response\s+is\s+defined(?:\s+and\s+(?P<rest>.*))?", re.DOTALL)
@@ -47,8 +69,8 @@ class CaseV2Upgrade(Rewriter):
                     f"`{key}` of {label} has no exact canonical equivalent "
                     + {
                         "vars": "(canonical `set` writes ctx, not the `vars` namespace)",
-                        "sink": "(canonical has no step sink; a pipeline task would write it)",
-                        "retry": "(canonical retries with `tool.spec.policy.rules`, per task)",
+                        "sink": f"({SINK_REASON})",
+                        "retry": f"({RETRY_REASON})",
                     }[key],
                 )
         tool = item.get("tool")
@@ -56,8 +78,7 @@ class CaseV2Upgrade(Rewriter):
             self.inexact(
                 tool,
                 "retry",
-                f"`tool.retry` of {label}: canonical retries with "
-                "`tool.spec.policy.rules`, whose conditions see the task output, not `response`",
+                f"`tool.retry` of {label}: {RETRY_REASON}",
             )
         self.read_vars(item, label, ast_step)
         if "args" in item:
@@ -105,10 +126,11 @@ class CaseV2Upgrade(Rewriter):
         router = {"spec": flow({"mode": "inclusive"}), "arcs": arcs}
         self.replace_keys(item, ["next"], end, "next", _map(router))
 
-    def targets(self, holder: Any, key: str, where: str) -> list | None:
+    def targets(self, holder: Any, key: str, where: str, value: Any = None) -> list | None:
         """Targets of a case-v2 `next` (a name, a list, or `{step, args}` entries); None when one
-        passes `args` along, which a canonical arc cannot."""
-        value = holder[key]
+        passes `args` along, which a canonical arc cannot. ``value`` when it is not
+        ``holder[key]`` (the merged actions of a `then` list; ``holder`` gives the position)."""
+        value = holder[key] if value is None else value
         items = value if isinstance(value, list) else [value] if value is not None else []
         targets = []
         for entry in items:
@@ -127,13 +149,32 @@ class CaseV2Upgrade(Rewriter):
                 targets.append(entry)
         return targets
 
-    def case_and_next(self, item: Any, label: str, end: int) -> None:
+    def exit_event(self, item: Any) -> str | None:
+        """The event whose rules are exactly a canonical router's arcs on this step: `loop.done`
+        on a loop step (canonical arcs of a loop step are chosen once, at its end);
+        `call.done` when every rule waits for it and the step has no `next` (without a retry
+        the call is done once, just before the exit, and the engine fires a `next` at the exit
+        besides a target chosen at call.done); `step.exit` otherwise. None: no such event."""
+        events = set()
+        for rule in item["case"] or []:
+            when = rule.get("when") if isinstance(rule, dict) else None
+            match = _STEP_EXIT.fullmatch(str(when).strip()) if isinstance(when, str) else None
+            if match is not None:
+                events.add(match.group("event"))
         if "loop" in item:
+            return "loop.done" if events == {"loop.done"} else None
+        if events == {"call.done"} and "next" not in item:
+            return "call.done"
+        return "step.exit"
+
+    def case_and_next(self, item: Any, label: str, end: int) -> None:
+        event = self.exit_event(item)
+        if event is None:
             self.inexact(
                 item,
                 "case",
-                f"`case` of the loop {label}: its rules run per iteration and at "
-                "the loop's end, which canonical arcs do not",
+                f"`case` of the loop {label}: rules other than `loop.done` run per "
+                "iteration, which canonical arcs do not",
             )
             return
         arcs: list[Any] = []
@@ -143,9 +184,10 @@ class CaseV2Upgrade(Rewriter):
             where = f"case rule {index + 1} of {label}"
             if not isinstance(rule, dict):
                 return
-            then = rule.get("then", rule.get("else"))
-            if isinstance(then, list) or not isinstance(then, dict):
-                self.inexact(rule, "then" if "then" in rule else "else", f"`then` list of {where}")
+            then_key = "then" if "then" in rule else "else"
+            then = _merged(rule.get(then_key))
+            if then is None:
+                self.inexact(rule, then_key, f"`{then_key}` of {where} is not a mapping of actions")
                 ok = False
                 continue
             others = sorted(set(then) - EXACT_THEN)
@@ -153,16 +195,16 @@ class CaseV2Upgrade(Rewriter):
                 self.inexact(
                     rule,
                     "then" if "then" in rule else "else",
-                    f"{', '.join(f'`{k}`' for k in others)} in {where}: canonical arcs only "
-                    "route (no sink, set, retry, collect, result, call or log on a route)",
+                    f"{', '.join(f'`{k}`' for k in others)} in {where}: "
+                    + "; ".join(ACTION_REASONS.get(k, ROUTE_ONLY) for k in others),
                 )
                 ok = False
                 continue
-            guard = self.guard(rule, where, has_tool="tool" in item)
+            guard = self.guard(rule, where, item, event)
             if guard is False:
                 ok = False
                 continue
-            targets = self.targets(then, "next", where) if "next" in then else []
+            targets = self.targets(rule, then_key, where, then["next"]) if "next" in then else []
             if targets is None:
                 ok = False
                 continue
@@ -200,20 +242,22 @@ class CaseV2Upgrade(Rewriter):
         order = sorted(keys, key=lambda k: item.lc.key(k)[0])
         self.replace_keys(item, order, end, "next", _map(router))
 
-    def guard(self, rule: Any, where: str, *, has_tool: bool) -> Any:
+    def guard(self, rule: Any, where: str, item: Any, event: str) -> Any:
         """The arc guard of a case rule (None: unguarded), or False when there is none exact."""
+        has_tool = "tool" in item and event != "loop.done"
         if "else" in rule and "when" not in rule:
             return None
         when = rule.get("when")
         if when is True:
             return None
         match = _STEP_EXIT.fullmatch(str(when).strip()) if isinstance(when, str) else None
-        if match is None:
+        if match is None or match.group("event") != event:
             self.inexact(
                 rule,
                 "when",
-                f"`when` of {where} waits for another event than the step's exit "
-                "(or not for an event at all); canonical arcs are chosen at the step's exit",
+                f"`when` of {where} waits for another event than `{event}` "
+                "(or not for an event at all); canonical arcs are chosen once, at the step's "
+                "exit",
             )
             return False
         rest = match.group("rest")
@@ -229,6 +273,12 @@ class CaseV2Upgrade(Rewriter):
         guard = "{{ " + rest.strip() + " }}"
         scan = scan_template(guard)
         foreign = sorted({r.root for r in scan.references if r.root not in self.arc_names})
+        own = self.own_result_names(item, scan, set(foreign), event)
+        if own:
+            rebound = rebind(guard, own, str(item.get("step")))
+            if rebound is not None:
+                guard, foreign = rebound, sorted(set(foreign) - own)
+                scan = scan_template(guard)
         if scan.error is not None or foreign:
             self.inexact(
                 rule,
@@ -238,6 +288,55 @@ class CaseV2Upgrade(Rewriter):
             )
             return False
         return _double_quoted(guard)
+
+    def own_result_names(
+        self, item: Any, scan: Any, foreign: set[str], event: str
+    ) -> frozenset[str]:
+        """Which of `result`/`response` this step.exit guard may read from the step's result by
+        its name: `result` always (it is the step's result), `response` where the case-v2
+        runtime gives the same value (a result never holding a `data` mapping, which case-v2's
+        `response` reads first: postgres, duckdb and snowflake rows, python code that never
+        names `data`)."""
+        # At call.done the event carries `response` only; a loop's end reads neither as the
+        # step's result.
+        bound = {"step.exit": {"result", "response"}, "call.done": {"response"}}.get(event, set())
+        names = bound & foreign
+        step = str(item.get("step"))
+        if not names or not addressable(step):
+            return frozenset()
+        if any(r.root in names and r.path[:1] == ("result",) for r in scan.references):
+            return frozenset()  # `result.result`: a different fallback in each generation
+        if "response" in names:
+            tool = item.get("tool")
+            kind = str(tool.get("kind")) if isinstance(tool, dict) else None
+            code = str(tool.get("code", "")) if isinstance(tool, dict) else ""
+            if not (kind in _NO_DATA_KINDS or (kind == "python" and not _DATA.search(code))):
+                names.discard("response")
+        return frozenset(names)
+
+
+_NO_DATA_KINDS = ("postgres", "duckdb", "snowflake")
+_DATA = re.compile(r"\bdata\b")
+
+
+def _merged(then: Any) -> dict | None:
+    """A `then` as one mapping of actions: a list of action mappings merges in order, its
+    `next` lists joined (as the case-v2 engine reads it); None for anything else."""
+    if isinstance(then, dict):
+        return then
+    if not isinstance(then, list) or not all(isinstance(a, dict) for a in then):
+        return None
+    merged: dict = {}
+    for action in then:
+        for key, value in action.items():
+            if key == "next" and "next" in merged:
+                first = merged["next"] if isinstance(merged["next"], list) else [merged["next"]]
+                merged["next"] = first + (value if isinstance(value, list) else [value])
+            elif key in merged:
+                return None  # the same action twice: which wins is the engine's detail
+            else:
+                merged[key] = value
+    return merged
 
 
 def _map(values: dict) -> Any:

@@ -79,7 +79,9 @@ def render(key: str, value: Any, indent: int) -> list[str]:
     block[key] = value
     yaml.dump(block, out)
     pad = " " * indent
-    return [pad + line if line.strip() else line for line in out.getvalue().splitlines(True)]
+    # A line of spaces only is block-scalar text (code with an indented blank line): it keeps
+    # its spaces and gets the pad too; only a truly empty line stays empty.
+    return [pad + line if line.rstrip("\n") else line for line in out.getvalue().splitlines(True)]
 
 
 def flow(mapping: dict) -> CommentedMap:

@@ -73,6 +73,22 @@ class Rewriter:
         self.findings.inexact(line, column, message)
         self.edits.replace(line, line, [note(column, message)])
 
+    def comment_out(self, mapping: Any, key: str, end: int, message: str) -> bool:
+        """Keep ``key`` and its value as YAML comments under a note: for a key the old
+        generation's engines never read, whose absence therefore means the same. False (nothing
+        edited) when the key opens its item's `- ` line, whose dash the next key would need."""
+        start, stop = self.region(mapping, key, end)
+        column = mapping.lc.key(key)[1]
+        if self.lines[start][:column].strip():
+            return False
+        lines = [note(column, message)]
+        for line in self.lines[start:stop]:
+            text = line.rstrip("\n")
+            indent = min(column, len(text) - len(text.lstrip()))
+            lines.append(" " * indent + "# " + text[indent:] + "\n" if text.strip() else "\n")
+        self.edits.replace(start, stop, lines)
+        return True
+
     def rename(self, mapping: Any, old: str, new: str) -> None:
         line, column = mapping.lc.key(old)
         text = self.lines[line]

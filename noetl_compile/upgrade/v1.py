@@ -10,9 +10,11 @@
 | `next: [a, b]` (direct entries) | `next: {spec: {mode: inclusive}, arcs: [...]}` | v1 fires every direct entry; a canonical list is exclusive |
 | `next: [{when: c, then: [t]}, ..., {else: [e]}]` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: c}, ..., {step: e}]}` | first match wins in both, in the same order |
 | workbook `{name, type: K, <settings>, with}` | `{name, tool: {kind: K, <settings>, args: <with>}}` | the same tool mapping (a task's `with` is its tool's `args`) |
+| `assert: {expects, returns}` (task or step) | the same lines as a comment | no v1 engine read it (NoETL 0d51146e .. 8cc6b80b) |
 
 Left as written (U801): loops (`loop`, `end_loop`, `type: iterator`), `save`/`sink`, `retry`,
-`pass`/`assert`/`result`, values passed along `next` (`with` on an entry), a `then` firing several
+`pass` (NoETL 0d51146e's broker skips a step whose `pass` renders true; canonical has no skip),
+`result`, values passed along `next` (`with` on an entry), a `then` firing several
 steps, a template reading `<step>.result` (a v1 result answers `.result` with itself; a canonical
 one does not), root `environment`/`context`, and kinds with no canonical counterpart.
 """
@@ -26,8 +28,10 @@ from ..analyze.sites import template_sites
 from ..ast import Playbook
 from ..read.base import TOOL_KINDS
 from ..read.v1 import INLINE_TOOL_KEYS
+from .case_v2 import RETRY_REASON, SINK_REASON
 from .edits import Edits, flow, seq
 from .findings import Findings
+from .guards import addressable, rebind
 from .rewriter import Rewriter
 
 NO_TOOL = ("end", "start", "router")
@@ -36,11 +40,10 @@ LEFT = {
     "loop": "a v1 loop routes into body steps closed by `end_loop`; canonical loops run the step "
     "itself per item",
     "end_loop": "the end of a v1 loop body",
-    "save": "canonical has no step sink; a pipeline task would write it",
-    "sink": "canonical has no step sink; a pipeline task would write it",
-    "retry": "canonical retries with `tool.spec.policy.rules`, whose conditions differ",
-    "pass": "no canonical equivalent",
-    "assert": "no canonical equivalent",
+    "save": SINK_REASON,
+    "sink": SINK_REASON,
+    "retry": RETRY_REASON,
+    "pass": "NoETL 0d51146e's broker skips the step when it renders true; canonical has no skip",
     "result": "a v1 loop's per-item result",
     "collection": "a v1 iterator step",
     "element": "a v1 iterator step",
@@ -50,6 +53,12 @@ LEFT = {
     "iterator": "a v1 iterator step",
 }
 WORKBOOK_KEYS = {"name", "type", "desc", "tool", *INPUT_KEYS} | INLINE_TOOL_KEYS
+# Keys no v1 engine reads (NoETL 0d51146e .. 6806656d: `assert` is documentation of a task's
+# inputs and outputs): dropping one changes nothing, so it is kept as a comment.
+UNREAD = {
+    "assert": "`assert` ({label}) was never read by NoETL's v1 engines (documentation only); "
+    "kept as a comment",
+}
 
 
 class V1Upgrade(Rewriter):
@@ -104,7 +113,9 @@ class V1Upgrade(Rewriter):
 
     def workbook_task(self, task: Any, end: int) -> None:
         label = f"workbook task {task.get('name')!r}"
-        other = [k for k in task if k not in WORKBOOK_KEYS]
+        if not self.unread(task, label, end):
+            return
+        other = [k for k in task if k not in WORKBOOK_KEYS and k not in UNREAD]
         for key in other:
             self.inexact(
                 task, key, f"`{key}` of {label}: {LEFT.get(key, 'no canonical equivalent')}"
@@ -135,6 +146,8 @@ class V1Upgrade(Rewriter):
     def step(self, item: Any, end: int) -> None:
         name = str(item.get("step"))
         label = f"step {name!r}"
+        if not self.unread(item, label, end):
+            return
         left = [k for k in item if k in LEFT]
         for key in left:
             self.inexact(item, key, f"`{key}` of {label}: {LEFT[key]}")
@@ -181,6 +194,15 @@ class V1Upgrade(Rewriter):
         if "next" in item:
             self.next(item, label, end)
 
+    def unread(self, mapping: Any, label: str, end: int) -> bool:
+        """Comment out the keys no v1 engine read; False when one cannot be (U801 given)."""
+        done = True
+        for key in [k for k in mapping if k in UNREAD]:
+            if not self.comment_out(mapping, key, end, UNREAD[key].format(label=label)):
+                self.inexact(mapping, key, f"`{key}` of {label} opens its item's line")
+                done = False
+        return done
+
     def move(self, item: Any, keys: list[str], end: int, tool: dict) -> None:
         order = sorted(keys, key=lambda k: item.lc.key(k)[0])
         self.replace_keys(item, order, end, "tool", _map(tool))
@@ -220,7 +242,7 @@ class V1Upgrade(Rewriter):
                 )
                 return
             if "when" in entry or "else" in entry:
-                found = self.conditional(entry, where)
+                found = self.conditional(entry, where, item)
                 if found is None:
                     self.inexact(item, "next", f"{where} has no exact canonical arc")
                     return
@@ -233,9 +255,16 @@ class V1Upgrade(Rewriter):
         router = {"spec": flow({"mode": mode}), "arcs": seq(arcs)}
         self.replace_keys(item, ["next"], end, "next", _map(router))
 
-    def conditional(self, entry: dict, where: str) -> list | None:
+    def conditional(self, entry: dict, where: str, item: Any) -> list | None:
         is_else = "else" in entry
         when = None if is_else else entry.get("when")
+        if isinstance(when, str):
+            kind = item.get("type", item.get("tool"))
+            # A step without a tool leaves the v1 engine's `result` as the step before set it.
+            has_tool = kind is not None and str(kind) not in NO_TOOL
+            when = self.own_result(when, str(item.get("step")) if has_tool else "")
+            if when is None:
+                return None
         if "step" in entry and "then" not in entry:
             targets: Any = [entry["step"]]
         else:
@@ -252,6 +281,24 @@ class V1Upgrade(Rewriter):
         if when is not None:
             arc["when"] = when
         return [flow(arc)]
+
+    @staticmethod
+    def own_result(when: Any, step: str) -> Any:
+        """A v1 condition reads the step's result as `result`; a canonical arc reads it by the
+        step's name. None when that cannot be written exactly."""
+        scan = scan_template(when)
+        own = [r for r in scan.references if r.root == "result"]
+        if not own:
+            return when
+        if not addressable(step) or any(r.path[:1] == ("result",) for r in own):
+            return None  # `result.result`: v1's proxy answers it with the result itself
+        rebound = rebind(str(when), frozenset({"result"}), step)
+        return None if rebound is None else type(when)(rebound) if _keeps_style(when) else rebound
+
+
+def _keeps_style(value: Any) -> bool:
+    # ruamel.yaml's quoted scalar types take their text as the only argument
+    return type(value) is not str
 
 
 def _map(values: dict) -> Any:

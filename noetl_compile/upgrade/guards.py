@@ -1,0 +1,69 @@
+"""Rename a guard's event-bound names to the step's own result.
+
+A case-v2 rule at `step.exit` reads the step's result as `result` and, since the exit event carries
+no `response` (NoETL dc55c492: the worker emits `step.exit` with `{result, status}` and the engine
+binds `response` to the payload's `result` when there is no `response`), as `response` too; a v1
+`next` condition reads it as `result` (NoETL 0d51146e's broker updates `result` with the step's
+data). A canonical arc reads the same value by the step's name (`{{ fetch.rows }}`): the engine
+stores the result under the step name before it evaluates the arcs.
+
+The rename works on Jinja's own token stream, so a `result` inside a string, after a dot
+(`x.result`), a filter bar or `is` stays as written; only a root name changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+
+import jinja2
+
+# Names a canonical render context binds itself (a step called so would be shadowed there) and
+# Jinja's word operators and constants.
+_TAKEN = frozenset(
+    {
+        "workload", "ctx", "vars", "execution_id", "catalog_id", "job", "iter", "loop",
+        "loop_index", "event", "output", "error", "_prev", "results", "response", "result",
+        "this", "args", "input", "keychain", "and", "or", "not", "in", "is", "if", "else",
+        "true", "false", "none", "True", "False", "None",
+    }
+)  # fmt: skip
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment()
+
+
+def addressable(step: str) -> bool:
+    """Can a canonical template name this step bare (`{{ step.field }}`)?"""
+    return step.isidentifier() and not keyword.iskeyword(step) and step not in _TAKEN
+
+
+def rebind(template: str, names: frozenset[str], step: str) -> str | None:
+    """``template`` with every root reference to one of ``names`` read from ``step`` instead;
+    None when the text cannot be re-tokenised exactly or uses a name as a binding target."""
+    try:
+        tokens = list(_environment().lex(template))
+    except jinja2.TemplateSyntaxError:
+        return None
+    if "".join(value for _, _, value in tokens) != template:
+        return None
+    out: list[str] = []
+    previous = None  # the last token that is not whitespace
+    for index, (_, kind, value) in enumerate(tokens):
+        if kind == "name" and value in ("for", "set", "with", "macro", "call"):
+            return None  # a statement could bind the name itself
+        if kind == "name" and value in names:
+            after = next((t for t in tokens[index + 1 :] if t[1] != "whitespace"), None)
+            follows = previous[2] if previous else None
+            if follows in (".", "|") or (previous and previous[1:] == ("name", "is")):
+                pass  # an attribute, a filter or a test of that name
+            elif after is not None and after[1:] == ("operator", "="):
+                return None  # a keyword argument of that name
+            else:
+                value = step
+        out.append(value)
+        if kind != "whitespace":
+            previous = (None, kind, value)
+    return "".join(out)
