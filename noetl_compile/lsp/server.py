@@ -1,8 +1,8 @@
 """`noetlc lsp`: a language server over stdio (pygls) running the checker in process.
 
-Each open playbook is checked when it is opened and again after each change, once the edits
-pause for ``DEBOUNCE_S`` (typing a word re-checks once, not per key); the checker's findings are
-published as LSP diagnostics. Go-to-definition, completion and hover answer from the index of
+Each open playbook is checked when it is opened and again after each change: at once when the
+edits had paused, else once they pause for ``DEBOUNCE_S`` (typing a word re-checks at its first
+key and once at its end, not per key); the checker's findings are published as LSP diagnostics. Go-to-definition, completion and hover answer from the index of
 the last version that read as a playbook (``index.py``), so a half-typed line does not take
 completion away.
 """
@@ -73,6 +73,7 @@ class NoetlLanguageServer(LanguageServer):
         super().__init__("noetlc", __version__)
         self.indexes: dict[str, DocumentIndex] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        self.changed: dict[str, float] = {}  # loop time of each document's last change
 
     def check(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)
@@ -97,17 +98,29 @@ class NoetlLanguageServer(LanguageServer):
         )
 
     def schedule(self, uri: str) -> None:
-        """Check ``uri`` once the edits pause; a newer change cancels the waiting check."""
+        """Check ``uri`` now if its edits had paused, else once they pause again.
+
+        Leading and trailing edge: the first change after a pause is checked at once (nothing
+        waits for a debounce that only batches keystrokes); a change arriving within
+        ``DEBOUNCE_S`` of the previous one cancels the waiting check and waits itself, so a
+        burst is checked at its start and once at its end."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        previous, self.changed[uri] = self.changed.get(uri), now
         waiting = self.pending.pop(uri, None)
         if waiting is not None:
             waiting.cancel()
+        burst = previous is not None and now - previous < DEBOUNCE_S
+        if waiting is None and not burst:
+            self.check(uri)
+            return
 
         async def later() -> None:
             await asyncio.sleep(DEBOUNCE_S)
             self.pending.pop(uri, None)
             self.check(uri)
 
-        self.pending[uri] = asyncio.get_running_loop().create_task(later())
+        self.pending[uri] = loop.create_task(later())
 
 
 server = NoetlLanguageServer()
@@ -135,6 +148,7 @@ def did_close(ls: NoetlLanguageServer, params: types.DidCloseTextDocumentParams)
     if waiting is not None:
         waiting.cancel()
     ls.indexes.pop(uri, None)
+    ls.changed.pop(uri, None)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
