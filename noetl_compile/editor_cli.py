@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-DIALECTS = ("v1", "case-v2", "canonical")
+DIALECTS = ("v1", "case-v2", "canonical", "noetl5")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

@@ -25,7 +25,7 @@ from noetl_compile.read.base import TOOL_KINDS
 from noetl_compile.schema import schema_for, schema_text
 from tests.corpus import corpus_files
 
-DIALECTS = ("v1", "case-v2", "canonical")
+DIALECTS = ("v1", "case-v2", "canonical")  # the corpus and invalid-suite generations
 SUITE = Path(__file__).resolve().parent / "invalid"
 
 # Structural codes the schema models: a shape, a type, a value set or a required key of one
@@ -135,7 +135,8 @@ def test_schema_follows_the_readers_tables() -> None:
     from noetl_compile.ast import DIALECTS as READ_DIALECTS
     from noetl_compile.schema import BUILDERS
 
-    assert tuple(BUILDERS) == READ_DIALECTS, "a generation without a schema builder"
+    # Every dialect the readers know, and NoETL 5 (a generation of the canonical dialect).
+    assert tuple(BUILDERS) == (*READ_DIALECTS, "noetl5"), "a generation without a schema builder"
     for dialect, reader in (
         ("v1", v1_reader),
         ("case-v2", case_v2_reader),
@@ -148,6 +149,16 @@ def test_schema_follows_the_readers_tables() -> None:
         kinds = schema["$defs"]["kind"]["anyOf"][0]["enum"]
         assert set(kinds) == TOOL_KINDS[dialect]
     assert canonical_reader.STEP_KEYS <= set(schema_for("canonical")["$defs"]["step"]["properties"])
+    from noetl_compile.read import noetl5 as noetl5_reader
+    from noetl_compile.read.base import NOETL5_KINDS
+
+    noetl5 = schema_for("noetl5")["$defs"]
+    assert set(noetl5["kind"]["anyOf"][0]["enum"]) == TOOL_KINDS["canonical"] | NOETL5_KINDS
+    local = set(noetl5["local_step"]["properties"])
+    assert noetl5_reader.STEP_KEYS | noetl5_reader.LOCAL_STEP_KEYS <= local
+    assert set(noetl5["tool"]["properties"]["output"]["properties"]) == set(
+        noetl5_reader.OUTPUT_KEYS
+    )
 
 
 def test_a_templated_kind_and_a_typo(validators) -> None:
@@ -162,10 +173,85 @@ def test_a_templated_kind_and_a_typo(validators) -> None:
 
 
 def test_cli_prints_each_schema(capsys) -> None:
-    for dialect in DIALECTS:
+    for dialect in (*DIALECTS, "noetl5"):
         assert main(["schema", "--dialect", dialect]) == 0
         out = capsys.readouterr().out
         assert out == schema_text(dialect)
-        assert json.loads(out)["title"] == f"NoETL playbook ({dialect} generation)"
+        title = "NoETL 5" if dialect == "noetl5" else dialect
+        assert json.loads(out)["title"] == f"NoETL playbook ({title} generation)"
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["$id"] == "urn:noetlc:schema:canonical"
+
+
+NOETL5_FOLDERS = (
+    Path(__file__).resolve().parent / "noetl5_dsl" / "playbooks",
+    Path(__file__).resolve().parent / "noetl5" / "playbooks",
+)
+
+
+def test_noetl5_playbooks_validate_exactly_when_check_finds_no_structural_error() -> None:
+    validator = jsonschema.Draft202012Validator(schema_for("noetl5"))
+    jsonschema.Draft202012Validator.check_schema(validator.schema)
+    counts = {"valid": 0, "invalid": 0}
+    disagreements = []
+    for path in sorted(p for folder in NOETL5_FOLDERS for p in folder.rglob("*.yaml")):
+        result = check_text(path.read_text(encoding="utf-8"), str(path))
+        if result.playbook is None or result.playbook.generation != "noetl5":
+            continue  # a Subscription or Mcp document (E003), or a file of another generation
+        errors = _errors(validator, result.document.data)
+        structural = [d.code for d in result.diagnostics if d.code in STRUCTURAL]
+        counts["invalid" if errors else "valid"] += 1
+        if bool(errors) != bool(structural):
+            disagreements.append((str(path), errors[:2], structural))
+    print(f"NoETL 5 playbooks against the noetl5 schema: {counts}")
+    assert not disagreements
+    assert counts["valid"] >= 7
+
+
+NOETL5 = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: t, exposes_as_mcp: false}
+%s
+workflow:
+  - step: start
+    tool: {kind: sink}
+    next:
+      spec: {mode: exclusive, on_no_match: complete}
+      arcs: [{step: done}]
+  - step: done
+"""
+
+
+@pytest.mark.parametrize(
+    "executor, change, code",
+    [
+        ("", None, None),
+        # The local runtime's step `vars`, `when` and `next` list with `args`/`then` entries.
+        (
+            "executor: {profile: local}",
+            ("  - step: done\n", "  - step: done\n    vars: {n: 1}\n    when: '{{ true }}'\n"),
+            None,
+        ),
+        ("", ("on_no_match: complete", "on_no_match: finish"), "S112"),
+        # `vars` is the local runtime's: NoETL 5's server has no such step key.
+        ("", ("  - step: done\n", "  - step: done\n    vars: {n: 1}\n"), "S114"),
+        ("", ("kind: sink", "kind: sinkk"), "S110"),
+    ],
+)
+def test_noetl5_schema_and_check_agree_on_each_shape(executor, change, code) -> None:
+    validator = jsonschema.Draft202012Validator(schema_for("noetl5"))
+    text = NOETL5 % executor
+    if change:
+        text = text.replace(*change)
+    result = check_text(text, "t.yaml")
+    assert result.playbook is not None and result.playbook.generation == "noetl5"
+    errors = _errors(validator, result.document.data)
+    codes = {d.code for d in result.diagnostics if d.severity.name == "ERROR"}
+    assert (code in codes) if code else not codes, result.diagnostics
+    assert bool(errors) == bool(code), errors
+    if code is None and not executor:
+        # NoETL 5's own kinds and a step without a tool or `next` are not canonical.
+        assert _errors(
+            jsonschema.Draft202012Validator(schema_for("canonical")), result.document.data
+        )
