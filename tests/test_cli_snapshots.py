@@ -87,7 +87,7 @@ workflow:
     tool: {kind: python, code: "result = {'total': 1}"}
     args: {seed: 1}
     case:
-      - when: "{{ event.name == 'step.exit' }}"
+      - when: "{{ event.name == 'step.exit' and result.total > 0 }}"
         then:
           next: [{step: end}]
   - step: end
