@@ -155,11 +155,18 @@ def test_a_playbook_check_rejects_is_left_alone() -> None:
 
 
 def _payloads(text: str, path: str) -> dict[str, dict]:
+    """Each step's payload, its routing as the set of targets, and the values passed along an
+    arc laid over the target's input (as the runtime does; the upgrade moves them there when
+    the arc is the target's only way in)."""
     playbook = check_text(text, path).playbook
     out = {}
+    passed: dict[str, dict] = {}
     for step in playbook.steps:
         payload = step_payload(playbook, step, lambda name: name)
-        targets = {arc["step"] for arc in payload.pop("routing")["arcs"]}
+        arcs = payload.pop("routing")["arcs"]
+        for arc in arcs:
+            passed.setdefault(arc["step"], {}).update(arc.get("args") or {})
+        targets = {arc["step"] for arc in arcs}
         for rule in payload.pop("case"):
             targets |= {t["step"] for t in rule["then"].get("next", [])}
         payload.pop("dialect")
@@ -167,6 +174,9 @@ def _payloads(text: str, path: str) -> dict[str, dict]:
         if step.loop is not None:
             payload["loop"] = loop_payload(step)
         out[step.name] = payload
+    for name, values in passed.items():
+        if name in out:
+            out[name]["input"] = {**(out[name].get("input") or {}), **values}
     return out
 
 
@@ -436,3 +446,61 @@ def test_rebind_changes_only_root_names() -> None:
     )
     assert rebind("{{ f(result=1) }}", names, "s") is None
     assert rebind("{% for result in xs %}{{ result }}{% endfor %}", names, "s") is None
+
+
+V1_PASSED = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: v1_passed
+path: demo/v1_passed
+workload:
+  base: 2
+workflow:
+  - step: start
+    type: python
+    code: |
+      def main():
+          return {"n": 1}
+    next:
+      - step: twice
+        with:
+          n: "{{ start.n + workload.base }}"
+  - step: twice
+    type: python
+    code: |
+      def main(n):
+          return {"twice": int(n) * 2}
+"""
+
+
+def test_v1_values_passed_along_the_only_arc_in_become_the_target_input() -> None:
+    upgrade = upgrade_text(V1_PASSED, "v1.yaml")
+    assert upgrade.diagnostics == [], upgrade.diagnostics
+    assert "      - {step: twice}\n  - step: twice\n    input:\n" in upgrade.text
+    assert '      n: "{{ start.n + workload.base }}"' in upgrade.text
+    assert _payloads(upgrade.text, "v1.yaml") == _payloads(V1_PASSED, "v1.yaml")
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # A second way in (here a loop back) would run the target without the values.
+        (
+            '          return {"twice": int(n) * 2}\n',
+            '          return {"twice": int(n) * 2}\n    next:\n      - step: twice\n',
+        ),
+        # The target's own input: the runtime lays passed values over it, not one mapping.
+        (
+            "  - step: twice\n    type: python",
+            "  - step: twice\n    with: {k: 1}\n    type: python",
+        ),
+        # A name bound only where the step routes reads differently in the target.
+        ("{{ start.n + workload.base }}", "{{ n }}"),
+    ],
+)
+def test_values_that_cannot_move_to_the_target_are_left(old, new) -> None:
+    text = V1_PASSED.replace(old, new)
+    assert text != V1_PASSED
+    upgrade = upgrade_text(text, "v1.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U801"], upgrade.diagnostics
+    assert "cannot move to the target's `input`" in upgrade.diagnostics[0].message

@@ -10,11 +10,12 @@
 | `next: [a, b]` (direct entries) | `next: {spec: {mode: inclusive}, arcs: [...]}` | v1 fires every direct entry; a canonical list is exclusive |
 | `next: [{when: c, then: [t]}, ..., {else: [e]}]` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: c}, ..., {step: e}]}` | first match wins in both, in the same order |
 | workbook `{name, type: K, <settings>, with}` | `{name, tool: {kind: K, <settings>, args: <with>}}` | the same tool mapping (a task's `with` is its tool's `args`) |
+| `next: [{step: t, with: V}]`, the only way into `t`, `t` binding no input, `V` reading step results and the workload | `next: [{step: t}]` and `input: V` on `t` | the runtime lays passed values over the target's (empty) input; nothing else runs `t`; `V` reads the same in `t` |
 | `assert: {expects, returns}` (task or step) | the same lines as a comment | no v1 engine read it (NoETL 0d51146e .. 8cc6b80b) |
 
 Left as written (U801): loops (`loop`, `end_loop`, `type: iterator`), `save`/`sink`, `retry`,
 `pass` (NoETL 0d51146e's broker skips a step whose `pass` renders true; canonical has no skip),
-`result`, values passed along `next` (`with` on an entry), a `then` firing several
+`result`, other values passed along `next` (`with` on an entry), a `then` firing several
 steps, a template reading `<step>.result` (a v1 result answers `.result` with itself; a canonical
 one does not), root `environment`/`context`, and kinds with no canonical counterpart.
 """
@@ -29,7 +30,7 @@ from ..ast import Playbook
 from ..read.base import TOOL_KINDS
 from ..read.v1 import INLINE_TOOL_KEYS
 from .case_v2 import RETRY_REASON, SINK_REASON
-from .edits import Edits, flow, seq
+from .edits import Edits, flow, render, seq
 from .findings import Findings
 from .guards import addressable, rebind
 from .rewriter import Rewriter
@@ -231,16 +232,26 @@ class V1Upgrade(Rewriter):
         entries = value if isinstance(value, list) else [value]
         conditional = any(isinstance(e, dict) and ("when" in e or "else" in e) for e in entries)
         arcs: list[Any] = []
+        passed = False
         for index, entry in enumerate(entries):
             where = f"entry {index + 1} of `next` of {label}"
             if not isinstance(entry, dict):
                 arcs.append(flow({"step": entry}))
                 continue
             if any(k in entry for k in INPUT_KEYS):
-                self.inexact(
-                    item, "next", f"values passed along {where}: a canonical arc passes none"
-                )
-                return
+                moved = self.pass_as_input(entry, where)
+                if moved is None:
+                    self.inexact(
+                        item,
+                        "next",
+                        f"values passed along {where}: a canonical arc passes none, and they "
+                        "cannot move to the target's `input` (its only way in, with no input "
+                        "of its own, values read from step results and the workload)",
+                    )
+                    return
+                passed = True
+                arcs.append(flow({"step": moved}))
+                continue
             if "when" in entry or "else" in entry:
                 found = self.conditional(entry, where, item)
                 if found is None:
@@ -250,10 +261,50 @@ class V1Upgrade(Rewriter):
             else:
                 arcs.append(flow({"step": entry["step"]}))
         if not conditional and len(arcs) <= 1 and isinstance(value, list):
+            if passed:  # the values moved: the entry routes only
+                self.replace_keys(item, ["next"], end, "next", seq(arcs))
             return  # one direct entry: the same in canonical
         mode = "exclusive" if conditional else "inclusive"
         router = {"spec": flow({"mode": mode}), "arcs": seq(arcs)}
         self.replace_keys(item, ["next"], end, "next", _map(router))
+
+    def pass_as_input(self, entry: dict, where: str) -> str | None:
+        """Values passed along a direct `next` entry become the target's `input` when that is
+        the same: the entry is the target's only way in (so nothing else runs it without them),
+        the target binds no input of its own (the runtime lays passed values over it), and the
+        values read only step results and the workload, which the target sees as the step
+        that routes does. Returns the target, its `input` added; None when not the same."""
+        if "when" in entry or "else" in entry or "then" in entry:
+            return None
+        keys = [k for k in INPUT_KEYS if k in entry]
+        values = entry[keys[0]]
+        target = str(entry.get("step"))
+        step = self.playbook.step(target)
+        holder = self._workflow_item(target)
+        if len(keys) != 1 or not isinstance(values, dict) or step is None or holder is None:
+            return None
+        if self.playbook.entry == target or any(k in holder for k in INPUT_KEYS):
+            return None
+        ways_in = sum(
+            arc.target == target for other in self.playbook.steps for arc in other.router.arcs
+        )
+        if ways_in != 1 or (holder.fa.flow_style() if hasattr(holder, "fa") else True):
+            return None
+        readable = set(self.playbook.step_names) | _ENGINE_NAMES | set(self.playbook.workload)
+        for value in _strings(values):
+            scan = scan_template(value)
+            if scan.error is not None or any(r.root not in readable for r in scan.references):
+                return None
+        line, column = holder.lc.key("step")
+        block = render("input", values, column)
+        self.edits.replace(line + 1, line + 1, block)
+        return target
+
+    def _workflow_item(self, name: str) -> Any:
+        for item in self.doc.get("workflow") or []:
+            if hasattr(item, "lc") and str(item.get("step")) == name:
+                return item
+        return None
 
     def conditional(self, entry: dict, where: str, item: Any) -> list | None:
         is_else = "else" in entry
@@ -294,6 +345,20 @@ class V1Upgrade(Rewriter):
             return None  # `result.result`: v1's proxy answers it with the result itself
         rebound = rebind(str(when), frozenset({"result"}), step)
         return None if rebound is None else type(when)(rebound) if _keeps_style(when) else rebound
+
+
+# What every step's templates see alike: the workload (also as ctx) and the execution's ids.
+_ENGINE_NAMES = frozenset({"workload", "ctx", "execution_id", "job"})
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _keeps_style(value: Any) -> bool:
