@@ -177,6 +177,33 @@ def _payloads(text: str, path: str) -> dict[str, dict]:
     for name, values in passed.items():
         if name in out:
             out[name]["input"] = {**(out[name].get("input") or {}), **values}
+    return _vars_as_ctx(out)
+
+
+def _vars_as_ctx(payloads: dict[str, dict]) -> dict[str, dict]:
+    """case-v2 `vars` are the execution's variables (NoETL dc55c492 renders `vars` as its
+    variable store): a step's `vars` and its canonical `set` compare as the names they write,
+    and a template reads `vars.x` as `ctx.x`. The written values are compared by running both
+    (tests/test_upgrade_runs.py)."""
+    from noetl_compile.upgrade.guards import rebind
+
+    def names(block) -> list[str]:
+        return sorted(str(k).removeprefix("ctx.") for k in (block or {}))
+
+    def reads(value):
+        if isinstance(value, str):
+            return rebind(value, frozenset({"vars"}), "ctx") or value
+        if isinstance(value, dict):
+            return {k: reads(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [reads(v) for v in value]
+        return value
+
+    out = {}
+    for step, payload in payloads.items():
+        payload = dict(payload)
+        written = names(payload.pop("vars", None)) + names(payload.pop("set", None))
+        out[step] = {**reads(payload), "writes": sorted(written)}
     return out
 
 
@@ -226,7 +253,7 @@ def test_corpus_upgrades(upgraded) -> None:
                 {d.position.line for d in left}
             )
     print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
-    assert counts["case-v2", "upgraded"] >= 13 and counts["v1", "upgraded"] >= 10
+    assert counts["case-v2", "upgraded"] >= 15 and counts["v1", "upgraded"] >= 11
 
 
 def test_a_comment_on_each_step_survives(upgraded) -> None:
@@ -504,3 +531,62 @@ def test_values_that_cannot_move_to_the_target_are_left(old, new) -> None:
     upgrade = upgrade_text(text, "v1.yaml")
     assert [d.code for d in upgrade.diagnostics] == ["U801"], upgrade.diagnostics
     assert "cannot move to the target's `input`" in upgrade.diagnostics[0].message
+
+
+VARS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: vars, path: demo/vars}
+workload:
+  limit: 2
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'users': [{'id': 7}], 'total': 1}"}
+    vars:
+      first: "{{ result.users[0].id }}"
+    case:
+      - when: "{{ event.name == 'step.exit' and response.total > 0 }}"
+        then:
+          set:
+            - {name: total, value: "{{ response.total }}"}
+          next: [{step: use}]
+  - step: use
+    tool:
+      kind: python
+      args: {first: "{{ vars.first }}", total: "{{ vars.total }}"}
+      code: "result = {'seen': [first, total]}"
+"""
+
+
+def test_vars_become_ctx_variables() -> None:
+    upgrade = upgrade_text(VARS, "vars.yaml")
+    assert upgrade.diagnostics == [], upgrade.diagnostics
+    text = upgrade.text
+    assert '    set:\n      ctx.first: "{{ start.users[0].id }}"\n' in text
+    assert (
+        '- {step: use, when: "{{ start.total > 0 }}", set: {ctx.total: "{{ start.total }}"}}'
+        in text
+    )
+    assert 'args: {first: "{{ ctx.first }}", total: "{{ ctx.total }}"}' in text
+    again = check_text(text, "vars.yaml")
+    assert again.playbook.dialect == "canonical" and again.diagnostics == []
+
+
+@pytest.mark.parametrize(
+    "old, new, reason",
+    [
+        # `limit` is a workload key: the canonical ctx store would overwrite it.
+        ('first: "{{ result', 'limit: "{{ result', "also names a workload key"),
+        # A read of a `vars` name no step writes.
+        ('total: "{{ vars.total }}"', 'total: "{{ vars.other }}"', "which no step writes"),
+        # A bare read of a written name read the workload before.
+        ('total: "{{ vars.total }}"', 'total: "{{ total }}"', "of a name written to `vars`"),
+    ],
+)
+def test_vars_that_ctx_would_mix_are_left(old, new, reason) -> None:
+    text = VARS.replace(old, new)
+    assert text != VARS
+    upgrade = upgrade_text(text, "vars.yaml")
+    assert upgrade.diagnostics and {d.code for d in upgrade.diagnostics} == {"U801"}
+    assert any(reason in d.message for d in upgrade.diagnostics), upgrade.diagnostics
+    assert not upgrade.writable

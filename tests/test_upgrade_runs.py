@@ -240,6 +240,39 @@ def test_guards_and_event_rules_run_as_the_original(
         assert [r["i"] for r in run.results["items"]["results"]] == [1, 2]
 
 
+VARS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_vars, path: tests/upgrade_vars}
+workload:
+  n: 1
+workflow:
+  - step: start
+    tool: {kind: python, args: {n: "{{ workload.n }}"}, code: "result = {'users': [{'id': 7}], 'n': n}"}
+    vars:
+      first: "{{ result.users[0].id }}"
+    case:
+      - when: "{{ event.name == 'step.exit' and response.n > 0 }}"
+        then:
+          set:
+            - {name: total, value: "{{ response.n }}"}
+          next: [{step: use}]
+  - step: use
+    tool:
+      kind: python
+      args: {first: "{{ vars.first }}", total: "{{ vars.total }}"}
+      code: "result = {'seen': [first, total]}"
+"""
+
+
+def test_vars_as_ctx_run_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
+    """A step's `vars` as its `set`, a rule's `set` list as its arc's, `vars.x` read as
+    `ctx.x`."""
+    run = _compare(VARS, {"n": 3}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert run.results["use"] == {"seen": [7, 3]}
+
+
 def _runnable_upgrades() -> list[tuple[str, str]]:
     expectations = _expectations()
     out = []

@@ -47,6 +47,19 @@ def _findings_key(diagnostics: list[Diagnostic]) -> Counter:
     return Counter((d.code, d.severity) for d in diagnostics)
 
 
+def _vars_as_ctx(playbook, text: str, path: str, findings: Findings) -> str:
+    """Reads of case-v2 `vars` as ctx reads, once the writes became ctx writes (case_vars)."""
+    from .case_vars import plan, rename_reads
+
+    written, problem = plan(playbook)
+    if not written or problem is not None:
+        return text
+    renamed, line = rename_reads(text, path)
+    if line is not None:
+        findings.add("U801", line, 0, "a `vars` read here cannot be renamed to `ctx` exactly")
+    return renamed
+
+
 def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
     from .case_v2 import CaseV2Upgrade
     from .v1 import V1Upgrade
@@ -75,6 +88,8 @@ def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
     rewriter = {"case-v2": CaseV2Upgrade, "v1": V1Upgrade}[dialect]
     rewriter(playbook, load(text), edits, findings).run()
     upgraded = edits.apply()
+    if dialect == "case-v2" and not findings.items and upgraded != text:
+        upgraded = _vars_as_ctx(playbook, upgraded, path, findings)
     result = Upgrade(path, text, upgraded, dialect, findings.items)
     if result.complete and result.changed:
         again = check_text(upgraded, path)

@@ -9,16 +9,19 @@
 | `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (not an HTTP body, read first) |
 | `then: [{next: ...}, ...]` | one mapping | the engine merges a `then` list in order |
 | `loop.done` rules on a loop step | its arcs | canonical arcs of a loop step are chosen once, at its end |
+| step `vars`, a routing rule's `set`, `vars.x` reads | step `set`, arc `set`, `ctx.x` (``case_vars``) | case-v2's `vars` is the execution's variable store |
 | `call.done` rules (all of the step's, no `next`, no retry) | its arcs | the call is done once, just before the exit (`response` is the result; `result` is unbound there) |
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
 from ..analyze.expressions import scan_template
 from ..ast import Playbook
+from . import case_vars
 from .edits import flow, seq
 from .guards import addressable, rebind
 from .rewriter import Rewriter
@@ -46,8 +49,9 @@ ACTION_REASONS = {
     "retry": RETRY_REASON,
     "call": RETRY_REASON,
     "sink": SINK_REASON,
-    "set": "canonical `set` writes ctx at the step's exit whichever arc is taken, not only when "
-    "this rule matches",
+    "set": "a rule's `set` is its arc's `set` only when the rule routes to one step, its values "
+    "read the step's result as an arc does (not an HTTP `response`) and its variables can live "
+    "in ctx; a step `set` would apply whichever arc is taken",
     "collect": "canonical has no page collection across calls",
     "result": "canonical has no action replacing the step's result",
 }
@@ -61,14 +65,15 @@ class CaseV2Upgrade(Rewriter):
         name = str(item.get("step"))
         label = f"step {name!r}"
         ast_step = self.playbook.step(name)
-        for key in ("vars", "sink", "retry"):
+        if "vars" in item:
+            self.step_vars(item, label, end)
+        for key in ("sink", "retry"):
             if key in item:
                 self.inexact(
                     item,
                     key,
                     f"`{key}` of {label} has no exact canonical equivalent "
                     + {
-                        "vars": "(canonical `set` writes ctx, not the `vars` namespace)",
                         "sink": f"({SINK_REASON})",
                         "retry": f"({RETRY_REASON})",
                     }[key],
@@ -90,9 +95,60 @@ class CaseV2Upgrade(Rewriter):
         elif "next" in item:
             self.next_only(item, label, end)
 
-    def read_vars(self, item: Any, label: str, ast_step: Any) -> None:
-        if ast_step is None:
+    def run(self) -> None:
+        self.vars_names, self.vars_problem = case_vars.plan(self.playbook)
+        super().run()
+
+    def step_vars(self, item: Any, label: str, end: int) -> None:
+        """A step's `vars` block -> its `set` of ctx variables (``case_vars``)."""
+        problem = self.vars_problem
+        if problem is None and "loop" in item:
+            problem = "a loop step's `vars` are rendered per iteration"
+        if problem is None and "set" in item:
+            problem = "the step has a `set` of its own"
+        values = case_vars.ctx_set({"vars": item["vars"]}) if problem is None else None
+        if values is not None:
+            values = self.own_values(item, values, "step.exit")
+        if values is None:
+            reason = problem or "a value reads what the step's `set` would not see"
+            self.inexact(item, "vars", f"`vars` of {label}: {reason}")
             return
+        self.replace_keys(item, ["vars"], end, "set", _map(values))
+
+    def rule_set(self, item: Any, block: Any, event: str) -> dict | None:
+        """A case rule's `set` as its arc's `set` (applied when the arc is taken, before its
+        target starts, as the rule's set before its `next`); None when not the same."""
+        if self.vars_problem is not None:
+            return None
+        values = case_vars.ctx_set(block)
+        return None if values is None else self.own_values(item, values, event)
+
+    def own_values(self, item: Any, values: dict, event: str) -> dict | None:
+        """``values`` with `result`/`response` read from the step's result by its name, as at
+        ``event``; None when a value reads another event-bound name."""
+        known = set(self.arc_names) | {"vars"}
+        step = str(item.get("step"))
+        out = {}
+        for key, value in values.items():
+            if not isinstance(value, str):
+                if case_vars.foreign_roots(value, known):
+                    return None
+                out[key] = value
+                continue
+            scan = scan_template(value)
+            foreign = {r.root for r in scan.references if r.root not in known}
+            own = self.own_result_names(item, scan, foreign, event) if foreign else frozenset()
+            if scan.error is not None or foreign - own:
+                return None
+            rebound = rebind(value, own, step) if own else value
+            if rebound is None:
+                return None
+            out[key] = type(value)(rebound) if type(value) is not str else rebound
+        return out
+
+    def read_vars(self, item: Any, label: str, ast_step: Any) -> None:
+        if ast_step is None or (self.vars_names and self.vars_problem is None):
+            return  # none read, or every read is renamed to ctx (case_vars.rename_reads)
         for site in self.playbook.analysis("upgrade_sites", _sites_by_step).get(ast_step.name, []):
             if any(ref.root == "vars" for ref in scan_template(site).references):
                 self.inexact(
@@ -190,7 +246,10 @@ class CaseV2Upgrade(Rewriter):
                 self.inexact(rule, then_key, f"`{then_key}` of {where} is not a mapping of actions")
                 ok = False
                 continue
-            others = sorted(set(then) - EXACT_THEN)
+            written = None
+            if "set" in then and "next" in then:
+                written = self.rule_set(item, then["set"], event)
+            others = sorted(set(then) - EXACT_THEN - ({"set"} if written is not None else set()))
             if others:
                 self.inexact(
                     rule,
@@ -221,6 +280,8 @@ class CaseV2Upgrade(Rewriter):
                 arc = {"step": target}
                 if guard is not None:
                     arc["when"] = guard
+                if written is not None:
+                    arc["set"] = flow(written)
                 arcs.append(flow(arc))
         if "next" in item:
             fallback = self.targets(item, "next", label)
@@ -295,8 +356,8 @@ class CaseV2Upgrade(Rewriter):
         """Which of `result`/`response` this step.exit guard may read from the step's result by
         its name: `result` always (it is the step's result), `response` where the case-v2
         runtime gives the same value (a result never holding a `data` mapping, which case-v2's
-        `response` reads first: postgres, duckdb and snowflake rows, python code that never
-        names `data`)."""
+        `response` reads first: postgres, duckdb and snowflake rows, python code whose `result`
+        is only ever a dict literal without a `data` key)."""
         # At call.done the event carries `response` only; a loop's end reads neither as the
         # step's result.
         bound = {"step.exit": {"result", "response"}, "call.done": {"response"}}.get(event, set())
@@ -310,13 +371,39 @@ class CaseV2Upgrade(Rewriter):
             tool = item.get("tool")
             kind = str(tool.get("kind")) if isinstance(tool, dict) else None
             code = str(tool.get("code", "")) if isinstance(tool, dict) else ""
-            if not (kind in _NO_DATA_KINDS or (kind == "python" and not _DATA.search(code))):
+            if not (kind in _NO_DATA_KINDS or (kind == "python" and _no_data_key(code))):
                 names.discard("response")
         return frozenset(names)
 
 
 _NO_DATA_KINDS = ("postgres", "duckdb", "snowflake")
-_DATA = re.compile(r"\bdata\b")
+
+
+def _no_data_key(code: str) -> bool:
+    """Is every value the python code gives `result` a dict literal whose keys are strings other
+    than `data`, `result` never read or changed after? (Anything else: not known, False.)"""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    values, stores = [], 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "result":
+            if not isinstance(node.ctx, ast.Store):
+                return False
+            stores += 1
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "result" for t in node.targets
+        ):
+            values.append(node.value)
+    if not values or stores != len(values):
+        return False  # also an augmented or annotated assignment, a loop target, ...
+    return all(
+        isinstance(v, ast.Dict)
+        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys)
+        and all(k.value != "data" for k in v.keys)
+        for v in values
+    )
 
 
 def _merged(then: Any) -> dict | None:

@@ -43,6 +43,9 @@ def addressable(step: str) -> bool:
 def rebind(template: str, names: frozenset[str], step: str) -> str | None:
     """``template`` with every root reference to one of ``names`` read from ``step`` instead;
     None when the text cannot be re-tokenised exactly or uses a name as a binding target."""
+    body = template.rstrip("\n")  # the lexer drops a final line break; it is kept as is
+    ending = template[len(body) :]
+    template = body
     try:
         tokens = list(_environment().lex(template))
     except jinja2.TemplateSyntaxError:
@@ -66,4 +69,9 @@ def rebind(template: str, names: frozenset[str], step: str) -> str | None:
         out.append(value)
         if kind != "whitespace":
             previous = (None, kind, value)
-    return "".join(out)
+    return "".join(out) + ending
+
+
+def taken_names() -> frozenset[str]:
+    """The names a canonical template cannot give a variable of its own."""
+    return _TAKEN
