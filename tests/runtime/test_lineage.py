@@ -162,6 +162,36 @@ def test_http_notes_only_inside_a_collecting_block() -> None:
     assert seen.outputs == [Dataset("http://h", "/y")]
 
 
+def test_operators_do_not_import_the_provider() -> None:
+    """A DAG file's operators and the tools load without OpenLineage: the provider is imported
+    only when it calls the operator hook (the extra `lineage` is optional)."""
+    import subprocess
+    import sys
+
+    # Airflow itself reads every installed provider's package info (get_provider_info); the
+    # OpenLineage client and the provider's extractors, listener and facets must stay unloaded.
+    code = (
+        "import sys\n"
+        "import airflow_plugin.operators.step, airflow_plugin.operators.loop\n"
+        "import airflow_plugin.tools.http, airflow_plugin.hooks.lineage\n"
+        "assert 'airflow.sdk' in sys.modules\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('openlineage')\n"
+        "    or m.startswith('airflow.providers.openlineage.')\n"
+        "    and not m.endswith('.get_provider_info'))\n"
+        "print('LOADED', loaded)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "LOADED []", out.stdout[-2000:]
+
+
 # -- real runs -----------------------------------------------------------------------------------
 
 
