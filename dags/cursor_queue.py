@@ -130,6 +130,7 @@ with DAG(
         reads=READS["verify"],
         task_display_name="verify (postgres)",
         tool_kind="postgres",
+        inlets=[Asset("noetl://postgres/pg_local/public/jobs")],
     )
 
     start >> work

@@ -110,6 +110,7 @@ with DAG(
         reads=READS["read_back"],
         task_display_name="read_back (postgres)",
         tool_kind="postgres",
+        inlets=[Asset("noetl://postgres/pg_local/public/example_scores")],
     )
 
     # step: end

@@ -185,6 +185,10 @@ def test_schedule_on_assets_and_stable_outlets(tmp_path: Path) -> None:
     plain = compile_paths([str(src)], str(out), check_only=True)
     texts = {Path(f.output).stem: f.text for f in plain.files}
     assert 'outlets=[Asset("noetl://postgres/pg_local/public/orders")]' in texts["producer"]
+    assert "inlets=" not in texts["producer"]
+    # What a task reads is its inlets (OpenLineage reports them as its inputs).
+    assert 'inlets=[Asset("noetl://postgres/pg_local/public/orders")]' in texts["consumer"]
+    assert "outlets=" not in texts["consumer"]
     assert ast.unparse(_dag_call(texts["consumer"])["schedule"]) == "None"
     scheduled = compile_paths([str(src)], str(out), check_only=True, schedule_on_assets=True)
     texts2 = {Path(f.output).stem: f.text for f in scheduled.files}
@@ -235,6 +239,8 @@ def test_compiled_outlets_load_in_airflow(tmp_path: Path) -> None:
         dags[path.stem] = module.dag
     (task,) = [t for t in dags["producer"].tasks if t.outlets]
     assert [a.uri for a in task.outlets] == ["noetl://postgres/pg_local/public/orders"]
+    (reader,) = dags["consumer"].tasks
+    assert [a.uri for a in reader.inlets] == ["noetl://postgres/pg_local/public/orders"]
     assert [a.uri for a in dags["consumer"].timetable.asset_condition.objects] == [
         "noetl://postgres/pg_local/public/orders"
     ]

@@ -220,6 +220,23 @@ def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: st
     )
 
 
+class _LocalRunEnd:
+    """The ``component`` that ``before_stopping`` is told about: this local run."""
+
+
+def _stop_listeners() -> None:
+    """Tell Airflow's listeners the run is over, as an Airflow job does when it stops. The
+    OpenLineage provider's listener sends DAG run events through a pool of forked processes and
+    shuts it down here (the run's last event is written first); without it those processes
+    outlive the ``os._exit`` this process leaves with and keep the caller's pipes open."""
+    from airflow.listeners.listener import get_listener_manager
+
+    try:
+        get_listener_manager().hook.before_stopping(component=_LocalRunEnd())
+    except Exception:  # a listener's failure never fails the run
+        log.warning("a listener failed at the end of the run", exc_info=True)
+
+
 def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str], err: IO[str]):
     from airflow.exceptions import ParamValidationError
 
@@ -279,6 +296,7 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
         state = driver.drive(run)
     finally:
         live.close()
+        _stop_listeners()
     if recorder.forward is not None and not flush(recorder.forward, 30.0):
         err.write("noetlc: the event log is unreachable; events wait in its outbox\n")
     for event in recorder.events:  # the event trail, for whoever reads the log

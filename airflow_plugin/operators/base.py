@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Downs
 from ..errors import NoetlRuntimeError, fails_task
 from ..hooks.redact import mask_secret_values
 from ..templating.ids import execution_id_for
+from .lineage import LineageMixin
 from .presentation import ToolKindMixin
 
 __all__ = [
@@ -69,9 +71,9 @@ def fail_task(step: str, exc: BaseException) -> AirflowException:
     return AirflowFailException(text)
 
 
-class NoetlTaskMixin(BranchMixIn):
+class NoetlTaskMixin(LineageMixin, BranchMixIn):
     """The NoETL helpers, for operators whose base is another Airflow operator (the nested
-    playbook operator is a TriggerDagRunOperator)."""
+    playbook operator is a TriggerDagRunOperator); OpenLineage's operator hook (lineage.py)."""
 
     template_fields = ()
     inherits_from_skipmixin = True
@@ -179,15 +181,23 @@ class NoetlTaskMixin(BranchMixIn):
 
         ti = context["ti"]
         path, digest = playbook_identity(getattr(self, "dag", None))
-        return recording(
-            dag_id=getattr(ti, "dag_id", None) or self.dag_id,
-            run_id=getattr(ti, "run_id", None) or context.get("run_id"),
-            task_id=self.task_id,
-            map_index=getattr(ti, "map_index", None),
-            try_number=getattr(ti, "try_number", None),
-            playbook_path=path,
-            playbook_hash=digest,
+        return self._recording_scope(
+            recording(
+                dag_id=getattr(ti, "dag_id", None) or self.dag_id,
+                run_id=getattr(ti, "run_id", None) or context.get("run_id"),
+                task_id=self.task_id,
+                map_index=getattr(ti, "map_index", None),
+                try_number=getattr(ti, "try_number", None),
+                playbook_path=path,
+                playbook_hash=digest,
+            )
         )
+
+    @contextlib.contextmanager
+    def _recording_scope(self, events: Any):
+        # A task's tool calls run inside `recording`: what they touch is its lineage too.
+        with events, self.lineage_scope():
+            yield
 
     # -- output -------------------------------------------------------------------------------
 

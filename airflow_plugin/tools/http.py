@@ -80,6 +80,7 @@ from ..hooks.http import (
     is_absolute,
     shared_client,
 )
+from ..hooks.lineage import note_http
 from .http_request import HttpRequest, build_request, with_headers
 from .outcome import ToolCall, ToolOutcome, tool_error
 
@@ -289,6 +290,8 @@ def run_http(call: ToolCall) -> ToolOutcome:
         request.url = f"{base}/{request.url.lstrip('/')}"
 
     shown = _scrub(safe_url(request.url), secrets)
+    # The URL an OpenLineage event names (host and path only) when the operator collects.
+    note_http(request.method, request.url)
     try:
         client = shared_client(request.verify)
     except (OSError, ssl.SSLError) as exc:  # an unreadable CA bundle

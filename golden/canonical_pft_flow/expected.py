@@ -1976,6 +1976,7 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (postgres)",
         tool_kind="postgres",
+        inlets=[Asset("noetl://postgres/pg_k8s/public/pft_test_facilities")],
         outlets=[
             Asset("noetl://postgres/pg_k8s/public/pft_test_facilities"),
             Asset("noetl://postgres/pg_k8s/public/pft_test_patient_ids_work"),
@@ -1998,6 +1999,17 @@ with DAG(
         reads=READS["region_load_next_facility"],
         task_display_name="region_load_next_facility (region: load_next_facility, se...",
         tool_kind="region",
+        inlets=[
+            Asset("noetl://postgres/pg_k8s/public/pft_test_facilities"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_ids_work"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_work_queue"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_assessments"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_mds_assessment_ids_work"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_conditions"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_medications"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_vital_signs"),
+            Asset("noetl://postgres/pg_k8s/public/pft_test_patient_demographics"),
+        ],
         outlets=[
             Asset("noetl://postgres/pg_k8s/public/pft_test_patient_ids_work"),
             Asset("noetl://postgres/pg_k8s/public/pft_test_patient_work_queue"),
@@ -2019,6 +2031,7 @@ with DAG(
         reads=READS["validate_all_results"],
         task_display_name="validate_all_results (postgres)",
         tool_kind="postgres",
+        inlets=[Asset("noetl://postgres/pg_k8s/public/pft_test_validation_log")],
     )
 
     # step: check_results

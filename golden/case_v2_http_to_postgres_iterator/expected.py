@@ -186,6 +186,7 @@ with DAG(
         reads=READS["show_count"],
         task_display_name="show_count (postgres)",
         tool_kind="postgres",
+        inlets=[Asset("noetl://postgres/pg_local/public/http_to_postgres_iterator")],
     )
 
     # step: end

@@ -239,6 +239,7 @@ with DAG(
         reads=READS["verify"],
         task_display_name="verify (postgres)",
         tool_kind="postgres",
+        inlets=[Asset("noetl://postgres/pg_local/public/patient_work_queue")],
     )
 
     start >> fetch_assessments

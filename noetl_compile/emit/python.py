@@ -171,7 +171,8 @@ class _Emitter:
             sdk.append("TaskGroup")
         if any(u.edge_labels for u in self.ir.units):
             sdk.append("Label")
-        if self.ir.schedule_assets or self.ir.asset_writes:
+        inlets = any(t.inlets for u in self.ir.units for t in u.tasks)
+        if self.ir.schedule_assets or self.ir.asset_writes or inlets:
             sdk.append("Asset")
         lines = [f"from airflow.sdk import {', '.join(sorted(sdk))}\n"]
         for module in sorted(self.operators):
@@ -256,6 +257,8 @@ class _Emitter:
             if not (name.isidentifier() and not keyword.iskeyword(name)):
                 raise ValueError(f"internal error: bad keyword {name!r}")
             args.append((name, python_literal(value, depth + 1, len(name) + 1)))
+        if task.inlets:
+            args.append(("inlets", _assets(task.inlets, depth + 1)))
         if task.outlets:
             args.append(("outlets", _assets(task.outlets, depth + 1)))
         rule = task.trigger_rule or (unit.trigger_rule if self._is_entry(unit, task) else None)

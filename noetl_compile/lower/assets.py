@@ -7,8 +7,11 @@ A table is declared only when the compiler knows it for every run of the default
   script file) writes it (``INSERT INTO``, ``UPDATE``, ``DELETE FROM``, ``MERGE INTO``,
   ``CREATE TABLE`` but not a temporary one, ``TRUNCATE``, ``COPY t FROM``); a ``transfer``
   target ``table``;
-* **reads** (for ``noetlc compile --schedule-on-assets``): ``FROM``/``JOIN`` of those tools'
-  SQL and of a transfer source query, ``COPY t TO``.
+* **reads** (the task's ``inlets``, and for ``noetlc compile --schedule-on-assets``):
+  ``FROM``/``JOIN`` of those tools' SQL and of a transfer source query, ``COPY t TO``.
+
+The runtime reports both to OpenLineage when its provider is installed
+(``airflow_plugin/operators/lineage.py``), mapping each URI to the dataset naming spec.
 
 Where a table lives is part of its identity, and a playbook names it only by its connection
 (postgres ``auth``, an Airflow Connection id) or file (duckdb ``database``); the host is in the
@@ -377,18 +380,22 @@ def step_tables(
 def unit_assets(
     units: list[Unit], payloads: Mapping[str, Mapping[str, Any]], params, dialect: str
 ) -> list[str]:
-    """Set each unit's outlets (on its result task: one event when the step, or the whole loop,
-    succeeded) and return the URIs the playbook reads. ``payloads``: step -> full payload."""
+    """Set each unit's outlets and inlets (on its result task: one event when the step, or the
+    whole loop, succeeded; the inlets are what OpenLineage reports as the task's inputs) and
+    return the URIs the playbook reads. ``payloads``: step -> full payload."""
     reads: list[str] = []
     for unit in units:
         writes: list[str] = []
+        unit_reads: list[str] = []
         for step in unit.steps:
             written, read = step_tables(payloads.get(step, {}), params, dialect)
             writes += [w for w in written if w not in writes]
-            reads += [r for r in read if r not in reads]
-        if not writes or unit.kind in ("nested", "gate"):
+            unit_reads += [r for r in read if r not in unit_reads]
+        reads += [r for r in unit_reads if r not in reads]
+        if not (writes or unit_reads) or unit.kind in ("nested", "gate"):
             continue
         for task in unit.tasks:
             if unit.full_id(task.task_id) == unit.result_task:
                 task.outlets = writes
+                task.inlets = unit_reads
     return reads

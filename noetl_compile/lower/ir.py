@@ -46,6 +46,7 @@ class Task:
     trigger_rule: str | None = None
     upstream: list[str] = field(default_factory=list)  # local task ids inside the same group
     outlets: list[str] = field(default_factory=list)  # asset URIs the task writes (lower/assets)
+    inlets: list[str] = field(default_factory=list)  # asset URIs the task reads (lower/assets)
 
 
 @dataclass(slots=True)  # one per step of a playbook: no __dict__ each
