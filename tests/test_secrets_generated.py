@@ -135,7 +135,9 @@ def _headers() -> list[tuple[str, str, str, str]]:
     for name in (*HEADER_NAMES, *COOKIE_HEADERS):
         value = "«sid={t}»" if "ookie" in name else "«{t}»"
         line = f'r = httpx.get("https://api.x.org", headers={{"{name}": "{value}"}})'
-        out.append(("cookie" if "ookie" in name else "header", f"python_{name}", "python", _code(line)))
+        out.append(
+            ("cookie" if "ookie" in name else "header", f"python_{name}", "python", _code(line))
+        )
     return out
 
 
@@ -183,7 +185,7 @@ def _queries() -> list[tuple[str, str, str, str]]:
 SQL_STATEMENTS = (
     "CREATE ROLE app LOGIN PASSWORD '«{t}»';",
     "ALTER USER app WITH ENCRYPTED PASSWORD '«{t}»';",
-    "CREATE USER app IDENTIFIED BY \"«{t}»\";",
+    'CREATE USER app IDENTIFIED BY "«{t}»";',
     "ALTER USER app IDENTIFIED BY «{t}»;",
     "CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY '«{t}»';",
     "CREATE SECRET s3 (TYPE s3, KEY_ID '«{t}»', SECRET 'Zk2-other');",
@@ -260,9 +262,18 @@ def _urls() -> list[tuple[str, str, str, str]]:
             continue  # a user name alone (no password) is no secret: left out on purpose
         q = '"' if "'" in url else "'"
         out.append(("url", f"workload_{i}", "", f"dsn: {q}{url}{q}"))
-        out.append(("url", f"plain_{i}", "", f"conn_{i}: {url}" if '"' not in url else f"conn_{i}: '{url}'"))
+        out.append(
+            (
+                "url",
+                f"plain_{i}",
+                "",
+                f"conn_{i}: {url}" if '"' not in url else f"conn_{i}: '{url}'",
+            )
+        )
         code = f"engine = create_engine({q}{url}{q})"
-        out.append(("url", f"python_{i}", "python", f"code: |\n  import os\n  {code}\n  result = {{}}"))
+        out.append(
+            ("url", f"python_{i}", "python", f"code: |\n  import os\n  {code}\n  result = {{}}")
+        )
     return out
 
 
@@ -291,7 +302,14 @@ def _prose() -> list[tuple[str, str, str, str]]:
 def placements(rng: random.Random) -> list[tuple[str, Placement, str]]:
     """(class, placement, token): each template with its own fresh token."""
     out = []
-    for cls, name, kind, template in [*_keys(), *_headers(), *_queries(), *_sql(), *_urls(), *_prose()]:
+    for cls, name, kind, template in [
+        *_keys(),
+        *_headers(),
+        *_queries(),
+        *_sql(),
+        *_urls(),
+        *_prose(),
+    ]:
         tok = token(rng)
         fragment = template.replace("{t}", tok)
         where = "tool" if kind else "workload"

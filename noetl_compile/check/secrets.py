@@ -227,7 +227,9 @@ _SQL_PASSWORD = re.compile(
 # `KEY_ID 'x'`, `SECRET 'x'`, `SESSION_TOKEN 'x'`: an option and its quoted value with no `=`
 # (DuckDB's CREATE SECRET, postgres OPTIONS (...), Snowflake credentials); with `=` it is an
 # assignment below.
-_SQL_OPTION = re.compile(r"(?<![\w.$-])(?P<name>[A-Za-z_]\w{0,64}+)[ \t\n]{1,8}+'(?P<secret>[^'\n]{1,512}+)'")
+_SQL_OPTION = re.compile(
+    r"(?<![\w.$-])(?P<name>[A-Za-z_]\w{0,64}+)[ \t\n]{1,8}+'(?P<secret>[^'\n]{1,512}+)'"
+)
 # Access key ids name half of a credential pair: in SQL options and assignments they are
 # reported with the secret (`CREATE SECRET (KEY_ID 'x', SECRET 'y')`, `SET s3_access_key_id=`).
 _KEY_IDS = frozenset(
@@ -505,7 +507,9 @@ def text_secrets(value: str) -> Iterator[Finding]:
                 and _literal(secret)
             ):
                 yield from add(
-                    m.start("secret"), len(secret), f"the text gives a {m.group('name').lower()}"
+                    m.start("secret"),
+                    len(secret),
+                    f"the text gives a literal {m.group('name').lower()}",
                 )
     if named_key and "--" in value:
         yield from named(_OPTION, "`{name}` is set to a literal secret")
