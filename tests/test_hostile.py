@@ -243,6 +243,7 @@ CREDENTIAL_SHAPES = (
     "CREATE USER u IDENTIFIED{run}WITH{run}p{run}BY{run}'x'",
     "the password is{run}Zq9abcdefg1",
     "creds:{run}admin{run}/{run}Zq9abcdefg1",
+    "the secret key is{run}'Zq9abcdefg1' and the access token{run}\"Zq9abcdefg2\"",
     "postgresql://u:'{run}x'@h",
     "postgresql://u:ab/{run}cd@h",
     "https://h/x?key={run}x&token=x{run}y",

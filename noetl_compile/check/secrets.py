@@ -91,6 +91,15 @@ _NEUTRAL = frozenset(
         "hex",
         "pem",
         "json",
+        # which one of several (`password_old`, `api_key_primary`, `tokens_list`)
+        "old",
+        "new",
+        "current",
+        "primary",
+        "secondary",
+        "backup",
+        "default",
+        "list",
     ]
 )
 # Written as one word (`PGPASSWORD`, `dbpassword`, `xapikey`): only words that cannot end an
@@ -111,11 +120,14 @@ def is_secret_key(key: object) -> bool:
     words = [w.lower() for w in _WORDS.findall(key)]
     if len(words) > 1 and words[-2:] == ["b", "64"]:  # `KeyB64`: base64, a neutral suffix
         words[-2:] = ["b64"]
-    while words and (words[-1] in _NEUTRAL or words[-1].isdigit()):
-        words.pop()
+    versioned = False  # `password_v2`: a version number is a neutral suffix
+    while words and (
+        words[-1] in _NEUTRAL or words[-1].isdigit() or (versioned and words[-1] == "v")
+    ):
+        versioned = words.pop().isdigit()
     if not words:
         return False
-    if words[0] == "x" and words[-1] == "key" and len(words) > 1:  # X-Api-Key, X-Auth-Key
+    if words[0] == "x" and words[-1] in ("key", "auth") and len(words) > 1:  # X-Api-Key, X-Auth
         return True
     if any(tuple(words[-len(p) :]) == p for p in _PHRASES):
         return True
@@ -238,13 +250,15 @@ _KEY_IDS = frozenset(
 # A query parameter named `key` (`?key=x`, Google's APIs): only after `?` or `&`.
 _QUERY_KEYS = frozenset({"key"})
 # Free text: `the password is x`, `API key x`, `token: x`, `creds: admin / x` in a description,
-# a note or a comment. The value must mix letters and digits (checked after the match), so
-# prose like "password is required" or "token expired" is not a secret.
+# a note or a comment. The value must have 8+ characters mixing letters and digits and no slash
+# (checked after the match), so prose like "password is required", "token expired" or "the
+# token endpoint /v1/token2" is not a secret.
 _PROSE = re.compile(
-    r"(?<![\w.$/-])(?P<name>pass(?:word|wd|phrase)|pwd|secret|token|api[ _-]?key|apikey"
-    r"|client[ _-]secret|access[ _-]token|auth[ _-]token|creds|credentials)(?![\w.-])"
-    r"(?:[ \t]{0,8}+:|[ \t]{1,8}+(?:is|was)(?!\w))?+[ \t]{1,8}+"
-    r"(?:[\w.@-]{1,64}+[ \t]{0,4}+/[ \t]{0,4}+)?+"
+    r"(?<![\w.$/-])(?P<name>pass(?:word|wd|phrase|code)|pwd|pw|secret|token|apikey"
+    r"|(?:api|secret|access|private|encryption|signing|master|client)[ _-]?key"
+    r"|client[ _-]secret|(?:access|auth|api|bearer|refresh)[ _-]token|creds|credentials)"
+    r"(?![\w.-])(?:[ \t]{0,8}+:|[ \t]{1,8}+(?:is|was)(?!\w))?+[ \t]{1,8}+"
+    r"(?:[\w.@-]{1,64}+[ \t]{0,4}+/[ \t]{0,4}+)?+['\"`]?+"
     r"(?P<secret>[^\s'\"`<>(){}\[\],;|]{8,256}+)(?!\()",
     re.IGNORECASE,
 )
@@ -502,8 +516,7 @@ def text_secrets(value: str) -> Iterator[Finding]:
             if (
                 any(c.isdigit() for c in secret)
                 and any(c.isalpha() for c in secret)
-                and "://" not in secret
-                and not secret.startswith(("/", "."))
+                and "/" not in secret  # paths and URLs in prose (`endpoint /v1/token2`)
                 and _literal(secret)
             ):
                 yield from add(
