@@ -5,6 +5,7 @@ and every credential-shaped Param is masked in Airflow's trigger form by Airflow
 from __future__ import annotations
 
 import importlib.util
+import re
 import textwrap
 from pathlib import Path
 
@@ -161,3 +162,13 @@ def test_a_withheld_credential_comes_from_the_run_request(tmp_path):
     report = report_of(run)
     assert report["steps"]["start"]["result"] == {"length": len(given), "digits": 3}
     assert given not in run.stdout + run.stderr
+
+
+def test_the_installed_trigger_form_masks_password_strings():
+    """The fact `format="password"` relies on: Airflow's trigger form (its React bundle) picks a
+    masked input for a string Param of that format (FieldPassword)."""
+    airflow = pytest.importorskip("airflow")
+    assets = Path(airflow.__file__).parent / "ui" / "dist" / "assets"
+    bundles = [p.read_text(encoding="utf-8", errors="replace") for p in assets.glob("*.js")]
+    field = re.compile(r"===`string`&&\w{1,3}\.format===`password`")
+    assert any(field.search(text) for text in bundles)
