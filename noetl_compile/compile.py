@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .check import FileResult, check_paths
 from .diagnostics import Diagnostic, Position, Severity, select_codes
 from .output import sync
+from .rules import severity_of
 
 if TYPE_CHECKING:
     from .lower.ir import IR
@@ -187,6 +188,11 @@ def compile_paths(
             report.failed.append(result.path)
             report.diagnostics.append(_lowering_failed(result.path, exc))
             continue
+        withheld = select_codes(_withheld(result, ir), select, ignore)
+        report.diagnostics.extend(withheld)
+        if any(d.severity >= failing for d in withheld):
+            report.failed.append(result.path)
+            continue
         leak = _written_secret(result, text)
         if leak is not None:
             # Even with X601 ignored: Param defaults are shown in the Airflow UI, and a DAG file
@@ -224,6 +230,37 @@ def schedule_on_tables(irs: Sequence[IR]) -> None:
         ir.schedule_assets = [
             uri for uri in ir.asset_reads if writers.get(uri, set()) - {ir.dag_id}
         ]
+
+
+def _withheld(result: FileResult, ir: IR) -> list[Diagnostic]:
+    """X602 for each literal under a credential-named workload key that the DAG file leaves out
+    (lower/credentials.py): the run request has to supply it."""
+    from .check.context import CheckContext
+
+    out = []
+    for item in ir.withheld:
+        node = result.playbook.workload if result.playbook is not None else None
+        position = Position(1, 1)
+        for step in item.path:
+            try:
+                position = CheckContext.pos(node, step)
+                node = node[step]
+            except (KeyError, IndexError, TypeError):
+                break
+        where = ".".join(str(part) for part in item.path)
+        out.append(
+            Diagnostic(
+                "X602",
+                severity_of("X602"),
+                result.path,
+                position,
+                f"`{where}` names a credential: its value is left out of the DAG file"
+                + (" and the Param is masked in the trigger form" if len(item.path) == 1 else ""),
+                "pass it in the run request (`noetlc run --conf`, the trigger form), or write "
+                "`{{ env.NAME }}`; keep secrets out of playbooks",
+            )
+        )
+    return out
 
 
 def _written_secret(result: FileResult, text: str) -> Diagnostic | None:

@@ -235,3 +235,43 @@ def test_not_secret_keys(key):
 )
 def test_references(value):
     assert is_reference(value)
+
+
+def test_new_classes_leave_ordinary_text_alone(tmp_path):
+    # Free text, SQL, URLs and request fields that only look like the classes X601 reads since
+    # issue 23 (prose, SQL options, slashed URL passwords, `key` in params): none is a secret.
+    assert (
+        x601(
+            tmp_path,
+            """\
+    description: |
+      - password: Auth0 user password
+      - token_type: Token type (Bearer)
+      The password is required; the token expired at 10:00:00; API key for GPT4o users.
+      Rotate the secret key every 90 days. Token URL: https://auth.x.org/oauth2/token
+      See https://x.org:8443/path/to@me and the access token endpoint /v1/token2x.
+    workload:
+      base: "https://x.org:8080/a/b@c"
+      sink_key: id
+    workflow:
+      - step: start
+        tool:
+          kind: postgres
+          auth: pg_local
+          command: |
+            CREATE TABLE users (id int, password varchar(255), token text, secret_hash bytea);
+            CREATE SECRET s (TYPE s3, KEY_ID '{{ secret.key_id }}', SECRET '{{ secret.value }}');
+            SELECT token_count, password_reset_at FROM users WHERE token IS NOT NULL;
+        next: [{step: fetch}]
+      - step: fetch
+        tool:
+          kind: http
+          url: https://maps.x.org
+          params: {key: "{{ workload.maps_key }}", q: "password is required"}
+          headers: {auth: "{{ keychain.api.token }}"}
+        sink: {tool: postgres, auth: pg_local, table: t, key: id}
+    """,
+            steps=False,
+        )
+        == []
+    )

@@ -289,13 +289,14 @@ def test_compiling_other_inputs_into_the_same_folder_keeps_their_files(
 
 
 def test_an_ignored_x601_still_never_writes_the_secret_into_a_dag(tmp_path, capsys) -> None:
-    # --ignore makes X601 silent for check's purposes; the DAG file would still carry the value
-    # as a Param default (shown in the Airflow UI), so compile refuses that file, masking it.
+    # --ignore makes X601 silent for check's purposes. A secret in a tool config would still be
+    # in the DAG file, so compile refuses that file, masking it; a secret under a credential-named
+    # workload key is left out of the Param (X602) whatever X601 said.
+    head = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: leaky, path: tests/leaky}\n"
     source = tmp_path / "leaky.yaml"
     source.write_text(
-        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: leaky, path: tests/leaky}\n"
-        'workload:\n  db_password: "hunter2-literal-pw"\nworkflow:\n  - step: start\n'
-        '    tool: {kind: python, input: {p: "{{ workload.db_password }}"}, code: "result = 1"}\n'
+        head + "workflow:\n  - step: start\n    tool:\n      kind: http\n"
+        "      url: http://127.0.0.1/x\n      headers: {X-Upstream: Bearer hunter2literalpw99}\n"
     )
     out = tmp_path / "dags"
     assert main(["compile", str(source), "-o", str(out), "--ignore", "X601"]) == 1
@@ -303,3 +304,16 @@ def test_an_ignored_x601_still_never_writes_the_secret_into_a_dag(tmp_path, caps
     assert "X601 [error] not compiled: the DAG file would hold this literal secret" in printed.out
     assert "hunter2" not in printed.out + printed.err
     assert list(out.rglob("*.py")) == []  # nothing written (no folder is fine too)
+
+    source.write_text(
+        head + 'workload:\n  db_password: "hunter2-literal-pw"\nworkflow:\n  - step: start\n'
+        '    tool: {kind: python, input: {p: "{{ workload.db_password }}"}, code: "result = 1"}\n'
+    )
+    assert main(["compile", str(source), "-o", str(out), "--ignore", "X601"]) == 0
+    printed = capsys.readouterr()
+    assert "5:16: X602 [warning] `db_password` names a credential" in printed.out
+    assert "hunter2" not in printed.out + printed.err
+    (dag,) = out.rglob("*.py")
+    text = dag.read_text()
+    assert "hunter2" not in text
+    assert '"db_password": Param(None, type=["null", "string"], format="password")' in text

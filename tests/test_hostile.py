@@ -237,7 +237,44 @@ CREDENTIAL_SHAPES = (
     "AKIA{run}ABCDEFGHIJKLMNOP",
     "-----BEGIN{run}PRIVATE KEY-----",
     "eyJ{run}.eyJ{run}.x",
+    # issue 23's classes: SQL options, IDENTIFIED WITH, free text, slashed and quoted URL
+    # passwords, `?key=`
+    "CREATE SECRET (TYPE s3, KEY_ID{run}'x', SECRET{run}'y', SESSION_TOKEN{run}'z')",
+    "CREATE USER u IDENTIFIED{run}WITH{run}p{run}BY{run}'x'",
+    "the password is{run}Zq9abcdefg1",
+    "creds:{run}admin{run}/{run}Zq9abcdefg1",
+    "the secret key is{run}'Zq9abcdefg1' and the access token{run}\"Zq9abcdefg2\"",
+    "postgresql://u:'{run}x'@h",
+    "postgresql://u:ab/{run}cd@h",
+    "https://h/x?key={run}x&token=x{run}y",
 )
+# The same classes as YAML values a playbook holds (workload keys, headers, cookies, params,
+# query strings, SQL, URLs, descriptions), with runs inside each credential-shaped value.
+CLASS_VALUES = (
+    '  description: "the API key is{run}Zq9abcdefg1 and the password is Zq9abcdefg2"',
+    '  X-Auth-Token{i}: "x{run}y"',
+    '  Cookie{i}: "sid={run}x; theme={run}dark"',
+    '  endpoint{i}: "https://h/x?token={run}x&api_key=x{run}y&key={run}z"',
+    "  dsn{i}: \"postgresql://u:'{run}x'@h/db\"",
+    '  dsn_slashed{i}: "postgresql://u:ab/{run}cd@h/db"',
+    "  sql{i}: \"CREATE SECRET (TYPE s3, KEY_ID{run}'x', SECRET{run}'y'); "
+    "ALTER USER u IDENTIFIED{run}WITH p{run}BY{run}'z'\"",
+    '  passwords{i}: ["a{run}b", "c{run}d"]',
+)
+CLASS_STEP = (
+    "workflow:\n  - step: start\n    tool:\n      kind: http\n      url: http://127.0.0.1/x\n"
+    '      headers: {{X-Custom-Secret: "Bearer{run}x", Cookie: "a={run}b"}}\n'
+    '      params: {{token: "x{run}y", q: "password is{run}Zq9abcdefg1"}}\n'
+    "  - step: sql\n    tool:\n      kind: duckdb\n"
+    "      query: \"SELECT 1; CREATE SECRET (TYPE gcs, KEY_ID{run}'k', SECRET{run}'s')\"\n"
+)
+
+
+def _classes_with_runs() -> str:
+    lines = ["workload:"]
+    for i, run in enumerate((" " * 20_000, "\t" * 20_000)):
+        lines += [value.format(run=run, i=i) for value in CLASS_VALUES if i == 0 or "{i}" in value]
+    return playbook("\n".join(lines) + "\n", CLASS_STEP.format(run=" " * 20_000))
 
 
 def _shapes_with_runs() -> str:
@@ -701,6 +738,21 @@ CASES: list[Case] = [
         [one("X601")],
         seconds=30.0,
     ),
+    *[
+        Case(
+            # Whitespace runs inside every credential-shaped YAML value of the classes above:
+            # read in linear time, the literals still found, nothing compiled.
+            f"credential_classes_whitespace_runs_{command}",
+            lambda: {"p.yaml": _classes_with_runs()},
+            [command, "p.yaml", "--select", "X", *(["-o", "out"] if command == "compile" else [])],
+            1,
+            # the description's password after the runs, then one finding per class
+            [one("X601", "5:20063"), one("X601", "11:100089"), one("X601", "26:24")],
+            seconds=30.0,
+            after=(lambda d: _assert_no_dag(d / "out")) if command == "compile" else None,
+        )
+        for command in ("check", "compile")
+    ],
     Case(
         "long_code_spaces",
         lambda: {

@@ -172,9 +172,11 @@ def test_every_rule_is_covered() -> None:
     # that no playbook may trigger; F405 (the parallel-write search stopped) takes hundreds of
     # writers after a join: tests/test_hostile.py. U8xx are `noetlc upgrade`'s, not check's:
     # tests/test_upgrade.py (U803, an upgrade that checks differently, is a bug of ours).
+    # X602 is compile's (a credential value left out of the DAG file):
+    # tests/test_credential_params.py.
     upgrade = {code for code in RULES if code.startswith("U")}
     missing = sorted(
-        set(RULES) - {"E001", "E002", "E003", "E004", "F405", "L701"} - upgrade - covered
+        set(RULES) - {"E001", "E002", "E003", "E004", "F405", "L701", "X602"} - upgrade - covered
     )
     assert not missing, f"codes without a case: {missing}"
 

@@ -158,7 +158,7 @@ with DAG(
     is_paused_upon_creation=False,
     params={
         "jobId": Param("{{ job.uuid }}", type="string"),
-        "secret_name": Param("test-secret", type="string"),
+        "secret_name": Param("test-secret", type="string", format="password"),
         "environment": Param("dev", type="string"),
         "GOOGLE_CLOUD_PROJECT": Param("noetl-demo-19700101", type="string"),
         "cities": Param([{"name": "London", "lat": 51.51, "lon": -0.13}], type="array"),

@@ -91,6 +91,15 @@ _NEUTRAL = frozenset(
         "hex",
         "pem",
         "json",
+        # which one of several (`password_old`, `api_key_primary`, `tokens_list`)
+        "old",
+        "new",
+        "current",
+        "primary",
+        "secondary",
+        "backup",
+        "default",
+        "list",
     ]
 )
 # Written as one word (`PGPASSWORD`, `dbpassword`, `xapikey`): only words that cannot end an
@@ -109,11 +118,16 @@ def is_secret_key(key: object) -> bool:
     if not isinstance(key, str) or len(key) > 200:
         return False
     words = [w.lower() for w in _WORDS.findall(key)]
-    while words and (words[-1] in _NEUTRAL or words[-1].isdigit()):
-        words.pop()
+    if len(words) > 1 and words[-2:] == ["b", "64"]:  # `KeyB64`: base64, a neutral suffix
+        words[-2:] = ["b64"]
+    versioned = False  # `password_v2`: a version number is a neutral suffix
+    while words and (
+        words[-1] in _NEUTRAL or words[-1].isdigit() or (versioned and words[-1] == "v")
+    ):
+        versioned = words.pop().isdigit()
     if not words:
         return False
-    if words[0] == "x" and words[-1] == "key" and len(words) > 1:  # X-Api-Key, X-Auth-Key
+    if words[0] == "x" and words[-1] in ("key", "auth") and len(words) > 1:  # X-Api-Key, X-Auth
         return True
     if any(tuple(words[-len(p) :]) == p for p in _PHRASES):
         return True
@@ -201,10 +215,14 @@ def keyed_secret(value: str) -> Finding | None:
 
 
 # Secrets inside longer text. Bounded repeats keep every scan linear on long code blocks.
+# The password may hold slashes (`u:ab/cd@h`, unencoded) or be quoted (`u:'p w'@h`); a slash
+# right after a port (`https://h:8080/a@b`) is a path, not a password.
 _URL_CREDENTIALS = re.compile(
-    r"\b[a-z][a-z0-9+.-]{0,30}+://[^\s:/@'\"]{0,256}+:(?P<secret>[^\s@/'\"]{1,256}+)@",
+    r"\b[a-z][a-z0-9+.-]{0,30}+://[^\s:/@'\"]{0,256}+:"
+    r"(?:(?P<q>['\"])(?P<quoted>[^'\"\n@]{1,256}+)(?P=q)|(?P<secret>[^\s@'\"]{1,256}+))@",
     re.IGNORECASE,
 )
+_PORT_PATH = re.compile(r"\d{1,5}+/")
 # `?api_key=x&`, `;Password=x;` (JDBC, ODBC, ADO.NET, Azure connection strings).
 _PARAMETER = re.compile(
     r"(?:^|[?&;,\s])(?P<name>[\w.-]{1,64})=(?P<q>['\"]?)(?P<secret>[^&;,\s'\"()\[\]{}]{1,512})"
@@ -213,10 +231,38 @@ _PARAMETER = re.compile(
 )
 # `PASSWORD 'x'`, `PASSWORD = 'x'`, `IDENTIFIED BY 'x'` / `IDENTIFIED BY x` in SQL text.
 _SQL_PASSWORD = re.compile(
-    r"\b(?:PASSWORD\s*+(?:=\s*+)?+(?P<q>['\"])|IDENTIFIED\s++BY\s++(?P<q2>['\"]?+))"
+    r"\b(?:PASSWORD\s*+(?:=\s*+)?+(?P<q>['\"])"
+    r"|IDENTIFIED\s++(?:WITH\s++\w{1,64}+\s++)?+BY\s++(?P<q2>['\"]?+))"
     r"(?P<secret>[^'\"\s;,)]{1,512}+)(?:(?P=q)|(?P=q2))",
     re.IGNORECASE,
 )
+# `KEY_ID 'x'`, `SECRET 'x'`, `SESSION_TOKEN 'x'`: an option and its quoted value with no `=`
+# (DuckDB's CREATE SECRET, postgres OPTIONS (...), Snowflake credentials); with `=` it is an
+# assignment below.
+_SQL_OPTION = re.compile(
+    r"(?<![\w.$-])(?P<name>[A-Za-z_]\w{0,64}+)[ \t\n]{1,8}+'(?P<secret>[^'\n]{1,512}+)'"
+)
+# Access key ids name half of a credential pair: in SQL options and assignments they are
+# reported with the secret (`CREATE SECRET (KEY_ID 'x', SECRET 'y')`, `SET s3_access_key_id=`).
+_KEY_IDS = frozenset(
+    {"key_id", "aws_key_id", "access_key_id", "aws_access_key_id", "s3_access_key_id", "gcs_key_id"}
+)
+# A query parameter named `key` (`?key=x`, Google's APIs): only after `?` or `&`.
+_QUERY_KEYS = frozenset({"key"})
+# Free text: `the password is x`, `API key x`, `token: x`, `creds: admin / x` in a description,
+# a note or a comment. The value must have 8+ characters mixing letters and digits and no slash
+# (checked after the match), so prose like "password is required", "token expired" or "the
+# token endpoint /v1/token2" is not a secret.
+_PROSE = re.compile(
+    r"(?<![\w.$/-])(?P<name>pass(?:word|wd|phrase|code)|pwd|pw|secret|token|apikey"
+    r"|(?:api|secret|access|private|encryption|signing|master|client)[ _-]?key"
+    r"|client[ _-]secret|(?:access|auth|api|bearer|refresh)[ _-]token|creds|credentials)"
+    r"(?![\w.-])(?:[ \t]{0,8}+:|[ \t]{1,8}+(?:is|was)(?!\w))?+[ \t]{1,8}+"
+    r"(?:[\w.@-]{1,64}+[ \t]{0,4}+/[ \t]{0,4}+)?+['\"`]?+"
+    r"(?P<secret>[^\s'\"`<>(){}\[\],;|]{8,256}+)(?!\()",
+    re.IGNORECASE,
+)
+_PROSE_TRAIL = ".:!?"
 # `export PGPASSWORD=x`, `--password=x`, `--token x`, `password = "x"`, `"api_key": "x"`.
 _ASSIGNMENT = re.compile(
     r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,64}+)(?P<kq>['"]?+\]?+)\s{0,8}+(?::=|=>|:|=)\s{0,8}+"""
@@ -384,9 +430,26 @@ def text_secrets(value: str) -> Iterator[Finding]:
                 yield from add(m.start("secret"), len(m.group("secret")), what.format(name=name))
 
     if "://" in value and "@" in value:
-        yield from literal(_URL_CREDENTIALS, "a URL holds a literal password")
+        for m in _URL_CREDENTIALS.finditer(value):
+            group = "quoted" if m.group("quoted") is not None else "secret"
+            secret = m.group(group)
+            if group == "secret" and _PORT_PATH.match(secret):
+                continue
+            if _literal(secret):
+                yield from add(m.start(group), len(secret), "a URL holds a literal password")
     if (named_key or signed) and "=" in value:
-        yield from named(_PARAMETER, "`{name}=` holds a literal secret", _SIGNED_URL_PARAMETERS)
+        for m in _PARAMETER.finditer(value):
+            name = m.group("name")
+            lowered_name = name.lower()
+            credential = (
+                is_secret_key(name)
+                or lowered_name in _SIGNED_URL_PARAMETERS
+                or (lowered_name in _QUERY_KEYS and m.start() > 0 and value[m.start()] in "?&")
+            )
+            if credential and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), f"`{name}=` holds a literal secret"
+                )
     if "password" in lowered or "identified" in lowered:
         yield from literal(_SQL_PASSWORD, "an SQL statement holds a literal password")
         if "set" in lowered:
@@ -433,11 +496,33 @@ def text_secrets(value: str) -> Iterator[Finding]:
                         "an Authorization header holds a literal secret",
                     )
                 continue
-            if is_secret_key(m.group("name")) and _literal(m.group("secret")):
+            name = m.group("name")
+            if (is_secret_key(name) or name.lower() in _KEY_IDS) and _literal(m.group("secret")):
                 yield from add(
                     m.start("secret"),
                     len(m.group("secret")),
-                    f"`{m.group('name')}` is assigned a literal secret",
+                    f"`{name}` is assigned a literal secret",
+                )
+    if named_key and "'" in value:
+        for m in _SQL_OPTION.finditer(value):
+            name = m.group("name")
+            if (is_secret_key(name) or name.lower() in _KEY_IDS) and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), f"`{name}` holds a literal secret"
+                )
+    if named_key:
+        for m in _PROSE.finditer(value):
+            secret = m.group("secret").rstrip(_PROSE_TRAIL)
+            if (
+                any(c.isdigit() for c in secret)
+                and any(c.isalpha() for c in secret)
+                and "/" not in secret  # paths and URLs in prose (`endpoint /v1/token2`)
+                and _literal(secret)
+            ):
+                yield from add(
+                    m.start("secret"),
+                    len(secret),
+                    f"the text gives a literal {m.group('name').lower()}",
                 )
     if named_key and "--" in value:
         yield from named(_OPTION, "`{name}` is set to a literal secret")

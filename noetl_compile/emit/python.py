@@ -95,7 +95,12 @@ def _header(ir: IR) -> str:
     return _docstring("\n".join(lines) + "\n")
 
 
-def _param(value: Any) -> str:
+def _param(value: Any, masked: bool = False) -> str:
+    if masked:
+        # A credential: Airflow's trigger form shows a string Param of format "password" as a
+        # masked input (a null default keeps the Param optional).
+        kind = '"string"' if isinstance(value, str) else '["null", "string"]'
+        return f'Param({python_literal(value)}, type={kind}, format="password")'
     kind = _json_type(value)
     text = python_literal(value, 2, 12)
     return f"Param({text}, type={str_literal(kind)})" if kind else f"Param({text})"
@@ -203,7 +208,8 @@ class _Emitter:
         args.append(("is_paused_upon_creation", "False"))
         if ir.params:
             lines = "".join(
-                f"{INDENT * 2}{str_literal(k)}: {_param(v)},\n" for k, v in ir.params.items()
+                f"{INDENT * 2}{str_literal(k)}: {_param(v, k in ir.masked_params)},\n"
+                for k, v in ir.params.items()
             )
             args.append(("params", "{\n" + lines + INDENT + "}"))
         args.append(("tags", python_literal(ir.tags, 1, 5)))

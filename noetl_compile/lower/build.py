@@ -20,6 +20,7 @@ from ..check import read_file
 from ..check.references import by_file, child_file
 from ..step_contract import Reads, RegionPayload
 from .assets import unit_assets
+from .credentials import credential_params
 from .dataflow import data_dependencies
 from .fuse import FUSED_PREFIX, fused_runs
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
@@ -502,7 +503,9 @@ def lower(
     regions = [u.steps for u in units if u.kind == "region"]
     edge_labels(graph, lowering.unit_of)
     decorate_units(units)
-    params = _workload_params(playbook)
+    # Literals under credential-named keys never reach the DAG file (lower/credentials.py).
+    secured = credential_params(_workload_params(playbook))
+    params = secured.params
     payloads = {name: graph.nodes[name]["payload"] for u in units for name in u.steps}
     asset_reads = unit_assets(units, payloads, params, playbook.dialect)
     catalog = playbook.catalog_key
@@ -516,6 +519,8 @@ def lower(
         name=playbook.name,
         description=str(description) if isinstance(description, str) else None,
         params=params,
+        masked_params=secured.masked,
+        withheld=secured.withheld,
         tags=tags(playbook.dialect, catalog),
         graph=graph,
         units=units,

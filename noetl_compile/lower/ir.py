@@ -91,6 +91,10 @@ class IR:
     doc_md: str = ""  # the DAG's Docs panel (presentation.doc_md)
     owner: str | None = None  # metadata.owner, the tasks' Airflow owner
     asset_reads: list[str] = field(default_factory=list)  # table URIs its SQL reads (lower/assets)
+    # Params shown masked in the trigger form, and literals under credential keys left out of
+    # the file (lower/credentials.py; compile reports each as X602).
+    masked_params: frozenset[str] = frozenset()
+    withheld: list[Any] = field(default_factory=list)
     # Asset URIs the DAG is scheduled on (`compile --schedule-on-assets`); empty: schedule=None.
     schedule_assets: list[str] = field(default_factory=list)
 
