@@ -45,6 +45,7 @@ def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
         "local_router.yaml",
         "local_run.yaml",
         "python_convention.yaml",
+        "python_run.yaml",
         "subscription_tool.yaml",
         "orders.subscription.yaml",
         "tools.mcp.yaml",
@@ -91,7 +92,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
 
     results, _ = check_paths([str(PLAYBOOKS)])
     compiled = [r for r in results if r.playbook is not None]
-    assert len(compiled) == 7
+    assert len(compiled) == 8
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
         # Each step payload tells the runtime the generation whose semantics apply.
@@ -99,7 +100,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors
-    assert len(bag.dags) == 7
+    assert len(bag.dags) == 8
     parent = bag.dags["tests.noetl5.nested.parent"]
     # Nested calls by file path trigger the DAG of the playbook in that file.
     triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
@@ -376,3 +377,48 @@ def test_local_dialect_routing_runs_on_airflow(tmp_path_factory) -> None:
     assert steps["begin"]["result"] == {"status": "noop", "step": "begin"}
     assert steps["left"]["result"] == {"status": "noop", "step": "left"}
     assert steps["router"]["result"] is None and steps["right"]["result"] is None
+
+
+def test_python_convention_task_set_and_filters_run_on_airflow(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: NoETL 5's python convention (a top-level `return`
+    reading `input_data`/`args`), a pipeline task's `set` name read by the next task, `main`,
+    printed output as the result, and the filters NoETL 5's renderers add."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-python-home")
+    result = noetlc_run(home, PLAYBOOKS / "python_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == dict.fromkeys(
+        ("start", "with_main", "printed", "end"), "success"
+    )
+    start = steps["start"]["result"]
+    assert start["results"]["split_names"] == {
+        "names": ["alpha", "beta", "gamma"],
+        "count": 3,
+        "same": True,
+    }
+    assert start["results"]["describe"] == {
+        "count": 3,  # `extracted`, the first task's `set`
+        "first": "alpha",
+        "keys": ["mode", "depth"],
+        "values": ["fast", 2],
+        "mode": "fast",
+        "missing": "none",
+        "width": 3,
+    }
+    assert steps["with_main"]["result"] == {"doubled": 6, "rest": {"label": "main"}}
+    assert steps["printed"]["result"] == {"stdout": "doubled is 6\n", "stderr": ""}
+
+
+def test_now_is_no_function_of_noetl5_and_check_says_so() -> None:
+    """NoETL 5's renderers (minijinja, noetl/server and noetl/tools) register filters and no
+    functions: `{{ now() }}` fails there, so check does not accept it as NoETL 5's."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: shell, cmds: ['echo {{ now() }}']}\n"
+    )
+    result = check_text(text, "now.yaml")
+    (found,) = [d for d in result.diagnostics if "'now'" in d.message]
+    assert found.code == "T302" and found.position.line == 8
+    assert "define no such function" in found.hint

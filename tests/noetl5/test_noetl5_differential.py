@@ -169,11 +169,10 @@ def _timeout(theirs: Outcome, ours: Outcome) -> None:
     assert ours.status == "failed"
     result = ours.report["steps"]["start"]["result"]
     assert "timed out after 1 seconds" in ours.error, ours.error
-    # The failed step's result now reaches the report (a failed step pushes it, as NoETL records
-    # it); the timeout itself is in the error, the exit code is none.
-    assert result is None or (
-        result.get("status") in ("timeout", "error") and result.get("exit_code") is None
-    )
+    # The failed step's result reaches the report (a failed step pushes it, as NoETL records
+    # it) with the shell tool's own status: `timeout`, no exit code.
+    assert result["status"] == "timeout" and result["exit_code"] is None, result
+    assert result["error"]["type"] == "TimeoutError"
 
 
 def _undefined(theirs: Outcome, ours: Outcome) -> None:
