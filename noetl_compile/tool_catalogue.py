@@ -189,7 +189,10 @@ CATALOGUE: dict[str, ToolKind] = {
             "Inline Python: inputs become globals, the value of `result = ...` is the result.",
             "whatever the code assigns to `result` (v1: what `main()` returns); "
             "`{status: error}` makes the step fail, that dict as it is being the result; without "
-            "`result`, NoETL's `{status: success, message, locals_count, locals_keys}`",
+            "`result`, NoETL's `{status: success, message, locals_count, locals_keys}`. "
+            "NoETL 5 playbooks: a top-level `return` gives the result (the code is the body of "
+            "a function of `args` and `input_data`), else `result`, else `main()`, else "
+            "`{stdout, stderr}` (docs/noetl5.md)",
             (
                 _f("code", "string", "required", "the Python code (or `script`, `code_b64`)"),
                 _f("code_b64", "string", "-", "`code`, base64-encoded"),

@@ -322,6 +322,16 @@ def test_detection_needs_an_explicit_marker() -> None:
         "workflow": [{"step": "start", "tool": [{"kind": "noop", "set": {"ctx.x": 1}}]}],
     }
     assert detect_dialect(scoped) == "canonical"
+    by_file = {
+        "apiVersion": "noetl.io/v2",
+        "workflow": [{"step": "start", "tool": {"kind": "playbook", "path": "./child.yaml"}}],
+    }
+    assert detect_dialect(by_file) == "noetl5"
+    by_catalog = {
+        "apiVersion": "noetl.io/v2",
+        "workflow": [{"step": "start", "tool": {"kind": "playbook", "path": "tests/child"}}],
+    }
+    assert detect_dialect(by_catalog) == "canonical"
     # Values of any shape: a list as a kind is the reader's S102, never a crash of detection.
     odd = {"apiVersion": "noetl.io/v2", "workflow": [{"step": "s", "tool": {"kind": []}}]}
     assert detect_dialect(odd) == "canonical"
@@ -422,3 +432,32 @@ def test_now_is_no_function_of_noetl5_and_check_says_so() -> None:
     (found,) = [d for d in result.diagnostics if "'now'" in d.message]
     assert found.code == "T302" and found.position.line == 8
     assert "define no such function" in found.hint
+
+
+def test_final_step_is_routed_to_where_each_branch_ends() -> None:
+    """`executor.spec.final_step`: a step without arcs and an exclusive router (after its own
+    arcs) route to the final step; its own branch and inclusive routers do not."""
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\n"
+        "executor: {profile: local, spec: {final_step: cleanup}}\nworkload: {go: true}\n"
+        "workflow:\n"
+        "  - step: start\n    tool: {kind: noop}\n"
+        "    next: {arcs: [{step: a, when: '{{ workload.go }}'}]}\n"
+        "  - step: a\n    tool: {kind: noop}\n"
+        "    next: {spec: {mode: inclusive}, arcs: [{step: b, when: '{{ workload.go }}'}]}\n"
+        "  - step: b\n    tool: {kind: noop}\n"
+        "  - step: cleanup\n    tool: {kind: noop}\n    next: {arcs: [{step: after}]}\n"
+        "  - step: after\n    tool: {kind: noop}\n"
+    )
+    result = check_text(text, "final.yaml")
+    assert not _errors(result) and "S116" not in _codes(result)
+    playbook = result.playbook
+
+    def targets(name: str) -> list[tuple[str, int, bool]]:
+        return [(a.target, a.group, a.when is None) for a in playbook.step(name).router.arcs]
+
+    assert targets("start") == [("a", 0, False), ("cleanup", 1, True)]
+    assert targets("a") == [("b", 0, False)]  # inclusive: an extra arc would always fire
+    assert targets("b") == [("cleanup", 0, True)]
+    assert targets("cleanup") == [("after", 0, True)]
+    assert targets("after") == []  # the final step's own branch does not loop back

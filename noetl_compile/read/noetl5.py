@@ -124,19 +124,18 @@ SCHEMA_READ: dict[str, frozenset[str]] = {
 NOT_EXECUTED: dict[str, str] = {
     "Executor.requires": "the Airflow runtime does not negotiate capabilities; C515 names the "
     "tool kinds it cannot run",
-    "ExecutorSpecFull.final_step": "the Airflow runtime has no finalization step; route to it "
-    "from the last steps instead",
     "ExecutorSpecFull.no_next_is_error": "the Airflow runtime ends a branch whose arcs do not "
-    "match without failing the run",
+    "match without failing the run, as NoETL 5 does (its CLI reads the key and ignores it, its "
+    "server does not read it)",
     "ExecutorSpecFull.policy": "NoETL's global timeouts, result handling and payload limits "
     "are not applied by the Airflow runtime",
     "NextSpec.on_no_match": "the Airflow runtime ends the branch when no arc matches (its "
     "downstream tasks are skipped); it neither completes the workflow early nor tells `quiet` "
-    "apart",
+    "apart, and no NoETL 5 engine reads the key either (noetl/server, noetl/cli)",
     "NextSpec.policy": "a placeholder NoETL itself does not act on yet",
     "Arc.spec": "a placeholder NoETL itself does not act on yet",
-    "StepPolicy.admit": "admission is decided by NoETL's server; the Airflow runtime runs "
-    "every step its routing reaches",
+    "StepPolicy.admit": "admission is NoETL's server's, which does not evaluate it yet "
+    "(noetl/server); the Airflow runtime runs every step its routing reaches",
     "StepPolicy.lifecycle": "use `spec.timeout` (or a tool's timeout) for Airflow",
     "StepPolicy.failure": "the Airflow runtime fails a step on its first unhandled error",
     "StepPolicy.emit": "the event log records its own event set",
@@ -192,7 +191,38 @@ def noetl5_marker(root: Any) -> str | None:
         kind = tool.get("kind") if isinstance(tool, dict) else None
         if isinstance(kind, str) and kind in NOETL5_KINDS:
             return f"tool kind {tool['kind']!r}"
+        path = tool.get("path") if kind == "playbook" else None
+        if isinstance(path, str) and path.startswith(("./", "../")):
+            # A catalog path never starts so: NoETL 5 reads it as a file beside the caller.
+            return "a nested playbook called by file path"
     return None
+
+
+def route_to_final_step(playbook: Playbook, final: str) -> None:
+    """`executor.spec.final_step` as NoETL 5's local runtime runs it (noetl/cli
+    ``playbook_runner.rs``): once the workflow has finished without an error, the final step runs,
+    then its own `next`. On Airflow every step outside the final step's own branch routes to it
+    where its branch ends: a step without arcs gets an arc to it, an exclusive router one more
+    unconditional arc after its own (taken when none of them matches). An arc never handles a
+    failure, so after an error the final step does not run, as under the CLI. The final step's
+    task joins these arcs: it runs once, after the last of them."""
+    after = {final}
+    pending = [final]
+    while pending:  # the final step's own branch: no arc back into it
+        step = playbook.step(pending.pop())
+        for arc in step.router.arcs if step is not None else ():
+            if arc.target not in after:
+                after.add(arc.target)
+                pending.append(arc.target)
+    for step in playbook.steps:
+        if step.name in after:
+            continue
+        arcs = step.router.arcs
+        if not arcs:
+            arcs.append(Arc(target=final, origin="arc", span=step.span))
+        elif step.router.mode == "exclusive":
+            group = max(arc.group for arc in arcs) + 1
+            arcs.append(Arc(target=final, origin="arc", group=group, span=step.span))
 
 
 class Noetl5Reader(CanonicalReader):
@@ -220,6 +250,9 @@ class Noetl5Reader(CanonicalReader):
         playbook = PlaybookReader.read(self, root)
         playbook.generation = self.generation
         playbook.profile = self.profile
+        final = self._final_step(playbook)
+        if final is not None:
+            route_to_final_step(playbook, final)
         if playbook.steps and self._named_entry(playbook) is None and not playbook.step("start"):
             first = playbook.steps[0].name
             if self.profile != "local":
@@ -233,6 +266,13 @@ class Noetl5Reader(CanonicalReader):
                     severity=E,
                 )
         return playbook
+
+    @staticmethod
+    def _final_step(playbook: Playbook) -> str | None:
+        executor = playbook.executor if isinstance(playbook.executor, YMap) else {}
+        spec = executor.get("spec") if isinstance(executor.get("spec"), YMap) else {}
+        final = spec.get("final_step")
+        return final if isinstance(final, str) and playbook.step(final) else None
 
     def entry_step(self, playbook: Playbook) -> str | None:
         entry = self._named_entry(playbook)
@@ -301,10 +341,6 @@ class Noetl5Reader(CanonicalReader):
                         "ExecutorSpecFull.no_next_is_error",
                         "`executor.spec`",
                     )
-            if "final_step" in spec:
-                self.not_executed(
-                    spec, "final_step", "ExecutorSpecFull.final_step", "`executor.spec`"
-                )
             policy = self.mapping(spec, "policy", "`executor.spec.policy`")
             if policy is not None:
                 self.check_keys(policy, EXECUTOR_POLICY_KEYS, "`executor.spec.policy`")

@@ -57,10 +57,8 @@ def _kinds(path: Path) -> dict[str, str]:
 
 # Workload values given on the command line (to both engines), by playbook.
 SETS = {"shell_secret_masked": ["--set", "api_token=tok-9f8e7d6c5b4a"]}
-# Playbooks noetlc cannot run yet (issue 20 owns both): strict xfails, so a fix shows up.
+# Playbooks noetlc cannot run yet (issue 20 owns it): strict xfails, so a fix shows up.
 GAPS = {
-    "nested_playbook": "a nested call by file path (./children/child.yaml): check says R204 and "
-    "the runtime finds no child DAG (PlaybookNotFound)",
     "sink_file": "NoETL 5's `kind: sink` tool (target file/duckdb/gcs) is S110 for check",
 }
 
