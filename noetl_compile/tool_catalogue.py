@@ -216,7 +216,7 @@ CATALOGUE: dict[str, ToolKind] = {
                 for name, (type_, meaning) in SHELL_FIELDS.items()
                 if name != "kind"
             ),
-            "tool:\n  kind: shell\n  cmds:\n    - echo \"hello {{ workload.name }}\"\n"
+            'tool:\n  kind: shell\n  cmds:\n    - echo "hello {{ workload.name }}"\n'
             "  timeout_seconds: 30",
             "A non-zero exit fails the call (`CommandFailed`, not retried) and a timeout kills "
             "the command's process group (`TimeoutError`, retryable); an error arc routes either.",

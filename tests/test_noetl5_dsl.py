@@ -425,9 +425,7 @@ def test_python_convention_task_set_and_filters_run_on_airflow(tmp_path_factory)
 def test_now_is_no_function_of_noetl5_and_check_says_so() -> None:
     """NoETL 5's renderers (minijinja, noetl/server and noetl/tools) register filters and no
     functions: `{{ now() }}` fails there, so check does not accept it as NoETL 5's."""
-    text = _local(
-        "\n  - step: start\n    tool: {kind: shell, cmds: ['echo {{ now() }}']}\n"
-    )
+    text = _local("\n  - step: start\n    tool: {kind: shell, cmds: ['echo {{ now() }}']}\n")
     result = check_text(text, "now.yaml")
     (found,) = [d for d in result.diagnostics if "'now'" in d.message]
     assert found.code == "T302" and found.position.line == 8
@@ -461,3 +459,29 @@ def test_final_step_is_routed_to_where_each_branch_ends() -> None:
     assert targets("b") == [("cleanup", 0, True)]
     assert targets("cleanup") == [("after", 0, True)]
     assert targets("after") == []  # the final step's own branch does not loop back
+
+
+def test_local_case_blocks_route_before_next_and_report_what_does_not_run() -> None:
+    """The CLI's `case` blocks: the first matching case's `then.next` steps (exclusive), else
+    `next`; a Rhai condition, an `else` branch and a `pipe` block are S116 at their key."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n    case:\n"
+        "      - when: '{{ workload.go }}'\n        then: {next: [{step: a}]}\n"
+        "      - rhai: 'true'\n        then: {next: b}\n"
+        "      - when: '{{ not workload.go }}'\n        then: {next: [b], pipe: {}}\n"
+        "        else: [{step: a}]\n"
+        "    next: [{step: b}]\n  - step: a\n  - step: b\n"
+    )
+    result = check_text(text, "case.yaml")
+    assert not _errors(result) and "S114" not in _codes(result)
+    start = result.playbook.step("start")
+    assert start.router.mode == "exclusive"
+    assert [(a.target, a.group, a.when) for a in start.router.arcs] == [
+        ("a", 0, "{{ workload.go }}"),
+        ("b", 1, "{{ not workload.go }}"),
+        ("b", 2, None),  # `next`, taken when no case matched
+    ]
+    s116 = {
+        (d.position.line, d.message.split("`")[1]) for d in result.diagnostics if d.code == "S116"
+    }
+    assert s116 == {(12, "rhai"), (15, "pipe"), (16, "else")}

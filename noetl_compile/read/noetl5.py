@@ -43,7 +43,9 @@ E, W = Severity.ERROR, Severity.WARNING
 # NoETL reads or its playbooks use. Another key is accepted unless it is one typo away from one.
 METADATA_KEYS_5 = METADATA_KEYS | {"exposes_as_mcp", "namespace", "annotations", "catalog"}
 # The local dialect's step keys beyond the schema's (the CLI's `Step` struct).
-LOCAL_STEP_KEYS = {"vars", "when"}
+LOCAL_STEP_KEYS = {"vars", "when", "case"}
+# A local `case` block (the CLI's `CaseCondition`): a `when` (or a Rhai condition) and `then`.
+LOCAL_CASE_KEYS = ("when", "rhai", "when_rhai", "then", "else")
 STEP_SPEC_KEYS = ("policy", "timeout")
 STEP_POLICY_KEYS = ("admit", "lifecycle", "failure", "emit")
 NEXT_SPEC_KEYS_5 = ("mode", "on_no_match", "policy")
@@ -153,6 +155,18 @@ NOT_EXECUTED: dict[str, str] = {
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
     "Step.when": "a local-dialect step guard: the Airflow runtime runs the step whenever "
     "routing reaches it",
+}
+# The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
+# reported, not executed on Airflow.
+LOCAL_NOT_EXECUTED: dict[str, str] = {
+    "Case.rhai": "a Rhai condition needs NoETL's Rhai engine, which the Airflow runtime does "
+    "not have: the case never matches here; write the condition as a `when` template",
+    "Case.else": "NoETL 5's CLI runs the `else` steps of the first case that does not match and "
+    "then the step's `next` as well; it is not lowered: write it as `next` entries",
+    "Case.pipe": "the CLI skips `pipe` blocks too (they need NoETL's distributed runtime)",
+    "Case.inclusive": "the `case` blocks of a step routed `inclusive` are not lowered (the CLI "
+    "runs the first matching case instead of `next`); route it `exclusive` or move the case "
+    "into `next`",
 }
 
 
@@ -356,7 +370,94 @@ class Noetl5Reader(CanonicalReader):
                 step.vars = self.mapping(item, "vars", f"`vars` of {label}")
             if "when" in item:
                 self.not_executed(item, "when", "Step.when", label)
+            if "case" in item:
+                self.read_local_case(item, step, label)
         return step
+
+    def read_local_case(self, item: YMap, step: Step, label: str) -> None:
+        """The CLI's `case` blocks (noetl/cli ``playbook_runner.rs``): in order, the first whose
+        `when` holds runs its `then` steps (routed exclusive: the first of them whose own `when`
+        holds) and the step's `next` is not taken; when none holds, `next` is. That is an
+        exclusive router whose case arcs come before the `next` arcs. `then` is `{next: [...]}`
+        (or `{next: step}`); a `then` list is read as those steps, which is what it means (the
+        CLI 5.3.2 runs nothing for one: docs/noetl5.md)."""
+        cases = self.sequence(item, "case", f"`case` of {label}")
+        if not cases:
+            return
+        if step.router.mode != "exclusive" and step.router.arcs:
+            self.report_not_executed(item, "case", "Case.inclusive", label)
+            return
+        arcs: list[Arc] = []
+        group = 0
+        for index, entry in enumerate(cases):
+            where = f"case {index + 1} of {label}"
+            if not self.expect(cases, index, (dict,), where):
+                continue
+            self.check_keys(entry, LOCAL_CASE_KEYS, where)
+            for key in ("rhai", "when_rhai"):
+                if key in entry:
+                    self.report_not_executed(entry, key, "Case.rhai", where)
+            if "else" in entry:
+                self.report_not_executed(entry, "else", "Case.else", where)
+            when = entry.get("when")
+            if "when" not in entry:
+                if not any(k in entry for k in ("rhai", "when_rhai")):
+                    self.report("S101", self.pos(entry), f"{where} needs `when`")
+                continue
+            if not isinstance(when, (str, bool)):
+                self.report(
+                    "S102", self.pos(entry, "when"), f"`when` of {where} must be a template"
+                )
+                continue
+            then = entry.get("then")
+            targets: Any = None
+            if isinstance(then, YMap):
+                self.check_keys(then, ("next", "pipe"), f"`then` of {where}")
+                if "pipe" in then:
+                    self.report_not_executed(then, "pipe", "Case.pipe", where)
+                targets = then.get("next")
+                if isinstance(targets, (str, YMap)):
+                    targets = list_of_one(targets, then.value_span("next"))
+            elif isinstance(then, YList):
+                targets = then
+            if not isinstance(targets, YList):
+                self.report(
+                    "S101", self.pos(entry, "then") if "then" in entry else self.pos(entry),
+                    f"`then` of {where} needs `next` steps",
+                )  # fmt: skip
+                continue
+            for t_index, target in enumerate(targets):
+                t_where = f"target {t_index + 1} of {where}"
+                if isinstance(target, YMap):
+                    self.check_keys(target, ("step", "when", "args"), t_where)
+                    inner = target.get("when")
+                    guard = (
+                        when if inner is None else f"{{{{ ({_expr(when)}) and ({_expr(inner)}) }}}}"
+                    )
+                    arc = self.arc(
+                        target, t_where, when=guard, args=target.get("args"), group=group,
+                        origin="arc",
+                    )  # fmt: skip
+                else:
+                    arc = self.arc_from_name(
+                        targets, t_index, t_where, when=when, group=group, origin="arc"
+                    )
+                if arc is not None:
+                    arcs.append(arc)
+                    group += 1
+        if not arcs:
+            return
+        for arc in step.router.arcs:  # `next` is taken only when no case matched
+            arc.group += group
+        step.router.arcs[:0] = arcs
+        step.router.mode = "exclusive"
+
+    def report_not_executed(self, container: Any, key: str, reason: str, where: str) -> None:
+        self.report(
+            "S116",
+            self.key_pos(container, key),
+            f"`{key}` ({where}) is accepted, not executed on Airflow: {LOCAL_NOT_EXECUTED[reason]}",
+        )
 
     def read_step_spec(self, item: YMap, label: str) -> Any:
         spec = self.mapping(item, "spec", f"`spec` of {label}")

@@ -208,7 +208,22 @@ def _not_found(theirs: Outcome, ours: Outcome) -> None:
     assert "404" in ours.error
 
 
+def _case_then_list(theirs: Outcome, ours: Outcome) -> None:
+    assert theirs.status == ours.status == "success"
+    assert theirs.steps == {"start"}  # the matching case ran nothing, and `next` was not taken
+    assert ours.steps == {"start", "prod"} and ours.results["prod"] == "prod"
+
+
 DIFFERENCES: dict[str, Difference] = {
+    "route_case_then_list": Difference(
+        "a local `case` whose `then` is a list of steps",
+        "the case matches and nothing runs: the CLI's `then` deserialises a list as a single "
+        "action and finds no `next` in it (NoETL 5.3.2), so the branch ends",
+        "the listed steps are the case's targets (as `then: {next: [...]}` and `next` lists mean)",
+        "a matching case that silently runs nothing is a bug of the CLI's parsing, not a "
+        "meaning anyone writes",
+        _case_then_list,
+    ),
     "shell_error_arc": Difference(
         "a failing command routed by an error arc (`when: event.name == 'call.error'`)",
         "the run stops at the failing command (`Command failed with exit code`); error arcs "
