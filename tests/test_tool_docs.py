@@ -17,8 +17,8 @@ from noetl_compile.check import check_paths
 from noetl_compile.check.gates import ALL_GATE_KEYS, COMMON_KEYS
 from noetl_compile.check.quantum import KEYS as QUANTUM_KEYS
 from noetl_compile.diagnostics import Severity
-from noetl_compile.shell_surface import CONFIG_KEYS as SHELL_KEYS
 from noetl_compile.read.base import TOOL_KINDS
+from noetl_compile.shell_surface import CONFIG_KEYS as SHELL_KEYS
 from noetl_compile.tool_catalogue import CATALOGUE, COMMON_FIELDS
 from noetl_compile.tool_docs import page_name, render_pages
 

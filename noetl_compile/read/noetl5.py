@@ -153,7 +153,7 @@ NOT_EXECUTED: dict[str, str] = {
     "result by the step's name",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect step guard: the Airflow runtime runs the step whenever "
+    "Step.when": "a local-dialect guard of a loop step: the Airflow runtime runs the loop whenever "
     "routing reaches it",
 }
 # The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
@@ -369,7 +369,16 @@ class Noetl5Reader(CanonicalReader):
             if "vars" in item:
                 step.vars = self.mapping(item, "vars", f"`vars` of {label}")
             if "when" in item:
-                self.not_executed(item, "when", "Step.when", label)
+                guard = item["when"]
+                if not isinstance(guard, (str, bool)):
+                    self.report(
+                        "S102", self.pos(item, "when"), f"`when` of {label} must be a template"
+                    )
+                elif step.loop is not None:
+                    # A loop step's tasks are mapped: the guard is not lowered for them.
+                    self.not_executed(item, "when", "Step.when", label)
+                else:
+                    step.guard = guard
             if "case" in item:
                 self.read_local_case(item, step, label)
         return step
