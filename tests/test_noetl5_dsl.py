@@ -485,3 +485,25 @@ def test_local_case_blocks_route_before_next_and_report_what_does_not_run() -> N
         (d.position.line, d.message.split("`")[1]) for d in result.diagnostics if d.code == "S116"
     }
     assert s116 == {(12, "rhai"), (15, "pipe"), (16, "else")}
+
+
+def test_c515_is_said_once_per_kind_and_file_with_what_the_kind_needs() -> None:
+    """NoETL 5 projects use many engine-only kinds: C515 once per kind and file, at its first
+    use, counting the others, with what would make it run (a provider's hook, or NoETL)."""
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: c, path: c, exposes_as_mcp: "
+        "false}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: snowflake, command: 'select 1'}\n"
+        "    next: {arcs: [{step: b}]}\n"
+        "  - step: b\n    tool: {kind: snowflake, command: 'select 2'}\n"
+        "    next: {arcs: [{step: c}]}\n"
+        "  - step: c\n    tool: {kind: agent}\n"
+    )
+    found = [d for d in check_text(text, "c515.yaml").diagnostics if d.code == "C515"]
+    assert [(d.position.line, d.position.col) for d in found] == [(6, 18), (12, 18)]
+    assert "'snowflake' (step 'start' and 1 more in this file)" in found[0].message
+    assert "SnowflakeHook" in found[0].hint
+    assert "run this playbook on NoETL" in found[1].hint
+    # The older generations keep one C515 per site.
+    older = text.replace(", exposes_as_mcp: false", "")
+    assert sum(d.code == "C515" for d in check_text(older, "c515.yaml").diagnostics) == 3
