@@ -59,7 +59,8 @@ def _kinds(path: Path) -> dict[str, str]:
 SETS = {"shell_secret_masked": ["--set", "api_token=tok-9f8e7d6c5b4a"]}
 # Playbooks noetlc cannot run yet (issue 20 owns it): strict xfails, so a fix shows up.
 GAPS = {
-    "sink_file": "NoETL 5's `kind: sink` tool (target file/duckdb/gcs) is S110 for check",
+    "sink_file": "NoETL 5's local `kind: sink` tool (target file/duckdb/gcs) has no executor: "
+    "check says C515 with what to use instead (a step `sink` block, a shell/python step)",
 }
 
 
