@@ -116,6 +116,9 @@ class Step(Node):
     end_loop_span: Any = None
     loop_result: Any = None  # v1 `result` of an end_loop step
     admit: Any = None
+    guard: Any = (
+        None  # NoETL 5 local `when`: the step runs only when it holds, else its branch ends
+    )
     raw: Any = None  # the step mapping as written
 
     @property

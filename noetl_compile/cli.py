@@ -445,7 +445,7 @@ def called_playbooks(path: str, dialect: str | None) -> tuple[list[str], list[Di
     R204/R209 for calls that name no playbook there, or more than one (the check stage's own
     resolution of nested calls)."""
     from .check import check_results, discover, read_file
-    from .check.references import catalog_claim, unresolved_nested_calls
+    from .check.references import catalog_claim, child_file, unresolved_nested_calls
 
     first = read_file(path, dialect)
     calls = check_results([first], resolve_nested=False).nested_calls
@@ -465,6 +465,16 @@ def called_playbooks(path: str, dialect: str | None) -> tuple[list[str], list[Di
     pending, unresolved = list(calls), []
     while pending:
         call = pending.pop(0)
+        if call.by_file:  # NoETL 5: a file joined to the caller's folder (R204 when missing)
+            target = child_file(call.file, call.target)
+            if not os.path.isfile(target):
+                unresolved.append(call)
+                continue
+            result = results.setdefault(os.path.abspath(target), read_file(target, dialect))
+            if result.path not in chosen and os.path.abspath(target) != os.path.abspath(path):
+                chosen.append(result.path)
+                pending += check_results([result], resolve_nested=False).nested_calls
+            continue
         matches = [c for c in claims if c.key == call.target.strip("/")]
         if len(matches) != 1:
             unresolved.append(call)

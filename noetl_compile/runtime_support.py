@@ -9,7 +9,7 @@ registry so that the two cannot drift apart.
 
 from __future__ import annotations
 
-__all__ = ["OPERATOR_KINDS", "REGISTRY_KINDS", "RUNTIME_KINDS", "runtime_executes"]
+__all__ = ["NEEDS", "OPERATOR_KINDS", "REGISTRY_KINDS", "RUNTIME_KINDS", "runtime_executes"]
 
 # Kinds with an executor in ``airflow_plugin.tools.registry`` (``available_tools()``).
 REGISTRY_KINDS: frozenset[str] = frozenset(
@@ -36,6 +36,44 @@ REGISTRY_KINDS: frozenset[str] = frozenset(
 OPERATOR_KINDS: frozenset[str] = frozenset({"playbook", "playbooks", "workbook", "gate"})
 
 RUNTIME_KINDS: frozenset[str] = REGISTRY_KINDS | OPERATOR_KINDS
+
+
+_NOETL_ONLY = (
+    "only NoETL's own engine runs it (Airflow has no counterpart): run this playbook on NoETL"
+)
+# What a kind the runtime cannot execute would need (C515's hint for NoETL 5 playbooks): an
+# Airflow provider a user would install and an executor written on its hook, or NoETL itself.
+NEEDS: dict[str, str] = {
+    "snowflake": "needs an executor on apache-airflow-providers-snowflake's SnowflakeHook "
+    "(not written yet)",
+    "snowflake_transfer": "needs an executor on the Snowflake and Postgres hooks (not written yet)",
+    "gcs": "needs an executor on apache-airflow-providers-google's GCSHook (not written yet)",
+    "container": "needs an executor on apache-airflow-providers-docker or -cncf-kubernetes "
+    "(not written yet)",
+    "ducklake": "needs an executor on the duckdb tool with DuckDB's ducklake extension "
+    "(not written yet)",
+    "sink": "NoETL 5's local sink writes the last result to a file: use a step `sink` block, or "
+    "a shell/python step that writes the file",
+    **{
+        kind: _NOETL_ONLY
+        for kind in (
+            "agent",
+            "mcp",
+            "rhai",
+            "auth",
+            "provider",
+            "script",
+            "artifact",
+            "gateway",
+            "nats",
+            "wasm",
+            "result_fetch",
+            "subscription",
+            "task_sequence",
+            "iterator",
+        )
+    },
+}
 
 
 def runtime_executes(kind: str) -> bool:

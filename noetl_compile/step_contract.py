@@ -118,13 +118,15 @@ class StepPayload(ContractPayload, total=False):
     contract does not name yet (documented in docs/lowering.md): step-level ``sink``/``retry``
     blocks (run by runtime.step), ``loop`` (runtime.loop and the loop operators), ``playbook``
     (the resolved child of a step-level nested call), ``generation`` (``noetl5``: the
-    playbook's NoETL 5 semantics)."""
+    playbook's NoETL 5 semantics), ``guard`` (a NoETL 5 local step `when`: false skips the step
+    and ends its branch)."""
 
     sink: dict[str, Any]
     retry: dict[str, Any]
     loop: LoopSpec
     playbook: dict[str, Any]
     generation: str
+    guard: Any
 
 
 class RegionPayload(TypedDict):

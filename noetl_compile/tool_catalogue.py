@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .shell_surface import CONFIG_FIELDS as SHELL_FIELDS
+
 __all__ = ["CATALOGUE", "COMMON_FIELDS", "ToolField", "ToolKind", "fields_of", "kind_of"]
 
 
@@ -40,6 +42,9 @@ class ToolKind:
 
 def _f(name: str, type_: str, default: str, meaning: str) -> ToolField:
     return ToolField(name, type_, default, meaning)
+
+
+_SHELL_DEFAULTS = {"shell": "bash", "capture": "true"}
 
 
 # Fields every tool may carry, whatever its kind (what the readers and the runtime read on any
@@ -184,7 +189,10 @@ CATALOGUE: dict[str, ToolKind] = {
             "Inline Python: inputs become globals, the value of `result = ...` is the result.",
             "whatever the code assigns to `result` (v1: what `main()` returns); "
             "`{status: error}` makes the step fail, that dict as it is being the result; without "
-            "`result`, NoETL's `{status: success, message, locals_count, locals_keys}`",
+            "`result`, NoETL's `{status: success, message, locals_count, locals_keys}`. "
+            "NoETL 5 playbooks: a top-level `return` gives the result (the code is the body of "
+            "a function of `args` and `input_data`), else `result`, else `main()`, else "
+            "`{stdout, stderr}` (docs/noetl5.md)",
             (
                 _f("code", "string", "required", "the Python code (or `script`, `code_b64`)"),
                 _f("code_b64", "string", "-", "`code`, base64-encoded"),
@@ -197,6 +205,22 @@ CATALOGUE: dict[str, ToolKind] = {
             "An exception fails the call; as in NoETL the step's result is then "
             "`{id, status: error, error: <the exception's text>}` (a fresh `id` per call), and "
             "the type, message and traceback are in `{{ error }}` and `{{ output.py }}`.",
+        ),
+        ToolKind(
+            "shell",
+            "Runs shell commands in a subprocess, as NoETL 5's shell tool (docs/shell-tool.md).",
+            "`{status, exit_code, stdout, stderr, result}` (`result`: the last command's "
+            "stdout); a failed call keeps its `status`: `error` (a non-zero exit) or `timeout`",
+            tuple(
+                _f(name, type_, _SHELL_DEFAULTS.get(name, "-"), meaning)
+                for name, (type_, meaning) in SHELL_FIELDS.items()
+                if name != "kind"
+            ),
+            'tool:\n  kind: shell\n  cmds:\n    - echo "hello {{ workload.name }}"\n'
+            "  timeout_seconds: 30",
+            "A non-zero exit fails the call (`CommandFailed`, not retried) and a timeout kills "
+            "the command's process group (`TimeoutError`, retryable); an error arc routes either.",
+            own_check="C516",
         ),
         ToolKind(
             "playbook",
@@ -314,7 +338,6 @@ CATALOGUE: dict[str, ToolKind] = {
                 ("iterator", "v1 iterator task (read as a loop)."),
                 ("container", "Runs a container (NoETL engine)."),
                 ("script", "Runs a script job (NoETL engine)."),
-                ("shell", "Runs shell commands (NoETL engine)."),
                 ("gcs", "Google Cloud Storage (NoETL engine)."),
                 ("gateway", "NoETL gateway calls (NoETL engine)."),
                 ("nats", "NATS key-value operations (NoETL engine)."),

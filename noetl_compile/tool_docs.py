@@ -49,7 +49,12 @@ def _page(entry: ToolKind) -> str:
         "\nEvery tool also takes the [common fields](index.md#common-fields). A key that is "
         "neither is reported by `noetlc check` (C516) with the closest field.\n"
     )
-    if entry.own_check:
+    if entry.own_check == "C516":
+        parts.append(
+            "\nThe keys of this kind are checked by its own rule: a key it does not read is "
+            "C516 with the closest one, an invalid value C517.\n"
+        )
+    elif entry.own_check:
         parts.append(
             f"\nThe keys of this kind are checked by its own rule ({entry.own_check}): a key that "
             "does not apply to the chosen variant is an error.\n"

@@ -45,6 +45,7 @@ def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
         "local_router.yaml",
         "local_run.yaml",
         "python_convention.yaml",
+        "python_run.yaml",
         "subscription_tool.yaml",
         "orders.subscription.yaml",
         "tools.mcp.yaml",
@@ -91,7 +92,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
 
     results, _ = check_paths([str(PLAYBOOKS)])
     compiled = [r for r in results if r.playbook is not None]
-    assert len(compiled) == 7
+    assert len(compiled) == 8
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
         # Each step payload tells the runtime the generation whose semantics apply.
@@ -99,7 +100,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors
-    assert len(bag.dags) == 7
+    assert len(bag.dags) == 8
     parent = bag.dags["tests.noetl5.nested.parent"]
     # Nested calls by file path trigger the DAG of the playbook in that file.
     triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
@@ -321,6 +322,16 @@ def test_detection_needs_an_explicit_marker() -> None:
         "workflow": [{"step": "start", "tool": [{"kind": "noop", "set": {"ctx.x": 1}}]}],
     }
     assert detect_dialect(scoped) == "canonical"
+    by_file = {
+        "apiVersion": "noetl.io/v2",
+        "workflow": [{"step": "start", "tool": {"kind": "playbook", "path": "./child.yaml"}}],
+    }
+    assert detect_dialect(by_file) == "noetl5"
+    by_catalog = {
+        "apiVersion": "noetl.io/v2",
+        "workflow": [{"step": "start", "tool": {"kind": "playbook", "path": "tests/child"}}],
+    }
+    assert detect_dialect(by_catalog) == "canonical"
     # Values of any shape: a list as a kind is the reader's S102, never a crash of detection.
     odd = {"apiVersion": "noetl.io/v2", "workflow": [{"step": "s", "tool": {"kind": []}}]}
     assert detect_dialect(odd) == "canonical"
@@ -376,3 +387,123 @@ def test_local_dialect_routing_runs_on_airflow(tmp_path_factory) -> None:
     assert steps["begin"]["result"] == {"status": "noop", "step": "begin"}
     assert steps["left"]["result"] == {"status": "noop", "step": "left"}
     assert steps["router"]["result"] is None and steps["right"]["result"] is None
+
+
+def test_python_convention_task_set_and_filters_run_on_airflow(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: NoETL 5's python convention (a top-level `return`
+    reading `input_data`/`args`), a pipeline task's `set` name read by the next task, `main`,
+    printed output as the result, and the filters NoETL 5's renderers add."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-python-home")
+    result = noetlc_run(home, PLAYBOOKS / "python_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == dict.fromkeys(
+        ("start", "with_main", "printed", "end"), "success"
+    )
+    start = steps["start"]["result"]
+    assert start["results"]["split_names"] == {
+        "names": ["alpha", "beta", "gamma"],
+        "count": 3,
+        "same": True,
+    }
+    assert start["results"]["describe"] == {
+        "count": 3,  # `extracted`, the first task's `set`
+        "first": "alpha",
+        "keys": ["mode", "depth"],
+        "values": ["fast", 2],
+        "mode": "fast",
+        "missing": "none",
+        "width": 3,
+    }
+    assert steps["with_main"]["result"] == {"doubled": 6, "rest": {"label": "main"}}
+    assert steps["printed"]["result"] == {"stdout": "doubled is 6\n", "stderr": ""}
+
+
+def test_now_is_no_function_of_noetl5_and_check_says_so() -> None:
+    """NoETL 5's renderers (minijinja, noetl/server and noetl/tools) register filters and no
+    functions: `{{ now() }}` fails there, so check does not accept it as NoETL 5's."""
+    text = _local("\n  - step: start\n    tool: {kind: shell, cmds: ['echo {{ now() }}']}\n")
+    result = check_text(text, "now.yaml")
+    (found,) = [d for d in result.diagnostics if "'now'" in d.message]
+    assert found.code == "T302" and found.position.line == 8
+    assert "define no such function" in found.hint
+
+
+def test_final_step_is_routed_to_where_each_branch_ends() -> None:
+    """`executor.spec.final_step`: a step without arcs and an exclusive router (after its own
+    arcs) route to the final step; its own branch and inclusive routers do not."""
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\n"
+        "executor: {profile: local, spec: {final_step: cleanup}}\nworkload: {go: true}\n"
+        "workflow:\n"
+        "  - step: start\n    tool: {kind: noop}\n"
+        "    next: {arcs: [{step: a, when: '{{ workload.go }}'}]}\n"
+        "  - step: a\n    tool: {kind: noop}\n"
+        "    next: {spec: {mode: inclusive}, arcs: [{step: b, when: '{{ workload.go }}'}]}\n"
+        "  - step: b\n    tool: {kind: noop}\n"
+        "  - step: cleanup\n    tool: {kind: noop}\n    next: {arcs: [{step: after}]}\n"
+        "  - step: after\n    tool: {kind: noop}\n"
+    )
+    result = check_text(text, "final.yaml")
+    assert not _errors(result) and "S116" not in _codes(result)
+    playbook = result.playbook
+
+    def targets(name: str) -> list[tuple[str, int, bool]]:
+        return [(a.target, a.group, a.when is None) for a in playbook.step(name).router.arcs]
+
+    assert targets("start") == [("a", 0, False), ("cleanup", 1, True)]
+    assert targets("a") == [("b", 0, False)]  # inclusive: an extra arc would always fire
+    assert targets("b") == [("cleanup", 0, True)]
+    assert targets("cleanup") == [("after", 0, True)]
+    assert targets("after") == []  # the final step's own branch does not loop back
+
+
+def test_local_case_blocks_route_before_next_and_report_what_does_not_run() -> None:
+    """The CLI's `case` blocks: the first matching case's `then.next` steps (exclusive), else
+    `next`; a Rhai condition, an `else` branch and a `pipe` block are S116 at their key."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n    case:\n"
+        "      - when: '{{ workload.go }}'\n        then: {next: [{step: a}]}\n"
+        "      - rhai: 'true'\n        then: {next: b}\n"
+        "      - when: '{{ not workload.go }}'\n        then: {next: [b], pipe: {}}\n"
+        "        else: [{step: a}]\n"
+        "    next: [{step: b}]\n  - step: a\n  - step: b\n"
+    )
+    result = check_text(text, "case.yaml")
+    assert not _errors(result) and "S114" not in _codes(result)
+    start = result.playbook.step("start")
+    assert start.router.mode == "exclusive"
+    assert [(a.target, a.group, a.when) for a in start.router.arcs] == [
+        ("a", 0, "{{ workload.go }}"),
+        ("b", 1, "{{ not workload.go }}"),
+        ("b", 2, None),  # `next`, taken when no case matched
+    ]
+    s116 = {
+        (d.position.line, d.message.split("`")[1]) for d in result.diagnostics if d.code == "S116"
+    }
+    assert s116 == {(12, "rhai"), (15, "pipe"), (16, "else")}
+
+
+def test_c515_is_said_once_per_kind_and_file_with_what_the_kind_needs() -> None:
+    """NoETL 5 projects use many engine-only kinds: C515 once per kind and file, at its first
+    use, counting the others, with what would make it run (a provider's hook, or NoETL)."""
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: c, path: c, exposes_as_mcp: "
+        "false}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: snowflake, command: 'select 1'}\n"
+        "    next: {arcs: [{step: b}]}\n"
+        "  - step: b\n    tool: {kind: snowflake, command: 'select 2'}\n"
+        "    next: {arcs: [{step: c}]}\n"
+        "  - step: c\n    tool: {kind: agent}\n"
+    )
+    found = [d for d in check_text(text, "c515.yaml").diagnostics if d.code == "C515"]
+    assert [(d.position.line, d.position.col) for d in found] == [(6, 18), (12, 18)]
+    assert "'snowflake' (step 'start' and 1 more in this file)" in found[0].message
+    assert "SnowflakeHook" in found[0].hint
+    assert "run this playbook on NoETL" in found[1].hint
+    # The older generations keep one C515 per site.
+    older = text.replace(", exposes_as_mcp: false", "")
+    assert sum(d.code == "C515" for d in check_text(older, "c515.yaml").diagnostics) == 3

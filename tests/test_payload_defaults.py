@@ -33,13 +33,21 @@ def test_compiler_and_runtime_read_one_defaults_table() -> None:
     assert runtime_payload.PAYLOAD_EXTENSIONS is step_contract.EXTENSION_KEYS
     assert step_contract.PAYLOAD_KEYS == set(step_contract.ContractPayload.__annotations__)
     assert set(STEP_DEFAULTS) < step_contract.PAYLOAD_KEYS
-    assert step_contract.EXTENSION_KEYS == {"sink", "retry", "loop", "playbook", "generation"}
+    assert step_contract.EXTENSION_KEYS == {
+        "sink",
+        "retry",
+        "loop",
+        "playbook",
+        "generation",
+        "guard",
+    }
 
 
 def test_a_key_added_to_the_contract_is_one_the_runtime_accepts() -> None:
     # Every key the contract names passes validation with a value of its declared shape; a key
     # it does not name is refused, naming the key.
     sample = {"desc": "d", "input": {}, "set": {}, "vars": {}, "case": [], "generation": "noetl5"}
+    sample["guard"] = "{{ workload.enabled }}"
     for key in sorted(step_contract.PAYLOAD_KEYS | step_contract.EXTENSION_KEYS):
         if key in sample:
             validate_payload({"step": "s", key: sample[key]})

@@ -18,6 +18,7 @@ from noetl_compile.check.gates import ALL_GATE_KEYS, COMMON_KEYS
 from noetl_compile.check.quantum import KEYS as QUANTUM_KEYS
 from noetl_compile.diagnostics import Severity
 from noetl_compile.read.base import TOOL_KINDS
+from noetl_compile.shell_surface import CONFIG_KEYS as SHELL_KEYS
 from noetl_compile.tool_catalogue import CATALOGUE, COMMON_FIELDS
 from noetl_compile.tool_docs import page_name, render_pages
 
@@ -53,12 +54,16 @@ def test_every_tool_kind_the_checker_knows_has_a_page():
     assert set(listed) == {"index"} | set(CATALOGUE)
 
 
-def test_gate_and_quantum_keys_are_the_catalogue_fields():
+def test_gate_quantum_and_shell_keys_are_the_catalogue_fields():
     common = {f.name for f in COMMON_FIELDS}
     gate = {f.name for f in CATALOGUE["gate"].fields}
     assert gate == (ALL_GATE_KEYS | COMMON_KEYS) - common
     quantum = {f.name for f in CATALOGUE["quantum"].fields}
     assert quantum == QUANTUM_KEYS - common
+    # The shell tool's page lists the keys its own check (C516) and the runtime read.
+    shell = {f.name for f in CATALOGUE["shell"].fields}
+    assert shell == SHELL_KEYS - {"kind"}
+    assert not CATALOGUE["shell"].open
 
 
 def test_the_site_builds_strict(tmp_path):

@@ -127,6 +127,11 @@ class NoetlStepOperator(NoetlTask):
                 raise fail_task(step, exc) from exc
             except NoetlRuntimeError as exc:
                 raise fail_task(step, exc) from exc
+        if outcome.status == "skipped":
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            # NoETL 5's local step `when` is false: the step does not run, its branch ends.
+            raise AirflowSkipException(f"step {step!r}: its `when` guard is false")
         output = step_output(outcome)
         self.log.info(
             "NoETL step %s finished (%s); next: %s", step, outcome.status, outcome.next_steps

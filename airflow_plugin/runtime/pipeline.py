@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..events import names
-from ..templating.context import apply_ctx_writes, reveal, with_values
+from ..templating.context import apply_ctx_writes, reveal, with_bindings, with_values
 from ..templating.proxy import wrap_result
 from ..templating.render import evaluate_condition, render_value
 from ..tools import ToolCall, ToolOutcome, get_tool
@@ -126,6 +126,13 @@ def split_set(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
         else:
             ctx_writes[key] = value
     return ctx_writes, iter_writes
+
+
+def _scoped(key: Any) -> bool:
+    return isinstance(key, str) and (key in ("ctx", "iter") or key.startswith(_SCOPES))
+
+
+_SCOPES = ("ctx.", "iter.", "step.")
 
 
 def outcome_result(outcome: ToolOutcome) -> Any:
@@ -221,6 +228,7 @@ def call_tool(
     *,
     events: EventSink | None = None,
     attempt: int = 1,
+    generation: str | None = None,
 ) -> ToolOutcome:
     """Render a tool block leniently (worker rules) and run it, reporting ToolStarted and
     ToolCompleted / ToolErrored (aliases ``call.done`` / ``call.error``) to ``events``.
@@ -237,6 +245,9 @@ def call_tool(
         # ``name`` labels a pipeline task, except for the tools whose ``name`` is their subject.
         if key in _NOT_CONFIG and not (key == "name" and kind in _NAMED_KINDS):
             continue
+        if key == "set" and generation == "noetl5":
+            continue  # NoETL 5's task `set`: the pipeline renders it after the call
+
         config[key] = render_value(
             value, context, strict=False, coerce=key not in _TEXT_KEYS, field=f"{where}.{key}"
         )
@@ -253,7 +264,14 @@ def call_tool(
         )
     started = time.monotonic()
     outcome = executor(
-        ToolCall(step=step, task=label, config=config, step_input=step_input, context=context)
+        ToolCall(
+            step=step,
+            task=label,
+            config=config,
+            step_input=step_input,
+            context=context,
+            generation=generation,
+        )
     )
     if not outcome.ok and isinstance(outcome.error, dict):
         # Where in the step the failure happened: `tool` or `tool.<pipeline task>`.
@@ -322,6 +340,7 @@ def run_pipeline(
     step_input: Mapping[str, Any] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     events: EventSink | None = None,
+    generation: str | None = None,
 ) -> PipelineResult:
     """Run ``tasks`` in order with their policies; see the module docstring."""
     step_input = dict(step_input or {})
@@ -336,6 +355,8 @@ def run_pipeline(
     status: Literal["ok", "break", "failed"] = "ok"
     error: dict[str, Any] | None = None  # noetlc's full error: events, logs
     record: dict[str, Any] = {}  # what NoETL adds to the result: failed_task/error, remaining
+    noetl5 = generation == "noetl5"
+    task_vars: dict[str, Any] = {}  # NoETL 5 task `set` plain names, for the later tasks
 
     def failed(label: str, full: dict[str, Any], noetl: dict[str, Any] | None) -> None:
         nonlocal status, error, record
@@ -357,6 +378,7 @@ def run_pipeline(
             break
         task, label = tasks[i], labels[i]
         task_context = apply_ctx_writes(context, ctx_writes)
+        task_context = with_bindings(task_context, task_vars)
         visible = {name: wrap_result(reveal(value)) for name, value in results.items()}
         task_context.update(visible)
         task_context = with_values(
@@ -369,12 +391,34 @@ def run_pipeline(
         )
 
         outcome = call_tool(
-            step, label, task, task_context, step_input, events=events, attempt=attempt
+            step,
+            label,
+            task,
+            task_context,
+            step_input,
+            events=events,
+            attempt=attempt,
+            generation=generation,
         )
         if outcome.ok:
             # NoETL records a task as soon as it succeeds, whatever its rule then decides.
             results[label] = outcome_result(outcome)
             prev = results[label]
+            if noetl5 and isinstance(task.get("set"), Mapping):
+                # NoETL 5's task `set` (noetl/tools task_sequence.rs): rendered with `output` as
+                # the task's result; a plain name is a variable of the later tasks of this step,
+                # `ctx.`/`iter.` names write those scopes as a rule's `set` does.
+                rendered = render_value(
+                    task["set"],
+                    with_values(task_context, output=wrap_result(reveal(prev))),
+                    strict=False,
+                    field=f"tool.{label}.set",
+                )
+                plain = {k: v for k, v in rendered.items() if not _scoped(k)}
+                new_ctx, new_iter = split_set({k: v for k, v in rendered.items() if _scoped(k)})
+                task_vars.update(plain)
+                ctx_writes.update(new_ctx)
+                iter_scope.update(new_iter)
         rule_context = with_values(task_context, output=outcome_envelope(outcome, attempt=attempt))
         if not outcome.ok:
             rule_context["error"] = outcome.error

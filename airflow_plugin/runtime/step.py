@@ -55,6 +55,7 @@ from ..templating.context import (
 )
 from ..templating.render import (
     RenderError,
+    evaluate_condition,
     render_value,
     to_jsonable,
 )
@@ -329,6 +330,15 @@ def execute_step(
 
 def _execute(run: _StepRun) -> StepOutcome:
     payload, step = run.payload, run.step
+    guard = payload.get("guard")
+    # NoETL 5's local step `when` (noetl/cli): false -> the step does not run and its branch
+    # ends there; a guard that cannot be evaluated is false and noted, as an arc's.
+    if (
+        guard is not None
+        and run.phase == "step"
+        and not evaluate_condition(guard, run.context, flavor="arc", field="when")
+    ):
+        return StepOutcome(result=None, status="skipped")
     if payload.get("case"):
         matched = run.match_case("step.enter", run.context, failed=False)
         if matched is not None:

@@ -80,6 +80,7 @@ class CallLoop:
                 step_input=step_input,
                 sleep=self.sleep,
                 events=self,
+                generation=payload.get("generation"),
             )
             self.write(ran.ctx_writes)
             if ran.status == "failed":
@@ -88,7 +89,14 @@ class CallLoop:
             return ToolOutcome.success(ran.result), ran.result, ran.status
         if tool:
             outcome = call_tool(
-                self.step, self.step, tool, self.context, step_input, events=self, attempt=attempt
+                self.step,
+                self.step,
+                tool,
+                self.context,
+                step_input,
+                events=self,
+                attempt=attempt,
+                generation=payload.get("generation"),
             )
             return outcome, outcome_result(outcome), "ok" if outcome.ok else "error"
         # No tool: a pure router (v1 steps without type, v1 ``end``) produces no result.

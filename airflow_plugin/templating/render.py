@@ -40,6 +40,7 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import NoetlFailure
+from .filters5 import NOETL5_FILTERS
 from .proxy import ResultProxy, unwrap
 
 __all__ = [
@@ -199,6 +200,7 @@ def environment() -> SandboxedEnvironment:
     )
     env.filters["tojson"] = _filter_tojson
     env.filters["b64encode"] = _filter_b64encode
+    env.filters.update(NOETL5_FILTERS)  # keys, values, get, split (filters5.py)
     return env
 
 

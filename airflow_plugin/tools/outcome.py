@@ -29,6 +29,8 @@ class ToolCall:
     ``input``/``args``.
     ``context``: the render context the config was rendered with (python exposes it as
     ``context``).
+    ``generation``: the playbook generation whose tool semantics apply (``noetl5``: NoETL 5's
+    python calling convention); None for the older generations.
     """
 
     step: str
@@ -36,6 +38,7 @@ class ToolCall:
     config: Mapping[str, Any]
     step_input: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
+    generation: str | None = None
 
 
 @dataclass

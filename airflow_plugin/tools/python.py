@@ -16,6 +16,12 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
   a result dict with ``status == "error"`` is an error outcome too, whose step result is that
   dict as it is. The three engines recorded (v1 96458eef, case-v2 dc55c492, canonical 138c10ed)
   return the same error document, so no dialect is treated apart.
+* NoETL 5 playbooks (``call.generation == "noetl5"``) get NoETL 5's python tool: code with a
+  top-level ``return`` (NoETL 5's line rule, ``noetl_compile/python_surface.py``) runs as the body
+  of ``def __noetl_step__(args, input_data, **kw)`` whose return value is the result; the inputs
+  are also the dict ``input_data``; with no ``result`` (None) a callable ``main`` (async too) is
+  called; with still none, the result is ``{stdout, stderr}`` of what the code printed (shown in
+  the task log as well). Failures are reported as above.
 
 The code runs in the task's process with full builtins: playbook code is trusted like DAG code.
 The Jinja sandbox protects template rendering, not this.
@@ -23,13 +29,17 @@ The Jinja sandbox protects template rendering, not this.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import codecs
+import contextlib
 import datetime
 import importlib
 import inspect
+import io
 import json
 import os
+import sys
 import time
 import traceback
 import types
@@ -38,6 +48,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from noetl_compile.python_surface import has_top_level_return, wrapped_source
 
 from ..errors import NoetlConfigError
 from ..templating.context import PROTECTED_KEY
@@ -367,6 +379,43 @@ def _failed(exc: BaseException, error: dict[str, Any], **meta: Any) -> ToolOutco
     return ToolOutcome.failure(error, reported=reported, **meta)
 
 
+class _Tee(io.TextIOBase):
+    """Writes to the task's own stream (its log) and keeps a copy (NoETL 5's stdout/stderr)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.copy = io.StringIO()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _run_noetl5(compiled: types.CodeType, namespace: dict[str, Any], inputs: dict[str, Any]):
+    """NoETL 5's python tool (noetl/tools ``python.rs``): the code (wrapped in a function when it
+    has a top-level ``return``, see ``noetl_compile.python_surface``) binds ``result``; when that
+    is None, a callable ``main`` is called with the inputs its parameters name; when there is
+    still no result, the result is the code's printed ``{stdout, stderr}``."""
+    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
+        value = namespace.get("result")
+        if value is None and callable(namespace.get("main")):
+            main = namespace["main"]
+            value = _call_main(main, inputs)
+            if inspect.iscoroutine(value):
+                value = asyncio.run(value)
+    if value is None:
+        return {"stdout": out.copy.getvalue(), "stderr": err.copy.getvalue()}
+    return value
+
+
 def run_python(call: ToolCall) -> ToolOutcome:
     started = time.monotonic()
     config = call.config
@@ -387,9 +436,13 @@ def run_python(call: ToolCall) -> ToolOutcome:
             missing, {"kind": KIND, "type": "ConfigError", "message": str(missing)}, **meta()
         )
 
+    noetl5 = call.generation == "noetl5"
+    wrapped = noetl5 and has_top_level_return(code)
     try:
-        compiled = compile(code, filename, "exec")
+        compiled = compile(wrapped_source(code) if wrapped else code, filename, "exec")
     except SyntaxError as exc:
+        if wrapped and exc.lineno:  # the wrapper's `def` line is not the user's
+            exc.lineno -= 1
         error = error_from_exception(exc, kind=KIND, with_traceback=False)
         error["line"] = exc.lineno
         error["column"] = exc.offset
@@ -408,6 +461,8 @@ def run_python(call: ToolCall) -> ToolOutcome:
         "input": dict(inputs),
         "args": dict(inputs),
     }
+    if noetl5:  # NoETL 5's python tool also gives the inputs as the dict `input_data`
+        namespace["input_data"] = dict(inputs)
     try:
         namespace.update(_load_libs(config.get("libs")))
     except Exception as exc:  # noqa: BLE001
@@ -417,14 +472,17 @@ def run_python(call: ToolCall) -> ToolOutcome:
     before = namespace.get("result", _UNSET)
 
     try:
-        exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
-        after = namespace.get("result", _UNSET)
-        if after is not _UNSET and after is not before:
-            value = after
-        elif isinstance(namespace.get("main"), types.FunctionType):
-            value = _call_main(namespace["main"], inputs)
+        if noetl5:
+            value = _run_noetl5(compiled, namespace, inputs)
         else:
-            value = _summary(namespace, preset)
+            exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
+            after = namespace.get("result", _UNSET)
+            if after is not _UNSET and after is not before:
+                value = after
+            elif isinstance(namespace.get("main"), types.FunctionType):
+                value = _call_main(namespace["main"], inputs)
+            else:
+                value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
         return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
 

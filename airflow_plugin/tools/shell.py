@@ -204,7 +204,9 @@ def run_shell(call: ToolCall) -> ToolOutcome:
             data = _result("timeout", None, out, err, last)
             message = f"Execution timed out after {timeout:g} seconds: {where}"
             error = tool_error("shell", "TimeoutError", message, retryable=True, code="TIMEOUT")
-            return ToolOutcome.failure(error, data=data, command=index)
+            # The step result keeps the tool's own status (`timeout`, not the generic `error`).
+            reported = {**data, "error": error}
+            return ToolOutcome.failure(error, data=data, reported=reported, command=index)
         if code != 0:
             data = _result("error", code, out, err, last)
             tail = data["stderr"].strip().splitlines()[-1:] if capture else []

@@ -72,12 +72,12 @@ JINJA_GLOBALS = frozenset(
 )
 # Filters the NoETL worker registers on top of Jinja's built-ins.
 NOETL_FILTERS = frozenset({"b64encode", "b64decode", "tojson", "encrypt_secret", "fromjson"})
-# NoETL 5's renderer (minijinja, noetl/server and noetl/tools `TemplateRenderer`) adds these.
+# NoETL 5's renderers (minijinja: noetl/server `TemplateRenderer`, noetl/tools `TemplateEngine`)
+# add these; the runtime registers the ones Jinja lacks (airflow_plugin/templating/filters5.py).
+# They register no functions: `now()` is not NoETL 5's (T302 says so).
 NOETL5_FILTERS = frozenset(
-    {"keys", "values", "items", "get", "split", "string", "int", "float", "trim", "safe"}
+    {"keys", "values", "items", "get", "split", "len", "string", "int", "float", "trim", "safe"}
 )
-# Functions NoETL 5's templates may call (`{{ now() }}`).
-NOETL5_GLOBALS = frozenset({"now"})
 
 
 @dataclass
@@ -163,8 +163,6 @@ def _name_table(playbook: Playbook) -> NameTable:
             if isinstance(collect, dict) and isinstance(collect.get("into"), str):
                 bound.add(collect["into"])
         bound |= _retry_names(step)
-    if playbook.generation == "noetl5":
-        bound |= NOETL5_GLOBALS
     return table
 
 

@@ -58,6 +58,7 @@ class CheckContext:
     project: Project
     _scanned: dict = field(default_factory=dict, repr=False)  # flow scalar span -> indices
     _blocks: dict = field(default_factory=dict, repr=False)  # literal block span -> _block()
+    c515_kinds: set = field(default_factory=set, repr=False)  # kinds C515 named (NoETL 5: once)
 
     def report(self, code: str, position: Position, message: str, **kwargs: Any) -> None:
         self.sink.add(code, position, message, **kwargs)

@@ -21,6 +21,7 @@ import warnings
 from typing import Any
 
 from ..analyze.expressions import scan_template
+from ..python_surface import has_top_level_return
 from .context import CheckContext
 from .templates import STALE_FIELDS
 
@@ -78,10 +79,10 @@ def check_task_code(ctx: CheckContext, config: Any, label: str, step_raw: Any = 
 
 
 def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=None) -> None:
-    error = compile_error(code)
-    if error is not None and ctx.playbook.generation == "noetl5" and "outside function" in error[2]:
-        # NoETL 5 wraps the code in a function of `input_data` and `args`: `return` is allowed.
-        error = compile_error(code, as_function=True)
+    # NoETL 5 wraps code with a top-level `return` in a function of `input_data` and `args`,
+    # deciding by its own line rule (python_surface): the check decides the same way.
+    noetl5 = ctx.playbook.generation == "noetl5"
+    error = compile_error(code, as_function=noetl5 and has_top_level_return(code))
     if error is None:
         _check_stale_reads(ctx, code, yaml_value, label, anchor)
         return
@@ -93,10 +94,18 @@ def _check(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor=Non
         "C501",
         position,
         f"python code of {label} does not compile: {message} (line {line} {where})",
-        hint="the engine runs the code at module level: assign `result = ...` instead of `return`"
-        if "'return' outside function" in message
-        else None,
+        hint=_return_hint(noetl5) if "'return' outside function" in message else None,
     )
+
+
+def _return_hint(noetl5: bool) -> str:
+    if noetl5:
+        return (
+            "NoETL 5 runs the code as a function body only when an unindented `return` comes "
+            "before any top-level def/class: end the code with `return ...` at column 0, or "
+            "assign `result = ...`"
+        )
+    return "the engine runs the code at module level: assign `result = ...` instead of `return`"
 
 
 def _check_stale_reads(ctx: CheckContext, code: str, yaml_value: Any, label: str, anchor) -> None:

@@ -12,10 +12,11 @@ from typing import Any
 from ..diagnostics import Position
 from ..read.base import did_you_mean, is_template, type_name
 from ..shell_surface import COMMAND_KEYS, CONFIG_KEYS
+from ..tool_catalogue import COMMON_FIELDS
 from .context import CheckContext
 
-# The tool's own keys, and a pipeline task's `name` and `spec`.
-KEYS = CONFIG_KEYS | {"name", "spec"}
+# The tool's own keys and the fields every tool takes (a pipeline task's `name`, `spec`...).
+KEYS = CONFIG_KEYS | {f.name for f in COMMON_FIELDS}
 
 
 def check_shell(ctx: CheckContext, tool: Any, label: str, anchor: Position) -> None:
@@ -23,6 +24,8 @@ def check_shell(ctx: CheckContext, tool: Any, label: str, anchor: Position) -> N
     if not isinstance(tool, dict):
         return
     for key in tool:
+        if key == "set" and ctx.playbook.generation == "noetl5":
+            continue  # NoETL 5's pipeline task `set` (names for the later tasks)
         if key not in KEYS:
             ctx.report(
                 "C516",

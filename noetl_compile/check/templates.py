@@ -7,15 +7,20 @@ from __future__ import annotations
 from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
 
 from ..analyze.expressions import loader_statements, scan_template
-from ..analyze.names import NOETL5_FILTERS, NOETL5_GLOBALS, NOETL_FILTERS, RUNTIME_NAMES, name_table
+from ..analyze.names import NOETL5_FILTERS, NOETL_FILTERS, RUNTIME_NAMES, name_table
 from ..read.base import did_you_mean
 from .context import CheckContext
 
 KNOWN_FILTERS = frozenset(DEFAULT_FILTERS) | NOETL_FILTERS
 KNOWN_FILTERS_5 = KNOWN_FILTERS | NOETL5_FILTERS
-# NoETL 5 filters that Jinja itself lacks: the Airflow runtime's renderer does not have them yet.
-FILTERS_NOT_ON_AIRFLOW = NOETL5_FILTERS - frozenset(DEFAULT_FILTERS)
 KNOWN_TESTS = frozenset(DEFAULT_TESTS)
+# Functions people expect of a template language; no NoETL engine's renderer defines them (NoETL 5's
+# minijinja environments register filters only), so each fails the render there too.
+JINJA_LESS_FUNCTIONS = frozenset({"now", "utcnow", "today"})
+NO_FUNCTIONS = (
+    "NoETL's renderers define no such function (NoETL 5's register filters only): pass the value "
+    "in `workload` or compute it in a python step"
+)
 # Filter names people bring from other languages (Python methods, Ansible, Liquid), too far from
 # Jinja's by edit distance for "did you mean" to find: the filter each one means.
 FILTER_ALIASES = {
@@ -85,13 +90,6 @@ def check(ctx: CheckContext) -> None:
                     ctx.position_in_string(site.value, offset),
                     f"unknown filter {name!r}" + filter_hint(name, known_filters),
                 )
-            elif name in FILTERS_NOT_ON_AIRFLOW and known_filters is KNOWN_FILTERS_5:
-                ctx.report(
-                    "S116",
-                    ctx.position_in_string(site.value, offset),
-                    f"filter {name!r} of NoETL 5's renderer is accepted, not executed on Airflow: "
-                    "the runtime's Jinja environment does not register it yet",
-                )
         for name, offset in scan.tests:
             if name not in KNOWN_TESTS:
                 ctx.report(
@@ -107,13 +105,6 @@ def check(ctx: CheckContext) -> None:
         )
         for ref in scan.references:
             kind = names.classify(ref.root)
-            if ref.root in NOETL5_GLOBALS and kind == "bound" and known_filters is KNOWN_FILTERS_5:
-                ctx.report(
-                    "S116",
-                    ctx.position_in_string(site.value, ref.offset),
-                    f"`{ref.root}()` of NoETL 5's renderer is accepted, not executed on Airflow: "
-                    "the runtime's Jinja environment does not define it yet",
-                )
             position = None
             if kind is None:
                 if ref.guarded:
@@ -128,6 +119,7 @@ def check(ctx: CheckContext) -> None:
                     position,
                     f"unknown name {ref.root!r} in {site.field}"
                     + (typo or did_you_mean(ref.root, names.all_names)),
+                    hint=NO_FUNCTIONS if ref.root in JINJA_LESS_FUNCTIONS else None,
                 )
             elif kind == "step":
                 _check_step_reference(ctx, site, ref, names, probed=probing)

@@ -17,7 +17,7 @@ from ..ast import Playbook, Step, Task
 from ..diagnostics import Position
 from ..load import YList, YMap
 from ..read.base import TOOL_SETTING_KEYS, is_template, tool_kinds
-from ..runtime_support import runtime_executes
+from ..runtime_support import NEEDS, runtime_executes
 from . import cursor, gates, pycode, quantum, shell
 from .context import CheckContext
 from .tool_fields import check_fields, closest_unknown
@@ -312,6 +312,22 @@ def check_runtime_support(ctx: CheckContext, site: Site) -> None:
         if callers:
             steps = "step" if len(callers) == 1 else "steps"
             label += f", called by {steps} " + ", ".join(repr(name) for name in callers)
+    if ctx.playbook.generation == "noetl5":
+        # NoETL 5 projects use many engine-only kinds: once per kind and file, with what the
+        # kind would need, is what a user can act on.
+        if kind in ctx.c515_kinds:
+            return
+        ctx.c515_kinds.add(kind)
+        more = sum(1 for other in sites(ctx) if other.task.kind == kind) - 1
+        also = f" and {more} more in this file" if more > 0 else ""
+        ctx.report(
+            "C515",
+            _kind_pos(site),
+            f"this runtime cannot execute tool kind {kind!r} ({label}{also}), so it fails at "
+            "run time",
+            hint=NEEDS.get(kind, "needs an executor in airflow_plugin/tools"),
+        )
+        return
     ctx.report(
         "C515",
         _kind_pos(site),

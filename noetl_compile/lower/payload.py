@@ -211,6 +211,8 @@ def step_payload(
         # NoETL 5 semantics the runtime decides per playbook (python calling convention...);
         # absent for the older generations, so their DAG files do not change.
         payload["generation"] = playbook.generation
+    if step.guard is not None:
+        payload["guard"] = plain(step.guard)
     if step.desc:
         payload["desc"] = str(step.desc)
     payload["input"] = plain(step.input) if isinstance(step.input, Mapping) else {}

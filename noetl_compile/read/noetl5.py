@@ -43,7 +43,9 @@ E, W = Severity.ERROR, Severity.WARNING
 # NoETL reads or its playbooks use. Another key is accepted unless it is one typo away from one.
 METADATA_KEYS_5 = METADATA_KEYS | {"exposes_as_mcp", "namespace", "annotations", "catalog"}
 # The local dialect's step keys beyond the schema's (the CLI's `Step` struct).
-LOCAL_STEP_KEYS = {"vars", "when"}
+LOCAL_STEP_KEYS = {"vars", "when", "case"}
+# A local `case` block (the CLI's `CaseCondition`): a `when` (or a Rhai condition) and `then`.
+LOCAL_CASE_KEYS = ("when", "rhai", "when_rhai", "then", "else")
 STEP_SPEC_KEYS = ("policy", "timeout")
 STEP_POLICY_KEYS = ("admit", "lifecycle", "failure", "emit")
 NEXT_SPEC_KEYS_5 = ("mode", "on_no_match", "policy")
@@ -124,19 +126,18 @@ SCHEMA_READ: dict[str, frozenset[str]] = {
 NOT_EXECUTED: dict[str, str] = {
     "Executor.requires": "the Airflow runtime does not negotiate capabilities; C515 names the "
     "tool kinds it cannot run",
-    "ExecutorSpecFull.final_step": "the Airflow runtime has no finalization step; route to it "
-    "from the last steps instead",
     "ExecutorSpecFull.no_next_is_error": "the Airflow runtime ends a branch whose arcs do not "
-    "match without failing the run",
+    "match without failing the run, as NoETL 5 does (its CLI reads the key and ignores it, its "
+    "server does not read it)",
     "ExecutorSpecFull.policy": "NoETL's global timeouts, result handling and payload limits "
     "are not applied by the Airflow runtime",
     "NextSpec.on_no_match": "the Airflow runtime ends the branch when no arc matches (its "
     "downstream tasks are skipped); it neither completes the workflow early nor tells `quiet` "
-    "apart",
+    "apart, and no NoETL 5 engine reads the key either (noetl/server, noetl/cli)",
     "NextSpec.policy": "a placeholder NoETL itself does not act on yet",
     "Arc.spec": "a placeholder NoETL itself does not act on yet",
-    "StepPolicy.admit": "admission is decided by NoETL's server; the Airflow runtime runs "
-    "every step its routing reaches",
+    "StepPolicy.admit": "admission is NoETL's server's, which does not evaluate it yet "
+    "(noetl/server); the Airflow runtime runs every step its routing reaches",
     "StepPolicy.lifecycle": "use `spec.timeout` (or a tool's timeout) for Airflow",
     "StepPolicy.failure": "the Airflow runtime fails a step on its first unhandled error",
     "StepPolicy.emit": "the event log records its own event set",
@@ -152,8 +153,20 @@ NOT_EXECUTED: dict[str, str] = {
     "result by the step's name",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect step guard: the Airflow runtime runs the step whenever "
+    "Step.when": "a local-dialect guard of a loop step: the Airflow runtime runs the loop whenever "
     "routing reaches it",
+}
+# The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
+# reported, not executed on Airflow.
+LOCAL_NOT_EXECUTED: dict[str, str] = {
+    "Case.rhai": "a Rhai condition needs NoETL's Rhai engine, which the Airflow runtime does "
+    "not have: the case never matches here; write the condition as a `when` template",
+    "Case.else": "NoETL 5's CLI runs the `else` steps of the first case that does not match and "
+    "then the step's `next` as well; it is not lowered: write it as `next` entries",
+    "Case.pipe": "the CLI skips `pipe` blocks too (they need NoETL's distributed runtime)",
+    "Case.inclusive": "the `case` blocks of a step routed `inclusive` are not lowered (the CLI "
+    "runs the first matching case instead of `next`); route it `exclusive` or move the case "
+    "into `next`",
 }
 
 
@@ -192,7 +205,38 @@ def noetl5_marker(root: Any) -> str | None:
         kind = tool.get("kind") if isinstance(tool, dict) else None
         if isinstance(kind, str) and kind in NOETL5_KINDS:
             return f"tool kind {tool['kind']!r}"
+        path = tool.get("path") if kind == "playbook" else None
+        if isinstance(path, str) and path.startswith(("./", "../")):
+            # A catalog path never starts so: NoETL 5 reads it as a file beside the caller.
+            return "a nested playbook called by file path"
     return None
+
+
+def route_to_final_step(playbook: Playbook, final: str) -> None:
+    """`executor.spec.final_step` as NoETL 5's local runtime runs it (noetl/cli
+    ``playbook_runner.rs``): once the workflow has finished without an error, the final step runs,
+    then its own `next`. On Airflow every step outside the final step's own branch routes to it
+    where its branch ends: a step without arcs gets an arc to it, an exclusive router one more
+    unconditional arc after its own (taken when none of them matches). An arc never handles a
+    failure, so after an error the final step does not run, as under the CLI. The final step's
+    task joins these arcs: it runs once, after the last of them."""
+    after = {final}
+    pending = [final]
+    while pending:  # the final step's own branch: no arc back into it
+        step = playbook.step(pending.pop())
+        for arc in step.router.arcs if step is not None else ():
+            if arc.target not in after:
+                after.add(arc.target)
+                pending.append(arc.target)
+    for step in playbook.steps:
+        if step.name in after:
+            continue
+        arcs = step.router.arcs
+        if not arcs:
+            arcs.append(Arc(target=final, origin="arc", span=step.span))
+        elif step.router.mode == "exclusive":
+            group = max(arc.group for arc in arcs) + 1
+            arcs.append(Arc(target=final, origin="arc", group=group, span=step.span))
 
 
 class Noetl5Reader(CanonicalReader):
@@ -220,6 +264,9 @@ class Noetl5Reader(CanonicalReader):
         playbook = PlaybookReader.read(self, root)
         playbook.generation = self.generation
         playbook.profile = self.profile
+        final = self._final_step(playbook)
+        if final is not None:
+            route_to_final_step(playbook, final)
         if playbook.steps and self._named_entry(playbook) is None and not playbook.step("start"):
             first = playbook.steps[0].name
             if self.profile != "local":
@@ -233,6 +280,13 @@ class Noetl5Reader(CanonicalReader):
                     severity=E,
                 )
         return playbook
+
+    @staticmethod
+    def _final_step(playbook: Playbook) -> str | None:
+        executor = playbook.executor if isinstance(playbook.executor, YMap) else {}
+        spec = executor.get("spec") if isinstance(executor.get("spec"), YMap) else {}
+        final = spec.get("final_step")
+        return final if isinstance(final, str) and playbook.step(final) else None
 
     def entry_step(self, playbook: Playbook) -> str | None:
         entry = self._named_entry(playbook)
@@ -301,10 +355,6 @@ class Noetl5Reader(CanonicalReader):
                         "ExecutorSpecFull.no_next_is_error",
                         "`executor.spec`",
                     )
-            if "final_step" in spec:
-                self.not_executed(
-                    spec, "final_step", "ExecutorSpecFull.final_step", "`executor.spec`"
-                )
             policy = self.mapping(spec, "policy", "`executor.spec.policy`")
             if policy is not None:
                 self.check_keys(policy, EXECUTOR_POLICY_KEYS, "`executor.spec.policy`")
@@ -319,8 +369,104 @@ class Noetl5Reader(CanonicalReader):
             if "vars" in item:
                 step.vars = self.mapping(item, "vars", f"`vars` of {label}")
             if "when" in item:
-                self.not_executed(item, "when", "Step.when", label)
+                guard = item["when"]
+                if not isinstance(guard, (str, bool)):
+                    self.report(
+                        "S102", self.pos(item, "when"), f"`when` of {label} must be a template"
+                    )
+                elif step.loop is not None:
+                    # A loop step's tasks are mapped: the guard is not lowered for them.
+                    self.not_executed(item, "when", "Step.when", label)
+                else:
+                    step.guard = guard
+            if "case" in item:
+                self.read_local_case(item, step, label)
         return step
+
+    def read_local_case(self, item: YMap, step: Step, label: str) -> None:
+        """The CLI's `case` blocks (noetl/cli ``playbook_runner.rs``): in order, the first whose
+        `when` holds runs its `then` steps (routed exclusive: the first of them whose own `when`
+        holds) and the step's `next` is not taken; when none holds, `next` is. That is an
+        exclusive router whose case arcs come before the `next` arcs. `then` is `{next: [...]}`
+        (or `{next: step}`); a `then` list is read as those steps, which is what it means (the
+        CLI 5.3.2 runs nothing for one: docs/noetl5.md)."""
+        cases = self.sequence(item, "case", f"`case` of {label}")
+        if not cases:
+            return
+        if step.router.mode != "exclusive" and step.router.arcs:
+            self.report_not_executed(item, "case", "Case.inclusive", label)
+            return
+        arcs: list[Arc] = []
+        group = 0
+        for index, entry in enumerate(cases):
+            where = f"case {index + 1} of {label}"
+            if not self.expect(cases, index, (dict,), where):
+                continue
+            self.check_keys(entry, LOCAL_CASE_KEYS, where)
+            for key in ("rhai", "when_rhai"):
+                if key in entry:
+                    self.report_not_executed(entry, key, "Case.rhai", where)
+            if "else" in entry:
+                self.report_not_executed(entry, "else", "Case.else", where)
+            when = entry.get("when")
+            if "when" not in entry:
+                if not any(k in entry for k in ("rhai", "when_rhai")):
+                    self.report("S101", self.pos(entry), f"{where} needs `when`")
+                continue
+            if not isinstance(when, (str, bool)):
+                self.report(
+                    "S102", self.pos(entry, "when"), f"`when` of {where} must be a template"
+                )
+                continue
+            then = entry.get("then")
+            targets: Any = None
+            if isinstance(then, YMap):
+                self.check_keys(then, ("next", "pipe"), f"`then` of {where}")
+                if "pipe" in then:
+                    self.report_not_executed(then, "pipe", "Case.pipe", where)
+                targets = then.get("next")
+                if isinstance(targets, (str, YMap)):
+                    targets = list_of_one(targets, then.value_span("next"))
+            elif isinstance(then, YList):
+                targets = then
+            if not isinstance(targets, YList):
+                self.report(
+                    "S101", self.pos(entry, "then") if "then" in entry else self.pos(entry),
+                    f"`then` of {where} needs `next` steps",
+                )  # fmt: skip
+                continue
+            for t_index, target in enumerate(targets):
+                t_where = f"target {t_index + 1} of {where}"
+                if isinstance(target, YMap):
+                    self.check_keys(target, ("step", "when", "args"), t_where)
+                    inner = target.get("when")
+                    guard = (
+                        when if inner is None else f"{{{{ ({_expr(when)}) and ({_expr(inner)}) }}}}"
+                    )
+                    arc = self.arc(
+                        target, t_where, when=guard, args=target.get("args"), group=group,
+                        origin="arc",
+                    )  # fmt: skip
+                else:
+                    arc = self.arc_from_name(
+                        targets, t_index, t_where, when=when, group=group, origin="arc"
+                    )
+                if arc is not None:
+                    arcs.append(arc)
+                    group += 1
+        if not arcs:
+            return
+        for arc in step.router.arcs:  # `next` is taken only when no case matched
+            arc.group += group
+        step.router.arcs[:0] = arcs
+        step.router.mode = "exclusive"
+
+    def report_not_executed(self, container: Any, key: str, reason: str, where: str) -> None:
+        self.report(
+            "S116",
+            self.key_pos(container, key),
+            f"`{key}` ({where}) is accepted, not executed on Airflow: {LOCAL_NOT_EXECUTED[reason]}",
+        )
 
     def read_step_spec(self, item: YMap, label: str) -> Any:
         spec = self.mapping(item, "spec", f"`spec` of {label}")

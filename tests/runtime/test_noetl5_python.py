@@ -1,0 +1,156 @@
+"""NoETL 5's python tool and renderer on the Airflow runtime: the calling convention decided per
+playbook generation (``ToolCall.generation``), NoETL 5's line rule for a top-level ``return``
+(``noetl_compile/python_surface.py``, shared with check), ``main`` and printed output as the
+result, a pipeline task's ``set``, and the filters NoETL 5's renderers register."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_plugin.runtime.pipeline import run_pipeline
+from airflow_plugin.templating.context import build_context
+from airflow_plugin.templating.render import RenderError, render_value
+from airflow_plugin.tools.outcome import ToolCall
+from airflow_plugin.tools.python import run_python
+from noetl_compile.check import check_text
+from noetl_compile.python_surface import has_top_level_return, wrapped_source
+
+
+def call(code: str, generation: str | None = "noetl5", **inputs):
+    return run_python(
+        ToolCall(step="s", task="s", config={"code": code, "input": inputs}, generation=generation)
+    )
+
+
+def test_a_top_level_return_is_the_result_of_a_function_of_args_and_input_data() -> None:
+    code = (
+        "names = [n for n in input_data['raw'].split(',') if n]\n"
+        "if not names:\n"
+        "    return {'count': 0}\n"
+        "return {'count': len(names), 'args': args['raw'], 'global': raw}\n"
+    )
+    out = call(code, raw="a,b")
+    assert out.ok and out.data == {"count": 2, "args": "a,b", "global": "a,b"}
+    assert call(code, raw="").data == {"count": 0}
+
+
+def test_the_older_generations_keep_their_convention() -> None:
+    # The April 2026 engine runs code at module level: a `return` there is a syntax error, and
+    # `input_data` is no global of theirs.
+    old = call("return 1\n", generation=None)
+    assert not old.ok and "'return' outside function" in old.error["message"]
+    assert not call("result = input_data\n", generation=None, a=1).ok
+    assert call("result = {'a': a}\n", generation=None, a=1).data == {"a": 1}
+
+
+def test_noetl5_line_rule_decides_the_wrapping() -> None:
+    # A return only inside a top-level `if`: NoETL 5 does not wrap; Python says so.
+    only_nested = "if x:\n    return 1\nresult = 2\n"
+    assert not has_top_level_return(only_nested)
+    out = call(only_nested, x=True)
+    assert not out.ok and "'return' outside function" in out.error["message"]
+    # A def first: the scan stops there, `main` is the convention.
+    assert not has_top_level_return("def main():\n    return 1\nreturn 2\n")
+    assert has_top_level_return("# note\n\nreturn\n")
+    assert wrapped_source("return 1").splitlines() == [
+        "def __noetl_step__(args, input_data, **kw):",
+        "    return 1",
+        "",
+        "result = __noetl_step__(args, input_data)",
+    ]
+
+
+def test_a_syntax_error_names_the_users_line_not_the_wrappers() -> None:
+    out = call("x = 1\nreturn {'x': x\n")
+    assert not out.ok and out.error["line"] == 2
+    # check reports the same code at the same line (C501 of a NoETL 5 playbook).
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t, "
+        "exposes_as_mcp: true}\nworkflow:\n  - step: start\n    tool:\n      kind: python\n"
+        "      code: |\n        x = 1\n        return {'x': x\n"
+    )
+    (c501,) = [d for d in check_text(text).diagnostics if d.code == "C501"]
+    assert c501.position.line == 10
+
+
+def test_check_and_runtime_agree_on_a_nested_return() -> None:
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t, "
+        "exposes_as_mcp: true}\nworkflow:\n  - step: start\n    tool:\n      kind: python\n"
+        "      code: |\n        if True:\n            return 1\n"
+    )
+    (c501,) = [d for d in check_text(text).diagnostics if d.code == "C501"]
+    assert "'return' outside function" in c501.message
+    assert "unindented `return`" in c501.hint
+
+
+def test_main_and_async_main_are_called_when_there_is_no_result() -> None:
+    out = call("def main(a, **rest):\n    return {'a': a, 'rest': rest}\n", a=1, b=2)
+    assert out.data == {"a": 1, "rest": {"b": 2}}
+    assert call("async def main(n):\n    return n * 2\n", n=4).data == 8
+
+
+def test_code_that_sets_no_result_gives_its_printed_output(capsys) -> None:
+    out = call("import sys\nprint('hello', n)\nprint('warn', file=sys.stderr)\n", n=3)
+    assert out.ok and out.data == {"stdout": "hello 3\n", "stderr": "warn\n"}
+    seen = capsys.readouterr()  # still in the task's log
+    assert "hello 3" in seen.out and "warn" in seen.err
+
+
+def test_a_raised_exception_fails_the_call_with_noetls_error_document() -> None:
+    out = call("raise ValueError('bad input')\nreturn 1\n")
+    assert not out.ok and out.reported["status"] == "error"
+    assert out.reported["error"] == "bad input" and out.error["type"] == "ValueError"
+
+
+def test_a_pipeline_task_set_binds_plain_names_for_the_later_tasks() -> None:
+    tasks = [
+        {
+            "name": "first",
+            "kind": "python",
+            "code": "return {'n': 2}\n",
+            "set": {"extracted": "{{ output }}", "ctx.total": "{{ output.n * 10 }}"},
+        },
+        {
+            "name": "second",
+            "kind": "python",
+            "input": {"n": "{{ extracted.n }}", "total": "{{ ctx.total }}"},
+            "code": "return {'n': n, 'total': total}\n",
+        },
+    ]
+    ran = run_pipeline(tasks, build_context(), step="s", generation="noetl5")
+    assert ran.status == "ok", ran.error
+    assert ran.result["results"]["second"] == {"n": 2, "total": 20}
+    assert ran.ctx_writes == {"total": 20}  # the plain name stays the step's
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{{ w.names | split(',') }}", ["a", "b", "", "c"]),
+        ("{{ 'x y' | split }}", ["x", "y"]),
+        ("{{ 'ab' | split('') }}", ["", "a", "b", ""]),  # Rust's split on an empty separator
+        ("{{ w.settings | keys | list }}", ["mode", "depth"]),
+        ("{{ w.settings | values | list }}", ["fast", 2]),
+        ("{{ w.settings | get('mode') }}", "fast"),
+        ("{{ w.settings | get('colour') | default('none') }}", "none"),
+        ("{{ w.names | split(',') | len }}", 4),
+        ("{{ w.json | fromjson }}", {"k": [1]}),
+        ("{{ 'aGk=' | b64decode }}", "hi"),
+    ],
+)
+def test_noetl5_filters_render(template: str, expected) -> None:
+    context = build_context(
+        workload={
+            "names": "a,b,,c",
+            "settings": {"mode": "fast", "depth": 2},
+            "json": '{"k": [1]}',
+        }
+    )
+    context["w"] = context["workload"]
+    assert render_value(template, context, strict=True, field="t") == expected
+
+
+def test_keys_of_a_non_mapping_is_an_error_as_in_noetl5() -> None:
+    with pytest.raises(RenderError, match="keys requires a mapping"):
+        render_value("{{ [1, 2] | keys }}", build_context(), strict=True, field="t")
