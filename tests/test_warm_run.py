@@ -99,3 +99,15 @@ def test_warm_runs_match_cold_ones_and_a_crash_breaks_only_its_run(home, tmp_pat
     assert not socket_path(Home(home)).exists()
     again = noetlc_run(home, "--stop")
     assert "no warm runner" in again.stdout
+
+
+def test_warm_is_the_default_except_where_asked_or_on_ci():
+    from airflow_plugin.local.warm import enabled
+
+    assert enabled(None, {}) is True  # a user's `noetlc run`
+    assert enabled(None, {"CI": "true"}) is False  # a CI job starts no background process
+    assert enabled(None, {"CI": "false"}) is True
+    assert enabled(None, {"NOETLC_WARM": "0"}) is False  # tests/conftest.py sets this
+    assert enabled(None, {"NOETLC_WARM": "1", "CI": "true"}) is True  # a test that asks
+    assert enabled(True, {"NOETLC_WARM": "0"}) is True  # --warm
+    assert enabled(False, {}) is False  # --cold

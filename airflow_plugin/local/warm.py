@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .home import Home
+from .home import Home, code_stamp
 from .launch import EXIT_INTERRUPTED
 
 __all__ = [
@@ -62,13 +62,24 @@ __all__ = [
 ENV_WARM = "NOETLC_WARM"
 ENV_IDLE = "NOETLC_WARM_IDLE"
 DEFAULT_IDLE = 900.0
-_PACKAGE = Path(__file__).resolve().parents[1]  # airflow_plugin/
 _MAX_MESSAGE = 1 << 24
 
 
-def enabled(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def enabled(flag: bool | None, environ: Mapping[str, str] | None = None) -> bool:
+    """``--warm`` (True) / ``--cold`` (False) first, then ``NOETLC_WARM``; by default on, except
+    where ``CI`` is set: a CI job leaves no background process behind and measures cold runs."""
+    if flag is not None:
+        return flag
     environ = os.environ if environ is None else environ
-    return flag or environ.get(ENV_WARM, "").strip().lower() in ("1", "true", "yes", "on")
+    setting = environ.get(ENV_WARM, "").strip().lower()
+    if setting in _ON:
+        return True
+    if setting in _OFF:
+        return False
+    return environ.get("CI", "").strip().lower() in ("", *_OFF)
 
 
 def socket_path(home: Home) -> Path:
@@ -77,10 +88,9 @@ def socket_path(home: Home) -> Path:
 
 
 def fingerprint() -> str:
-    """The interpreter and the newest modification of this package's code: a runner started from
-    other code must not serve a run (it would run yesterday's operators)."""
-    newest = max((p.stat().st_mtime_ns for p in _PACKAGE.rglob("*.py")), default=0)
-    return f"{sys.executable}|{_PACKAGE}|{newest}"
+    """The interpreter and the code's stamp: a runner started from other code must not serve a
+    run (it would run yesterday's operators, or compile with yesterday's compiler)."""
+    return f"{sys.executable}|{code_stamp()}"
 
 
 # -- framing: one JSON object per message, length-prefixed ----------------------------------------
@@ -212,7 +222,7 @@ class Warm:
         self.ready = socket_path(home).exists()
 
     @classmethod
-    def of(cls, flag: bool, home: Home, env: Mapping[str, str]) -> Warm | None:
+    def of(cls, flag: bool | None, home: Home, env: Mapping[str, str]) -> Warm | None:
         return cls(home, env) if enabled(flag, env) else None
 
     def run(self, log: Path, lock_fd: int, work: Mapping[str, Any]) -> int | None:
@@ -358,6 +368,21 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception:
             logging.getLogger("noetl.warm").warning("preload of %s failed", name, exc_info=True)
+    # State Airflow builds on first use, in every fork otherwise (measured with cProfile in a
+    # fork of a hello_world run): SQLAlchemy configures all mappers on the first query (0.3 s
+    # profiled) and the metrics registry parses a YAML file on the first metric (0.18 s).
+    for name, build in _FIRST_USE:
+        try:
+            build(importlib.import_module(name))
+        except Exception:
+            logging.getLogger("noetl.warm").warning("warming %s failed", name, exc_info=True)
+
+
+_FIRST_USE = (
+    ("sqlalchemy.orm", lambda module: module.configure_mappers()),
+    ("airflow._shared.observability.metrics.stats", lambda module: module._get_registry()),
+    ("airflow.sdk._shared.observability.metrics.stats", lambda module: module._get_registry()),
+)
 
 
 def serve(home: Home, idle: float) -> None:
