@@ -15,11 +15,13 @@ does to its process (modules a python step imports, a crash, ``os._exit``, a seg
 it; the runner only sees an exit status. The home lock travels with the run, as with a cold
 child, so one run at a time per home still holds.
 
-Life cycle: the first opted-in run of a home finds no runner, runs cold as today and starts one
-in the background for the next run; the runner leaves after ``NOETLC_WARM_IDLE`` seconds without
-a run (default 900), when its code changed on disk (the CLI sends the code's fingerprint; a
-mismatch stops it and that run goes cold), and on ``noetlc run --stop``. Opt-in: ``noetlc run
---warm`` or ``NOETLC_WARM=1``; tests and CI runs never use it unless they ask.
+Life cycle: the first run of a home finds no runner, runs cold as today and starts one in the
+background for the next run; the runner leaves after ``NOETLC_WARM_IDLE`` seconds without a run
+(default 900), when its code changed on disk (the CLI sends the code's fingerprint, both
+packages; a mismatch stops it and that run goes cold), and on ``noetlc run --stop``. On by
+default (``enabled``): ``--cold``, ``NOETLC_WARM=0`` or a ``CI`` variable turn it off,
+``--warm``/``NOETLC_WARM=1`` on; the tests' conftest sets ``NOETLC_WARM=0``, so a test uses it
+only when it asks.
 
 The socket lives in the temporary folder under a name derived from the home (Unix socket paths
 are short), is created with mode 0600, and the runner serves only its own user (``SO_PEERCRED``).
@@ -469,10 +471,18 @@ def serve(home: Home, idle: float) -> None:
                     os.close(fd)
                 with contextlib.suppress(OSError):
                     _send(conn, {"pid": pid})
-                _, status = os.waitpid(pid, 0)
+                began = time.monotonic()
+                _, status, usage = os.wait4(pid, 0)
                 code = os.waitstatus_to_exitcode(status)
                 served += 1
-                log.info("run %d (pid %d) exited %d", served, pid, code)
+                log.info(
+                    "run %d (pid %d) exited %d: %.2f s wall, %.2f s CPU",
+                    served,
+                    pid,
+                    code,
+                    time.monotonic() - began,
+                    usage.ru_utime + usage.ru_stime,
+                )
                 with contextlib.suppress(OSError):
                     _send(conn, {"exit": code})
     finally:
