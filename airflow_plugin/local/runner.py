@@ -22,7 +22,7 @@ from typing import IO, Any
 from .home import Home, code_stamp
 from .report import TaskRow, build_report, complete_units, progress_line, render_summary, units_of
 
-__all__ = ["UsageProblem", "ensure_db", "execute", "gate_signals", "run_conf"]
+__all__ = ["UsageProblem", "ensure_db", "execute", "gate_signals", "record_sync", "run_conf"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
 log = logging.getLogger("noetlc.run")
@@ -269,8 +269,7 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     else:
         home.synced.unlink(missing_ok=True)
         driver.sync()
-        if sync_sign is not None:
-            home.synced.write_text(sync_sign, encoding="utf-8")
+        record_sync(home, sync_sign)
     try:
         run = driver.create_run(parent, conf)
     except ParamValidationError as exc:
@@ -319,6 +318,13 @@ def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except OSError:
         return None
+
+
+def record_sync(home: Home, signature: str | None = None) -> None:
+    """Note that the DB now holds the DAGs of the home's dags folder as it is."""
+    signature = _sync_signature(home) if signature is None else signature
+    if signature is not None:
+        home.synced.write_text(signature, encoding="utf-8")
 
 
 def _sync_signature(home: Home) -> str | None:

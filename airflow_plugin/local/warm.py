@@ -283,10 +283,35 @@ def _child(message: Mapping[str, Any], fds: list[int], home: Home) -> None:
             settings.engine.dispose(close=False)  # connections of the runner are not ours
     except Exception:  # noqa: BLE001, S110 - a fresh pool is an optimisation, not a requirement
         pass
+    _forget_inherited_transport()
     request = message.get("request")
     if request is None:
         request = _compile(home, message["compile"])
     _run(Path(message["log"]), home, request)
+
+
+_INHERITED: list[Any] = []
+
+
+def _forget_inherited_transport() -> None:
+    """The Execution API transport of the runner (its rehearsal), if it kept one, talks to an
+    event-loop thread that did not follow the fork: a request through it would wait forever.
+    The fork builds its own; the inherited one is kept referenced so its finalizer (which waits
+    on that loop) never runs here."""
+    try:
+        from airflow.sdk.execution_time.supervisor import in_process_api_server
+
+        api = in_process_api_server()
+        slot = type(api).__dict__.get("transport")
+        if slot is None or not hasattr(slot, "__get__"):
+            return
+        try:
+            _INHERITED.append(slot.__get__(api, type(api)))
+        except AttributeError:
+            return  # never built in the runner: nothing to forget
+        del api.transport
+    except Exception:  # noqa: BLE001, S110 - the fork then runs with what it has
+        pass
 
 
 def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -387,6 +412,31 @@ _FIRST_USE = (
 )
 
 
+def _rehearse(home: Home, log: Any) -> None:
+    """The rehearsal run (``rehearsal.py``); a failure costs the forks speed, never a run."""
+    from .rehearsal import rehearse
+
+    started = time.monotonic()
+    try:
+        state = rehearse(home, _compile_playbook)
+    except Exception:
+        log.warning("the rehearsal run failed; serving without it", exc_info=True)
+        return
+    log.info("rehearsal run %s in %.1fs", state, time.monotonic() - started)
+
+
+def _compile_playbook(path: str, dags: str) -> dict[str, Any]:
+    import argparse
+
+    from noetl_compile.cli import _compile_for_run
+
+    args = argparse.Namespace(playbook=path, dialect=None, json=False, fuse=False)
+    request = _compile_for_run(args, dags, None)
+    if request is None:
+        raise RuntimeError("the rehearsal playbook does not compile")
+    return request
+
+
 def serve(home: Home, idle: float) -> None:
     import gc
     import logging
@@ -408,8 +458,6 @@ def serve(home: Home, idle: float) -> None:
             pass  # open the DB (and the pool) once, here
     api = prepare_execution_api()
     _preload()
-    gc.collect()
-    gc.freeze()  # forks share these pages; the collector never walks them again
     mine = fingerprint()
     path = socket_path(home)
     # One runner per home: a second one (two starts racing) leaves at once.
@@ -421,6 +469,9 @@ def serve(home: Home, idle: float) -> None:
     except BlockingIOError:
         log.info("another runner serves this home; leaving")
         return
+    _rehearse(home, log)
+    gc.collect()
+    gc.freeze()  # forks share these pages; the collector never walks them again
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
