@@ -232,6 +232,7 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     started = time.monotonic()
     as_json = bool(request.get("json"))
     progress_stream = err if as_json else out
+    _one_fsync_per_checkpoint()
     if ensure_db(home):
         err.write(f"noetlc: created the local Airflow home {home.root} (first run only)\n")
     dags: dict[str, Any] = {}
@@ -311,6 +312,31 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     else:
         out.write(render_summary(report, _wall_time(request, started), str(log_path)))
     return EXIT_OK if report["state"] == "success" else EXIT_FAILED
+
+
+def _one_fsync_per_checkpoint() -> None:
+    """The home's SQLite DB (WAL, which Airflow sets on every connection) without an fsync per
+    commit: ``synchronous=NORMAL``, which in WAL mode never corrupts the DB and at worst loses
+    the last transactions to a power cut, where a run is lost anyway. A run commits about 20
+    times (6 ms each measured in a warm fork at load 20); applies to connections opened from
+    here on (a warm fork opens all of its own)."""
+    from airflow import settings
+    from sqlalchemy import event
+
+    engine = settings.engine
+    if engine is None or engine.dialect.name != "sqlite":
+        return
+    if not event.contains(engine, "connect", _synchronous_normal):
+        event.listen(engine, "connect", _synchronous_normal)
+
+
+def _synchronous_normal(dbapi_connection: Any, connection_record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
 
 
 def _read_text(path: Path) -> str | None:
