@@ -147,6 +147,8 @@ class Playbook(Node):
     generation: str | None = None
     profile: str | None = None
     raw: Any = None
+    # `metadata.noetlc.fuse`: step fusion for this playbook (None: as `--fuse` says).
+    fuse: bool | None = None
     _index: tuple[int, dict[str, Step]] | None = PrivateAttr(default=None)
     _analyses: dict[str, tuple[tuple[int, int], Any]] = PrivateAttr(default_factory=dict)
 

@@ -210,10 +210,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print the report as one JSON object")
     run.add_argument("--fuse", action="store_true", help=FUSE_HELP)
-    run.add_argument(
+    warmth = run.add_mutually_exclusive_group()
+    warmth.add_argument(
         "--warm",
-        action="store_true",
-        help="serve the run from a background Airflow process kept warm per home (NOETLC_WARM=1)",
+        dest="warm",
+        action="store_const",
+        const=True,
+        default=None,
+        help="serve the run from the home's background Airflow process, started on first use "
+        "and stopped after 15 idle minutes (the default; NOETLC_WARM=1)",
+    )
+    warmth.add_argument(
+        "--cold",
+        dest="warm",
+        action="store_const",
+        const=False,
+        help="run in a fresh Airflow process and start no background one (NOETLC_WARM=0; "
+        "the default where CI is set)",
     )
     run.add_argument("--stop", action="store_true", help="stop the home's warm runner and exit")
     run.add_argument(
@@ -493,6 +506,8 @@ def _check_overrides(
     closest declared key: the runtime would take it as a new key and run with the default of
     the one meant. `--set-new KEY=VALUE` adds a key on purpose; a
     `--set-new` of a declared key is refused too, so the two cannot be confused."""
+    if not (sets or set_new or conf):
+        return  # nothing to check: the playbook is not read twice (compile reads it)
     from .check import read_file
     from .read.base import did_you_mean
 

@@ -98,12 +98,15 @@ def _output_name(relative: str) -> str:
 def lower_result(
     result: FileResult, display: str, dag_id: str | None = None, *, fuse: bool = False
 ) -> IR:
-    """The IR of one checked playbook, as `compile` and `graph` both need it."""
+    """The IR of one checked playbook, as `compile` and `graph` both need it. ``fuse`` is
+    `--fuse`; the playbook's own `metadata.noetlc.fuse`, when it has one, decides instead."""
     from .lower import lower
 
-    assert result.playbook is not None
+    playbook = result.playbook
+    assert playbook is not None
     digest = file_sha256(result.path)
-    return lower(result.playbook, source=display, source_sha256=digest, dag_id=dag_id, fuse=fuse)
+    fuse = playbook.fuse if playbook.fuse is not None else fuse
+    return lower(playbook, source=display, source_sha256=digest, dag_id=dag_id, fuse=fuse)
 
 
 def compile_result(

@@ -33,6 +33,10 @@ import pytest
 # Fixture modules of the harness (each starts a real service on loopback on first use).
 pytest_plugins: list[str] = ["tests.harness.http_server", "tests.harness.postgres"]
 
+# `noetlc run` keeps a warm runner per home by default; a test run starts none unless a test asks
+# (tests/test_warm_run.py passes NOETLC_WARM=1 to its own runs). Every subprocess inherits this.
+os.environ["NOETLC_WARM"] = "0"
+
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="noetlc-airflow-test-"))
 atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 

@@ -13,6 +13,7 @@ from noetl_compile.check import check_paths
 from noetl_compile.cli import main
 from noetl_compile.compile import lower_result
 from noetl_compile.lower.fuse import fused_runs
+from noetl_compile.rules import Severity
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAYBOOKS = ROOT / "playbooks"
@@ -87,6 +88,55 @@ def test_fusion_is_off_by_default(tmp_path):
     for path in sorted((tmp_path / "plain").glob("*.py")):
         assert path.read_text() == (ROOT / "dags" / path.name).read_text(), path.name
         assert "fused_" not in path.read_text()
+
+
+def _with_option(tmp_path: Path, name: str, value: str) -> Path:
+    text = (PLAYBOOKS / f"{name}.yaml").read_text()
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        text.replace("\nmetadata:\n", f"\nmetadata:\n  noetlc:\n    fuse: {value}\n", 1)
+    )
+    return path
+
+
+def _fused_units(path: Path, fuse: bool):
+    (result,), _ = check_paths([str(path)])
+    assert not [d for d in result.diagnostics if d.severity >= Severity.ERROR], result.diagnostics
+    return [u.steps for u in lower_result(result, path.name, fuse=fuse).units]
+
+
+def test_the_playbook_level_option_decides_over_the_flag(tmp_path):
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    on = _with_option(tmp_path / "on", "hello_world", "true")
+    off = _with_option(tmp_path / "off", "hello_world", "false")
+    assert _fused_units(on, fuse=False) == [["start", "greet", "end"]]  # on without --fuse
+    assert len(_fused_units(off, fuse=True)) == 3  # off, even with --fuse
+    # The option reaches `noetlc compile`: the DAG file has the one fused task.
+    assert main(["compile", str(on), "-o", str(tmp_path / "out")]) == 0
+    (dag,) = (tmp_path / "out").glob("*.py")
+    assert 'task_id="fused_start"' in dag.read_text()
+
+
+def test_the_documented_option_fuses_the_documented_chain(tmp_path):
+    import re
+
+    text = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if "noetlc:" in b]
+    path = tmp_path / "nightly_chain.yaml"
+    path.write_text(block)
+    (result,), _ = check_paths([str(path)])
+    assert [d for d in result.diagnostics if d.severity >= Severity.WARNING] == []
+    assert _fused_units(path, fuse=False) == [["start", "double"]]
+
+
+def test_a_non_boolean_fuse_option_is_an_error_at_its_value(tmp_path):
+    path = _with_option(tmp_path, "hello_world", '"yes"')
+    (result,), _ = check_paths([str(path)])
+    (found,) = [d for d in result.diagnostics if d.code == "S102"]
+    assert "`metadata.noetlc.fuse` must be a boolean" in found.message
+    line = path.read_text().splitlines()[found.position.line - 1]
+    assert line.strip() == 'fuse: "yes"' and found.position.col == line.index('"yes"') + 1
 
 
 def test_fused_dag_files_import(tmp_path):

@@ -33,8 +33,17 @@ def http(line: str) -> str:
     return canonical(f"kind: http\nurl: http://x\n{line}  #<")
 
 
+def with_metadata(lines: str) -> str:
+    return canonical("kind: python\ncode: result = 1").replace(
+        "metadata: {name: t, path: t/t}\n", f"metadata:\n  name: t\n  path: t/t\n{lines}"
+    )
+
+
 # (case id, playbook text, code, misspelt word, meant name)
 CASES = [
+    # -- the compiler's playbook-level options (metadata.noetlc) -------------------------------
+    ("noetlc-fuse", with_metadata("  noetlc:\n    fuze: true  #<\n"), "S103", "fuze", "fuse"),
+    ("noetlc-key", with_metadata("  noetcl:  #<\n    fuse: true\n"), "S103", "noetcl", "noetlc"),
     # -- tool fields, per kind (C516) ------------------------------------------------------------
     ("http-method", http("mehtod: POST"), "C516", "mehtod", "method"),
     ("http-headers", http("hedaers: {A: b}"), "C516", "hedaers", "headers"),

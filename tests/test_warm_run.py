@@ -8,6 +8,7 @@ run` runs cold (tests/harness/run_cli.py drops NOETLC_WARM from their environmen
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -70,6 +71,16 @@ def test_warm_runs_match_cold_ones_and_a_crash_breaks_only_its_run(home, tmp_pat
     assert _steps(warm) == _steps(cold)
     assert warm["run_id"] != cold["run_id"]
     assert Path(warm["log"]).is_file() and "HELLO WORLD" not in second.stderr
+    # The runner rehearsed before serving (rehearsal.py) and left no trace a user sees: no run
+    # in the metadata DB, no event in the event log, no file in the dags folder.
+    assert "rehearsal run success" in (home / "logs" / "warm.log").read_text()
+    assert sorted(p.name for p in (home / "dags").glob("*.py")) == ["hello_world.py"]
+    with sqlite3.connect(home / "airflow.db") as db:
+        runs = db.execute("SELECT dag_id, count(*) FROM dag_run GROUP BY dag_id").fetchall()
+    assert runs == [("examples.hello_world", 2)]
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        dags = db.execute("SELECT DISTINCT dag_id FROM event_log").fetchall()
+    assert dags == [("examples.hello_world",)]
 
     crash = tmp_path / "crash.yaml"
     crash.write_text(CRASH)
@@ -99,3 +110,15 @@ def test_warm_runs_match_cold_ones_and_a_crash_breaks_only_its_run(home, tmp_pat
     assert not socket_path(Home(home)).exists()
     again = noetlc_run(home, "--stop")
     assert "no warm runner" in again.stdout
+
+
+def test_warm_is_the_default_except_where_asked_or_on_ci():
+    from airflow_plugin.local.warm import enabled
+
+    assert enabled(None, {}) is True  # a user's `noetlc run`
+    assert enabled(None, {"CI": "true"}) is False  # a CI job starts no background process
+    assert enabled(None, {"CI": "false"}) is True
+    assert enabled(None, {"NOETLC_WARM": "0"}) is False  # tests/conftest.py sets this
+    assert enabled(None, {"NOETLC_WARM": "1", "CI": "true"}) is True  # a test that asks
+    assert enabled(True, {"NOETLC_WARM": "0"}) is True  # --warm
+    assert enabled(False, {}) is False  # --cold

@@ -51,6 +51,7 @@ __all__ = [
     "deliver_soon",
     "emit",
     "flush",
+    "forget_default_recorder",
     "recording",
     "set_default_recorder",
     "wants",
@@ -160,6 +161,15 @@ def set_default_recorder(recorder: Recorder | None) -> Recorder:
         _default = recorder if recorder is not None else NullRecorder()
         _unscoped.occurrences.clear()
     return previous if previous is not _UNSET else NullRecorder()
+
+
+def forget_default_recorder() -> None:
+    """Back to no recorder installed: the next ``default_recorder()`` reads the environment again
+    (the warm runner after its rehearsal, so that each fork finds its own run's event log)."""
+    global _default
+    with _default_lock:
+        _default = _UNSET
+        _unscoped.occurrences.clear()
 
 
 def default_recorder() -> Recorder:

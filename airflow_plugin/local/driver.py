@@ -163,6 +163,29 @@ class Driver:
             sync_bag_to_db(bag, bundle.name, bundle.version)
         self._unpause()
 
+    def synced(self) -> bool:
+        """Whether every DAG of this command is in the DB as the last sync left it (a row, not
+        stale, a serialized version): what ``sync`` would write, when the files did not change."""
+        from airflow.models.dag import DagModel
+        from airflow.models.serialized_dag import SerializedDagModel
+        from sqlalchemy import func, select
+
+        ids = list(self.dags)
+        fresh = self.session.scalar(
+            select(func.count(DagModel.dag_id)).where(
+                DagModel.dag_id.in_(ids), DagModel.is_stale.is_(False)
+            )
+        )
+        serialized = self.session.scalar(
+            select(func.count(func.distinct(SerializedDagModel.dag_id))).where(
+                SerializedDagModel.dag_id.in_(ids)
+            )
+        )
+        return fresh == len(ids) and serialized == len(ids)
+
+    def unpause(self) -> None:
+        self._unpause()
+
     def _unpause(self) -> None:
         """The command's DAGs run: a home made before they were created unpaused may hold them
         paused, and a child run of a paused DAG is refused (``fail_when_dag_is_paused``)."""

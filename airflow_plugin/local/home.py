@@ -24,11 +24,29 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENV_HOME", "Home", "default_home", "locked"]
+__all__ = ["ENV_HOME", "Home", "code_stamp", "default_home", "locked"]
 
 ENV_HOME = "NOETLC_HOME"
 MARKER = "noetlc-home.json"  # written by the child once the DB exists (runner.ensure_db)
 KEEP_LOGS = 50  # run logs kept in <home>/logs/runs; older ones are removed
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # airflow_plugin/
+_CODE = (_PACKAGE, _PACKAGE.parent / "noetl_compile")
+
+
+def code_stamp() -> str:
+    """The newest modification of the code a run executes: this package and the compiler (a
+    warm runner's forks compile with the compiler it imported; operators serialize their fields
+    into the DB the home keeps)."""
+    newest = 0
+    for package in _CODE:
+        for folder, subfolders, files in os.walk(package):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+            for name in files:
+                if name.endswith(".py"):
+                    newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+    return f"{_PACKAGE}|{newest}"
 
 
 def default_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -62,6 +80,11 @@ class Home:
     @property
     def marker(self) -> Path:
         return self.root / MARKER
+
+    @property
+    def synced(self) -> Path:
+        """The signature of the dags folder the DB was last synced from (runner.execute)."""
+        return self.root / "dags-synced.txt"
 
     def prepare(self) -> None:
         for folder in (self.root, self.dags, self.plugins, self.logs / "runs"):

@@ -15,11 +15,13 @@ does to its process (modules a python step imports, a crash, ``os._exit``, a seg
 it; the runner only sees an exit status. The home lock travels with the run, as with a cold
 child, so one run at a time per home still holds.
 
-Life cycle: the first opted-in run of a home finds no runner, runs cold as today and starts one
-in the background for the next run; the runner leaves after ``NOETLC_WARM_IDLE`` seconds without
-a run (default 900), when its code changed on disk (the CLI sends the code's fingerprint; a
-mismatch stops it and that run goes cold), and on ``noetlc run --stop``. Opt-in: ``noetlc run
---warm`` or ``NOETLC_WARM=1``; tests and CI runs never use it unless they ask.
+Life cycle: the first run of a home finds no runner, runs cold as today and starts one in the
+background for the next run; the runner leaves after ``NOETLC_WARM_IDLE`` seconds without a run
+(default 900), when its code changed on disk (the CLI sends the code's fingerprint, both
+packages; a mismatch stops it and that run goes cold), and on ``noetlc run --stop``. On by
+default (``enabled``): ``--cold``, ``NOETLC_WARM=0`` or a ``CI`` variable turn it off,
+``--warm``/``NOETLC_WARM=1`` on; the tests' conftest sets ``NOETLC_WARM=0``, so a test uses it
+only when it asks.
 
 The socket lives in the temporary folder under a name derived from the home (Unix socket paths
 are short), is created with mode 0600, and the runner serves only its own user (``SO_PEERCRED``).
@@ -44,7 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .home import Home
+from .home import Home, code_stamp
 from .launch import EXIT_INTERRUPTED
 
 __all__ = [
@@ -62,13 +64,24 @@ __all__ = [
 ENV_WARM = "NOETLC_WARM"
 ENV_IDLE = "NOETLC_WARM_IDLE"
 DEFAULT_IDLE = 900.0
-_PACKAGE = Path(__file__).resolve().parents[1]  # airflow_plugin/
 _MAX_MESSAGE = 1 << 24
 
 
-def enabled(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def enabled(flag: bool | None, environ: Mapping[str, str] | None = None) -> bool:
+    """``--warm`` (True) / ``--cold`` (False) first, then ``NOETLC_WARM``; by default on, except
+    where ``CI`` is set: a CI job leaves no background process behind and measures cold runs."""
+    if flag is not None:
+        return flag
     environ = os.environ if environ is None else environ
-    return flag or environ.get(ENV_WARM, "").strip().lower() in ("1", "true", "yes", "on")
+    setting = environ.get(ENV_WARM, "").strip().lower()
+    if setting in _ON:
+        return True
+    if setting in _OFF:
+        return False
+    return environ.get("CI", "").strip().lower() in ("", *_OFF)
 
 
 def socket_path(home: Home) -> Path:
@@ -77,10 +90,9 @@ def socket_path(home: Home) -> Path:
 
 
 def fingerprint() -> str:
-    """The interpreter and the newest modification of this package's code: a runner started from
-    other code must not serve a run (it would run yesterday's operators)."""
-    newest = max((p.stat().st_mtime_ns for p in _PACKAGE.rglob("*.py")), default=0)
-    return f"{sys.executable}|{_PACKAGE}|{newest}"
+    """The interpreter and the code's stamp: a runner started from other code must not serve a
+    run (it would run yesterday's operators, or compile with yesterday's compiler)."""
+    return f"{sys.executable}|{code_stamp()}"
 
 
 # -- framing: one JSON object per message, length-prefixed ----------------------------------------
@@ -212,7 +224,7 @@ class Warm:
         self.ready = socket_path(home).exists()
 
     @classmethod
-    def of(cls, flag: bool, home: Home, env: Mapping[str, str]) -> Warm | None:
+    def of(cls, flag: bool | None, home: Home, env: Mapping[str, str]) -> Warm | None:
         return cls(home, env) if enabled(flag, env) else None
 
     def run(self, log: Path, lock_fd: int, work: Mapping[str, Any]) -> int | None:
@@ -271,10 +283,35 @@ def _child(message: Mapping[str, Any], fds: list[int], home: Home) -> None:
             settings.engine.dispose(close=False)  # connections of the runner are not ours
     except Exception:  # noqa: BLE001, S110 - a fresh pool is an optimisation, not a requirement
         pass
+    _forget_inherited_transport()
     request = message.get("request")
     if request is None:
         request = _compile(home, message["compile"])
     _run(Path(message["log"]), home, request)
+
+
+_INHERITED: list[Any] = []
+
+
+def _forget_inherited_transport() -> None:
+    """The Execution API transport of the runner (its rehearsal), if it kept one, talks to an
+    event-loop thread that did not follow the fork: a request through it would wait forever.
+    The fork builds its own; the inherited one is kept referenced so its finalizer (which waits
+    on that loop) never runs here."""
+    try:
+        from airflow.sdk.execution_time.supervisor import in_process_api_server
+
+        api = in_process_api_server()
+        slot = type(api).__dict__.get("transport")
+        if slot is None or not hasattr(slot, "__get__"):
+            return
+        try:
+            _INHERITED.append(slot.__get__(api, type(api)))
+        except AttributeError:
+            return  # never built in the runner: nothing to forget
+        del api.transport
+    except Exception:  # noqa: BLE001, S110 - the fork then runs with what it has
+        pass
 
 
 def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -358,6 +395,46 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception:
             logging.getLogger("noetl.warm").warning("preload of %s failed", name, exc_info=True)
+    # State Airflow builds on first use, in every fork otherwise (measured with cProfile in a
+    # fork of a hello_world run): SQLAlchemy configures all mappers on the first query (0.3 s
+    # profiled) and the metrics registry parses a YAML file on the first metric (0.18 s).
+    for name, build in _FIRST_USE:
+        try:
+            build(importlib.import_module(name))
+        except Exception:
+            logging.getLogger("noetl.warm").warning("warming %s failed", name, exc_info=True)
+
+
+_FIRST_USE = (
+    ("sqlalchemy.orm", lambda module: module.configure_mappers()),
+    ("airflow._shared.observability.metrics.stats", lambda module: module._get_registry()),
+    ("airflow.sdk._shared.observability.metrics.stats", lambda module: module._get_registry()),
+)
+
+
+def _rehearse(home: Home, log: Any) -> None:
+    """The rehearsal run (``rehearsal.py``); a failure costs the forks speed, never a run."""
+    from .rehearsal import rehearse
+
+    started = time.monotonic()
+    try:
+        state = rehearse(home, _compile_playbook)
+    except Exception:
+        log.warning("the rehearsal run failed; serving without it", exc_info=True)
+        return
+    log.info("rehearsal run %s in %.1fs", state, time.monotonic() - started)
+
+
+def _compile_playbook(path: str, dags: str) -> dict[str, Any]:
+    import argparse
+
+    from noetl_compile.cli import _compile_for_run
+
+    args = argparse.Namespace(playbook=path, dialect=None, json=False, fuse=False)
+    request = _compile_for_run(args, dags, None)
+    if request is None:
+        raise RuntimeError("the rehearsal playbook does not compile")
+    return request
 
 
 def serve(home: Home, idle: float) -> None:
@@ -381,8 +458,6 @@ def serve(home: Home, idle: float) -> None:
             pass  # open the DB (and the pool) once, here
     api = prepare_execution_api()
     _preload()
-    gc.collect()
-    gc.freeze()  # forks share these pages; the collector never walks them again
     mine = fingerprint()
     path = socket_path(home)
     # One runner per home: a second one (two starts racing) leaves at once.
@@ -394,6 +469,9 @@ def serve(home: Home, idle: float) -> None:
     except BlockingIOError:
         log.info("another runner serves this home; leaving")
         return
+    _rehearse(home, log)
+    gc.collect()
+    gc.freeze()  # forks share these pages; the collector never walks them again
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -444,10 +522,18 @@ def serve(home: Home, idle: float) -> None:
                     os.close(fd)
                 with contextlib.suppress(OSError):
                     _send(conn, {"pid": pid})
-                _, status = os.waitpid(pid, 0)
+                began = time.monotonic()
+                _, status, usage = os.wait4(pid, 0)
                 code = os.waitstatus_to_exitcode(status)
                 served += 1
-                log.info("run %d (pid %d) exited %d", served, pid, code)
+                log.info(
+                    "run %d (pid %d) exited %d: %.2f s wall, %.2f s CPU",
+                    served,
+                    pid,
+                    code,
+                    time.monotonic() - began,
+                    usage.ru_utime + usage.ru_stime,
+                )
                 with contextlib.suppress(OSError):
                     _send(conn, {"exit": code})
     finally:

@@ -22,7 +22,20 @@ ROOT_KEYS = {
     "keychain",
     "executor",
 }
-METADATA_KEYS = {"name", "path", "description", "labels", "version", "tags", "owner", "author"}
+METADATA_KEYS = {
+    "name",
+    "path",
+    "description",
+    "labels",
+    "version",
+    "tags",
+    "owner",
+    "author",
+    "noetlc",
+}
+# `metadata.noetlc`: how noetlc compiles this playbook (NoETL's engines ignore metadata keys).
+# `fuse: true|false` turns step fusion on or off for it (lower/fuse.py), whatever `--fuse` says.
+NOETLC_OPTION_KEYS = {"fuse"}
 
 
 class PlaybookReader(Reader):
@@ -53,6 +66,7 @@ class PlaybookReader(Reader):
             executor=self.read_executor(root),
             workbook=self.read_workbook(root),
             raw=root,
+            fuse=self.read_noetlc_options(root).get("fuse"),
         )
         playbook.steps = self.read_workflow(root)
         playbook.entry = self.entry_step(playbook)
@@ -74,6 +88,21 @@ class PlaybookReader(Reader):
                 "S101", self.pos(root), "the playbook needs `metadata.name` (or a root `name`)"
             )
         return name, path
+
+    def read_noetlc_options(self, root: YMap) -> dict[str, Any]:
+        """``metadata.noetlc``: the compiler's options for this playbook; an unknown key is S103
+        with the closest option, a value of the wrong type S102 (and the option is not set)."""
+        metadata = root.get("metadata")
+        if not isinstance(metadata, dict):
+            return {}
+        options = self.mapping(metadata, "noetlc", "`metadata.noetlc`")
+        if options is None:
+            return {}
+        self.check_keys(options, NOETLC_OPTION_KEYS, "`metadata.noetlc`")
+        found: dict[str, Any] = {}
+        if "fuse" in options and self.expect(options, "fuse", (bool,), "`metadata.noetlc.fuse`"):
+            found["fuse"] = options["fuse"]
+        return found
 
     def read_executor(self, root: YMap) -> Any:
         return root.get("executor")

@@ -19,10 +19,11 @@ def noetlc_run(
 ) -> subprocess.CompletedProcess:
     """``noetlc run ARGS`` with ``NOETLC_HOME=home``; the caller's strict/nested settings are
     left out so every run starts from the defaults, then ``env`` is applied."""
-    # NOETLC_WARM too: a test uses the warm runner only when it asks (``env``).
-    dropped = ("NOETL_STRICT", "NOETL_NESTED", "NOETLC_WARM")
+    dropped = ("NOETL_STRICT", "NOETL_NESTED")
     environ = {k: v for k, v in os.environ.items() if k not in dropped}
     environ["NOETLC_HOME"] = str(home)
+    # Warm runs are the CLI's default: a test uses the warm runner only when it asks (``env``).
+    environ["NOETLC_WARM"] = "0"
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "noetl_compile", "run", *map(str, args)],
