@@ -454,6 +454,13 @@ def _v1() -> dict:
 
 # One builder per generation the readers know (tests/test_schema.py holds them equal to DIALECTS).
 # -- NoETL 5 -------------------------------------------------------------------------------------
+def _local_cases(r: Any) -> dict:
+    """The CLI's `case` blocks: a list of `{when, then: {next: ...} | [steps]}` entries."""
+    case = _object({key: {} for key in r.LOCAL_CASE_KEYS})
+    case["properties"]["when"] = WHEN
+    return {"type": "array", "items": case, "description": "routing cases, first match wins"}
+
+
 def _noetl5_step(*, local: bool) -> dict:
     """A canonical step as NoETL 5 reads it (``read/noetl5.py``): a step needs only `step` (no
     tool: a terminal or a router), `next.spec` adds `on_no_match`, a tool may carry `output`;
@@ -477,7 +484,7 @@ def _noetl5_step(*, local: bool) -> dict:
     spec["timeout"] = {}
     if local:
         for key in r.LOCAL_STEP_KEYS:
-            properties[key] = {"vars": OBJECT, "when": WHEN}[key]
+            properties[key] = {"vars": OBJECT, "when": WHEN, "case": _local_cases(r)}[key]
         spec["next_mode"] = _enum(ROUTER_MODES, "how a `next` list routes", template=False)
         entry = _object(
             {
