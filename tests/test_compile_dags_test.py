@@ -76,7 +76,13 @@ def test_corpus_hello_world_runs(airflow_home) -> None:
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert run_state == ("success",)
-    assert states == {"start": "success", "test_step": "success", "end": "success"}
+    # The outcome task (canonical: a failed call may go on along its arcs) found none.
+    assert states == {
+        "start": "success",
+        "test_step": "success",
+        "end": "success",
+        "noetl_outcome": "success",
+    }
     assert results["start"] == {"status": "initialized"}
     assert results["test_step"] == {"status": "ok", "data": {"message": "Hello World"}}
     assert results["end"] == {"status": "complete"}
@@ -94,6 +100,7 @@ def test_branching_example_runs_with_skips_and_a_join(airflow_home) -> None:
         "notify_sales": "success",
         "notify_legal": "skipped",  # inclusive: every matching arc, this one did not match
         "summary": "success",  # the join ran after the branches taken
+        "noetl_outcome": "success",  # no step's call failed
     }
     assert results["start"] == {"amount": 250, "large": True}
     assert results["summary"] == {"tier": "large", "notified": ["finance", "sales"]}

@@ -151,12 +151,14 @@ def test_fused_dag_files_import(tmp_path):
     assert not bag.import_errors, bag.import_errors
     assert len(bag.dags) == len(texts)
     hello = bag.dags["examples.hello_world"]
-    assert [t.task_id for t in hello.tasks] == ["fused_start"]
+    # The chain is one task; the run's NoETL outcome is the other (operators/outcome.py).
+    assert [t.task_id for t in hello.tasks] == ["fused_start", "noetl_outcome"]
 
 
 def test_noetlc_run_fused_reports_steps_and_names_the_failing_member(tmp_path):
     """A fused chain start -> boom -> after under `noetlc run --fuse`: the report lists steps, not
-    the one task; the member that fails is named, the one after it never ran."""
+    the one task; the member whose call fails is named, the run goes on along its unconditional
+    arc (NoETL's canonical engine) and ends failed."""
     pytest.importorskip("airflow")
     from tests.harness.run_cli import noetlc_run, report_of
     from tests.test_run_cli import DIVIDE, write_playbook
@@ -170,5 +172,6 @@ def test_noetlc_run_fused_reports_steps_and_names_the_failing_member(tmp_path):
     assert steps["start"]["state"] == "success" and steps["start"]["result"] == {"ok": True}
     assert steps["boom"]["state"] == "failed"
     assert "division by zero" in json.dumps(steps["boom"])
-    assert steps["after"]["state"] == "not_run" and steps["after"]["attempts"] == 0
+    assert steps["after"]["state"] == "success" and steps["after"]["result"] == {"after": True}
+    assert [e["task"] for e in report["errors"]] == ["noetl_outcome"]
     assert {t for s in steps.values() for t in s.get("tasks", {})} == {"fused_start"}

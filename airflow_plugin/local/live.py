@@ -117,6 +117,8 @@ class Live:
 
     # -- the driver's side ------------------------------------------------------------------------
     def task_started(self, dag_id: str, run_id: str, task_id: str, prefix: str = "") -> None:
+        if dag_id in self.units and not any(u.owns_task(task_id) for u in self.units[dag_id]):
+            return  # a task of no step (the run outcome): the summary says how it ended
         label = self._label(dag_id, task_id)
         key = (dag_id, run_id, label)
         with self.lock:

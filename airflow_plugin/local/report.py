@@ -225,9 +225,12 @@ def _xcom_result(seen: _Seen) -> tuple[bool, Any]:
 
 def _state(seen: _Seen, has_result: bool) -> str:
     if seen.own:
-        return _unit_state(seen.tasks)  # the step's own task(s) are the authority
+        state = _unit_state(seen.tasks)  # the step's own task(s) are the authority
+        if state == "success" and _call_failed_on(seen):
+            return "failed"
+        return state
     if has_result:
-        return "success"
+        return "failed" if _call_failed_on(seen) else "success"
     finished = seen.named(names.STEP_FINISHED)
     if finished:
         status = _field(finished[-1], "status")
@@ -242,10 +245,28 @@ def _state(seen: _Seen, has_result: bool) -> str:
     return "not_run"
 
 
+def _call_failed_on(seen: _Seen) -> bool:
+    """A step whose call failed and whose routing went on (an arc, or a case rule): its task
+    succeeded (so the route was taken) and its output says ``status: error`` (a region's output
+    lists its members' under ``errors``). The step failed, as its ``StepFinished`` event says;
+    whether the run failed is the run's state (canonical: yes, operators/outcome.py)."""
+    output = seen.output if isinstance(seen.output, Mapping) else {}
+    if seen.own:
+        return output.get("status") == "error"
+    errors = output.get("errors")
+    return isinstance(errors, Mapping) and seen.step in errors
+
+
 def _error(seen: _Seen) -> str | None:
     errors = [
         _error_text((_field(e, "data") or {}).get("error")) for e in seen.named(names.STEP_FINISHED)
     ]
+    if isinstance(seen.output, Mapping):
+        members = seen.output.get("errors")
+        if seen.own:
+            errors.append(_error_text(seen.output.get("error")))
+        elif isinstance(members, Mapping):
+            errors.append(_error_text(members.get(seen.step)))
     error = next((e for e in reversed(errors) if e), None) or seen.task_error
     return _strip_step(error, seen.step) if error else None
 
@@ -373,6 +394,13 @@ def build_report(
                 errors.append({"task": task.task_id, "error": task.error or "failed"})
                 claimed.add(task.task_id)
 
+    if wanted is None:
+        # A task of no step (the outcome task, operators/outcome.py) that failed says why.
+        owned = {t.task_id for u in units_of(payloads) for t in tasks if u.owns_task(t.task_id)}
+        for task in tasks:
+            if task.state == "failed" and task.task_id not in owned | claimed:
+                errors.append({"task": task.task_id, "error": task.error or "failed"})
+                claimed.add(task.task_id)
     ctx, variables = _merged_writes(tasks, xcoms)
     # A loop repeats the same template problem per iteration: say it once.
     warnings = list(

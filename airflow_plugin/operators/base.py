@@ -229,8 +229,10 @@ class NoetlTask(ToolKindMixin, BaseOperator, NoetlTaskMixin):
 
 
 def step_output(outcome: Any, **extra: Any) -> dict[str, Any]:
-    """The XCom of a task that ran a step: ``{result, ctx, vars, next, args, status}`` (+extra)."""
-    return {
+    """The XCom of a task that ran a step: ``{result, ctx, vars, next, args, status}`` (+extra);
+    a step whose failed call routed on (``status: error``) adds its ``error`` (the outcome task
+    names it)."""
+    output = {
         "result": outcome.result,
         "ctx": outcome.ctx_writes,
         "vars": outcome.vars_writes,
@@ -239,3 +241,6 @@ def step_output(outcome: Any, **extra: Any) -> dict[str, Any]:
         "status": outcome.status,
         **extra,
     }
+    if outcome.status == "error" and getattr(outcome, "error", None):
+        output["error"] = outcome.error
+    return output

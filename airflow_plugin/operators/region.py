@@ -93,10 +93,12 @@ class NoetlRegionOperator(CompiledStepOperator):
             "vars": ran.vars,
             "next": exits,
             "args": {target: args for target, _, args in ran.exits if args},
-            "status": "ok",
+            "status": "error" if ran.errors else "ok",
             "order": ran.order,
             "attempts": ran.attempts,
         }
+        if ran.errors:
+            output["errors"] = ran.errors  # failed calls that routed on (operators/outcome.py)
         self.log.info("NoETL region %s ran %s; exits: %s", self.step, ran.order, exits)
         chosen = [task_id for _, task_id, _ in ran.exits if task_id is not None]
         return self.push_and_route(context, output, chosen if self.payload.get("exits") else None)

@@ -42,6 +42,9 @@ class Interpretation:
     attempts: dict[str, int] = field(default_factory=dict)  # step -> tool calls (iterations)
     # Targets outside the set: (step, task id or None, args), first time each was chosen.
     exits: list[tuple[str, str | None, dict[str, Any]]] = field(default_factory=list)
+    # Steps whose failed call routed on (outcome ``status: error``) -> the error: the run still
+    # ends failed (operators/outcome.py).
+    errors: dict[str, Any] = field(default_factory=dict)
 
     @property
     def last_result(self) -> Any:
@@ -107,6 +110,8 @@ def interpret(
         state.vars.update(outcome.vars_writes)
         state.order.append(name)
         state.attempts[name] = state.attempts.get(name, 0) + outcome.attempts
+        if outcome.status == "error":
+            state.errors[name] = outcome.error
         for target, task_id in outcome.next_targets:
             target_args = dict(outcome.next_args.get(target) or {})
             if target in steps:

@@ -18,12 +18,20 @@ can be tested without Airflow. The order of operations follows NoETL:
    matching arc, ``inclusive`` = all matching arcs, an arc without ``when`` always matches; arc
    ``set`` becomes ctx writes, arc ``args`` the target's incoming args.
 
-A failed tool call is *handled* only by a case rule or an arc whose condition explicitly addresses
-the failure (it uses ``error`` or compares with ``'call.error'``/``'error'``) and that decides
-where to go (a rule that only retries does not handle the failure it gives up on). Otherwise
-:class:`StepFailed` is raised: an unconditional ``next`` (or a generic ``event.name ==
-'step.exit'`` rule, used by most case-v2 playbooks to move on) must not turn a crashed step into a
-successful one.
+What a failed tool call routes to follows the engine of the playbook's dialect:
+
+* canonical (NoETL 138c10ed): the arcs are evaluated as after a successful call, with
+  ``event.name == 'call.error'``: an arc without ``when`` matches, so the run goes on along it.
+  The step's outcome is ``status: error`` and the run still ends failed, as NoETL ends it: the
+  compiled DAG's outcome task (``operators/outcome.py``) fails when a step's call failed.
+* case-v2 and v1: only a case rule or an arc whose condition explicitly addresses the failure (it
+  uses ``error`` or compares with ``'call.error'``/``'error'``) and that decides where to go
+  handles it (a rule that only retries does not handle the failure it gives up on); a case-v2
+  rule that routes the failure also takes the step's plain ``next`` (dc55c492 ends the step
+  ``CASE_HANDLED``). An unconditional ``next`` (or a generic ``event.name == 'step.exit'`` rule,
+  used by most case-v2 playbooks to move on) does not turn a crashed step into a successful one.
+
+Nothing that matches: :class:`StepFailed` is raised.
 
 Phases: ``execute_step(phase="iteration")`` runs one loop iteration (the loop binding comes in
 ``inputs["loop"]``; a ``next`` chosen by a case rule waits for the loop's end);
@@ -389,17 +397,25 @@ def _execute(run: _StepRun) -> StepOutcome:
                 run.handled = True
             run.apply_case(index, actions, event_context, routing=run.phase == "step")
 
-    if run.phase == "step" and not run.case_routed:
+    also_next = _also_plain_next(run, failed)
+    if run.phase == "step" and (not run.case_routed or also_next):
         run.route_arcs(
             with_values(
                 run.context, event={"name": "call.error" if failed else "call.done", "step": step}
             ),
-            failed=failed,
+            failed=failed and not also_next,
         )
 
     if failed and not run.handled:
         raise StepFailed(step, outcome.error, to_jsonable(result))
     return _outcome(run, result, status, outcome.error if failed else None, attempts)
+
+
+def _also_plain_next(run: _StepRun, failed: bool) -> bool:
+    """case-v2 (dc55c492): a case rule that routes a failed call ends the step ``CASE_HANDLED``
+    rather than ``FAILED``, and the engine then also takes the step's plain ``next``
+    (case_v2/case_status_error_dict)."""
+    return failed and run.case_routed and run.handled and run.payload.get("dialect") == "case-v2"
 
 
 def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int) -> StepOutcome:

@@ -203,9 +203,14 @@ class CaseRules:
         return context
 
     def route_arcs(self, context: Mapping[str, Any], *, failed: bool) -> None:
+        # After a failed call the canonical engine (138c10ed) evaluates the arcs as after a
+        # successful one: an arc without `when` matches, a condition sees
+        # `event.name == 'call.error'` (final_status/unconditional_next_*). The older engines
+        # take only an arc that addresses the failure.
+        every_arc = self.payload.get("dialect", "canonical") == "canonical"
         for index, arc in enumerate(self.arcs):
             when = arc.get("when")
-            if failed and not addresses_failure(when):
+            if failed and not every_arc and not addresses_failure(when):
                 continue
             if not evaluate_condition(
                 when, context, flavor="arc", field=f"next.arcs[{index}].when"

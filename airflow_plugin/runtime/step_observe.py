@@ -91,20 +91,25 @@ def observed(run: StepRunView, body: Callable[[], StepOutcome]) -> StepOutcome:
             data={"error": error},
         )
         raise
+    data = {
+        "result": outcome.result,
+        "next": outcome.next_steps,
+        "status": outcome.status,
+        "ctx": outcome.ctx_writes,
+        "vars": outcome.vars_writes,
+    }
+    if outcome.status == "error":
+        # The call failed and the routing went on (an arc or a case rule took it): the step
+        # still ended in error, as NoETL's call.error says; its task succeeded so the route ran.
+        data["error"] = outcome.error
     run.emit(
         names.STEP_FINISHED,
         "step",
-        "success",
+        "error" if outcome.status == "error" else "success",
         alias="step.exit",
         attempt=outcome.attempts,
         duration=time.monotonic() - started,
-        data={
-            "result": outcome.result,
-            "next": outcome.next_steps,
-            "status": outcome.status,
-            "ctx": outcome.ctx_writes,
-            "vars": outcome.vars_writes,
-        },
+        data=data,
     )
     if outcome.next_steps or run.arcs:
         run.emit(

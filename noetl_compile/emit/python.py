@@ -27,6 +27,8 @@ _RESERVED = (
     | set(keyword.softkwlist)
     | {"Asset", "DAG", "Label", "Param", "TaskGroup", "PAYLOADS", "READS", "dag"}
 )
+_OUTCOME_MODULE = "airflow_plugin.operators.outcome"
+_OUTCOME_OPERATOR = "NoetlOutcomeOperator"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -153,6 +155,8 @@ class _Emitter:
         for unit in ir.units:
             for task in unit.tasks:
                 self.operators.setdefault(task.module, set()).add(task.operator)
+        if ir.outcome_watch:
+            self.operators.setdefault(_OUTCOME_MODULE, set()).add(_OUTCOME_OPERATOR)
         reserved = set(_RESERVED) | {op for ops in self.operators.values() for op in ops}
         self.names = _Names(reserved)
         self.unit_var: dict[str, str] = {}
@@ -166,6 +170,7 @@ class _Emitter:
                     )
             else:
                 self.task_var[(unit.id, unit.tasks[0].task_id)] = self.unit_var[unit.id]
+        self.outcome_var = self.names.allocate(ir.outcome_task) if ir.outcome_watch else ""
 
     # -- sections -----------------------------------------------------------------------------------
     def imports(self) -> str:
@@ -224,7 +229,30 @@ class _Emitter:
         deps = self.dependencies()
         if not body:
             body.append(f"{INDENT}pass\n")
-        return out + "".join(body) + (("\n" + deps) if deps else "")
+        return out + "".join(body) + (("\n" + deps) if deps else "") + self.outcome_block()
+
+    def outcome_block(self) -> str:
+        """The outcome task after the leaves (lower/outcome.py), when the DAG has one."""
+        ir = self.ir
+        if not ir.outcome_watch:
+            return ""
+        note = "run outcome: failed when a watched step's call failed, even where its arcs went on"
+        args = [
+            ("task_id", str_literal(ir.outcome_task)),
+            ("watch", python_literal(ir.outcome_watch, 2, 6)),
+            ("trigger_rule", str_literal("none_failed")),
+        ]
+        lines = [
+            f"\n{INDENT}{comment(note)}\n",
+            _call(self.outcome_var, _OUTCOME_OPERATOR, args, 1),
+        ]
+        leaves = [self.unit_var[u] for u in ir.outcome_after]
+        left = leaves[0] if len(leaves) == 1 else "[" + ", ".join(leaves) + "]"
+        line = f"{INDENT}{left} >> {self.outcome_var}\n"
+        if len(line) > WIDTH + 1 and len(leaves) > 1:
+            inner = "".join(f"{INDENT * 2}{name},\n" for name in leaves)
+            line = f"{INDENT}[\n{inner}{INDENT}] >> {self.outcome_var}\n"
+        return "".join(lines) + line
 
     def unit_block(self, unit: Unit) -> str:
         lines = [f"\n{INDENT}{comment(self._note(unit))}\n"]

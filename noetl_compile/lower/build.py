@@ -25,6 +25,7 @@ from .dataflow import data_dependencies
 from .fuse import FUSED_PREFIX, fused_runs
 from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
 from .names import IdAllocator, dag_id_for_path
+from .outcome import outcome_plan
 from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
 from .presentation import decorate_units, doc_md, edge_labels, tags
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
@@ -511,6 +512,7 @@ def lower(
     catalog = playbook.catalog_key
     owner = metadata.get("owner") if isinstance(metadata, Mapping) else None
     owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
+    outcome_task, outcome_watch, outcome_after = outcome_plan(units, playbook.dialect)
     return IR(
         dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
         source=source,
@@ -537,4 +539,7 @@ def lower(
         ),
         owner=owner,
         asset_reads=asset_reads,
+        outcome_task=outcome_task,
+        outcome_watch=outcome_watch,
+        outcome_after=outcome_after,
     )

@@ -97,6 +97,12 @@ class IR:
     withheld: list[Any] = field(default_factory=list)
     # Asset URIs the DAG is scheduled on (`compile --schedule-on-assets`); empty: schedule=None.
     schedule_assets: list[str] = field(default_factory=list)
+    # The outcome task (lower/outcome.py): its task id, the result tasks it watches (task id ->
+    # step or region name) and the leaf units it runs after; no task when ``outcome_watch`` is
+    # empty.
+    outcome_task: str = ""
+    outcome_watch: dict[str, str] = field(default_factory=dict)
+    outcome_after: list[str] = field(default_factory=list)
 
     @property
     def asset_writes(self) -> list[str]:

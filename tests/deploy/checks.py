@@ -101,14 +101,18 @@ def run_hello_world(stack) -> str:
     done = client.wait_for_run(HELLO, run_id, timeout=120)
     assert done["state"] == "success", client.task_instances(HELLO, run_id)
     states = {ti["task_id"]: ti["state"] for ti in client.task_instances(HELLO, run_id)}
-    assert states == {"start": "success", "greet": "success", "end": "success"}
+    # noetl_outcome: the run's NoETL outcome (operators/outcome.py); no step's call failed.
+    assert states == {
+        "start": "success",
+        "greet": "success",
+        "end": "success",
+        "noetl_outcome": "success",
+    }
     value = client.xcom_return(HELLO, run_id, "end")
     # The conf overrides the workload: the run's own message, not the playbook's default.
     assert value["result"] == {"status": "complete", "echo": "HELLO DEPLOY"}
     assert value["status"] == "ok"
-    events = assert_complete_run_log(
-        stack, HELLO, run_id, "success", {"start": "success", "greet": "success", "end": "success"}
-    )
+    events = assert_complete_run_log(stack, HELLO, run_id, "success", states)
     # Told by the worker's task processes and by the scheduler: the listener runs in both.
     assert {e["source"] for e in events if e["name"] == "TaskStarted"} == {"worker"}
     assert {e["source"] for e in events if e["name"] == "WorkflowFinished"} == {"server"}

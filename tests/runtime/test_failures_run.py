@@ -59,9 +59,44 @@ def test_error_arc_routes_a_failing_tool(run_playbook):
             tool: {kind: noop}
         """,
     )
-    assert out.state == "success", out.states
-    assert out.states["happy"] == "skipped"
+    # The recovery step runs to its end; NoETL (138c10ed) still ends the run failed
+    # (final_status/error_arc_recovery_raise): the outcome task fails it, naming the step.
+    assert out.state == "failed", out.states
+    assert out.states == {
+        "start": "success",
+        "recover": "success",
+        "happy": "skipped",
+        "noetl_outcome": "failed",
+    }
+    assert out.xcom["start"]["status"] == "error"
+    assert out.xcom["start"]["error"]["message"] == "bad input"
     assert out.xcom["recover"]["result"] == {"recovered_from": "bad input"}
+
+
+def test_failed_call_goes_on_along_an_unconditional_arc_and_fails_the_run(run_playbook, capfd):
+    # NoETL 138c10ed: final_status/unconditional_next_after_raise.
+    out = run_playbook(
+        "error_next",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: error_next, path: failures/error_next}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "raise ValueError('boom')"}
+            next: [{step: after}]
+          - step: after
+            tool: {kind: python, code: "result = {'after': True}"}
+        """,
+    )
+    assert out.state == "failed"
+    assert out.states == {"start": "success", "after": "success", "noetl_outcome": "failed"}
+    assert out.xcom["after"]["result"] == {"after": True}
+    (message,) = _failure_messages(capfd)
+    assert message.endswith(
+        "NoETL ends this run failed: a step's call failed and the run went on along its arcs; "
+        "step 'start': ValueError: boom"
+    )
 
 
 def test_unhandled_failure_fails_the_run_naming_step_field_and_cause(run_playbook, capfd):
@@ -74,7 +109,12 @@ def test_unhandled_failure_fails_the_run_naming_step_field_and_cause(run_playboo
     finally:
         set_default_recorder(previous)
     assert out.state == "failed"
-    assert out.states == {"start": "failed", "after": "upstream_failed"}
+    # No arc matches the failed call: the step's task fails, what follows never runs.
+    assert out.states == {
+        "start": "failed",
+        "after": "upstream_failed",
+        "noetl_outcome": "upstream_failed",
+    }
     (message,) = _failure_messages(capfd)
     assert message.endswith("step 'start' failed: tool.divide: ZeroDivisionError: division by zero")
     assert message.count("step 'start'") == 1  # the step is named once
@@ -97,7 +137,7 @@ def _unhandled(run_playbook):
             tool:
               - {name: prepare, kind: python, code: "result = {'n': 0}"}
               - {name: divide, kind: python, input: {n: "{{ prepare.n }}"}, code: "result = 1 / n"}
-            next: {arcs: [{step: after}]}
+            next: {arcs: [{step: after, when: "{{ event.name == 'call.done' }}"}]}
           - step: after
             tool: {kind: noop}
         """,

@@ -239,7 +239,17 @@ def test_python_step_that_raises_fails_the_task(run_dag):
         {
             "step": "boom",
             "tool": py("raise ValueError('bad input')"),
-            "routing": {"mode": "exclusive", "arcs": [{"step": "after", "task_id": "after"}]},
+            # No arc matches a failed call (an arc without `when` would: the run goes on).
+            "routing": {
+                "mode": "exclusive",
+                "arcs": [
+                    {
+                        "step": "after",
+                        "task_id": "after",
+                        "when": "{{ event.name == 'call.done' }}",
+                    }
+                ],
+            },
         },
     )
     after = task("after", {"step": "after", "tool": NOOP})

@@ -257,15 +257,73 @@ def test_python_code_is_templated_leniently():
 
 
 def test_tool_failure_raises_step_failed():
+    # No arc matches the failed call (canonical), or the older dialects' unconditional arc,
+    # which does not handle a failure.
+    done_only = arcs({"step": "next", "when": "{{ event.name == 'call.done' }}"})
+    for p in (
+        payload("boom", tool=py("raise RuntimeError('kaput')"), routing=done_only),
+        payload(
+            "boom",
+            dialect="v1",
+            tool=py("raise RuntimeError('kaput')"),
+            routing=arcs({"step": "next"}),
+        ),
+        payload(
+            "boom",
+            dialect="case-v2",
+            tool=py("raise RuntimeError('kaput')"),
+            routing=arcs({"step": "next"}),
+        ),
+    ):
+        with pytest.raises(
+            StepFailed, match="step 'boom' failed: tool: RuntimeError: kaput"
+        ) as info:
+            execute_step(p, inputs())
+        assert "Traceback" in info.value.error["traceback"]
+
+
+def test_canonical_failed_call_goes_on_along_its_arcs():
+    # NoETL 138c10ed evaluates a failed call's arcs like a successful one's: the unconditional
+    # arc matches (final_status/unconditional_next_after_raise), a condition sees call.error.
     p = payload("boom", tool=py("raise RuntimeError('kaput')"), routing=arcs({"step": "next"}))
-    with pytest.raises(StepFailed, match="step 'boom' failed: tool: RuntimeError: kaput") as info:
-        execute_step(p, inputs())
-    assert "Traceback" in info.value.error["traceback"]
+    out = execute_step(p, inputs())
+    assert (out.status, out.next_steps) == ("error", ["next"])
+    assert out.error["type"] == "RuntimeError" and out.result["error"] == "kaput"
+    p["routing"] = arcs(
+        {"step": "ok_path"},
+        {"step": "on_error", "when": "{{ event.name == 'call.error' }}"},
+    )
+    assert execute_step(p, inputs()).next_steps == ["ok_path"]  # exclusive: first match
+    p["routing"] = arcs(
+        {"step": "done", "when": "{{ event.name == 'call.done' }}"},
+        {"step": "on_error", "when": "{{ event.name == 'call.error' }}"},
+        {"step": "always"},
+        mode="inclusive",
+    )
+    assert execute_step(p, inputs()).next_steps == ["on_error", "always"]
+
+
+def test_case_v2_rule_routing_a_failure_also_takes_the_plain_next():
+    # dc55c492 ends such a step CASE_HANDLED and then takes its plain `next`
+    # (case_v2/case_status_error_dict).
+    rule = {"when": "{{ event.name == 'call.error' }}", "then": {"next": [{"step": "recover"}]}}
+    p = payload(
+        "s",
+        dialect="case-v2",
+        tool=py("result = {'status': 'error', 'message': 'bad'}"),
+        case=[rule],
+        routing=arcs({"step": "end"}),
+    )
+    out = execute_step(p, inputs())
+    assert (out.status, out.next_steps) == ("error", ["recover", "end"])
+    p["dialect"] = "v1"  # the v1 engine: the rule's route only
+    assert execute_step(p, inputs()).next_steps == ["recover"]
 
 
 def test_failure_handled_by_an_error_arc():
     p = payload(
         "boom",
+        dialect="v1",
         tool=py("raise RuntimeError('kaput')"),
         routing=arcs(
             {"step": "ok_path"},  # unconditional: does not handle failures
