@@ -254,7 +254,25 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                     failure = failure or exc
         if failure is not None:
             raise fail_task(self.step, failure) from failure
-        return {"records": records}
+        return {"records": _bounded_records(self.payload, records, total or len(items))}
+
+
+def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> list:
+    """The records a body instance pushes: the results the loop result will not keep (NoETL
+    keeps the last 128, see runtime.loop) are left out and the others compacted as the tail
+    would, so a loop's XCom stays about the size of its result whatever its length."""
+    from ..runtime.loop import compact_result, retains_result
+
+    if payload["loop"].get("body"):
+        return records  # v1 bodies: every body step's result feeds the end step
+    dialect = payload.get("dialect") or "canonical"
+    out = []
+    for record in records:
+        if retains_result(record["index"], total, dialect):
+            out.append({**record, "result": compact_result(record["result"], dialect)})
+        else:
+            out.append({**record, "result": None})
+    return out
 
 
 class NoetlLoopTailOperator(CompiledStepOperator):
