@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..hooks.secrets import resolve_secret_refs
-from .proxy import V1_FALLBACKS, wrap_result
+from .proxy import CANONICAL_FALLBACKS, V1_FALLBACKS, wrap_result
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
 PROTECTED_KEY = "__noetl_protected__"
@@ -111,7 +111,7 @@ def build_context(
     for key, value in variables.items():
         if isinstance(key, str) and key not in protected:
             context[key] = value
-    fallbacks = V1_FALLBACKS if dialect == "v1" else ("data",)
+    fallbacks = {"v1": V1_FALLBACKS, "canonical": CANONICAL_FALLBACKS}.get(dialect, ("data",))
     for name, value in results.items():
         context[name] = wrap_result(reveal(value), fallbacks)
 

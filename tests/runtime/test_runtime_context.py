@@ -109,3 +109,14 @@ def test_runtime_import_does_not_import_airflow():
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+
+
+def test_canonical_result_has_noetls_context_alias():
+    """138c10ed gives a plain dict result a `context` alias of itself (recorded:
+    tests/differential/cases/python_results/*context_alias*, result_proxy_context)."""
+    c = build_context(results={"s": {"a": 1}, "own": {"context": {"b": 2}, "a": 1}})
+    assert r("{{ s.context.a }}", c) == 1
+    assert r("{{ s.context }}", c) == {"a": 1}
+    assert r("{{ own.context }}", c) == {"b": 2}  # a result's own `context` key wins
+    v2 = build_context(results={"s": {"a": 1}}, dialect="case-v2")
+    assert render_value("{{ s.context | default('none') }}", v2, strict=False) == "none"
