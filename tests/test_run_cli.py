@@ -377,15 +377,71 @@ def test_a_child_dag_paused_in_the_home_still_runs_under_noetlc_run(tmp_path):
 
 
 def test_a_large_loop_runs_in_few_instances_locally(first_run, home):
-    """Mapped instances run one at a time here, each with Airflow's per-instance cost: past 256
-    items the loop is chunked (every item still runs once, results in order)."""
+    """Mapped instances run one at a time here, each with Airflow's per-instance cost: a
+    parallel loop runs in one instance (every item still runs once, results in order)."""
     env = {"AIRFLOW__CORE__MAX_MAP_LENGTH": "1024"}  # Airflow's default (the tests use 64)
     result = noetlc_run(home, PLAYBOOKS / "large_loop.yaml", "--json", env=env)
     assert result.returncode == 0, result.stderr
     square = report_of(result)["steps"]["square"]
-    assert square["tasks"]["square.body"]["instances"] == 256
+    # A parallel loop: one instance runs the collection on max_in_flight threads.
+    assert square["tasks"]["square.body"]["instances"] == 1
     assert square["result"]["stats"] == {"total": 5000, "success": 5000, "failed": 0}
-    assert [r["square"] for r in square["result"]["results"]] == [n * n for n in range(5000)]
+    # NoETL's bound: the last 128 results, the others counted
+    assert square["result"]["omitted_results_count"] == 5000 - 128
+    assert [r["square"] for r in square["result"]["results"]] == [
+        n * n for n in range(5000 - 128, 5000)
+    ]
+
+
+SLEEPY_LOOP = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata:
+      name: sleepy_loop
+      path: tests/sleepy_loop
+    workload:
+      items: [0, 1, 2, 3, 4, 5, 6, 7]
+    workflow:
+      - step: start
+        loop:
+          in: "{{ items }}"
+          iterator: it
+          spec:
+            mode: parallel
+            max_in_flight: 4
+        tool:
+          kind: python
+          input: {n: "{{ iter.it }}"}
+          code: |
+            import time
+            time.sleep(0.6)
+            result = {"n": n}
+    """
+
+
+def test_a_max_in_flight_loop_runs_its_items_side_by_side(first_run, home, tmp_path):
+    """`max_in_flight: 4` over 8 sleeping items: up to 4 at once and never more, measured from
+    the iterations' own event timestamps (the run's wall time is not asserted)."""
+    from airflow_plugin.events.projection import in_flight_peak
+
+    path = write_playbook(tmp_path, "sleepy_loop", SLEEPY_LOOP)
+    result = noetlc_run(home, path, "--json")
+    assert result.returncode == 0, result.stderr
+    report = report_of(result)
+    start = report["steps"]["start"]
+    assert [r["n"] for r in start["result"]["results"]] == list(range(8))
+    assert start["iterations"] == 8
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        db.row_factory = sqlite3.Row
+        rows = [
+            dict(row)
+            for row in db.execute(
+                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
+                (report["execution_id"],),
+            )
+        ]
+    peak = in_flight_peak(rows, "start")
+    assert 3 <= peak <= 4, peak
 
 
 def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tmp_path):
