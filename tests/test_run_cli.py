@@ -154,7 +154,8 @@ def test_second_run_reuses_the_home_and_json_is_one_object(first_run, home):
     assert steps["end"]["result"] == {"status": "complete", "echo": "HELLO WORLD"}
     assert all(step["attempts"] == 1 for step in steps.values())
     assert steps["greet"]["tasks"] == {"greet": {"state": "success", "attempts": 1}}
-    assert report["ctx"] == {} and report["vars"] == {}
+    # NoETL's ctx: the execution variables, the workload first (no step writes one here)
+    assert report["ctx"] == {"message": "Hello World"} and report["vars"] == {}
     assert Path(report["log"]).is_file()
 
 
@@ -228,7 +229,10 @@ def test_set_and_conf_override_the_workload(first_run, home, tmp_path):
         "note=added",  # a key the workload does not declare, added on purpose
     )
     assert result.returncode == 0, result.stderr
-    assert report_of(result)["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
+    report = report_of(result)
+    assert report["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
+    # ctx as NoETL has it: the workload, the request payload on top
+    assert report["ctx"] == {"divisor": 2, "label": "007", "note": "added"}
 
 
 def test_a_failing_step_fails_the_run_and_is_named_once(first_run, home, tmp_path):
@@ -444,6 +448,47 @@ def test_a_max_in_flight_loop_runs_its_items_side_by_side(first_run, home, tmp_p
     assert 3 <= peak <= 4, peak
 
 
+FLAKY_PIPELINE = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {{name: flaky_pipeline, path: tests/flaky_pipeline}}
+    workflow:
+      - step: start
+        tool:
+          - name: fetch
+            kind: python
+            code: |
+              import pathlib
+              marker = pathlib.Path({marker!r})
+              tries = int(marker.read_text()) + 1 if marker.exists() else 1
+              marker.write_text(str(tries))
+              if tries < 3:
+                  raise RuntimeError(f"try {{tries}}")
+              result = {{"tries": tries}}
+            spec:
+              policy:
+                rules:
+                  - when: "{{{{ output.status == 'error' }}}}"
+                    then: {{do: retry, attempts: 5}}
+                  - else:
+                      then: {{do: continue}}
+          - name: store
+            kind: python
+            code: "result = {{'stored': True}}"
+    """
+
+
+def test_json_lists_each_pipeline_task_with_its_attempts(first_run, home, tmp_path):
+    text = textwrap.dedent(FLAKY_PIPELINE).format(marker=str(tmp_path / "tries"))
+    path = tmp_path / "flaky_pipeline.yaml"
+    path.write_text(text)
+    result = noetlc_run(home, path, "--json")
+    assert result.returncode == 0, result.stderr
+    start = report_of(result)["steps"]["start"]
+    assert start["pipeline"] == {"fetch": {"attempts": 3}, "store": {"attempts": 1}}
+    assert start["tasks"] == {"start": {"state": "success", "attempts": 1}}  # one Airflow try
+
+
 def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tmp_path):
     """Through the Airflow side directly, with a hand-written HITL DAG."""
     managed = Home(home)
@@ -628,6 +673,54 @@ def test_report_attributes_a_failure_inside_a_region_to_its_step():
     assert report["errors"] == [] and report["ctx"] == {"page": 1}
     summary = render_summary(report, 1.0, "/tmp/x.log")
     assert summary.count("store") == 1 and "step store failed: KeyError: 'items'" in summary
+
+
+def test_report_ctx_is_the_workload_then_the_payload_then_the_writes_secrets_hidden():
+    report = build_report(
+        payloads={"start": {"step": "start"}},
+        tasks=[TaskRow("start", state="success", try_number=1, end=1.0)],
+        xcoms={"start": {"result": 1, "ctx": {"page": 2, "seen": True}}},
+        variables={"page": 1, "api_password": "hunter2", "region": "eu"},
+    )
+    assert report["ctx"] == {"page": 2, "api_password": "***", "region": "eu", "seen": True}
+
+
+def test_report_lists_pipeline_tasks_with_their_attempts():
+    payloads = {
+        "fetch": {
+            "step": "fetch",
+            "pipeline": [{"name": "get", "kind": "http"}, {"kind": "python"}, {"name": "save"}],
+        },
+        "single": {"step": "single", "tool": {"kind": "python"}},
+        "ruled": {
+            "step": "ruled",
+            "tool": {"kind": "python", "spec": {"policy": {"rules": [{"then": {"do": "retry"}}]}}},
+        },
+    }
+    tasks = [TaskRow(t, state="success", try_number=1, end=1.0) for t in payloads]
+
+    def started(step, label, attempt=1):
+        return _event(
+            "ToolStarted", step, "in_progress", tool_run_id=f"{step}:{label}", attempt=attempt
+        )
+
+    events = [
+        started("fetch", "get"),
+        started("fetch", "get", 2),
+        started("fetch", "get", 3),
+        started("fetch", "task_1"),
+        started("single", "single"),
+        started("ruled", "ruled_task"),
+        started("ruled", "ruled_task", 2),
+    ]
+    steps = build_report(payloads=payloads, tasks=tasks, xcoms={}, events=events)["steps"]
+    assert steps["fetch"]["pipeline"] == {
+        "get": {"attempts": 3},
+        "task_1": {"attempts": 1},
+        "save": {"attempts": 0},  # never reached
+    }
+    assert "pipeline" not in steps["single"]
+    assert steps["ruled"]["pipeline"] == {"ruled_task": {"attempts": 2}}
 
 
 def test_report_without_events_falls_back_to_tasks_and_xcom():
