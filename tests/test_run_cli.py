@@ -723,6 +723,28 @@ def test_report_lists_pipeline_tasks_with_their_attempts():
     assert steps["ruled"]["pipeline"] == {"ruled_task": {"attempts": 2}}
 
 
+def test_a_loop_steps_duration_is_its_span_when_iterations_overlap():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def at(name, seconds, **fields):
+        return _event(name, "items", timestamp=t0 + timedelta(seconds=seconds), **fields)
+
+    events = [
+        at("StepStarted", 0.0, iteration=0),
+        at("StepStarted", 0.1, iteration=1),
+        at("StepFinished", 1.0, iteration=0, duration=1.0),
+        at("StepFinished", 1.1, iteration=1, duration=1.0),
+        at("StepStarted", 1.2),  # the tail's aggregation
+        at("StepFinished", 1.25, duration=0.05),
+    ]
+    payloads = {"items": {"step": "items", "loop": {"iterator": "x", "in": [1, 2]}}}
+    tasks = [TaskRow("items.tail", state="success", try_number=1, end=2.0)]
+    report = build_report(payloads=payloads, tasks=tasks, xcoms={}, events=events)
+    assert report["steps"]["items"]["duration"] == 1.25  # not 2.05, the sum
+
+
 def test_report_without_events_falls_back_to_tasks_and_xcom():
     tasks = [
         TaskRow("start", state="success", try_number=1, end=1.0),

@@ -283,11 +283,28 @@ def _attempts(seen: _Seen, state: str) -> int:
 
 
 def _duration(seen: _Seen, state: str) -> float | None:
+    if seen.own and seen.unit.is_loop:
+        # Iterations may run side by side (a parallel loop): the loop's span, not their sum.
+        span = _span(seen.named(names.STEP_STARTED), seen.named(names.STEP_FINISHED))
+        if span is not None:
+            return span
     durations = [_field(e, "duration") for e in seen.named(names.STEP_FINISHED)]
     known = [float(d) for d in durations if d is not None]
     if not known and seen.own and state in _RAN:
         known = [t.duration for t in seen.tasks if t.duration is not None]
     return round(sum(known), 3) if known else None
+
+
+def _span(started: list[Any], finished: list[Any]) -> float | None:
+    """Seconds from the first StepStarted to the last StepFinished (each stamped when it
+    happened); None without timestamps."""
+    starts = [_field(e, "timestamp") for e in started]
+    ends = [_field(e, "timestamp") for e in finished]
+    starts = [t for t in starts if hasattr(t, "timestamp")]
+    ends = [t for t in ends if hasattr(t, "timestamp")]
+    if not starts or not ends:
+        return None
+    return round(max(0.0, max(ends).timestamp() - min(starts).timestamp()), 3)
 
 
 def _step_report(seen: _Seen) -> dict[str, Any]:
