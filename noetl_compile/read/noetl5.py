@@ -234,6 +234,9 @@ class Noetl5Reader(CanonicalReader):
                 )
         return playbook
 
+    # The entry rule of NoETL 5's server is not recorded: `start`, else the first step.
+    generation_starts_at_first_step = False
+
     def entry_step(self, playbook: Playbook) -> str | None:
         entry = self._named_entry(playbook)
         if entry is not None:

@@ -97,7 +97,7 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "ctx-contents",
-        "ctx: NoETL holds step results and merges a request payload's `ctx` flat and payload keys into the entry step's input",
+        "ctx: NoETL's variables also hold every step's result (as its result-store envelope: ref, _ref, data, status, context) and, after a loop, its iterator and loop_index; noetlc's ctx holds the workload, the payload and `set` writes only",
         lambda d: any("'ctx'" in v for v in d.values()),
     ),
 ]
