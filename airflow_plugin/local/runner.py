@@ -223,7 +223,13 @@ def run_variables(dag: Any, dag_id: str, run_id: str, dialect: str) -> dict[str,
 
 
 def _dialect(payloads: Mapping[str, Any]) -> str:
-    return next((p.get("dialect") for p in payloads.values() if p.get("dialect")), "canonical")
+    """As ``NoetlTask.noetl_dialect``: the dialect, or ``noetl5`` for that generation."""
+    for payload in payloads.values():
+        if payload.get("generation") == "noetl5":
+            return "noetl5"
+        if payload.get("dialect"):
+            return payload["dialect"]
+    return "canonical"
 
 
 def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: str, state: str):

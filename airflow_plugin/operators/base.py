@@ -84,8 +84,14 @@ class NoetlTaskMixin(BranchMixIn):
 
     @property
     def noetl_dialect(self) -> str:
+        """The engine whose request handling applies: the payload's dialect, or ``noetl5`` for
+        that generation (whose handling of a request payload is not recorded: left as is)."""
         payload = getattr(self, "payload", None)
-        return (payload.get("dialect") if isinstance(payload, Mapping) else None) or "canonical"
+        if not isinstance(payload, Mapping):
+            return "canonical"
+        if payload.get("generation") == "noetl5":
+            return "noetl5"
+        return payload.get("dialect") or "canonical"
 
     def workload(self, context: Mapping[str, Any]) -> dict[str, Any]:
         # Workload = DAG params (playbook defaults) with the run request (dag_run.conf) on top.
