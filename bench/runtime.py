@@ -5,10 +5,10 @@
     Airflow home by the run loop of ``noetlc run`` (``dag.test()``'s calls) (target <= 1.2x);
 (c) a 10,000-item loop (``--loop-items``): seconds and per-item cost vs a plain mapped ``@task``
     over the same items, both run by that loop in this process with ``max_map_length`` raised to
-    N (target <= 1.2x). The plain task maps one instance per item; the NoETL loop, run in process
-    as under ``noetlc run``, maps at most 256 instances of several items each (mapped instances
-    run one at a time there, each paying Airflow's in-process Execution API calls). The instance
-    counts are printed;
+    N (target <= 1.2x). The plain task maps one instance per item; the NoETL loop (parallel), run
+    in process as under ``noetlc run``, is one instance running its items on threads (mapped
+    instances run one at a time there, each paying Airflow's in-process Execution API calls).
+    The instance counts are printed;
 (d) the http tool, 1,000 GET requests to the local test server vs plain httpx with one client
     (throughput ratio, target >= 0.8x);
 (e) the postgres tool, 1,000 single-row inserts vs plain psycopg with one connection and one
