@@ -5,10 +5,10 @@
     Airflow home by the run loop of ``noetlc run`` (``dag.test()``'s calls) (target <= 1.2x);
 (c) a 10,000-item loop (``--loop-items``): seconds and per-item cost vs a plain mapped ``@task``
     over the same items, both run by that loop in this process with ``max_map_length`` raised to
-    N (target <= 1.2x). The plain task maps one instance per item; the NoETL loop, run in process
-    as under ``noetlc run``, maps at most 256 instances of several items each (mapped instances
-    run one at a time there, each paying Airflow's in-process Execution API calls). The instance
-    counts are printed;
+    N (target <= 1.2x). The plain task maps one instance per item; the NoETL loop (parallel), run
+    in process as under ``noetlc run``, is one instance running its items on threads (mapped
+    instances run one at a time there, each paying Airflow's in-process Execution API calls).
+    The instance counts are printed;
 (d) the http tool, 1,000 GET requests to the local test server vs plain httpx with one client
     (throughput ratio, target >= 0.8x);
 (e) the postgres tool, 1,000 single-row inserts vs plain psycopg with one connection and one
@@ -22,6 +22,11 @@
     same shape (three shell steps: NoETL's local runtime runs no python tool) when its venv
     exists at ``~/.cache/noetlc-tests/noetl5-venv``. ``noetlc check`` of the playbook alone is
     printed too: the CLI's share of a warm run (start-up, read, check), before the fork runs it.
+(h) a ``max_in_flight: 4`` loop of 8 items that each sleep 0.5 s under ``noetlc run``: the most
+    items in flight at once, measured from the iterations' LoopIterationStarted/Completed event
+    timestamps in the run's event log (target >= 3, and never above 4), and the loop's span
+    (first start to last completion) vs the same loop with ``max_in_flight: 1`` run in the same
+    home (target <= 0.5x).
 
 Usage: ``python bench/runtime.py [--only a,b,...] [--loop-items N] [--requests N] [--inserts N]``.
 """
@@ -429,6 +434,75 @@ def bench_run_cli() -> None:
     _row("(f) hello_world: noetlc run vs airflow dags test", ours_t, base_t, "s", "<= 0.5x")
 
 
+SLEEPY_LOOP = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {{name: sleepy_{limit}, path: bench/sleepy_{limit}}}
+workload: {{items: [0, 1, 2, 3, 4, 5, 6, 7]}}
+workflow:
+  - step: start
+    loop:
+      in: "{{{{ items }}}}"
+      iterator: it
+      spec: {{mode: parallel, max_in_flight: {limit}}}
+    tool:
+      kind: python
+      input: {{n: "{{{{ iter.it }}}}"}}
+      code: |
+        import time
+        time.sleep(0.5)
+        result = {{"n": n}}
+"""
+
+
+def _loop_in_flight(home: Path, limit: int) -> tuple[int, float]:
+    """(peak items in flight, loop span in s) of the sleepy loop under ``noetlc run --json``."""
+    import json
+    import sqlite3
+    from datetime import datetime
+
+    from airflow_plugin.events.projection import in_flight_peak
+
+    path = home / f"sleepy_{limit}.yaml"
+    path.write_text(SLEEPY_LOOP.format(limit=limit))
+    done = subprocess.run(
+        [sys.executable, "-m", "noetl_compile", "run", str(path), "--json"],
+        cwd=ROOT,
+        env=dict(os.environ, NOETLC_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-2000:])
+    execution_id = json.loads(done.stdout)["execution_id"]
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        db.row_factory = sqlite3.Row
+        rows = [
+            dict(row)
+            for row in db.execute(
+                "SELECT name, step, loop_id, timestamp FROM event_log "
+                "WHERE execution_id = ? AND name LIKE 'LoopIteration%'",
+                (execution_id,),
+            )
+        ]
+    stamps = sorted(datetime.fromisoformat(str(r["timestamp"])) for r in rows)
+    return in_flight_peak(rows, "start"), (stamps[-1] - stamps[0]).total_seconds()
+
+
+def bench_max_in_flight() -> None:
+    home = Path(tempfile.mkdtemp(prefix="inflight-", dir=HOME))  # removed with HOME
+    _loop_in_flight(home, 1)  # the first run creates the managed home
+    peak, span = _loop_in_flight(home, 4)
+    base_peak, base_span = _loop_in_flight(home, 1)
+    print(
+        f"(h) max_in_flight 4, 8 items of 0.5 s under noetlc run: peak in flight {peak} "
+        f"(target >= 3, <= 4); max_in_flight 1: peak {base_peak}",
+        flush=True,
+    )
+    _row("(h) loop span, max_in_flight 4 vs 1", span, base_span, "s", "<= 0.5x")
+
+
 def _timed(fn) -> float:
     started = time.perf_counter()
     fn()
@@ -437,7 +511,7 @@ def _timed(fn) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="a,b,c,d,e,f,g", help="comma-separated parts to run")
+    parser.add_argument("--only", default="a,b,c,d,e,f,g,h", help="comma-separated parts to run")
     parser.add_argument(
         "--loop-items", type=int, default=DEFAULT_LOOP_ITEMS, help="items of the (c) loop"
     )
@@ -466,6 +540,8 @@ def main() -> None:
         from bench.warm_run import bench_warm_run
 
         bench_warm_run(HOME)
+    if "h" in parts:
+        bench_max_in_flight()
 
 
 if __name__ == "__main__":

@@ -155,7 +155,8 @@ def test_second_run_reuses_the_home_and_json_is_one_object(first_run, home):
     assert steps["end"]["result"] == {"status": "complete", "echo": "HELLO WORLD"}
     assert all(step["attempts"] == 1 for step in steps.values())
     assert steps["greet"]["tasks"] == {"greet": {"state": "success", "attempts": 1}}
-    assert report["ctx"] == {} and report["vars"] == {}
+    # NoETL's ctx: the execution variables, the workload first (no step writes one here)
+    assert report["ctx"] == {"message": "Hello World"} and report["vars"] == {}
     assert Path(report["log"]).is_file()
 
 
@@ -229,7 +230,10 @@ def test_set_and_conf_override_the_workload(first_run, home, tmp_path):
         "note=added",  # a key the workload does not declare, added on purpose
     )
     assert result.returncode == 0, result.stderr
-    assert report_of(result)["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
+    report = report_of(result)
+    assert report["steps"]["boom"]["result"] == {"value": 0.5, "label": "007"}
+    # ctx as NoETL has it: the workload, the request payload on top
+    assert report["ctx"] == {"divisor": 2, "label": "007", "note": "added"}
 
 
 def test_a_failing_step_fails_the_run_and_is_named_once(first_run, home, tmp_path):
@@ -384,15 +388,112 @@ def test_a_child_dag_paused_in_the_home_still_runs_under_noetlc_run(tmp_path):
 
 
 def test_a_large_loop_runs_in_few_instances_locally(first_run, home):
-    """Mapped instances run one at a time here, each with Airflow's per-instance cost: past 256
-    items the loop is chunked (every item still runs once, results in order)."""
+    """Mapped instances run one at a time here, each with Airflow's per-instance cost: a
+    parallel loop runs in one instance (every item still runs once, results in order)."""
     env = {"AIRFLOW__CORE__MAX_MAP_LENGTH": "1024"}  # Airflow's default (the tests use 64)
     result = noetlc_run(home, PLAYBOOKS / "large_loop.yaml", "--json", env=env)
     assert result.returncode == 0, result.stderr
     square = report_of(result)["steps"]["square"]
-    assert square["tasks"]["square.body"]["instances"] == 256
+    # A parallel loop: one instance runs the collection on max_in_flight threads.
+    assert square["tasks"]["square.body"]["instances"] == 1
     assert square["result"]["stats"] == {"total": 5000, "success": 5000, "failed": 0}
-    assert [r["square"] for r in square["result"]["results"]] == [n * n for n in range(5000)]
+    # NoETL's bound: the last 128 results, the others counted
+    assert square["result"]["omitted_results_count"] == 5000 - 128
+    assert [r["square"] for r in square["result"]["results"]] == [
+        n * n for n in range(5000 - 128, 5000)
+    ]
+
+
+SLEEPY_LOOP = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata:
+      name: sleepy_loop
+      path: tests/sleepy_loop
+    workload:
+      items: [0, 1, 2, 3, 4, 5, 6, 7]
+    workflow:
+      - step: start
+        loop:
+          in: "{{ items }}"
+          iterator: it
+          spec:
+            mode: parallel
+            max_in_flight: 4
+        tool:
+          kind: python
+          input: {n: "{{ iter.it }}"}
+          code: |
+            import time
+            time.sleep(0.6)
+            result = {"n": n}
+    """
+
+
+def test_a_max_in_flight_loop_runs_its_items_side_by_side(first_run, home, tmp_path):
+    """`max_in_flight: 4` over 8 sleeping items: up to 4 at once and never more, measured from
+    the iterations' own event timestamps (the run's wall time is not asserted)."""
+    from airflow_plugin.events.projection import in_flight_peak
+
+    path = write_playbook(tmp_path, "sleepy_loop", SLEEPY_LOOP)
+    result = noetlc_run(home, path, "--json")
+    assert result.returncode == 0, result.stderr
+    report = report_of(result)
+    start = report["steps"]["start"]
+    assert [r["n"] for r in start["result"]["results"]] == list(range(8))
+    assert start["iterations"] == 8
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        db.row_factory = sqlite3.Row
+        rows = [
+            dict(row)
+            for row in db.execute(
+                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
+                (report["execution_id"],),
+            )
+        ]
+    peak = in_flight_peak(rows, "start")
+    assert 3 <= peak <= 4, peak
+
+
+FLAKY_PIPELINE = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {{name: flaky_pipeline, path: tests/flaky_pipeline}}
+    workflow:
+      - step: start
+        tool:
+          - name: fetch
+            kind: python
+            code: |
+              import pathlib
+              marker = pathlib.Path({marker!r})
+              tries = int(marker.read_text()) + 1 if marker.exists() else 1
+              marker.write_text(str(tries))
+              if tries < 3:
+                  raise RuntimeError(f"try {{tries}}")
+              result = {{"tries": tries}}
+            spec:
+              policy:
+                rules:
+                  - when: "{{{{ output.status == 'error' }}}}"
+                    then: {{do: retry, attempts: 5}}
+                  - else:
+                      then: {{do: continue}}
+          - name: store
+            kind: python
+            code: "result = {{'stored': True}}"
+    """
+
+
+def test_json_lists_each_pipeline_task_with_its_attempts(first_run, home, tmp_path):
+    text = textwrap.dedent(FLAKY_PIPELINE).format(marker=str(tmp_path / "tries"))
+    path = tmp_path / "flaky_pipeline.yaml"
+    path.write_text(text)
+    result = noetlc_run(home, path, "--json")
+    assert result.returncode == 0, result.stderr
+    start = report_of(result)["steps"]["start"]
+    assert start["pipeline"] == {"fetch": {"attempts": 3}, "store": {"attempts": 1}}
+    assert start["tasks"] == {"start": {"state": "success", "attempts": 1}}  # one Airflow try
 
 
 def test_a_gate_waiting_for_a_human_fails_instead_of_hanging(first_run, home, tmp_path):
@@ -579,6 +680,76 @@ def test_report_attributes_a_failure_inside_a_region_to_its_step():
     assert report["errors"] == [] and report["ctx"] == {"page": 1}
     summary = render_summary(report, 1.0, "/tmp/x.log")
     assert summary.count("store") == 1 and "step store failed: KeyError: 'items'" in summary
+
+
+def test_report_ctx_is_the_workload_then_the_payload_then_the_writes_secrets_hidden():
+    report = build_report(
+        payloads={"start": {"step": "start"}},
+        tasks=[TaskRow("start", state="success", try_number=1, end=1.0)],
+        xcoms={"start": {"result": 1, "ctx": {"page": 2, "seen": True}}},
+        variables={"page": 1, "api_password": "hunter2", "region": "eu"},
+    )
+    assert report["ctx"] == {"page": 2, "api_password": "***", "region": "eu", "seen": True}
+
+
+def test_report_lists_pipeline_tasks_with_their_attempts():
+    payloads = {
+        "fetch": {
+            "step": "fetch",
+            "pipeline": [{"name": "get", "kind": "http"}, {"kind": "python"}, {"name": "save"}],
+        },
+        "single": {"step": "single", "tool": {"kind": "python"}},
+        "ruled": {
+            "step": "ruled",
+            "tool": {"kind": "python", "spec": {"policy": {"rules": [{"then": {"do": "retry"}}]}}},
+        },
+    }
+    tasks = [TaskRow(t, state="success", try_number=1, end=1.0) for t in payloads]
+
+    def started(step, label, attempt=1):
+        return _event(
+            "ToolStarted", step, "in_progress", tool_run_id=f"{step}:{label}", attempt=attempt
+        )
+
+    events = [
+        started("fetch", "get"),
+        started("fetch", "get", 2),
+        started("fetch", "get", 3),
+        started("fetch", "task_1"),
+        started("single", "single"),
+        started("ruled", "ruled_task"),
+        started("ruled", "ruled_task", 2),
+    ]
+    steps = build_report(payloads=payloads, tasks=tasks, xcoms={}, events=events)["steps"]
+    assert steps["fetch"]["pipeline"] == {
+        "get": {"attempts": 3},
+        "task_1": {"attempts": 1},
+        "save": {"attempts": 0},  # never reached
+    }
+    assert "pipeline" not in steps["single"]
+    assert steps["ruled"]["pipeline"] == {"ruled_task": {"attempts": 2}}
+
+
+def test_a_loop_steps_duration_is_its_span_when_iterations_overlap():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def at(name, seconds, **fields):
+        return _event(name, "items", timestamp=t0 + timedelta(seconds=seconds), **fields)
+
+    events = [
+        at("StepStarted", 0.0, iteration=0),
+        at("StepStarted", 0.1, iteration=1),
+        at("StepFinished", 1.0, iteration=0, duration=1.0),
+        at("StepFinished", 1.1, iteration=1, duration=1.0),
+        at("StepStarted", 1.2),  # the tail's aggregation
+        at("StepFinished", 1.25, duration=0.05),
+    ]
+    payloads = {"items": {"step": "items", "loop": {"iterator": "x", "in": [1, 2]}}}
+    tasks = [TaskRow("items.tail", state="success", try_number=1, end=2.0)]
+    report = build_report(payloads=payloads, tasks=tasks, xcoms={}, events=events)
+    assert report["steps"]["items"]["duration"] == 1.25  # not 2.05, the sum
 
 
 def test_report_without_events_falls_back_to_tasks_and_xcom():

@@ -19,11 +19,12 @@ shows and what a replay test compares with the run's real outcome:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from . import names
 
-__all__ = ["project"]
+__all__ = ["in_flight_peak", "project"]
 
 
 def project(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -158,3 +159,24 @@ def _loop(state: dict[str, Any], name: str, event: Mapping[str, Any], data: Mapp
     else:
         loop["done"] = True
         loop["stats"] = data.get("stats")
+
+
+def in_flight_peak(events: Iterable[Mapping[str, Any]], loop_id: str) -> int:
+    """The most iterations of loop ``loop_id`` running at one instant, from the timestamps of
+    their LoopIterationStarted / LoopIterationCompleted events (an iteration that ends at the
+    instant another starts does not overlap it). What ``max_in_flight`` bounds, as measured."""
+    edges = []
+    for event in events:
+        if (event.get("loop_id") or event.get("step")) != loop_id:
+            continue
+        name = event.get("name")
+        if name in (names.LOOP_ITERATION_STARTED, names.LOOP_ITERATION_COMPLETED):
+            stamp = event.get("timestamp")
+            if isinstance(stamp, str):
+                stamp = datetime.fromisoformat(stamp)
+            edges.append((stamp, 0 if name == names.LOOP_ITERATION_COMPLETED else 1))
+    peak = running = 0
+    for _, starts in sorted(edges):
+        running += 1 if starts else -1
+        peak = max(peak, running)
+    return peak

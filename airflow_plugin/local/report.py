@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import names
+from ..hooks.redact import redact
 
 __all__ = [
     "FINISHED",
@@ -303,11 +304,28 @@ def _attempts(seen: _Seen, state: str) -> int:
 
 
 def _duration(seen: _Seen, state: str) -> float | None:
+    if seen.own and seen.unit.is_loop:
+        # Iterations may run side by side (a parallel loop): the loop's span, not their sum.
+        span = _span(seen.named(names.STEP_STARTED), seen.named(names.STEP_FINISHED))
+        if span is not None:
+            return span
     durations = [_field(e, "duration") for e in seen.named(names.STEP_FINISHED)]
     known = [float(d) for d in durations if d is not None]
     if not known and seen.own and state in _RAN:
         known = [t.duration for t in seen.tasks if t.duration is not None]
     return round(sum(known), 3) if known else None
+
+
+def _span(started: list[Any], finished: list[Any]) -> float | None:
+    """Seconds from the first StepStarted to the last StepFinished (each stamped when it
+    happened); None without timestamps."""
+    starts = [_field(e, "timestamp") for e in started]
+    ends = [_field(e, "timestamp") for e in finished]
+    starts = [t for t in starts if hasattr(t, "timestamp")]
+    ends = [t for t in ends if hasattr(t, "timestamp")]
+    if not starts or not ends:
+        return None
+    return round(max(0.0, max(ends).timestamp() - min(starts).timestamp()), 3)
 
 
 def _step_report(seen: _Seen) -> dict[str, Any]:
@@ -329,7 +347,40 @@ def _step_report(seen: _Seen) -> dict[str, Any]:
     iterations = _iterations(seen)
     if iterations is not None:
         report["iterations"] = iterations
+    pipeline = _pipeline(seen)
+    if pipeline:
+        report["pipeline"] = pipeline
     return report
+
+
+def _step_payload(seen: _Seen) -> Mapping[str, Any]:
+    if seen.own:
+        return seen.unit.payload
+    members = seen.unit.payload.get("steps")
+    found = members.get(seen.step) if isinstance(members, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
+
+
+def _pipeline(seen: _Seen) -> dict[str, dict[str, int]]:
+    """A tool pipeline's tasks with their attempts (tool calls, every iteration of a loop
+    counted): ``{task: {"attempts": n}}`` in pipeline order, tasks that never ran at 0. A single
+    tool with policy rules runs as a one-task pipeline (``<step>_task``) and is listed too."""
+    from ..runtime.pipeline import single_tool_pipeline, task_label
+    from ..runtime.step_calls import has_rules
+
+    payload = _step_payload(seen)
+    tasks, tool = payload.get("pipeline"), payload.get("tool")
+    if not isinstance(tasks, list) and isinstance(tool, Mapping) and has_rules(tool):
+        tasks = single_tool_pipeline(seen.step, tool)
+    if not isinstance(tasks, list):
+        return {}
+    attempts = {task_label(task, i): 0 for i, task in enumerate(tasks) if isinstance(task, Mapping)}
+    for event in seen.named(names.TOOL_STARTED):
+        run_id = _field(event, "tool_run_id") or _field(event, "entity_id") or ""
+        label = str(run_id).rpartition(":")[2]
+        if label in attempts:
+            attempts[label] += 1
+    return {label: {"attempts": count} for label, count in attempts.items()}
 
 
 def _for_run(
@@ -364,10 +415,13 @@ def build_report(
     execution_id: int | None = None,
     state: str | None = None,
     only_units: Iterable[str] | None = None,
+    variables: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run report: ``{dag_id, run_id, execution_id, state, steps, ctx, vars, errors,
     warnings}``; ``xcoms`` maps task id -> XCom ``return_value`` of unmapped instances.
-    ``only_units`` limits ``steps`` to those units (progress lines)."""
+    ``only_units`` limits ``steps`` to those units (progress lines). ``ctx`` is NoETL's
+    execution variables: ``variables`` (the workload with the request payload on top; values
+    under secret-looking keys redacted), then every ctx write in the order the tasks finished."""
     run_events = _for_run(events, dag_id, run_id, execution_id)
     by_step: dict[str, list[Any]] = {}
     for event in run_events:
@@ -401,7 +455,8 @@ def build_report(
             if task.state == "failed" and task.task_id not in owned | claimed:
                 errors.append({"task": task.task_id, "error": task.error or "failed"})
                 claimed.add(task.task_id)
-    ctx, variables = _merged_writes(tasks, xcoms)
+    writes, case_vars = _merged_writes(tasks, xcoms)
+    ctx = {**redact(dict(variables or {})), **writes}
     # A loop repeats the same template problem per iteration: say it once.
     warnings = list(
         dict.fromkeys(
@@ -419,7 +474,7 @@ def build_report(
         "state": state,
         "steps": steps,
         "ctx": ctx,
-        "vars": variables,
+        "vars": case_vars,
         "errors": errors,
         "warnings": warnings,
     }

@@ -206,10 +206,40 @@ def fetch_tasks(dag_id: str, run_id: str, errors: Mapping[tuple, str]) -> list[T
         return [task_row(ti, errors.get((dag_id, run_id, ti.task_id, ti.map_index))) for ti in tis]
 
 
+def run_variables(dag: Any, dag_id: str, run_id: str, dialect: str) -> dict[str, Any]:
+    """The execution's variables before any step wrote one, as NoETL's ctx starts: the
+    workload (the DAG's params, the playbook's defaults), then the request payload (the run's
+    conf) on top, as the operators read them (``NoetlTask.workload``)."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    from ..templating.context import execution_variables
+
+    params = getattr(dag, "params", None) or {}
+    with create_session() as session:
+        conf = session.query(DagRun.conf).filter_by(dag_id=dag_id, run_id=run_id).scalar()
+    conf = conf or {}
+    defaults = {key: params[key] for key in params if key not in conf}
+    return execution_variables(defaults, conf, dialect)
+
+
+def _dialect(payloads: Mapping[str, Any]) -> str:
+    """As ``NoetlTask.noetl_dialect``: the dialect, or ``noetl5`` for that generation."""
+    for payload in payloads.values():
+        if payload.get("generation") == "noetl5":
+            return "noetl5"
+        if payload.get("dialect"):
+            return payload["dialect"]
+    return "canonical"
+
+
 def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: str, state: str):
     from ..templating.ids import execution_id_for
 
     return build_report(
+        variables=run_variables(
+            driver.dags.get(dag_id), dag_id, run_id, _dialect(payloads.get(dag_id) or {})
+        ),
         payloads=payloads.get(dag_id) or {},
         tasks=fetch_tasks(dag_id, run_id, driver.errors),
         xcoms=fetch_xcoms(dag_id, run_id),

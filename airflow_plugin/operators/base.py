@@ -24,6 +24,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Downs
 
 from ..errors import NoetlRuntimeError, fails_task
 from ..hooks.redact import mask_secret_values
+from ..templating.context import entry_args, execution_variables
 from ..templating.ids import execution_id_for
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
@@ -83,14 +84,26 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
 
     # -- inputs -------------------------------------------------------------------------------
 
-    @staticmethod
-    def workload(context: Mapping[str, Any]) -> dict[str, Any]:
+    @property
+    def noetl_dialect(self) -> str:
+        """The engine whose request handling applies: the payload's dialect, or ``noetl5`` for
+        that generation (whose handling of a request payload is not recorded: left as is)."""
+        payload = getattr(self, "payload", None)
+        if not isinstance(payload, Mapping):
+            return "canonical"
+        if payload.get("generation") == "noetl5":
+            return "noetl5"
+        return payload.get("dialect") or "canonical"
+
+    def workload(self, context: Mapping[str, Any]) -> dict[str, Any]:
         # Workload = DAG params (playbook defaults) with the run request (dag_run.conf) on top.
         params = context.get("params") or {}
-        workload = {key: params[key] for key in params}
         dag_run = context.get("dag_run")
         conf = getattr(dag_run, "conf", None) or {}
-        workload.update(conf)
+        # Airflow already laid conf over params (core.dag_run_conf_overrides_params): take the
+        # defaults alone, so a payload's `ctx` is merged as NoETL merges it, not kept as a key.
+        defaults = {key: params[key] for key in params if key not in conf}
+        workload = execution_variables(defaults, conf, self.noetl_dialect)
         # Values under secret-looking keys (`db_password: ...`) are hidden from here on, in the
         # task log and in events, even where a step copies them under another name.
         mask_secret_values(workload)
@@ -148,6 +161,11 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
             if isinstance(sent, Mapping):
                 args.update(sent)
 
+        if not self.upstream_task_ids:
+            # The entry step: the canonical engine issues its first command with the request
+            # payload as args (arcs' args, absent here, would come on top).
+            conf = getattr(context.get("dag_run"), "conf", None) or {}
+            args = {**entry_args(conf, self.noetl_dialect), **args}
         inputs = {
             "workload": self.workload(context),
             "results": results,

@@ -185,7 +185,11 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
                 limit = max_map_length()
                 if runs_in_process():
                     limit = min(limit, IN_PROCESS_MAX_CHUNKS)
-                if isinstance(self.payload["loop"].get("max_in_flight"), str):
+                if runs_in_process() and self.payload["loop"].get("mode") == "parallel":
+                    # Instances run one after another here: one instance runs the whole
+                    # collection on max_in_flight threads instead (NoetlLoopBodyOperator).
+                    limit = 1
+                elif isinstance(self.payload["loop"].get("max_in_flight"), str):
                     # A templated bound cannot be a parse-time max_active_tis_per_dagrun: make
                     # exactly that many chunks, so at most that many instances ever run.
                     limit = min(limit, max_in_flight(self.payload, inputs) or limit)
@@ -235,26 +239,102 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         # The loop's upstream routed into the head with args: the same args bind every item.
         inputs["args"] = dict(part.get("args") or {})
         records, failure = [], None
+
+        def one(position: int, item: Any) -> dict:
+            return run_iteration(
+                self.payload,
+                inputs,
+                item,
+                offset + position,
+                total or len(items),
+                run_body=interpret,
+            )
+
         with self.recording(context):
-            for position, item in enumerate(items):
-                try:
-                    records.append(
-                        run_iteration(
-                            self.payload,
-                            inputs,
-                            item,
-                            offset + position,
-                            total or len(items),
-                            run_body=interpret,
-                        )
-                    )
-                except NoetlRuntimeError as exc:
-                    # The chunk's other items still run, as they would in instances of their
-                    # own (and in NoETL, where iterations are independent commands).
-                    failure = failure or exc
+            try:
+                workers = self._in_process_workers(inputs, len(items))
+            except NoetlRuntimeError as exc:
+                raise fail_task(self.step, exc) from exc
+            if workers > 1:
+                records, failure = _run_concurrently(one, items, workers, self.step)
+            else:
+                for position, item in enumerate(items):
+                    try:
+                        records.append(one(position, item))
+                    except NoetlRuntimeError as exc:
+                        # The chunk's other items still run, as they would in instances of
+                        # their own (and in NoETL, where iterations are independent commands).
+                        failure = failure or exc
         if failure is not None:
             raise fail_task(self.step, failure) from failure
-        return {"records": records}
+        return {"records": _bounded_records(self.payload, records, total or len(items))}
+
+    def _in_process_workers(self, inputs: Mapping[str, Any], items: int) -> int:
+        """Threads for this instance's items: under ``noetlc run`` / ``dag.test()`` a parallel
+        loop's single instance runs ``max_in_flight`` items at once (unbounded: Airflow's
+        ``[core] max_active_tasks_per_dag``, what bounds a deployment's instances); 1 elsewhere,
+        where each item has an instance of its own and Airflow runs them side by side."""
+        from ..runtime.loop import max_in_flight
+
+        if items < 2 or self.payload["loop"].get("mode") != "parallel" or not runs_in_process():
+            return 1
+        limit = max_in_flight(self.payload, inputs) or _max_active_tasks()
+        return max(1, min(limit, items))
+
+
+def _max_active_tasks() -> int:
+    from airflow.sdk import conf
+
+    try:
+        return max(1, conf.getint("core", "max_active_tasks_per_dag"))
+    except Exception:  # noqa: BLE001 - the documented default when the option cannot be read
+        return 16
+
+
+def _run_concurrently(one: Any, items: list, workers: int, step: str) -> tuple[list, Any]:
+    """``one(position, item)`` for every item on ``workers`` threads -> (records in item order,
+    the first failure). Each thread runs in a copy of this task's context (the event scope,
+    render issues) with a recording scope of its own, so an iteration's nested run names its
+    own calling event as parent."""
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..events import recording
+
+    def scoped(position: int, item: Any) -> dict:
+        with recording():
+            return one(position, item)
+
+    records, failure = [], None
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"noetl-{step}") as pool:
+        futures = [
+            pool.submit(contextvars.copy_context().run, scoped, position, item)
+            for position, item in enumerate(items)
+        ]
+        for future in futures:
+            try:
+                records.append(future.result())
+            except NoetlRuntimeError as exc:
+                failure = failure or exc
+    return records, failure
+
+
+def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> list:
+    """The records a body instance pushes: the results the loop result will not keep (NoETL
+    keeps the last 128, see runtime.loop) are left out and the others compacted as the tail
+    would, so a loop's XCom stays about the size of its result whatever its length."""
+    from ..runtime.loop import compact_result, retains_result
+
+    if payload["loop"].get("body"):
+        return records  # v1 bodies: every body step's result feeds the end step
+    dialect = payload.get("dialect") or "canonical"
+    out = []
+    for record in records:
+        if retains_result(record["index"], total, dialect):
+            out.append({**record, "result": compact_result(record["result"], dialect)})
+        else:
+            out.append({**record, "result": None})
+    return out
 
 
 class NoetlLoopTailOperator(CompiledStepOperator):

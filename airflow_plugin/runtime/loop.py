@@ -17,11 +17,20 @@ regions or inline children (:func:`run_loop` from the interpreter).
   results), published as the end step's result and merged into the loop step's result.
 * The loop result is NoETL's ``{results, stats: {total, success, failed},
   omitted_results_count}`` with results in collection order (case-v2: without
-  ``omitted_results_count``, as that dialect's engine).
+  ``omitted_results_count``, as that dialect's engine). Canonical loops keep NoETL's bounds
+  (138c10ed's engine): the last ``NOETL_LOOP_RESULT_MAX_ITEMS`` (128) iteration results, the
+  older ones counted in ``omitted_results_count``, and an iteration result larger than
+  ``NOETL_LOOP_RESULT_MAX_BYTES`` (65536) of JSON kept as NoETL's preview
+  ``{_truncated, _original_size_bytes, _type, _preview}``. Those bounds also keep the loop's XCom
+  small: a body instance drops the results the tail will not keep (:func:`retains_result`).
+  NoETL stores each kept item as a result-store reference record; noetlc keeps the result itself
+  (docs/semantics.md section 1).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -40,10 +49,12 @@ BodyRunner = Callable[..., Any]
 __all__ = [
     "aggregate",
     "chunk",
+    "compact_result",
     "finish",
     "loop_event",
     "max_in_flight",
     "render_collection",
+    "retains_result",
     "run_iteration",
     "run_loop",
 ]
@@ -278,18 +289,92 @@ def _run_v1_body(
     }
 
 
+def _env_int(name: str, default: int, floor: int) -> int:
+    try:
+        return max(floor, int(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+def result_limits() -> tuple[int, int]:
+    """(items kept, bytes per item) of a canonical loop's result: NoETL's engine settings
+    ``NOETL_LOOP_RESULT_MAX_ITEMS`` (128, at least 1) and ``NOETL_LOOP_RESULT_MAX_BYTES`` (65536;
+    0 keeps every result whole), read from the same variables so a migrating deployment's
+    tuning carries over."""
+    return (
+        _env_int("NOETL_LOOP_RESULT_MAX_ITEMS", 128, 1),
+        _env_int("NOETL_LOOP_RESULT_MAX_BYTES", 65536, 0),
+    )
+
+
+def _bounded(dialect: str) -> bool:
+    # Only the canonical engine (138c10ed) bounds its loop results and says so in
+    # omitted_results_count; the case-v2 engine (dc55c492) keeps every result, and v1's
+    # `<loop>_results` feed its end step whole.
+    return dialect not in ("case-v2", "v1")
+
+
+def retains_result(index: int, total: int, dialect: str) -> bool:
+    """Whether iteration ``index`` of ``total`` is among the results the loop result keeps."""
+    return not _bounded(dialect) or index >= total - result_limits()[0]
+
+
+_PREVIEW_KEYS, _PREVIEW_ITEMS = 8, 3
+
+
+def _preview(value: Any, depth: int = 0) -> Any:
+    """NoETL's preview of a large iteration result: 8 keys / 3 items per level, two levels."""
+    if isinstance(value, Mapping):
+        if depth >= 2:
+            return f"dict({len(value)} keys)"
+        items = list(value.items())
+        out: dict[str, Any] = {str(k): _preview(v, depth + 1) for k, v in items[:_PREVIEW_KEYS]}
+        if len(items) > _PREVIEW_KEYS:
+            out["_truncated_keys"] = len(items) - _PREVIEW_KEYS
+        return out
+    if isinstance(value, (list, tuple)):
+        if depth >= 2:
+            return f"list({len(value)} items)"
+        shown = [_preview(v, depth + 1) for v in value[:_PREVIEW_ITEMS]]
+        if len(value) > _PREVIEW_ITEMS:
+            shown.append(f"... {len(value) - _PREVIEW_ITEMS} more")
+        return shown
+    return value
+
+
+def compact_result(result: Any, dialect: str) -> Any:
+    """An iteration result as the loop result keeps it: whole, or past the byte bound NoETL's
+    ``{_truncated: true, _original_size_bytes, _type, _preview}``."""
+    limit = result_limits()[1]
+    if not _bounded(dialect) or limit <= 0 or not isinstance(result, (Mapping, list, tuple)):
+        return result
+    size = len(json.dumps(result, default=str, separators=(",", ":")).encode())
+    if size <= limit:
+        return result
+    return {
+        "_truncated": True,
+        "_original_size_bytes": size,
+        "_type": "dict" if isinstance(result, Mapping) else "list",
+        "_preview": _preview(result),
+    }
+
+
 def aggregate(records: Sequence[Mapping[str, Any]], dialect: str = "canonical") -> dict[str, Any]:
     """NoETL's loop result over iteration records (any order in, index order out). The case-v2
     era engine (dc55c492) hands downstream steps ``{results, stats}`` only; the later engine
-    adds ``omitted_results_count`` (recorded: tests/differential/cases/case_v2/loop_*)."""
+    adds ``omitted_results_count`` and keeps only the last 128 results (recorded:
+    tests/differential/cases/case_v2/loop_*, loops/result_cap_*)."""
     ordered = sorted(records, key=lambda r: r["index"])
     failed = sum(1 for r in ordered if r["status"] != "ok")
+    kept = ordered
+    if _bounded(dialect):
+        kept = ordered[-result_limits()[0] :]
     result: dict[str, Any] = {
-        "results": [r["result"] for r in ordered],
+        "results": [compact_result(r["result"], dialect) for r in kept],
         "stats": {"total": len(ordered), "success": len(ordered) - failed, "failed": failed},
     }
     if dialect != "case-v2":
-        result["omitted_results_count"] = 0
+        result["omitted_results_count"] = len(ordered) - len(kept)
     return result
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..hooks.secrets import resolve_secret_refs
-from .proxy import V1_FALLBACKS, wrap_result
+from .proxy import CANONICAL_FALLBACKS, V1_FALLBACKS, wrap_result
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
 PROTECTED_KEY = "__noetl_protected__"
@@ -32,6 +32,8 @@ __all__ = [
     "apply_ctx_writes",
     "apply_vars_writes",
     "build_context",
+    "entry_args",
+    "execution_variables",
     "job_namespace",
     "reveal",
     "step_context",
@@ -69,6 +71,32 @@ RESERVED_KEYS = frozenset(
         "keychain",
     }
 )
+
+
+def execution_variables(
+    workload: Mapping[str, Any], request: Mapping[str, Any], dialect: str = "canonical"
+) -> dict[str, Any]:
+    """The execution's variables before any step runs: the workload with the request payload
+    on top. In the canonical dialect a payload's ``ctx`` mapping is merged flat, as NoETL's
+    engine does (138c10ed ExecutionState: "Merge execution request ctx into variables";
+    recorded: tests/differential/cases/ctx/payload_ctx_flat)."""
+    variables = dict(workload)
+    for key, value in request.items():
+        if key == "ctx" and isinstance(value, Mapping) and dialect == "canonical":
+            variables.update(value)
+        else:
+            variables[key] = value
+    return variables
+
+
+def entry_args(request: Mapping[str, Any], dialect: str = "canonical") -> dict[str, Any]:
+    """What the canonical engine hands its entry step's first command as args: the request
+    payload (138c10ed start_execution -> _issue_loop_commands(state, start_step, payload)), so
+    a payload key overrides the entry step's ``input`` key of that name (recorded:
+    ctx/payload_overrides). noetlc's own run controls (``noetl_*``) are not payload."""
+    if dialect != "canonical":
+        return {}
+    return {k: v for k, v in request.items() if not str(k).startswith("noetl_")}
 
 
 def reveal(value: Any) -> Any:
@@ -111,7 +139,7 @@ def build_context(
     for key, value in variables.items():
         if isinstance(key, str) and key not in protected:
             context[key] = value
-    fallbacks = V1_FALLBACKS if dialect == "v1" else ("data",)
+    fallbacks = {"v1": V1_FALLBACKS, "canonical": CANONICAL_FALLBACKS}.get(dialect, ("data",))
     for name, value in results.items():
         context[name] = wrap_result(reveal(value), fallbacks)
 

@@ -251,6 +251,9 @@ def has_template(text: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+_SIMPLE_PATH = re.compile(r"[\w.]+")
+
+
 def coerce_rendered(text: str) -> Any:
     """Value coercion NoETL applies to a rendered template string."""
     stripped = text.strip()
@@ -290,6 +293,15 @@ def _render_string(
             value = _expression(expr)(**context)
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()  # raises UndefinedError with Jinja's message
+            if (
+                coerce
+                and isinstance(value, str)
+                and value.lower() in ("true", "false")
+                and not _SIMPLE_PATH.fullmatch(expr.strip())
+            ):
+                # NoETL's engine (_render_template) turns an expression's "true"/"false" text
+                # into a bool; a plain `{{ name.path }}` hands back the value as it is.
+                return value.lower() == "true"
             return unwrap(value)
         rendered = _template(text).render(context)
     except Exception as exc:

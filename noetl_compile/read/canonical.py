@@ -87,7 +87,25 @@ class CanonicalReader(PlaybookReader):
                 f"no step named `start` and no `executor.spec.entry_step`: the engine starts "
                 f"at the first step {playbook.steps[0].name!r}; name the entry explicitly",
             )
+        elif (
+            self.generation_starts_at_first_step
+            and named is None
+            and playbook.steps
+            and playbook.steps[0].name != "start"
+            and playbook.step("start") is not None
+        ):
+            # NoETL's engine (138c10ed, start_execution) starts at executor.spec.entry_step,
+            # else workflow[0]: `start` is only a fallback it never reaches.
+            self.report(
+                "S115",
+                self.pos(root, "workflow"),
+                f"the engine starts at the first step {playbook.steps[0].name!r}, not at "
+                f"`start`; move `start` first or name it in `executor.spec.entry_step`",
+            )
         return playbook
+
+    # NoETL 5's reader (read/noetl5.py) keeps its own entry rule.
+    generation_starts_at_first_step = True
 
     @staticmethod
     def _named_entry(playbook: Playbook) -> str | None:
@@ -100,8 +118,9 @@ class CanonicalReader(PlaybookReader):
         entry = self._named_entry(playbook)
         if entry is not None:
             return entry
-        # The engine starts at workflow[0] when no entry is named (reference §3.1).
-        if playbook.step("start"):
+        # The engine starts at workflow[0] when no entry is named (reference §3.1; 138c10ed's
+        # start_execution: executor.spec.entry_step, else workflow[0]), `start` or not.
+        if not self.generation_starts_at_first_step and playbook.step("start"):
             return "start"
         return playbook.steps[0].name if playbook.steps else None
 

@@ -281,6 +281,9 @@ class Noetl5Reader(CanonicalReader):
                 )
         return playbook
 
+    # The entry rule of NoETL 5's server is not recorded: `start`, else the first step.
+    generation_starts_at_first_step = False
+
     @staticmethod
     def _final_step(playbook: Playbook) -> str | None:
         executor = playbook.executor if isinstance(playbook.executor, YMap) else {}

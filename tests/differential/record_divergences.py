@@ -55,9 +55,20 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
         lambda d: False,
     ),
     (
-        "loop-result-shape",
-        "a loop step's result: NoETL stores the loop.done aggregate (stats, reference-only results); noetlc hydrated results + omitted_results_count",
-        lambda d: any("'stats'" in v and "results" in v for v in d.values()),
+        "loop-iteration-references",
+        "a canonical loop step's `results`: NoETL (138c10ed) keeps one result-store reference record per iteration ({status: COMPLETED, context: <flattened extract>, reference}) and hands templates those records (`r.field` fails); noetlc keeps the iteration results themselves, as NoETL's docs describe them (docs/semantics.md section 1). stats, omitted_results_count and the 128-result bound are NoETL's",
+        lambda d: any(
+            "'status': 'COMPLETED', 'context'" in v or "'status': 'COMPLETED', 'reference'" in v
+            for v in d.values()
+        ),
+    ),
+    (
+        "case-v2-loop-exit-event",
+        "a case-v2 loop step: NoETL (dc55c492) records a step.exit per iteration, so the step's last step.exit carries the last iteration's result, while `{{ step }}` downstream is the aggregate {results, stats} (the cases' downstream steps show it); noetlc's step result is that aggregate (docs/semantics.md section 1)",
+        lambda d: any(
+            k.startswith("results.") and " / noetlc {'results'" in v and "noetl {'stats'" not in v
+            for k, v in d.items()
+        ),
     ),
     (
         "whole-result-render",
@@ -86,7 +97,7 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "ctx-contents",
-        "ctx: NoETL holds step results and merges a request payload's `ctx` flat and payload keys into the entry step's input",
+        "ctx: NoETL's variables also hold every step's result (as its result-store envelope: ref, _ref, data, status, context) and, after a loop, its iterator and loop_index; noetlc's ctx holds the workload, the payload and `set` writes only",
         lambda d: any("'ctx'" in v for v in d.values()),
     ),
 ]
@@ -94,6 +105,11 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
 
 # Cases whose group the text of their differences does not tell.
 CASE_GROUPS = {
+    "loops/nested_loop_results_downstream": "loop-iteration-references",
+    "loops/parallel_max_in_flight_4": "loop-done-race",
+    "loops/result_cap_128_items": "loop-done-race",
+    "loops/result_cap_130_items": "loop-done-race",
+    "loops/result_cap_140_items": "loop-done-race",
     "python_results/result_proxy_context": "step-context-alias",
     "python_results/mark_completed_context_alias": "step-context-alias",
     "case_v2/two_branches": "case-v2-next-list",
@@ -108,9 +124,6 @@ CASE_GROUPS = {
     "final_status/recovery_chain_status_error": "recovery-runs-to-end",
     "final_status/recovery_chain_zero_div": "recovery-runs-to-end",
     "final_status/error_arc_uses_error_text": "undefined-name-render",
-    # NoETL's `after` fails on the loop's reference-only results: the status follows the shape.
-    "loops/nested_loop_results_downstream": "loop-result-shape",
-    "loops/result_cap_128_items": "loop-result-shape",
     "pipelines/ctx_set_in_pipeline_rule": "pipeline-set-text",
     "pipelines/results_by_task_name": "pipeline-result-fields",
     "policies/break_rule": "pipeline-result-fields",
@@ -125,6 +138,7 @@ EXTRA_REASONS = {
     "case-v2-unmarked-error-next": "a raised error with a plain `next`: NoETL's case-v2 engine (dc55c492) stops at the failed step; this playbook carries no case-v2 mark, so noetlc reads it as canonical, whose engine (138c10ed) goes on along the arc (final_status/unconditional_next_after_raise); `--dialect case-v2` stops",
     "recovery-runs-to-end": "a step after a recovery step: NoETL marks the execution failed at the error and refuses the later claims (a race), so the step after the recovery step never runs; noetlc runs the recovery chain to its end and ends the run failed (docs/semantics.md section 1)",
     "undefined-name-render": "`{{ error }}` in the step after a failed one, where no `error` is defined: NoETL renders ''; noetlc keeps the template text and reports a TemplateWarning",
+    "loop-done-race": "a parallel loop: NoETL's aggregate misses iterations that finished together (stats.total 123 of 128, 129 of 130, 136 of 140 items run), may issue the next step twice, and orders results by completion; noetlc counts every iteration once, in collection order, and runs the next step once (docs/semantics.md section 1)",
     "loop-non-list-in": "a string loop `in`: NoETL's case-v2 engine (dc55c492) runs it character by character; this playbook carries no case-v2 mark, so noetlc reads it as canonical, where a string is one item (`--dialect case-v2` runs it per character)",
     "case-v2-next-list": "case-v2 plain `next: [a, b]`: NoETL (dc55c492) runs every listed step; noetlc only the first",
     "case-v2-context": "case-v2 engine context: `vars` are bare names and not in ctx, `next[].args` do not reach the target's args, `then.set` does not reach ctx; noetlc differs on each",
@@ -158,7 +172,13 @@ def rebuild(recorded: dict[str, dict[str, str]]) -> dict[str, dict]:
         if not fields:
             continue
         previous = old.get(case_id)
-        if previous and sorted(previous["fields"]) == fields:
+        known = {g for g, _, _ in GROUP_REASONS} | set(EXTRA_REASONS)
+        if (
+            previous
+            and sorted(previous["fields"]) == fields
+            and previous["group"] in known
+            and CASE_GROUPS.get(case_id, previous["group"]) == previous["group"]
+        ):
             out[case_id] = previous
             continue
         group, reason = group_of(case_id, recorded[case_id])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,7 +160,34 @@ def compile_case(names: list[str], tmp_path: Path, dags_folder: Path) -> dict[st
 def canonical_order(rows: list[dict], task_order: list[str]) -> list[dict]:
     """Rows grouped by task attempt, the attempts in DAG order. Within a task attempt the order
     is the stored one (one process emits them in sequence); across tasks Airflow may run ready
-    tasks (mapped instances, parallel branches) in any order, which a trace must not depend on."""
+    tasks (mapped instances, parallel branches) in any order, which a trace must not depend on.
+    Likewise the iterations of a parallel loop that one task runs on threads (``noetlc run``,
+    ``dag.test()``): within a task attempt, an iteration's events keep their order and the
+    iterations follow their index, between the attempt's events from before the first and
+    after the last iteration."""
+    # A child run inline in an iteration belongs to that iteration (its first events name the
+    # iteration's calling event as parent).
+    by_id = {row["event_id"]: row for row in rows}
+    child_iteration: dict[Any, int] = {}
+    for row in sorted(rows, key=lambda r: r["seq"]):
+        parent = by_id.get(row.get("parent_event_id"))
+        if parent is not None and row["execution_id"] != parent["execution_id"]:
+            inherited = iteration_of(parent, child_iteration)
+            if inherited is not None:
+                child_iteration.setdefault(row["execution_id"], inherited)
+    first_iteration: dict[tuple, int] = {}
+    for row in rows:
+        if iteration_of(row, child_iteration) is not None and row.get("task_id") is not None:
+            attempt = (row["task_id"], row.get("map_index"), row.get("try_number"))
+            first_iteration[attempt] = min(first_iteration.get(attempt, row["seq"]), row["seq"])
+
+    def within(row):
+        attempt = (row.get("task_id"), row.get("map_index"), row.get("try_number"))
+        iteration = iteration_of(row, child_iteration)
+        if iteration is not None:
+            return (1, iteration, row["seq"])
+        before = row["seq"] < first_iteration.get(attempt, row["seq"] + 1)
+        return (0 if before else 2, 0, row["seq"])
 
     def key(row):
         task = row.get("task_id")
@@ -169,12 +197,18 @@ def canonical_order(rows: list[dict], task_order: list[str]) -> list[dict]:
                 "PlaybookRequestEvaluated",
                 "WorkflowStarted",
             )
-            return (0 if early else 2, 0, 0, 0, row["seq"])
+            return (0 if early else 2, 0, "", 0, 0, 0, 0, row["seq"])
         root = task.split(".")[0]
         index = task_order.index(root) if root in task_order else len(task_order)
-        return (1, index, task, row.get("map_index") or 0, row.get("try_number") or 0, row["seq"])
+        return (1, index, task, row.get("map_index") or 0, row.get("try_number") or 0, *within(row))
 
     return sorted(rows, key=key)
+
+
+def iteration_of(row: dict, child_iteration: dict) -> int | None:
+    if row.get("iteration") is not None:
+        return row["iteration"]
+    return child_iteration.get(row["execution_id"])
 
 
 def normalise(rows: list[dict]) -> list[str]:

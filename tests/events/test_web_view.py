@@ -32,7 +32,7 @@ PLAYBOOK = """
             result = {"copy": copied, "length": len(copied)}
         next: {arcs: [{step: measure}]}
       - step: measure
-        loop: {in: "{{ cities }}", iterator: city, spec: {mode: parallel}}
+        loop: {in: "{{ cities }}", iterator: city, spec: {mode: sequential}}  # an instance per item
         tool:
           kind: python
           input: {city: "{{ iter.city }}"}

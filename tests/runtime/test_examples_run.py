@@ -41,7 +41,8 @@ def test_parallel_loop_maps_items_and_routes_on_loop_done(run_example):
     assert [r["city"] for r in tail["results"]] == ["Paris", "Oslo", "Cairo", "Lima"]
     assert tail["stats"] == {"total": 4, "success": 4, "failed": 0}
     assert out.xcom["report"]["result"] == {"total_letters": 5 + 4 + 5 + 4}
-    # Mapped instances are named by their item in the UI (map_index_template), not 0..3.
+    # Mapped instances are named by their items in the UI (map_index_template), not 0..3; in
+    # process (dag.test(), noetlc run) the parallel loop is one instance running them on threads.
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
@@ -52,18 +53,24 @@ def test_parallel_loop_maps_items_and_routes_on_loop_done(run_example):
             .filter_by(dag_id="examples.loop_parallel", run_id=out.run_id, task_id="measure.body")
             .order_by(TaskInstance.map_index)
         ]
-    assert labels == ["Paris", "Oslo", "Cairo", "Lima"]
+    assert labels == ["Paris .. Lima (4 items)"]
 
 
-def test_large_loop_chunks_past_max_map_length(run_example):
-    out = run_example("large_loop")  # 5,000 items, max_map_length 64 in the tests
+def test_large_loop_keeps_noetls_bound_of_128_results(run_example):
+    out = run_example("large_loop")  # 5,000 items
     assert out.state == "success", out.states
     chunks = out.xcom["square.head"]
-    assert len(chunks) == 64 and sum(len(c["items"]) for c in chunks) == 5000
+    assert len(chunks) == 1 and len(chunks[0]["items"]) == 5000  # in process: one instance
     result = out.xcom["square.tail"]["result"]
     assert result["stats"] == {"total": 5000, "success": 5000, "failed": 0}
-    assert [r["square"] for r in result["results"][:3]] == [0, 1, 4]
-    assert out.xcom["total"]["result"] == {"sum_of_squares": sum(n * n for n in range(5000))}
+    assert result["omitted_results_count"] == 5000 - 128
+    assert [r["square"] for r in result["results"][:2]] == [4872**2, 4873**2]
+    assert out.xcom["total"]["result"] == {
+        "items": 5000,
+        "kept": 128,
+        "omitted": 4872,
+        "last_square": 4999**2,
+    }
 
 
 def test_sequential_loop_sees_earlier_ctx_writes(run_example):

@@ -109,3 +109,35 @@ def test_runtime_import_does_not_import_airflow():
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+
+
+def test_canonical_result_has_noetls_context_alias():
+    """138c10ed gives a plain dict result a `context` alias of itself (recorded:
+    tests/differential/cases/python_results/*context_alias*, result_proxy_context)."""
+    c = build_context(results={"s": {"a": 1}, "own": {"context": {"b": 2}, "a": 1}})
+    assert r("{{ s.context.a }}", c) == 1
+    assert r("{{ s.context }}", c) == {"a": 1}
+    assert r("{{ own.context }}", c) == {"b": 2}  # a result's own `context` key wins
+    v2 = build_context(results={"s": {"a": 1}}, dialect="case-v2")
+    assert render_value("{{ s.context | default('none') }}", v2, strict=False) == "none"
+
+
+def test_execution_variables_merge_a_payloads_ctx_flat_in_canonical_only():
+    from airflow_plugin.templating.context import execution_variables
+
+    workload = {"a": 1, "b": 2}
+    request = {"ctx": {"a": 5, "z": 0}, "b": 3}
+    assert execution_variables(workload, request) == {"a": 5, "b": 3, "z": 0}
+    assert execution_variables(workload, request, "case-v2") == {
+        "a": 1,
+        "b": 3,
+        "ctx": {"a": 5, "z": 0},
+    }
+
+
+def test_entry_args_are_the_request_payload_without_run_controls():
+    from airflow_plugin.templating.context import entry_args
+
+    request = {"c": 3, "noetl_strict": True}
+    assert entry_args(request) == {"c": 3}
+    assert entry_args(request, "v1") == {} and entry_args(request, "case-v2") == {}

@@ -70,7 +70,8 @@ def test_two_expressions_are_text_then_coerced(ctx):
         ("{'a': '{{ name }}'}", {"a": "ada"}),  # Python literal, not JSON
         ("{{ n > 1 }} ", True),
         ("{{ 'False' }}x", "Falsex"),
-        ("{{ 'FALSE' }}", "FALSE"),  # single expression: native string, no coercion
+        ("{{ 'FALSE' }}", False),  # NoETL's renderers turn true/false text into a bool
+        ("{{ name }}", "ada"),  # single expression: native string otherwise
         ("value={{ n }}", "value=5"),
         ("{{ n }}.5", 5.5),
         ("{{ none_ }}None", None),
@@ -253,3 +254,22 @@ def test_policy_truthiness(ctx, expr, expected):
 def test_unknown_flavor_rejected(ctx):
     with pytest.raises(ValueError, match="flavor"):
         evaluate_condition("{{ true }}", ctx, flavor="maybe")
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{{ 'true' }}", True),
+        ("{{ 'FALSE' }}", False),
+        ("{{ name | replace('ada', 'True') }}", True),
+        ("{{ word }}", "true"),  # a plain name hands back its value as it is
+        ("{{ cfg.word }}", "false"),
+        ("{{ 'truth' }}", "truth"),
+    ],
+)
+def test_true_false_text_of_an_expression_is_a_bool_as_noetls_engine_renders(template, expected):
+    """138c10ed's _render_template (recorded: differential python_results/render_coercion)."""
+    c = build_context(workload={"name": "ada", "word": "true", "cfg": {"word": "false"}})
+    assert render_value(template, c, strict=True) == expected
+    kept = render_value(template, c, strict=True, coerce=False)  # python code: text stays text
+    assert isinstance(kept, str) and kept.lower() == str(expected).lower()

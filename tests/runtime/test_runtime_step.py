@@ -781,3 +781,61 @@ def test_v1_string_loop_in_fails_naming_the_step():
     with pytest.raises(StepFailed) as info:
         _loop("abc", "v1")
     assert "lp" in str(info.value) and "loop.in must render to a list, got str" in str(info.value)
+
+
+# -- the loop result's bounds: NoETL's engine (138c10ed) keeps the last 128 results ----------
+
+
+def test_canonical_loop_result_keeps_the_last_128_and_counts_the_omitted():
+    outcome = _loop(list(range(130)), "canonical")
+    result = outcome.result
+    assert result["stats"] == {"total": 130, "success": 130, "failed": 0}
+    assert result["omitted_results_count"] == 2
+    assert [r["item"] for r in result["results"]] == list(range(2, 130))
+
+
+def test_loop_result_bound_follows_noetls_setting(monkeypatch):
+    monkeypatch.setenv("NOETL_LOOP_RESULT_MAX_ITEMS", "3")
+    result = _loop([1, 2, 3, 4, 5], "canonical").result
+    assert [r["item"] for r in result["results"]] == [3, 4, 5]
+    assert result["omitted_results_count"] == 2 and result["stats"]["total"] == 5
+
+
+def test_case_v2_loop_result_keeps_every_result():
+    result = _loop(list(range(130)), "case-v2").result
+    assert len(result["results"]) == 130 and "omitted_results_count" not in result
+
+
+def test_a_large_iteration_result_is_kept_as_noetls_preview(monkeypatch):
+    from airflow_plugin.runtime.loop import aggregate
+
+    monkeypatch.setenv("NOETL_LOOP_RESULT_MAX_BYTES", "1000")
+    big = {"rows": [{"n": i, "deep": {"a": {"b": 1}}} for i in range(200)], "count": 200}
+    small = {"n": 1}
+    records = [
+        {"index": 0, "status": "ok", "result": big},
+        {"index": 1, "status": "ok", "result": small},
+    ]
+    kept = aggregate(records)["results"]
+    assert kept[1] == small
+    preview = kept[0]
+    assert preview["_truncated"] is True and preview["_type"] == "dict"
+    assert preview["_original_size_bytes"] > 1000
+    assert preview["_preview"]["count"] == 200
+    rows = preview["_preview"]["rows"]
+    assert rows[:3] == ["dict(2 keys)"] * 3  # two levels deep, as NoETL's preview
+    assert rows[3] == "... 197 more"
+
+
+def test_loop_body_pushes_only_the_results_the_tail_keeps(monkeypatch):
+    """A 10-item loop with a bound of 4: the body's XCom carries 4 results, not 10."""
+    from airflow_plugin.operators.loop import _bounded_records
+    from airflow_plugin.runtime.loop import aggregate
+
+    monkeypatch.setenv("NOETL_LOOP_RESULT_MAX_ITEMS", "4")
+    p = payload("lp", tool=py("result = 1"), loop={"in": "[]", "iterator": "it"})
+    records = [{"index": i, "status": "ok", "result": {"i": i}} for i in range(10)]
+    pushed = _bounded_records(p, records, 10)
+    assert [r["result"] for r in pushed] == [None] * 6 + [{"i": i} for i in range(6, 10)]
+    assert aggregate(pushed) == aggregate(records)
+    assert aggregate(pushed)["omitted_results_count"] == 6
