@@ -201,14 +201,15 @@ class PostgresCursorDriver:
     # Leases --------------------------------------------------------------------------------
 
     def _with_retry(self, work: Any, doing: str = "the claim") -> Any:
-        """``work(conn)`` on a pooled connection, once more on a fresh one when the pooled one
-        had died meanwhile; CursorDriverError otherwise."""
-        for attempt in (1, 2):
+        """``work(conn)`` on a pooled connection, again (up to three times) when the pooled one
+        had died meanwhile or the server rolled the transaction back (a deadlock between two
+        claims' stale-claim clauses); CursorDriverError otherwise."""
+        for attempt in (1, 2, 3):
             try:
                 with self._pool.connection() as conn:
                     return work(conn)
             except psycopg.OperationalError as exc:
-                if attempt == 2 or not is_retryable(exc):
+                if attempt == 3 or not is_retryable(exc):
                     raise self._failure(exc, doing) from exc
             except (psycopg.Error, PoolTimeout) as exc:
                 raise self._failure(exc, doing) from exc
