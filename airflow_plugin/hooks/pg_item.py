@@ -60,11 +60,18 @@ class ItemTransaction:
         if self._conn is None:
             conn = self._stack.enter_context(connect(self.target))
             conn.autocommit = False
+            # The first statement opens the item's transaction (psycopg begins it implicitly), so
+            # that each tool call's ``conn.transaction()`` is a savepoint inside it, not an outer
+            # block that would commit at its end.
             if self._idle_ms:
                 # A slot stopped mid-item (SIGSTOP, a debugger) after writing must not hold its
                 # row locks past this: the server ends the transaction, the item fails and is
                 # claimed again once its lease expires.
                 conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {self._idle_ms}")
+            else:
+                conn.execute("SELECT")
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+                raise ItemAbandoned("the item's transaction did not open")
             with self._lock:
                 self._conn = conn
         return self._conn
