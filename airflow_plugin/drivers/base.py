@@ -9,7 +9,9 @@ events and the docs; :func:`guarantee_of`):
 * a leasing driver adds ``claim_lease() -> Lease | None``, ``renew(lease) -> bool``,
   ``item(lease)`` (a context manager whose ``complete() -> bool`` commits the item only if the
   lease's token still holds) and ``stop(lease, reason)``. The runtime renews the lease from a
-  heartbeat thread while the item runs and stops the item when a renewal is refused; a
+  heartbeat thread while the item runs and stops the item when a renewal is refused (an
+  optional ``held_wait()`` -> seconds until the next lease another slot holds expires lets an
+  idle slot wait for it instead of ending the drain); a
   completion the fence refuses is recorded (``CursorLeaseLost``), never applied.
 """
 

@@ -117,4 +117,9 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
             len(lost),
             getattr(records, "guarantee", ""),
         )
-        return {"records": list(records), "slot": number, "lease_lost": lost}
+        return {
+            "records": list(records),
+            "slot": number,
+            "lease_lost": lost,
+            "skipped": getattr(records, "skipped", 0),
+        }

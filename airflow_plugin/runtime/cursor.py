@@ -273,10 +273,11 @@ def _still_held(handle: Any, lease: Lease) -> bool:
 
 class SlotReport(list):
     """A slot's records (a list, what ``drain`` always returned) plus what the slot lost:
-    ``lease_lost`` (items another claim took over), ``guarantee`` (the driver's)."""
+    ``lease_lost`` (items another claim took over), ``guarantee`` (the driver's), ``skipped``."""
 
     lease_lost: list[dict[str, Any]]
     guarantee: str
+    skipped: int = 0  # claims that returned an item another claim held (not run)
 
 
 def drain(
@@ -318,10 +319,11 @@ def drain(
             ) from exc
 
     def held_wait() -> float | None:
-        if not leasing:
+        wait_for = getattr(handle, "held_wait", None)  # optional in the leasing contract
+        if not leasing or wait_for is None:
             return None
         try:
-            return handle.held_wait()
+            return wait_for()
         except CursorDriverError as exc:
             raise _fail(step, f"slot {slot}: {exc}", "CursorClaimError", code=exc.code) from exc
 
@@ -336,6 +338,7 @@ def drain(
             while got is None:
                 wait = held_wait()
                 if wait is None:
+                    records.skipped = getattr(handle, "skipped", 0)
                     return records
                 sleep(min(max(wait, 0.05), 1.0))
                 got = claim()

@@ -43,6 +43,7 @@ def main() -> None:
         "records": list(records),
         "lease_lost": records.lease_lost,
         "guarantee": records.guarantee,
+        "skipped": records.skipped,
         "started": started,
         "finished": finished,
     }
