@@ -9,15 +9,27 @@ project runs from a source tree without its metadata).
 
 from __future__ import annotations
 
-from .base import ClaimSpec, CursorDriver, CursorDriverError
+from .base import (
+    AT_LEAST_ONCE,
+    ClaimSpec,
+    CursorDriver,
+    CursorDriverError,
+    Lease,
+    guarantee_of,
+    leases,
+)
 from .registry import ENTRY_POINT_GROUP, available_drivers, driver_class, open_driver
 
 __all__ = [
+    "AT_LEAST_ONCE",
     "ENTRY_POINT_GROUP",
     "ClaimSpec",
     "CursorDriver",
     "CursorDriverError",
+    "Lease",
     "available_drivers",
     "driver_class",
+    "guarantee_of",
+    "leases",
     "open_driver",
 ]

@@ -37,6 +37,9 @@ LOOP_STARTED = "LoopStarted"
 LOOP_ITERATION_STARTED = "LoopIterationStarted"
 LOOP_ITERATION_COMPLETED = "LoopIterationCompleted"
 LOOP_FINISHED = "LoopFinished"
+# A cursor slot's claim on an item was taken over (its lease expired): the item is stopped and
+# its completion refused (runtime.cursor)
+CURSOR_LEASE_LOST = "CursorLeaseLost"
 # Gates (operators.gates)
 PLAYBOOK_PAUSED = "PlaybookPaused"
 SIGNAL_RECEIVED = "SignalReceived"

@@ -108,5 +108,18 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
                 records = drain(self.payload, inputs, ClaimSpec.from_dict(slot["cursor"]), number)
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
-        self.log.info("NoETL cursor %s slot %d drained: %d items", self.step, number, len(records))
-        return {"records": records, "slot": number}
+        lost = getattr(records, "lease_lost", [])
+        self.log.info(
+            "NoETL cursor %s slot %d drained: %d items, %d lost to another claim (%s)",
+            self.step,
+            number,
+            len(records),
+            len(lost),
+            getattr(records, "guarantee", ""),
+        )
+        return {
+            "records": list(records),
+            "slot": number,
+            "lease_lost": lost,
+            "skipped": getattr(records, "skipped", 0),
+        }

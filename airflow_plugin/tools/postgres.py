@@ -22,6 +22,9 @@ transaction block (``CREATE/DROP DATABASE``, ``CREATE/DROP TABLESPACE``, ``VACUU
 SYSTEM``, ``CALL``, ``... CONCURRENTLY``) make the whole call run in autocommit mode, statement by
 statement, as NoETL ran them.
 
+Inside a cursor item over postgres, a call against the cursor's own database runs in a savepoint
+of the item's transaction and commits with the item's completion (``hooks/pg_item.py``).
+
 Connections come from one ``psycopg_pool.ConnectionPool`` per (connection string, process): small
 (``NOETL_POSTGRES_POOL_MAX_SIZE``, 4), created on first use, checked before use when idle (a server
 restarted between calls costs nothing), thrown away whole when a connection fails (the next call
@@ -46,6 +49,7 @@ from typing import Any
 import psycopg
 
 from ..hooks.connections import ConnectionNotFound
+from ..hooks.pg_item import enlisted
 from ..hooks.postgres import (
     PgTarget,
     ToolConfigError,
@@ -116,12 +120,17 @@ def execute_statements(
     statements: Sequence[str],
     *,
     limits: ResultLimits | None = None,
+    savepoint: bool = False,
 ) -> dict[str, Any]:
     """Run ``statements`` in one transaction (see the module docstring); the last one's result.
 
+    ``savepoint``: ``conn`` is a cursor item's open transaction (``hooks.pg_item``); the call
+    runs in a savepoint of it and commits nothing (the item's completion commits).
     Raises :class:`StatementError` (after rolling back) when a statement fails.
     """
     limits = limits or result_limits("POSTGRES")
+    if savepoint:
+        return _execute_in_savepoint(conn, statements, limits)
     implicit = len(statements) == 1 and leading_keyword(statements[0]) in _IMPLICIT_TRANSACTION
     autocommit = implicit or any(needs_autocommit(statement) for statement in statements)
     result: dict[str, Any] = {"status": "success", "rows": [], "row_count": 0, "columns": []}
@@ -158,6 +167,30 @@ def execute_statements(
     result["statement_count"] = len(statements)
     if autocommit and not implicit:
         result["transaction"] = "autocommit"
+    return result
+
+
+def _execute_in_savepoint(
+    conn: psycopg.Connection[Any], statements: Sequence[str], limits: ResultLimits
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"status": "success", "rows": [], "row_count": 0, "columns": []}
+    index = -1
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            for index, statement in enumerate(statements):
+                cur.execute(statement)
+            if cur.description is not None:
+                columns = [column.name for column in cur.description]
+                rows, truncation = collect_rows(cur.fetchmany, columns, limits)
+                result.update(rows=rows, row_count=len(rows), columns=columns)
+                if truncation:
+                    result.update(truncated=True, truncation=truncation)
+            else:
+                result["row_count"] = max(cur.rowcount, 0)
+    except Exception as exc:
+        raise StatementError(max(index, 0), exc) from exc
+    result["statement_count"] = len(statements)
+    result["transaction"] = "cursor item"
     return result
 
 
@@ -222,6 +255,16 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
             {"status": "success", "rows": [], "row_count": 0, "columns": [], "statement_count": 0}
         )
     pooled = config.get("pool", True) is not False
+    item = enlisted(target)
+    if item is not None and not any(needs_autocommit(statement) for statement in statements):
+        # A cursor item's write to the cursor's own database: it commits with the item's
+        # completion, or not at all (hooks/pg_item.py).
+        try:
+            return ToolOutcome.success(
+                execute_statements(item.connection(), statements, savepoint=True)
+            )
+        except (psycopg.Error, StatementError) as exc:
+            return failure(exc, target=target)
     for attempt in (1, 2):
         try:
             with connect(target, pooled=pooled) as conn:

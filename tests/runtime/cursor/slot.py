@@ -2,8 +2,8 @@
 
 It drains the claim with ``runtime.cursor.drain`` (the code the worker operator runs), records
 its events to the store the environment names (``NOETL_EVENTS_URL``) under its own task
-coordinates, and writes ``{records, started, finished}`` (wall-clock seconds around the drain,
-after the imports) to ``<JOB>.slot<SLOT>.json``. Used by tests/runtime/test_cursor_scale.py and
+coordinates, and writes ``{records, lease_lost, guarantee, started, finished}`` (wall-clock
+seconds around the drain, after the imports) to ``<JOB>.slot<SLOT>.json``. Used by tests/runtime/test_cursor_scale.py and
 bench/cursor.py.
 """
 
@@ -39,7 +39,14 @@ def main() -> None:
         finished = time.time()
     driver.close()
     assert flush(recorder, 60), "events did not reach the store"
-    report = {"records": records, "started": started, "finished": finished}
+    report = {
+        "records": list(records),
+        "lease_lost": records.lease_lost,
+        "guarantee": records.guarantee,
+        "skipped": records.skipped,
+        "started": started,
+        "finished": finished,
+    }
     job_path.with_suffix(f".slot{slot}.json").write_text(json.dumps(report))
 
 

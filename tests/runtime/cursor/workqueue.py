@@ -65,18 +65,27 @@ def step_inputs(
     slots: int,
     *,
     stale_seconds: float = 300,
+    lease_seconds: float = 30,
     victim: int = 0,
     marker: str = "/nonexistent",
+    pause_victim: int = 0,
+    pause_marker: str = "/nonexistent",
+    resume_file: str = "/nonexistent",
 ) -> dict[str, Any]:
     """The work step's inputs: the playbook's workload with the run's settings (``victim``: the
-    item whose first claimer parks after writing its pid to ``marker``)."""
+    item whose first claimer parks after writing its pid to ``marker``; ``pause_victim``: the
+    item whose first claimer writes its pid to ``pause_marker`` and waits for ``resume_file``)."""
     return {
         "workload": {
             "pg_auth": "pg_local",
             "slots": slots,
             "stale_seconds": stale_seconds,
+            "lease_seconds": lease_seconds,
             "victim": victim,
             "marker": marker,
+            "pause_victim": pause_victim,
+            "pause_marker": pause_marker,
+            "resume_file": resume_file,
         },
         "results": {},
         "ctx": {},
@@ -101,6 +110,10 @@ def write_job(path: Path, run_id: str, payload: dict, inputs: dict) -> Path:
     return path
 
 
+def read_job(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
 def start_slots(job: Path, slots: int, env: dict[str, str]) -> list[subprocess.Popen]:
     """One process per slot (slot.py), as an executor runs mapped slots."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
@@ -117,6 +130,7 @@ def start_slots(job: Path, slots: int, env: dict[str, str]) -> list[subprocess.P
 
 
 def slot_report(job: Path, slot: int) -> dict[str, Any] | None:
-    """What slot.py wrote for ``slot`` ({records, started, finished}); None if it died."""
+    """What slot.py wrote for ``slot`` ({records, lease_lost, guarantee, started, finished});
+    None if it died."""
     path = job.with_suffix(f".slot{slot}.json")
     return json.loads(path.read_text()) if path.exists() else None
