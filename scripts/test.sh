@@ -23,7 +23,7 @@ if [ "${#MISSING[@]}" -gt 0 ]; then
 fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e '.[airflow,celery,dev]'
+"$VENV/bin/python" -m pip install --quiet -e '.[airflow,celery,lineage,dev]'
 # Our own example DAGs must be exactly what the compiler makes of our playbooks.
 "$VENV/bin/noetlc" check playbooks/
 "$VENV/bin/noetlc" compile playbooks/ -o dags/ --check
