@@ -111,7 +111,7 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (python)",
         tool_kind="python",
-        outlets=[Asset("noetl://postgres/pg_local/public/order_counts")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/order_counts")],
     )
 
     # step: high

@@ -97,7 +97,7 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (postgres)",
         tool_kind="postgres",
-        outlets=[Asset("noetl://postgres/pg_local/public/jobs")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/jobs")],
     )
 
     # cursor loop (head -> mapped worker slots draining the claim -> tail): work
@@ -119,7 +119,7 @@ with DAG(
             payload=PAYLOADS["work"],
             reads=READS["work"],
             task_display_name="tail (collect)",
-            outlets=[Asset("noetl://postgres/pg_local/public/jobs")],
+            outlets=[Asset("x-noetl://postgres/pg_local/public/jobs")],
             trigger_rule="none_failed_min_one_success",
         )
         [work_head, work_worker] >> work_tail
@@ -131,7 +131,7 @@ with DAG(
         reads=READS["verify"],
         task_display_name="verify (postgres)",
         tool_kind="postgres",
-        inlets=[Asset("noetl://postgres/pg_local/public/jobs")],
+        inlets=[Asset("x-noetl://postgres/pg_local/public/jobs")],
     )
 
     start >> work

@@ -90,7 +90,7 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (postgres)",
         tool_kind="postgres",
-        outlets=[Asset("noetl://postgres/pg_local/public/example_scores")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/example_scores")],
     )
 
     # step: score
@@ -100,7 +100,7 @@ with DAG(
         reads=READS["score"],
         task_display_name="score (python)",
         tool_kind="python",
-        outlets=[Asset("noetl://postgres/pg_local/public/example_scores")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/example_scores")],
     )
 
     # step: read_back
@@ -110,7 +110,7 @@ with DAG(
         reads=READS["read_back"],
         task_display_name="read_back (postgres)",
         tool_kind="postgres",
-        inlets=[Asset("noetl://postgres/pg_local/public/example_scores")],
+        inlets=[Asset("x-noetl://postgres/pg_local/public/example_scores")],
     )
 
     # step: end

@@ -83,10 +83,10 @@ def test_sql_scan_is_linear_on_hostile_text(unit: str) -> None:
 
 def test_uri_parts_are_percent_encoded() -> None:
     assert (
-        table_uri("postgres", "pg_local", ["orders"]) == "noetl://postgres/pg_local/public/orders"
+        table_uri("postgres", "pg_local", ["orders"]) == "x-noetl://postgres/pg_local/public/orders"
     )
     assert table_uri("duckdb", "/tmp/a b.duckdb", ["s", "T/x"]) == (
-        "noetl://duckdb/%2Ftmp%2Fa%20b.duckdb/s/T%2Fx"
+        "x-noetl://duckdb/%2Ftmp%2Fa%20b.duckdb/s/T%2Fx"
     )
 
 
@@ -124,8 +124,8 @@ def test_declared_writes_and_what_stays_undeclared() -> None:
     }
     writes, reads = step_tables(payload, params, "v1")
     assert writes == [
-        "noetl://postgres/pg_local/public/scores",
-        "noetl://duckdb/%2Fdata%2Fw.duckdb/main/agg",
+        "x-noetl://postgres/pg_local/public/scores",
+        "x-noetl://duckdb/%2Fdata%2Fw.duckdb/main/agg",
     ]
     assert reads == []
     transfer = {
@@ -135,7 +135,7 @@ def test_declared_writes_and_what_stays_undeclared() -> None:
             "target": {"kind": "duckdb", "database": ":memory:", "table": "t"},
         }
     }
-    assert step_tables(transfer, {}, "canonical") == ([], ["noetl://postgres/pg_local/public/src"])
+    assert step_tables(transfer, {}, "canonical") == ([], ["x-noetl://postgres/pg_local/public/src"])
 
 
 def _write(folder: Path, name: str, body: str) -> None:
@@ -184,17 +184,17 @@ def test_schedule_on_assets_and_stable_outlets(tmp_path: Path) -> None:
     out = tmp_path / "out"
     plain = compile_paths([str(src)], str(out), check_only=True)
     texts = {Path(f.output).stem: f.text for f in plain.files}
-    assert 'outlets=[Asset("noetl://postgres/pg_local/public/orders")]' in texts["producer"]
+    assert 'outlets=[Asset("x-noetl://postgres/pg_local/public/orders")]' in texts["producer"]
     assert "inlets=" not in texts["producer"]
     # What a task reads is its inlets (OpenLineage reports them as its inputs).
-    assert 'inlets=[Asset("noetl://postgres/pg_local/public/orders")]' in texts["consumer"]
+    assert 'inlets=[Asset("x-noetl://postgres/pg_local/public/orders")]' in texts["consumer"]
     assert "outlets=" not in texts["consumer"]
     assert ast.unparse(_dag_call(texts["consumer"])["schedule"]) == "None"
     scheduled = compile_paths([str(src)], str(out), check_only=True, schedule_on_assets=True)
     texts2 = {Path(f.output).stem: f.text for f in scheduled.files}
     assert texts2["producer"] == texts["producer"]  # its own write never schedules it
     assert ast.unparse(_dag_call(texts2["consumer"])["schedule"]) == (
-        "[Asset('noetl://postgres/pg_local/public/orders')]"
+        "[Asset('x-noetl://postgres/pg_local/public/orders')]"
     )
     again = compile_paths([str(src)], str(out), check_only=True, schedule_on_assets=True)
     assert [f.text for f in again.files] == [f.text for f in scheduled.files]  # deterministic
@@ -217,7 +217,7 @@ def test_a_table_name_cannot_inject_code(tmp_path: Path) -> None:
     for call in calls:
         (arg,) = call.args
         assert isinstance(arg, ast.Constant)
-        assert arg.value == "noetl://postgres/pg_local/public/" + quote(hostile, safe="")
+        assert arg.value == "x-noetl://postgres/pg_local/public/" + quote(hostile, safe="")
     assert "os.system" not in {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
 
@@ -238,9 +238,9 @@ def test_compiled_outlets_load_in_airflow(tmp_path: Path) -> None:
         spec.loader.exec_module(module)
         dags[path.stem] = module.dag
     (task,) = [t for t in dags["producer"].tasks if t.outlets]
-    assert [a.uri for a in task.outlets] == ["noetl://postgres/pg_local/public/orders"]
+    assert [a.uri for a in task.outlets] == ["x-noetl://postgres/pg_local/public/orders"]
     (reader,) = dags["consumer"].tasks
-    assert [a.uri for a in reader.inlets] == ["noetl://postgres/pg_local/public/orders"]
+    assert [a.uri for a in reader.inlets] == ["x-noetl://postgres/pg_local/public/orders"]
     assert [a.uri for a in dags["consumer"].timetable.asset_condition.objects] == [
-        "noetl://postgres/pg_local/public/orders"
+        "x-noetl://postgres/pg_local/public/orders"
     ]

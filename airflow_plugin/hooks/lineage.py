@@ -2,7 +2,7 @@
 
 Two sources, so no SQL is parsed at run time:
 
-* the tables the compiler found (``noetl://<kind>/<connection or file>/<schema>/<table>``, the
+* the tables the compiler found (``x-noetl://<kind>/<connection or file>/<schema>/<table>``, the
   task's ``inlets``/``outlets``, see ``noetl_compile/lower/assets.py``), mapped here to where the
   table lives now: the connection's host and database are known only at run time;
 * what the tools note while a task runs (:func:`note_http`): an HTTP request's URL is known only
@@ -123,9 +123,9 @@ def note_http(method: str, url: str) -> None:
 def table_dataset(uri: str) -> Dataset | None:
     """The dataset a compiler table URI names where the table lives now; None when the URI is
     not one of ours or its connection cannot tell where."""
-    if not uri.startswith("noetl://"):
+    if not uri.startswith("x-noetl://"):
         return None
-    segments = [unquote(s) for s in uri[len("noetl://") :].split("/")]
+    segments = [unquote(s) for s in uri[len("x-noetl://") :].split("/")]
     if len(segments) != 4 or not all(segments):
         return None
     kind, location, schema, table = segments

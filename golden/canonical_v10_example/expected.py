@@ -232,7 +232,7 @@ with DAG(
             payload=PAYLOADS["store_results"],
             reads=READS["store_results"],
             task_display_name="tail (collect)",
-            outlets=[Asset("noetl://postgres/pg_test/public/results")],
+            outlets=[Asset("x-noetl://postgres/pg_test/public/results")],
             trigger_rule="none_failed_min_one_success",
         )
         [store_results_head, store_results_body] >> store_results_tail

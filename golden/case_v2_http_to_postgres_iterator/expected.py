@@ -141,7 +141,7 @@ with DAG(
         reads=READS["create_table"],
         task_display_name="create_table (postgres)",
         tool_kind="postgres",
-        outlets=[Asset("noetl://postgres/pg_local/public/http_to_postgres_iterator")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/http_to_postgres_iterator")],
     )
 
     # step: fetch_http_data
@@ -174,7 +174,7 @@ with DAG(
             payload=PAYLOADS["insert_posts"],
             reads=READS["insert_posts"],
             task_display_name="tail (collect)",
-            outlets=[Asset("noetl://postgres/pg_local/public/http_to_postgres_iterator")],
+            outlets=[Asset("x-noetl://postgres/pg_local/public/http_to_postgres_iterator")],
             trigger_rule="none_failed_min_one_success",
         )
         [insert_posts_head, insert_posts_body] >> insert_posts_tail
@@ -186,7 +186,7 @@ with DAG(
         reads=READS["show_count"],
         task_display_name="show_count (postgres)",
         tool_kind="postgres",
-        inlets=[Asset("noetl://postgres/pg_local/public/http_to_postgres_iterator")],
+        inlets=[Asset("x-noetl://postgres/pg_local/public/http_to_postgres_iterator")],
     )
 
     # step: end

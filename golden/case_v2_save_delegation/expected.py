@@ -269,7 +269,7 @@ with DAG(
         reads=READS["truncate_tables"],
         task_display_name="truncate_tables (postgres)",
         tool_kind="postgres",
-        outlets=[Asset("noetl://postgres/pg_local/public/simple_test_flat")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/simple_test_flat")],
     )
 
     # step: event_test
@@ -288,7 +288,7 @@ with DAG(
         reads=READS["postgres_test"],
         task_display_name="postgres_test (python)",
         tool_kind="python",
-        outlets=[Asset("noetl://postgres/pg_local/public/simple_test_flat")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/simple_test_flat")],
     )
 
     # step: duckdb_test

@@ -293,7 +293,7 @@ with DAG(
         reads=READS["generate_summary"],
         task_display_name="generate_summary (python)",
         tool_kind="python",
-        outlets=[Asset("noetl://postgres/pg_local/public/weather_monitoring_summary")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/weather_monitoring_summary")],
     )
 
     # step: end

@@ -201,8 +201,8 @@ with DAG(
         task_display_name="start (postgres)",
         tool_kind="postgres",
         outlets=[
-            Asset("noetl://postgres/pg_local/public/patient_work_queue"),
-            Asset("noetl://postgres/pg_local/public/patient_assessments"),
+            Asset("x-noetl://postgres/pg_local/public/patient_work_queue"),
+            Asset("x-noetl://postgres/pg_local/public/patient_assessments"),
         ],
     )
 
@@ -226,8 +226,8 @@ with DAG(
             reads=READS["fetch_assessments"],
             task_display_name="tail (collect)",
             outlets=[
-                Asset("noetl://postgres/pg_local/public/patient_assessments"),
-                Asset("noetl://postgres/pg_local/public/patient_work_queue"),
+                Asset("x-noetl://postgres/pg_local/public/patient_assessments"),
+                Asset("x-noetl://postgres/pg_local/public/patient_work_queue"),
             ],
             trigger_rule="none_failed_min_one_success",
         )
@@ -240,7 +240,7 @@ with DAG(
         reads=READS["verify"],
         task_display_name="verify (postgres)",
         tool_kind="postgres",
-        inlets=[Asset("noetl://postgres/pg_local/public/patient_work_queue")],
+        inlets=[Asset("x-noetl://postgres/pg_local/public/patient_work_queue")],
     )
 
     start >> fetch_assessments

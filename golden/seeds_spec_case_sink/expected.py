@@ -112,7 +112,7 @@ with DAG(
         reads=READS["fetch_user"],
         task_display_name="fetch_user (http)",
         tool_kind="http",
-        outlets=[Asset("noetl://postgres/pg_local/public/seed_users")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/seed_users")],
     )
 
     # step: success_handler

@@ -124,7 +124,7 @@ with DAG(
         reads=READS["persist"],
         task_display_name="persist (postgres)",
         tool_kind="postgres",
-        outlets=[Asset("noetl://postgres/pg_local/public/qpu_results")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/qpu_results")],
     )
 
     start >> sweep

@@ -87,7 +87,7 @@ with DAG(
         reads=READS["start"],
         task_display_name="start (http)",
         tool_kind="http",
-        outlets=[Asset("noetl://postgres/pg_local/public/raw_events")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/raw_events")],
     )
 
     # step: summarize

@@ -119,7 +119,7 @@ with DAG(
         reads=READS["create_table"],
         task_display_name="create_table (postgres)",
         tool_kind="postgres",
-        outlets=[Asset("noetl://postgres/pg_local/public/iterator_save_test")],
+        outlets=[Asset("x-noetl://postgres/pg_local/public/iterator_save_test")],
     )
 
     # sequential loop (head -> mapped body -> tail): process_items
@@ -143,7 +143,7 @@ with DAG(
             payload=PAYLOADS["process_items"],
             reads=READS["process_items"],
             task_display_name="tail (collect)",
-            outlets=[Asset("noetl://postgres/pg_local/public/iterator_save_test")],
+            outlets=[Asset("x-noetl://postgres/pg_local/public/iterator_save_test")],
             trigger_rule="none_failed_min_one_success",
         )
         [process_items_head, process_items_body] >> process_items_tail

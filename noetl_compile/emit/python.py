@@ -125,7 +125,7 @@ def _json_type(value: Any) -> str | None:
 
 
 def _assets(uris: list[str], depth: int) -> str:
-    """``[Asset("noetl://..."), ...]``: URIs reach the file only as string literals."""
+    """``[Asset("x-noetl://..."), ...]``: URIs reach the file only as string literals."""
     items = [f"Asset({str_literal(uri)})" for uri in uris]
     flat = "[" + ", ".join(items) + "]"
     if len(flat) + len(INDENT) * depth + 10 <= WIDTH:

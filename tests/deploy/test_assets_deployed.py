@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 PLAYBOOKS = Path(__file__).resolve().parent / "asset_playbooks"
 PRODUCER = "tests.asset_producer"
 CONSUMER = "tests.asset_consumer"
-ASSET = "noetl://postgres/pg_local/public/asset_orders"
+ASSET = "x-noetl://postgres/pg_local/public/asset_orders"
 
 
 def _asset_runs(client, dag_id: str) -> list[dict]:

@@ -138,18 +138,18 @@ def test_table_dataset_from_compiler_uris(monkeypatch, tmp_path: Path) -> None:
     from airflow_plugin.hooks.connections import clear_cache
 
     clear_cache()
-    assert table_dataset("noetl://postgres/pg_x/public/orders") == Dataset(
+    assert table_dataset("x-noetl://postgres/pg_x/public/orders") == Dataset(
         "postgres://db.internal:6543", "sales.public.orders"
     )
     monkeypatch.chdir(tmp_path)
-    assert table_dataset("noetl://duckdb/data%2Fw.duckdb/main/t") == Dataset(
+    assert table_dataset("x-noetl://duckdb/data%2Fw.duckdb/main/t") == Dataset(
         f"duckdb://{tmp_path}/data/w.duckdb", "w.main.t"
     )
     # Not ours, a connection nobody defined, one without a host: left out, never a guess.
     assert table_dataset("postgres://h:5432/db/public/t") is None
-    assert table_dataset("noetl://postgres/pg_undefined_here/public/t") is None
-    assert table_dataset("noetl://postgres/pg_nohost/public/t") is None
-    assert table_dataset("noetl://snowflake/x/public/t") is None
+    assert table_dataset("x-noetl://postgres/pg_undefined_here/public/t") is None
+    assert table_dataset("x-noetl://postgres/pg_nohost/public/t") is None
+    assert table_dataset("x-noetl://snowflake/x/public/t") is None
 
 
 def test_http_notes_only_inside_a_collecting_block() -> None:
