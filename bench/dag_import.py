@@ -235,7 +235,7 @@ def main() -> None:
             "airflow.providers.standard.operators.empty",
             *[
                 f"airflow_plugin.operators.{m}"
-                for m in ("step", "loop", "region", "cursor", "nested", "gates")
+                for m in ("step", "loop", "region", "cursor", "nested", "gates", "outcome")
             ],
             *(["dagfactory"] if have_df else []),
         ]
