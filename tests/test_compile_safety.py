@@ -251,9 +251,10 @@ def test_hostile_playbooks_compile_to_safe_files(tmp_path_factory, playbook) -> 
     assert json.dumps(module.PAYLOADS) == json.dumps({unit.id: unit.payload for unit in ir.units})
     assert json.dumps(module.READS) == json.dumps({unit.id: unit.reads for unit in ir.units})
     assert module.dag.dag_id == ir.dag_id
+    outcome = {ir.outcome_task} if ir.outcome_watch else set()  # lower/outcome.py
     assert {t.task_id for t in module.dag.tasks} == {
         unit.full_id(t.task_id) for unit in ir.units for t in unit.tasks
-    }
+    } | outcome
 
 
 def test_a_loop_limit_past_a_sql_integer_is_clamped(tmp_path) -> None:

@@ -58,7 +58,11 @@ class Child:
     def __init__(self, env: Mapping[str, str], log: Path, lock_fd: int) -> None:
         self.log = log
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "airflow_plugin.local", "--log", str(log)],
+            # -P: the caller's working directory is not put on the child's path. A module
+            # there (a playbook folder's json.py) would shadow the runner's imports, and a source
+            # checkout's build metadata (noetlc.egg-info) made a second noetlc distribution: the
+            # OpenLineage provider then emitted no task events.
+            [sys.executable, "-P", "-m", "airflow_plugin.local", "--log", str(log)],
             stdin=subprocess.PIPE,
             env=dict(env),
             pass_fds=(lock_fd,),

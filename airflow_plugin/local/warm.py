@@ -189,7 +189,7 @@ def start(home: Home, env: Mapping[str, str]) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         subprocess.Popen(
-            [sys.executable, "-m", "airflow_plugin.local.warm", "--home", str(home.root)],
+            [sys.executable, "-P", "-m", "airflow_plugin.local.warm", "--home", str(home.root)],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,

@@ -258,6 +258,7 @@ def test_parallel_loop_iterations_are_mapped_tasks_with_their_own_events(local_s
     )
     assert finished == Counter(
         [("start", -1), ("measure.head", -1), ("measure.tail", -1), ("report", -1)]
+        + [("noetl_outcome", -1)]
         + [("measure.body", index) for index in range(4)]
     )
     assert Counter(names(events))["LoopIterationCompleted"] == 4
