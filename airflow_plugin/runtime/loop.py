@@ -428,7 +428,9 @@ def finish(
     deferred: dict[str, dict[str, Any]] = {}
     for record in sorted(records, key=lambda r: r["index"]):
         for target in record.get("next") or []:
-            deferred.setdefault(target["step"], {"step": target["step"], "args": {}})
+            entry = deferred.setdefault(target["step"], {"step": target["step"], "args": {}})
+            if "task_id" in target:
+                entry["task_id"] = target["task_id"]
             deferred[target["step"]]["args"].update(target.get("args") or {})
     outcome = complete_step(
         payload, end_inputs, result, sleep=sleep, deferred=list(deferred.values())

@@ -466,7 +466,11 @@ def complete_step(
                     run.apply_case(*matched, routing=True)
         if not run.case_routed and deferred:
             for target in deferred:
-                task_id = run.task_id_of.get(target["step"], target["step"])
+                task_id = (
+                    target["task_id"]
+                    if "task_id" in target
+                    else run.task_id_of.get(target["step"], target["step"])
+                )
                 run.routing.add(target["step"], task_id, target.get("args"))
             run.case_routed = True
         if not run.case_routed:

@@ -191,7 +191,12 @@ class CaseRules:
             )
             if not routing:
                 # One loop iteration: NoETL moves on once the loop is done, not per item.
-                self.deferred.append({"step": target["step"], "args": args})
+                # The target's task id travels with it: fused into a region, a step's task is
+                # not named after the step.
+                deferred = {"step": target["step"], "args": args}
+                if "task_id" in target:
+                    deferred["task_id"] = target["task_id"]
+                self.deferred.append(deferred)
                 continue
             task_id = (
                 target["task_id"]

@@ -80,7 +80,7 @@ def _step_results(run) -> dict[str, Any]:
     return {k: normalise(_without_execution_id(v, run.execution_id)) for k, v in out.items()}
 
 
-def _compare(rel, conf, children, prepare, *, dags, run_dag, tmp_path) -> None:
+def _compare(rel, conf, children, prepare, *, dags, run_dag, tmp_path, must_fuse=True) -> None:
     runs = {}
     for mode, options in (("unfused", ()), ("fused", ("--fuse",))):
         prepare()
@@ -96,8 +96,11 @@ def _compare(rel, conf, children, prepare, *, dags, run_dag, tmp_path) -> None:
         assert runs[mode].state == "success", runs[mode].describe()
     plain, fused = runs["unfused"], runs["fused"]
     fused_tasks = [t for t, s in fused.states.items() if t.startswith("fused_") and s == "success"]
-    assert fused_tasks, f"nothing was fused: {sorted(fused.states)}"
-    assert len(fused.states) < len(plain.states)
+    if must_fuse or fused_tasks:
+        assert fused_tasks, f"nothing was fused: {sorted(fused.states)}"
+        assert len(fused.states) < len(plain.states)
+    else:  # no chain to fuse: the same tasks ran
+        assert sorted(fused.states) == sorted(plain.states)
     for task in fused_tasks:
         members = fused.payloads[task]["steps"]
         assert set(members) <= set(fused.xcom[task]["results"]), task
@@ -141,4 +144,51 @@ def test_corpus_fused_and_unfused_agree(
         dags=airflow_db,
         run_dag=run_dag,
         tmp_path=tmp_path,
+    )
+
+
+# Every runnable corpus variant, fused and unfused (the issue's "the corpus gives identical step
+# results"): those with a fusable chain are compared step by step; the others compile to the same
+# tasks either way, which the first assertion below shows. Left out, by construction: variants
+# whose set-up runs other playbooks first (`_prepare` resets state between the two runs and
+# cannot replay them), the variants whose expected state is not success, and VOLATILE.
+# Results that differ between any two runs, fused or not: compared by the corpus run's own
+# expectations instead.
+VOLATILE = {
+    "canonical/load_test/heavy_loop_aggregation/heavy_loop_aggregation.yaml": "wall-clock times",
+    "seeds/spec_quantum_sweep.yaml": "a fresh job id (uuid4) per submission",
+}
+EVERY = sorted(
+    test_id
+    for test_id, v in VARIANTS.items()
+    if test_id not in CORPUS
+    and test_id not in VOLATILE
+    and not v.setup.get("playbooks")
+    and v.state == "success"
+)
+
+
+def test_the_whole_corpus_set_is_large():
+    assert len(EVERY) + len(CORPUS) >= 70, len(EVERY)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test_id", EVERY)
+def test_every_runnable_corpus_playbook_fused_and_unfused_agree(
+    test_id, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path
+):
+    from tests.corpus_run.test_differential import _prepare
+
+    variant = VARIANTS[test_id]
+    placeholders = {"http_server": http_server, "tmp": str(tmp_path)}
+    conf = substitute(variant.conf, placeholders)
+    _compare(
+        variant.rel,
+        conf,
+        variant.children,
+        lambda: _prepare(variant, placeholders, pg_test_dsn),
+        dags=airflow_db,
+        run_dag=run_dag,
+        tmp_path=tmp_path,
+        must_fuse=False,
     )
