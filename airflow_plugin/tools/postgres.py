@@ -142,14 +142,7 @@ def execute_statements(
         with conn.cursor() as cur:
             for index, statement in enumerate(statements):
                 cur.execute(statement)
-            if cur.description is not None:
-                columns = [column.name for column in cur.description]
-                rows, truncation = collect_rows(cur.fetchmany, columns, limits)
-                result.update(rows=rows, row_count=len(rows), columns=columns)
-                if truncation:
-                    result.update(truncated=True, truncation=truncation)
-            else:
-                result["row_count"] = max(cur.rowcount, 0)
+            _read_last(cur, result, limits)
         if not autocommit:
             conn.commit()
     except BaseException as exc:
@@ -170,6 +163,18 @@ def execute_statements(
     return result
 
 
+def _read_last(cur: psycopg.Cursor[Any], result: dict[str, Any], limits: ResultLimits) -> None:
+    """The last statement's rows (bounded by ``limits``) or its row count, into ``result``."""
+    if cur.description is not None:
+        columns = [column.name for column in cur.description]
+        rows, truncation = collect_rows(cur.fetchmany, columns, limits)
+        result.update(rows=rows, row_count=len(rows), columns=columns)
+        if truncation:
+            result.update(truncated=True, truncation=truncation)
+    else:
+        result["row_count"] = max(cur.rowcount, 0)
+
+
 def _execute_in_savepoint(
     conn: psycopg.Connection[Any], statements: Sequence[str], limits: ResultLimits
 ) -> dict[str, Any]:
@@ -179,14 +184,7 @@ def _execute_in_savepoint(
         with conn.transaction(), conn.cursor() as cur:
             for index, statement in enumerate(statements):
                 cur.execute(statement)
-            if cur.description is not None:
-                columns = [column.name for column in cur.description]
-                rows, truncation = collect_rows(cur.fetchmany, columns, limits)
-                result.update(rows=rows, row_count=len(rows), columns=columns)
-                if truncation:
-                    result.update(truncated=True, truncation=truncation)
-            else:
-                result["row_count"] = max(cur.rowcount, 0)
+            _read_last(cur, result, limits)
     except Exception as exc:
         raise StatementError(max(index, 0), exc) from exc
     result["statement_count"] = len(statements)

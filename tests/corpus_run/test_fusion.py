@@ -114,6 +114,25 @@ def _compare(rel, conf, children, prepare, *, dags, run_dag, tmp_path, must_fuse
     assert not differences, "\n".join(differences)
 
 
+def _compare_variant(
+    test_id, dags, run_dag, http_server, pg_test_dsn, tmp_path, *, must_fuse=True
+) -> None:
+    from tests.corpus_run.test_differential import _prepare
+
+    variant = VARIANTS[test_id]
+    placeholders = {"http_server": http_server, "tmp": str(tmp_path)}
+    _compare(
+        variant.rel,
+        substitute(variant.conf, placeholders),
+        variant.children,
+        lambda: _prepare(variant, placeholders, pg_test_dsn),
+        dags=dags,
+        run_dag=run_dag,
+        tmp_path=tmp_path,
+        must_fuse=must_fuse,
+    )
+
+
 @pytest.mark.parametrize(("name", "conf"), EXAMPLES, ids=[n for n, _ in EXAMPLES])
 def test_example_fused_and_unfused_agree(
     name, conf, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path
@@ -131,20 +150,7 @@ def test_example_fused_and_unfused_agree(
 def test_corpus_fused_and_unfused_agree(
     test_id, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path
 ):
-    from tests.corpus_run.test_differential import _prepare
-
-    variant = VARIANTS[test_id]
-    placeholders = {"http_server": http_server, "tmp": str(tmp_path)}
-    conf = substitute(variant.conf, placeholders)
-    _compare(
-        variant.rel,
-        conf,
-        variant.children,
-        lambda: _prepare(variant, placeholders, pg_test_dsn),
-        dags=airflow_db,
-        run_dag=run_dag,
-        tmp_path=tmp_path,
-    )
+    _compare_variant(test_id, airflow_db, run_dag, http_server, pg_test_dsn, tmp_path)
 
 
 # Every runnable corpus variant, fused and unfused (the issue's "the corpus gives identical step
@@ -177,18 +183,6 @@ def test_the_whole_corpus_set_is_large():
 def test_every_runnable_corpus_playbook_fused_and_unfused_agree(
     test_id, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path
 ):
-    from tests.corpus_run.test_differential import _prepare
-
-    variant = VARIANTS[test_id]
-    placeholders = {"http_server": http_server, "tmp": str(tmp_path)}
-    conf = substitute(variant.conf, placeholders)
-    _compare(
-        variant.rel,
-        conf,
-        variant.children,
-        lambda: _prepare(variant, placeholders, pg_test_dsn),
-        dags=airflow_db,
-        run_dag=run_dag,
-        tmp_path=tmp_path,
-        must_fuse=False,
+    _compare_variant(
+        test_id, airflow_db, run_dag, http_server, pg_test_dsn, tmp_path, must_fuse=False
     )
