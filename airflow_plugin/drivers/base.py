@@ -12,7 +12,9 @@ events and the docs; :func:`guarantee_of`):
   heartbeat thread while the item runs and stops the item when a renewal is refused (an
   optional ``held_wait()`` -> seconds until the next lease another slot holds expires lets an
   idle slot wait for it instead of ending the drain); a
-  completion the fence refuses is recorded (``CursorLeaseLost``), never applied.
+  completion the fence refuses is recorded (``CursorLeaseLost``), never applied. An optional
+  ``forget()`` deletes the loop start's leases; the loop's tail calls it once every slot ended
+  well, so lease storage does not grow with every run.
 """
 
 from __future__ import annotations

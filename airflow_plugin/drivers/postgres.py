@@ -325,6 +325,16 @@ class PostgresCursorDriver:
         )
         return None if found is None or found["wait"] is None else float(found["wait"])
 
+    def forget(self) -> int:
+        """Delete this loop start's lease rows (the loop is over); the number deleted."""
+        if not self.leasing:
+            return 0
+        deleted = self._with_retry(
+            lambda conn: conn.execute(self._sql.forget, {"scope": self._scope}).rowcount,
+            "deleting the loop's leases",
+        )
+        return int(deleted or 0)
+
     @contextmanager
     def item(self, lease: Lease) -> Iterator[_ItemWork]:
         """The item's transaction, enlisted for its task chain (see ``hooks/pg_item.py``)."""

@@ -14,7 +14,10 @@ happens under its row lock, so a takeover and a completion cannot both win:
   token, so an item whose slot died is done even without a stale-claim clause;
 * renew (heartbeat): pushes the deadline while the token matches;
 * complete (the item's own transaction, ``hooks/pg_item.py``): ``held -> done`` while the token
-  matches, committed with the item's writes.
+  matches, committed with the item's writes;
+* forget (the loop's tail, once every slot ended well): the loop start's rows are deleted. Nothing
+  claims under that scope again (a new loop start is a new scope), so the rows only fenced slots
+  that are gone; a slot that wakes up later finds no row and its completion is refused.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class LeaseSql:
             "UPDATE {t} SET state = 'failed'"
             " WHERE scope = %(scope)s AND item = %(item)s AND token = %(token)s AND state = 'held'"
         ).format(t=ident)
+        self.forget = sql.SQL("DELETE FROM {t} WHERE scope = %(scope)s").format(t=ident)
         self.next_expiry = sql.SQL(
             "SELECT extract(epoch FROM min(deadline) - clock_timestamp())::float8 AS wait"
             " FROM {t} WHERE scope = %(scope)s AND state = 'held'"

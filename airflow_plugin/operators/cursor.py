@@ -120,6 +120,8 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
         return {
             "records": list(records),
             "slot": number,
+            "slots": slot.get("slots"),
+            "cursor": slot["cursor"],  # the tail forgets the loop start's leases with it
             "lease_lost": lost,
             "skipped": getattr(records, "skipped", 0),
         }

@@ -357,9 +357,32 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             try:
-                return self.finish_and_route(context, inputs, records)
+                routed = self.finish_and_route(context, inputs, records)
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
+        if mapped == "worker":
+            self._forget_leases(parts)
+        return routed
+
+    def _forget_leases(self, parts: list[Any]) -> None:
+        """A cursor loop that ended well no longer needs its leases (drivers/base.py). Only when
+        every slot returned: a failed slot may be cleared and run again under the same loop
+        start, and its leases still fence it then. Cleanup never fails the loop."""
+        from ..drivers import ClaimSpec, open_driver
+
+        specs = [p.get("cursor") for p in parts if isinstance(p, dict) and p.get("cursor")]
+        if not specs or len(specs) != len(parts) or parts[0].get("slots") != len(parts):
+            return
+        try:
+            driver = open_driver(ClaimSpec.from_dict(specs[0]))
+            try:
+                forget = getattr(driver, "forget", None)
+                if callable(forget):
+                    self.log.info("NoETL cursor %s: %s lease rows deleted", self.step, forget())
+            finally:
+                driver.close()
+        except Exception as exc:  # noqa: BLE001 - housekeeping; the loop's outcome stands
+            self.log.warning("NoETL cursor %s: its leases were kept (%s)", self.step, exc)
 
 
 class NoetlSequentialLoopOperator(CompiledStepOperator):

@@ -59,6 +59,12 @@ def test_example_cursor_queue_drains_every_job_once_and_routes_on_loop_done(
     assert out.xcom["verify"]["result"]["rows"] == [{"done": 20}]
     with psycopg.connect(pg_test_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone() == (20,)
+        # The loop ended well: its tail deleted the loop start's 20 leases (no other loop start
+        # of this test left any either).
+        scope = slots[0]["cursor"]["scope"]
+        assert scope and conn.execute(
+            "SELECT count(*) FROM noetl_cursor_lease WHERE scope = %s", (scope,)
+        ).fetchone() == (0,)
     # One completion event per item, and none of the item chain's bookkeeping.
     work = [e for e in events.events if e.step == "work"]
     done = [e for e in work if e.name == "LoopIterationCompleted"]
