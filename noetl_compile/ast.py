@@ -96,6 +96,7 @@ class Loop(Node):
     mode: str = "sequential"  # sequential | parallel | async | cursor
     max_in_flight: Any = None
     filter: Any = None
+    limit: Any = None  # v1: at most this many items, after `filter`/`where`
     body_via_next: bool = False  # v1: the loop step routes into body steps closed by `end_loop`
 
 

@@ -91,6 +91,7 @@ LoopSpec = TypedDict(
         "cursor": dict[str, Any],
         "max_in_flight": Any,
         "filter": Any,
+        "limit": Any,
         "body": dict[str, Any],
         "end": dict[str, Any],
     },

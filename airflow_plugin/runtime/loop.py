@@ -7,8 +7,8 @@ regions or inline children (:func:`run_loop` from the interpreter).
 
 * The collection is ``loop.in`` rendered strictly (NoETL's engine renders it with undefined as an
   error): a template that cannot be rendered fails the step, naming it. A value that is not a
-  list is normalised per dialect (:func:`_as_list`). v1 ``filter`` keeps the items for which
-  it is true.
+  list is normalised per dialect (:func:`_as_list`). v1 ``filter`` (an iterator's ``where``)
+  keeps the items for which it is true, then v1 ``limit`` the first that many.
 * An iteration binds ``iter.<iterator>``, the bare iterator, ``loop_index`` and ``loop``; case
   rules of ``call.*`` run per iteration, routing waits for the end.
 * A v1 loop runs its body steps per item (routed from the loop step's own ``next``, closed by the
@@ -83,7 +83,20 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
             if evaluate_condition(condition, bound, flavor="arc", field="loop.filter"):
                 kept.append(item)
         items = kept
+    if loop.get("limit") is not None:  # v1: the first `limit` items after the filter
+        items = items[: _limit(step, loop["limit"], context)]
     return to_jsonable(items)
+
+
+def _limit(step: str, value: Any, context: Mapping[str, Any]) -> int:
+    try:
+        value = render_value(value, context, strict=True, field="loop.limit")
+        limit = int(value)
+    except (RenderError, TypeError, ValueError) as exc:
+        raise _fail(step, f"loop.limit must be a non-negative integer, got {value!r}: {exc}") from exc
+    if limit < 0:
+        raise _fail(step, f"loop.limit must be a non-negative integer, got {limit}")
+    return limit
 
 
 def _as_list(step: str, items: Any, dialect: str) -> list[Any]:
