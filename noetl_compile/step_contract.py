@@ -92,6 +92,7 @@ LoopSpec = TypedDict(
         "max_in_flight": Any,
         "filter": Any,
         "limit": Any,
+        "order_by": Any,
         "body": dict[str, Any],
         "end": dict[str, Any],
     },

@@ -45,6 +45,7 @@ CONTROL_KEYS = {
     "iterator",
     "filter",
     "where",
+    "order_by",
     "limit",
     "as",
 }
@@ -169,8 +170,9 @@ class V1Reader(PlaybookReader):
 
     def read_iterator_step(self, item: YMap, step: Step, label: str) -> None:
         """`type: iterator` + `collection` + `element` + `task: {type, ...}` (Oct 2025); `where`
-        keeps the items it holds for and `limit` the first that many of those, as NoETL's
-        iterator plugin (noetl/plugin/iterator/executor.py at 58c2a16b) does."""
+        keeps the items it holds for, `order_by` sorts them by its value (stable) and `limit`
+        keeps the first that many, as NoETL's iterator plugin (noetl/plugin/iterator/ at
+        58c2a16b) does."""
         for key in ("collection", "element"):
             if key not in item:
                 self.report("S108", self.pos(item, "type"), f"the iterator {label} needs `{key}`")
@@ -181,6 +183,7 @@ class V1Reader(PlaybookReader):
             iterator_span=self.span(item, "element"),
             collection=item.get("collection"),
             filter=item.get("where"),
+            order_by=item.get("order_by"),
             limit=item.get("limit"),
             mode=self.choice(
                 item,

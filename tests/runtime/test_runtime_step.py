@@ -866,7 +866,22 @@ def test_v1_iterator_where_then_limit():
     loop = {"iterator": "item", "in": [1, 2, 3, 4, 5], "filter": "{{ item > 2 }}", "limit": 2}
     assert render_collection(payload("loop", dialect="v1", loop=loop), inputs()) == [3, 4]
     loop["limit"] = "{{ workload.n }}"
-    assert render_collection(payload("loop", dialect="v1", loop=loop), inputs(workload={"n": 1})) == [3]
+    assert render_collection(
+        payload("loop", dialect="v1", loop=loop), inputs(workload={"n": 1})
+    ) == [3]
     loop["limit"] = -1
     with pytest.raises(StepFailed, match="loop.limit must be a non-negative integer"):
+        render_collection(payload("loop", dialect="v1", loop=loop), inputs())
+
+
+def test_v1_iterator_order_by_is_a_stable_sort_before_limit():
+    # v1/iterator_order_by, v1/iterator_order_by_limit
+    from airflow_plugin.runtime.loop import StepFailed, render_collection
+
+    items = [{"n": 3, "id": "a"}, {"n": 1, "id": "b"}, {"n": 3, "id": "c"}]
+    loop = {"iterator": "item", "in": items, "order_by": "{{ item.n }}", "limit": 2}
+    got = render_collection(payload("loop", dialect="v1", loop=loop), inputs())
+    assert [i["id"] for i in got] == ["b", "a"]
+    loop["in"], loop["order_by"] = [1, "x"], "{{ item }}"
+    with pytest.raises(StepFailed, match="loop.order_by keys cannot be compared"):
         render_collection(payload("loop", dialect="v1", loop=loop), inputs())
