@@ -96,6 +96,8 @@ class Loop(Node):
     mode: str = "sequential"  # sequential | parallel | async | cursor
     max_in_flight: Any = None
     filter: Any = None
+    limit: Any = None  # v1: at most this many items, after `filter`/`where` and `order_by`
+    order_by: Any = None  # v1 iterator: items sorted by this template's value (stable)
     body_via_next: bool = False  # v1: the loop step routes into body steps closed by `end_loop`
 
 

@@ -91,6 +91,8 @@ LoopSpec = TypedDict(
         "cursor": dict[str, Any],
         "max_in_flight": Any,
         "filter": Any,
+        "limit": Any,
+        "order_by": Any,
         "body": dict[str, Any],
         "end": dict[str, Any],
     },

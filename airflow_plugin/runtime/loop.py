@@ -7,8 +7,9 @@ regions or inline children (:func:`run_loop` from the interpreter).
 
 * The collection is ``loop.in`` rendered strictly (NoETL's engine renders it with undefined as an
   error): a template that cannot be rendered fails the step, naming it. A value that is not a
-  list is normalised per dialect (:func:`_as_list`). v1 ``filter`` keeps the items for which
-  it is true.
+  list is normalised per dialect (:func:`_as_list`). v1 ``filter`` (an iterator's ``where``)
+  keeps the items for which it is true, v1 ``order_by`` sorts them by its value (stable),
+  then v1 ``limit`` keeps the first that many.
 * An iteration binds ``iter.<iterator>``, the bare iterator, ``loop_index`` and ``loop``; case
   rules of ``call.*`` run per iteration, routing waits for the end.
 * A v1 loop runs its body steps per item (routed from the loop step's own ``next``, closed by the
@@ -83,7 +84,43 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
             if evaluate_condition(condition, bound, flavor="arc", field="loop.filter"):
                 kept.append(item)
         items = kept
+    if loop.get("order_by") is not None:  # v1 iterator: sorted by the key, stable
+        items = _ordered(step, loop, items, context)
+    if loop.get("limit") is not None:  # v1: the first `limit` items after filter and order
+        items = items[: _limit(step, loop["limit"], context)]
     return to_jsonable(items)
+
+
+def _ordered(step: str, loop: Mapping[str, Any], items: list[Any], context: Any) -> list[Any]:
+    """NoETL's v1 ``order_by``: each item's key rendered with the iterator bound, a stable sort.
+    NoETL keeps the original order when keys cannot be compared; that fails here, naming them."""
+    keys = []
+    for index, item in enumerate(items):
+        bound = with_loop(
+            context, iterator=loop["iterator"], item=item, index=index, length=len(items)
+        )
+        try:
+            keys.append(render_value(loop["order_by"], bound, strict=True, field="loop.order_by"))
+        except RenderError as exc:
+            raise _fail(step, f"field loop.order_by: {exc}", "TemplateError") from exc
+    try:
+        order = sorted(range(len(items)), key=lambda i: keys[i])
+    except TypeError as exc:
+        raise _fail(step, f"loop.order_by keys cannot be compared ({exc}): {keys!r:.200}") from exc
+    return [items[i] for i in order]
+
+
+def _limit(step: str, value: Any, context: Mapping[str, Any]) -> int:
+    try:
+        value = render_value(value, context, strict=True, field="loop.limit")
+        limit = int(value)
+    except (RenderError, TypeError, ValueError) as exc:
+        raise _fail(
+            step, f"loop.limit must be a non-negative integer, got {value!r}: {exc}"
+        ) from exc
+    if limit < 0:
+        raise _fail(step, f"loop.limit must be a non-negative integer, got {limit}")
+    return limit
 
 
 def _as_list(step: str, items: Any, dialect: str) -> list[Any]:
@@ -95,7 +132,7 @@ def _as_list(step: str, items: Any, dialect: str) -> list[Any]:
       or a scalar is one item.
     * case-v2: a string is iterated character by character (that engine ran ``list(value)``);
       a mapping or a scalar is one item.
-    * v1 (no engine recorded yet): a mapping is one item; anything else that is not a list
+    * v1 (58c2a16b ran no non-list case here): a mapping is one item; anything else not a list
       fails the step, naming it, as before.
     """
     if items is None:

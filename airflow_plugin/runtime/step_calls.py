@@ -80,7 +80,7 @@ class CallLoop:
                 step_input=step_input,
                 sleep=self.sleep,
                 events=self,
-                generation=payload.get("generation"),
+                generation=tool_generation(payload),
             )
             self.write(ran.ctx_writes)
             if ran.status == "failed":
@@ -96,7 +96,7 @@ class CallLoop:
                 step_input,
                 events=self,
                 attempt=attempt,
-                generation=payload.get("generation"),
+                generation=tool_generation(payload),
             )
             return outcome, outcome_result(outcome), "ok" if outcome.ok else "error"
         # No tool: a pure router (v1 steps without type, v1 ``end``) produces no result.
@@ -306,3 +306,12 @@ class CallLoop:
                 key = "data"  # the path was read in the body of an HTTP-shaped result
             merged[key] = value
         return merged
+
+
+def tool_generation(payload: Mapping[str, Any]) -> str | None:
+    """Whose tool semantics a call follows: ``noetl5`` (the payload's generation), ``v1`` (the
+    v1 dialect: its python tool's results are data, see tools/python.py), else None."""
+    generation = payload.get("generation")
+    if generation is None and payload.get("dialect") == "v1":
+        return "v1"
+    return generation

@@ -13,9 +13,13 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
   locals_keys}`` (the names the code bound, not their values);
 * a raised exception or a syntax error becomes an error outcome carrying the exception type,
   message and traceback, and the step result is NoETL's ``{id, status: "error", error: <text>}``;
-  a result dict with ``status == "error"`` is an error outcome too, whose step result is that
-  dict as it is. The three engines recorded (v1 96458eef, case-v2 dc55c492, canonical 138c10ed)
-  return the same error document, so no dialect is treated apart.
+  a result dict with ``status == "error"`` is an error outcome too (case-v2 and canonical), whose
+  step result is that dict as it is; in a v1 playbook it is the step's result like any other
+  (NoETL's v1 worker judges the tool's envelope, not what ``main`` returned). The engines
+  recorded (v1 58c2a16b, case-v2 dc55c492, canonical 138c10ed) return the same error document
+  for a raised exception.
+* ``def main(context)``: a parameter named ``context`` that is no input receives the render
+  context as plain data (NoETL's python tool passes it).
 * NoETL 5 playbooks (``call.generation == "noetl5"``) get NoETL 5's python tool: code with a
   top-level ``return`` (NoETL 5's line rule, ``noetl_compile/python_surface.py``) runs as the body
   of ``def __noetl_step__(args, input_data, **kw)`` whose return value is the result; the inputs
@@ -333,7 +337,7 @@ def _plain_context(context: Mapping[str, Any]) -> dict[str, Any]:
     return to_jsonable({k: v for k, v in context.items() if k != PROTECTED_KEY})
 
 
-def _call_main(main: Any, inputs: dict[str, Any]) -> Any:
+def _call_main(main: Any, inputs: dict[str, Any], context: Any = None) -> Any:
     try:
         signature = inspect.signature(main)
     except (TypeError, ValueError):
@@ -352,6 +356,8 @@ def _call_main(main: Any, inputs: dict[str, Any]) -> Any:
             kwargs[param.name] = inputs[param.name]
         elif param.name in _WHOLE_INPUT_PARAMS and param.default is inspect.Parameter.empty:
             kwargs[param.name] = dict(inputs)
+        elif param.name == "context" and param.default is inspect.Parameter.empty:
+            kwargs[param.name] = context
         # else: its default applies, or Python raises a clear "missing argument" TypeError.
     return main(**kwargs)
 
@@ -480,14 +486,18 @@ def run_python(call: ToolCall) -> ToolOutcome:
             if after is not _UNSET and after is not before:
                 value = after
             elif isinstance(namespace.get("main"), types.FunctionType):
-                value = _call_main(namespace["main"], inputs)
+                value = _call_main(namespace["main"], inputs, namespace["context"])
             else:
                 value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
         return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
 
     value = to_jsonable(value)
-    if isinstance(value, dict) and str(value.get("status", "")).lower() == "error":
+    # NoETL's v1 worker judges the tool's own envelope {id, status, data}: what `main` returned
+    # is its `data`, so there a returned `status: error` is data and the flow goes on
+    # (recorded: tests/differential/cases/v1/python_returns_error_status).
+    errored = isinstance(value, dict) and str(value.get("status", "")).lower() == "error"
+    if errored and call.generation != "v1":
         message = (
             value.get("error") or value.get("message") or "python code returned status 'error'"
         )

@@ -34,6 +34,7 @@ PAYLOADS = {
             "workbook": "compute_flag",
         },
         "routing": {
+            "mode": "inclusive",
             "arcs": [
                 {"step": "hot_path", "when": "{{ result.is_hot == true }}"},
                 {"step": "cold_path", "when": "{{ result.is_hot == false }}"},

@@ -250,6 +250,10 @@ def loop_payload(step: Step) -> LoopSpec:
     entry["max_in_flight"] = plain(loop.max_in_flight)
     if loop.filter is not None:
         entry["filter"] = plain(loop.filter)
+    if loop.order_by is not None:
+        entry["order_by"] = plain(loop.order_by)
+    if loop.limit is not None:
+        entry["limit"] = plain(loop.limit)
     return entry
 
 

@@ -2,7 +2,9 @@
 
 Steps carry `type` (or a `tool` string) and their tool settings inline; `type: workbook` +
 `name`/`task` calls a workbook task; `with`/`args`/`data` bind inputs; `next` is a list of
-direct entries (a fan-out), `{when, then}` / `{else}` blocks (first match wins) or `{when, step}`;
+direct entries (a fan-out), `{when, then}` / `{else}` blocks (first match wins) or `{when, step}`
+entries (each one whose `when` holds fires, beside the direct entries: NoETL's v1 broker evaluates
+every entry, event/service/transitions.py at 58c2a16b);
 loops are `loop: {in, iterator}` routing into body steps closed by `end_loop`, or
 `type: iterator` with `collection`/`element`/`task`.
 """
@@ -42,6 +44,9 @@ CONTROL_KEYS = {
     "mode",
     "iterator",
     "filter",
+    "where",
+    "order_by",
+    "limit",
     "as",
 }
 # Tool settings a v1 step may carry inline: the shared tool vocabulary plus the v1 workbook
@@ -164,7 +169,10 @@ class V1Reader(PlaybookReader):
         return step
 
     def read_iterator_step(self, item: YMap, step: Step, label: str) -> None:
-        """`type: iterator` + `collection` + `element` + `task: {type, ...}` (Oct 2025)."""
+        """`type: iterator` + `collection` + `element` + `task: {type, ...}` (Oct 2025); `where`
+        keeps the items it holds for, `order_by` sorts them by its value (stable) and `limit`
+        keeps the first that many, as NoETL's iterator plugin (noetl/plugin/iterator/ at
+        58c2a16b) does."""
         for key in ("collection", "element"):
             if key not in item:
                 self.report("S108", self.pos(item, "type"), f"the iterator {label} needs `{key}`")
@@ -174,6 +182,9 @@ class V1Reader(PlaybookReader):
             iterator=self.iterator_name(item, "element", f"`element` of {label}"),
             iterator_span=self.span(item, "element"),
             collection=item.get("collection"),
+            filter=item.get("where"),
+            order_by=item.get("order_by"),
+            limit=item.get("limit"),
             mode=self.choice(
                 item,
                 "mode",
@@ -241,6 +252,7 @@ class V1Reader(PlaybookReader):
             collection=collection,
             mode=mode or "sequential",
             filter=loop.get("filter"),
+            limit=loop.get("limit"),
             body_via_next=not has_action,
         )
 
@@ -263,7 +275,7 @@ class V1Reader(PlaybookReader):
             self.expect(item, "next", (str, list), where)
             return Router(mode="exclusive")
         arcs: list[Arc] = []
-        conditional = False
+        conditional = False  # a `then`/`else` block: first match wins
         for index, entry in enumerate(value):
             entry_where = f"entry {index + 1} of {where}"
             if not isinstance(entry, YMap):
@@ -278,7 +290,7 @@ class V1Reader(PlaybookReader):
                 foreign={"condition": ("the v1 engine drops it and reads `when`", E)},
             )
             if "when" in entry or "else" in entry:
-                conditional = True
+                conditional = conditional or "then" in entry or "else" in entry
                 arcs += self.read_conditional(entry, entry_where, index)
             else:
                 arc = self.arc(

@@ -9,6 +9,7 @@
 | step `with`/`args`/`data` | `input` | the step input the runtime renders (payload `input`) |
 | `next: [a, b]` (direct entries) | `next: {spec: {mode: inclusive}, arcs: [...]}` | v1 fires every direct entry; a canonical list is exclusive |
 | `next: [{when: c, then: [t]}, ..., {else: [e]}]` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: c}, ..., {step: e}]}` | first match wins in both, in the same order |
+| `next: [{when: c, step: t}, ...]` (no `then`/`else`) | `next: {spec: {mode: inclusive}, arcs: [{step: t, when: c}, ...]}` | every entry whose `when` holds fires in both (NoETL's v1 broker evaluates each) |
 | workbook `{name, type: K, <settings>, with}` | `{name, tool: {kind: K, <settings>, args: <with>}}` | the same tool mapping (a task's `with` is its tool's `args`) |
 | `next: [{step: t, with: V}]`, the only way into `t`, `t` binding no input, `V` reading step results and the workload | `next: [{step: t}]` and `input: V` on `t` | the runtime lays passed values over the target's (empty) input; nothing else runs `t`; `V` reads the same in `t` |
 | `assert: {expects, returns}` (task or step) | the same lines as a comment | no v1 engine read it (NoETL 0d51146e .. 8cc6b80b) |
@@ -230,7 +231,9 @@ class V1Upgrade(Rewriter):
         if value is None or isinstance(value, (str, int, float)):
             return
         entries = value if isinstance(value, list) else [value]
-        conditional = any(isinstance(e, dict) and ("when" in e or "else" in e) for e in entries)
+        # `then`/`else` blocks: first match wins; `{when, step}` entries each fire when their
+        # `when` holds, beside the direct ones (NoETL's v1 broker, 58c2a16b): inclusive.
+        conditional = any(isinstance(e, dict) and ("then" in e or "else" in e) for e in entries)
         arcs: list[Any] = []
         passed = False
         for index, entry in enumerate(entries):

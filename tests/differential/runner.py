@@ -109,7 +109,7 @@ def run_case(
         set_default_recorder(previous)
         (dags_folder / f"{dag_id}.py").unlink(missing_ok=True)
         shutil.rmtree(dags_folder / SUBFOLDER, ignore_errors=True)
-    return outcome_of(out, payloads, recorder.events)
+    return outcome_of(out, payloads, recorder.events, every_attempt=case.get("dialect") == "v1")
 
 
 def _payloads(source: str) -> dict[str, Any]:
@@ -124,11 +124,15 @@ def _payloads(source: str) -> dict[str, Any]:
     raise AssertionError("no PAYLOADS literal in the compiled DAG file")
 
 
-def outcome_of(out: Any, payloads: dict[str, Any], events: list[Any]) -> dict[str, Any]:
+def outcome_of(
+    out: Any, payloads: dict[str, Any], events: list[Any], *, every_attempt: bool = False
+) -> dict[str, Any]:
     # NoETL records one call per command: a pipeline (and a single tool with policy rules,
     # which it runs as a one-task pipeline) retries its tasks inside that call, and a loop
     # issues one command per item. The comparable count here: first attempts of the step's
-    # first task (its first ``ToolStarted`` label).
+    # first task (its first ``ToolStarted`` label). NoETL's v1 worker re-queues the job per
+    # retry attempt, each with its own action event: there every attempt counts
+    # (``every_attempt``, v1/python_retry_raises).
     calls: dict[str, int] = {}
     first_label: dict[str, str] = {}
     for event in events:
@@ -136,7 +140,7 @@ def outcome_of(out: Any, payloads: dict[str, Any], events: list[Any]) -> dict[st
             continue
         label = (event.tool_run_id or event.entity_id or "").rpartition(":")[2]
         first_label.setdefault(event.step, label)
-        if label == first_label[event.step] and (event.attempt or 1) == 1:
+        if label == first_label[event.step] and (every_attempt or (event.attempt or 1) == 1):
             calls[event.step] = calls.get(event.step, 0) + 1
     results = step_results_from_xcom(out.xcom, payloads)
     return {

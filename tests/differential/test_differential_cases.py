@@ -42,7 +42,7 @@ def test_cases_are_well_formed():
 
 def test_every_dialect_with_a_recorded_engine_is_covered():
     dialects = {case["dialect"] for case in CASES.values()}
-    assert {"canonical", "case-v2"} <= dialects, dialects
+    assert {"canonical", "case-v2", "v1"} <= dialects, dialects
 
 
 def test_semantics_doc_counts_every_divergence_group():

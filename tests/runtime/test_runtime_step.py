@@ -316,8 +316,25 @@ def test_case_v2_rule_routing_a_failure_also_takes_the_plain_next():
     )
     out = execute_step(p, inputs())
     assert (out.status, out.next_steps) == ("error", ["recover", "end"])
-    p["dialect"] = "v1"  # the v1 engine: the rule's route only
+    # the v1 engine: the rule's route only. A raised error (a returned status: error dict is
+    # data in v1: v1/python_returns_error_status)
+    p["dialect"], p["tool"] = "v1", py("raise RuntimeError('bad')")
     assert execute_step(p, inputs()).next_steps == ["recover"]
+
+
+def test_v1_python_status_error_dict_is_data():
+    # NoETL's v1 worker (58c2a16b) judges the tool's envelope, not what the code returned.
+    p = payload("s", dialect="v1", tool=py("def main():\n    return {'status': 'error', 'x': 1}\n"))
+    out = execute_step(p, inputs())
+    assert out.status == "ok" and out.result == {"status": "error", "x": 1}
+    p["dialect"] = "canonical"  # a failure there (no arc routes it: the step fails)
+    with pytest.raises(StepFailed, match="returned status 'error'"):
+        execute_step(p, inputs())
+
+
+def test_python_main_context_parameter_gets_the_render_context():
+    p = payload("s", tool=py("def main(context):\n    return {'n': context['workload']['n']}\n"))
+    assert execute_step(p, inputs(workload={"n": 9})).result == {"n": 9}
 
 
 def test_failure_handled_by_an_error_arc():
@@ -839,3 +856,32 @@ def test_loop_body_pushes_only_the_results_the_tail_keeps(monkeypatch):
     assert [r["result"] for r in pushed] == [None] * 6 + [{"i": i} for i in range(6, 10)]
     assert aggregate(pushed) == aggregate(records)
     assert aggregate(pushed)["omitted_results_count"] == 6
+
+
+def test_v1_iterator_where_then_limit():
+    # NoETL's v1 iterator (58c2a16b): `where` first, then the first `limit` items
+    # (v1/iterator_where_limit).
+    from airflow_plugin.runtime.loop import StepFailed, render_collection
+
+    loop = {"iterator": "item", "in": [1, 2, 3, 4, 5], "filter": "{{ item > 2 }}", "limit": 2}
+    assert render_collection(payload("loop", dialect="v1", loop=loop), inputs()) == [3, 4]
+    loop["limit"] = "{{ workload.n }}"
+    assert render_collection(
+        payload("loop", dialect="v1", loop=loop), inputs(workload={"n": 1})
+    ) == [3]
+    loop["limit"] = -1
+    with pytest.raises(StepFailed, match="loop.limit must be a non-negative integer"):
+        render_collection(payload("loop", dialect="v1", loop=loop), inputs())
+
+
+def test_v1_iterator_order_by_is_a_stable_sort_before_limit():
+    # v1/iterator_order_by, v1/iterator_order_by_limit
+    from airflow_plugin.runtime.loop import StepFailed, render_collection
+
+    items = [{"n": 3, "id": "a"}, {"n": 1, "id": "b"}, {"n": 3, "id": "c"}]
+    loop = {"iterator": "item", "in": items, "order_by": "{{ item.n }}", "limit": 2}
+    got = render_collection(payload("loop", dialect="v1", loop=loop), inputs())
+    assert [i["id"] for i in got] == ["b", "a"]
+    loop["in"], loop["order_by"] = [1, "x"], "{{ item }}"
+    with pytest.raises(StepFailed, match="loop.order_by keys cannot be compared"):
+        render_collection(payload("loop", dialect="v1", loop=loop), inputs())
