@@ -262,7 +262,11 @@ RULES: dict[str, Rule] = {
             "R201",
             E,
             "unknown step",
-            "Routing to a step that does not exist fails at run time.",
+            "Routing to a step that does not exist. In canonical and case-v2 `next` arcs it is a "
+            "warning when the name is close to no step: their engines run the playbook and skip "
+            "the arc (it never matches; the step's other arcs decide), and noetlc leaves it out "
+            "too. A near miss of a step's name (a typo), a case rule's target and any v1 arc "
+            "are errors.",
             "before:  next: [{step: sav}]\nafter:   next: [{step: save}]",
         ),
         _rule(

@@ -443,7 +443,10 @@ def test_case_step_exit_set_list_writes_vars_and_response_is_result():
         ({"result": {"from": "result.inner"}, "next": [{"step": "after"}]}, {"inner": {"v": 1}}),
         # As its own action: `from` names an execution variable (a plain name, not a template).
         ([{"result": {"from": "picked"}}, {"next": [{"step": "after"}]}], {"p": 2}),
-        ([{"result": {"from": "result.inner"}}, {"next": [{"step": "after"}]}], {"inner": {"v": 1}}),
+        (
+            [{"result": {"from": "result.inner"}}, {"next": [{"step": "after"}]}],
+            {"inner": {"v": 1}},
+        ),
         ([{"result": {"fixed": True}}, {"next": [{"step": "after"}]}], {"fixed": True}),
     ],
 )
