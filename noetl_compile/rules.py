@@ -259,6 +259,17 @@ RULES: dict[str, Rule] = {
             "next: {spec: {mode: exclusive}, arcs: [...]}   # instead of on_no_match",
         ),
         _rule(
+            "S117",
+            W,
+            "case-v2 action the engine never applies",
+            "The case-v2 engine reads each action mapping of a `then` as one action: `next`, "
+            "else `set`, else `result` (dc55c492). A `result` in the same mapping as `next` or "
+            "`set` is never applied: the step keeps its tool's result. noetlc does the same and "
+            "says so here.",
+            "before:  then: {result: {from: page}, next: [{step: b}]}\n"
+            "after:   then: [{result: {from: page}}, {next: [{step: b}]}]",
+        ),
+        _rule(
             "R201",
             E,
             "unknown step",
