@@ -15,6 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Dialect = Literal["v1", "case-v2", "canonical"]
 DIALECTS: tuple[str, ...] = ("v1", "case-v2", "canonical")
+# Dialects whose engine runs a playbook with an arc to a step that does not exist: it logs
+# "Target step not found" and goes on as if the arc had not matched (138c10ed
+# `_evaluate_next_transitions`; dc55c492 `_process_then_actions` and its structural `next`), so
+# the run ends where the step's other arcs lead (final_status/missing_target_step). There R201 is
+# a warning and the lowering leaves the arc out; v1 (no engine recorded) keeps it an error.
+SKIPS_UNKNOWN_TARGETS: frozenset[str] = frozenset({"canonical", "case-v2"})
 
 
 # One set of field names per node class, shared by all its instances (see Node.model_post_init).

@@ -259,10 +259,25 @@ RULES: dict[str, Rule] = {
             "next: {spec: {mode: exclusive}, arcs: [...]}   # instead of on_no_match",
         ),
         _rule(
+            "S117",
+            W,
+            "case-v2 action the engine never applies",
+            "The case-v2 engine reads each action mapping of a `then` as one action: `next`, "
+            "else `set`, else `result` (dc55c492). A `result` in the same mapping as `next` or "
+            "`set` is never applied: the step keeps its tool's result. noetlc does the same and "
+            "says so here.",
+            "before:  then: {result: {from: page}, next: [{step: b}]}\n"
+            "after:   then: [{result: {from: page}}, {next: [{step: b}]}]",
+        ),
+        _rule(
             "R201",
             E,
             "unknown step",
-            "Routing to a step that does not exist fails at run time.",
+            "Routing to a step that does not exist. In canonical and case-v2 `next` arcs it is a "
+            "warning when the name is close to no step: their engines run the playbook and skip "
+            "the arc (it never matches; the step's other arcs decide), and noetlc leaves it out "
+            "too. A near miss of a step's name (a typo), a case rule's target and any v1 arc "
+            "are errors.",
             "before:  next: [{step: sav}]\nafter:   next: [{step: save}]",
         ),
         _rule(

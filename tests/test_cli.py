@@ -185,3 +185,36 @@ def test_parallel_run_reports_exactly_what_a_serial_run_does(capsys):
     assert serial[0] == parallel[0] == 1
     assert serial[1].out == parallel[1].out
     assert "R204" in parallel[1].out  # nested calls are resolved across the workers' chunks
+
+
+@pytest.mark.parametrize(
+    ("api", "target", "severity"),
+    [
+        # The canonical and case-v2 engines skip an arc to a step that does not exist.
+        ("noetl.io/v2", "nowhere", "warning"),
+        # A near miss of a step's name is a typo: skipping it would silently take another route.
+        ("noetl.io/v2", "ned", "error"),
+        # v1 (no engine recorded) keeps every unknown target an error.
+        ("noetl.io/v1", "nowhere", "error"),
+    ],
+)
+def test_unknown_arc_target_is_a_warning_where_the_engine_skips_it(
+    tmp_path, capsys, api, target, severity
+):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        f"apiVersion: {api}\nkind: Playbook\nmetadata: {{name: p, path: t/p}}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: python, code: 'result = 1'}\n"
+        f"    next: [{{step: {target}}}, {{step: end}}]\n"
+        "  - step: end\n    tool: {kind: python, code: 'result = 2'}\n"
+    )
+    code, out = run(capsys, "check", str(path), "--quiet", "--select", "R201")
+    assert f":7:19: R201 [{severity}] step 'start' routes to unknown step '{target}'" in out.out
+    assert code == (1 if severity == "error" else 0)
+    if severity == "warning":
+        assert "the engine skips this arc" in out.out
+        compiled = tmp_path / "out"
+        assert main(["compile", str(path), "-o", str(compiled)]) == 0
+        # The arc is left out: `end` is the step's only route, as NoETL's engine takes it.
+        dag = next(compiled.glob("*.py")).read_text()
+        assert "'nowhere'" not in dag and '"nowhere"' not in dag

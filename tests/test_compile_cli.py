@@ -40,7 +40,7 @@ metadata: {name: bad, path: tests/bad}
 workflow:
   - step: start
     tool: {kind: python, code: "result = 1"}
-    next: {arcs: [{step: nowhere}]}
+    next: {arcs: [{step: strat}]}
 """
 
 

@@ -71,7 +71,7 @@ def test_a_playbook_with_errors_is_not_drawn(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: b}\nworkflow:\n"
-        "  - step: start\n    tool: {kind: noop}\n    next: nowhere\n"
+        "  - step: start\n    tool: {kind: noop}\n    next: strat\n"
     )
     assert main(["graph", str(bad)]) == 1
     assert "R201" in capsys.readouterr().err

@@ -608,7 +608,7 @@ def test_compile_errors_print_in_check_format_and_run_nothing(home, tmp_path):
             tool: {kind: noop}
             next:
               arcs:
-                - step: nowhere
+                - step: strat
         """,
     )
     text = noetlc_run(home, playbook)

@@ -54,6 +54,7 @@ NOT_STRUCTURAL = {
     "compares whole items)",
     "S115": "a warning: the playbook runs from its first step",
     "S116": "a warning: a NoETL 5 key that is read but not executed on Airflow is valid structure",
+    "S117": "a warning: `result` beside `next` in one case-v2 action is valid structure the engine ignores",
     "Y001": "not YAML: there is no document to validate",
     "Y002": "a duplicate key is gone once the YAML is a JSON value",
     "Y003": "a non-scalar key has no JSON form",

@@ -170,7 +170,9 @@ class CaseRules:
             ctx_writes, vars_writes = self.render_set(actions["set"], context, f"{where}.set")
             self.write(ctx_writes, vars_writes)
             context = apply_vars_writes(apply_ctx_writes(context, ctx_writes), vars_writes)
-        if isinstance(actions.get("result"), Mapping) and "from" in actions["result"]:
+        if self.payload.get("dialect") == "case-v2":
+            self._case_v2_result(index, context)
+        elif isinstance(actions.get("result"), Mapping) and "from" in actions["result"]:
             value = render_value(
                 actions["result"]["from"], context, strict=False, field=f"{where}.result.from"
             )
@@ -206,6 +208,35 @@ class CaseRules:
             self.routing.add(target["step"], task_id, args)
             self.case_routed = True
         return context
+
+    def _case_v2_result(self, index: int, context: Mapping[str, Any]) -> None:
+        """case-v2 ``then.result`` as dc55c492 applies it (``_process_then_actions``): each action
+        mapping is one of ``next`` / ``set`` / ``result`` / ... in that order, so a ``result``
+        beside a ``next`` or a ``set`` in the same mapping is never applied and the step keeps
+        its tool's result (``case_v2/result_from``); a ``result`` of its own sets the step's
+        result: ``{from: NAME}`` to the execution variable NAME (a plain name, not a template;
+        nothing when there is none), any other value as written."""
+        rules = self.payload.get("case") or []
+        then = rules[index].get("then") if index < len(rules) else None
+        for action in then if isinstance(then, list) else [then]:
+            if not isinstance(action, Mapping) or "result" not in action:
+                continue
+            if "next" in action or "set" in action:
+                log.warning(
+                    "NoETL step %s: case[%d].then.result sits beside `next`/`set` in one action; "
+                    "the case-v2 engine never applies it, so the step keeps its tool's result "
+                    "(write it as its own action in a `then` list)",
+                    self.step,
+                    index,
+                )
+                continue
+            spec = action["result"]
+            if isinstance(spec, Mapping) and "from" in spec:
+                variables = {**(context.get("vars") or {}), **(context.get("ctx") or {})}
+                if isinstance(spec["from"], str) and spec["from"] in variables:
+                    self.result_override = (True, variables[spec["from"]])
+            else:
+                self.result_override = (True, spec)
 
     def route_arcs(self, context: Mapping[str, Any], *, failed: bool) -> None:
         # After a failed call the canonical engine (138c10ed) evaluates the arcs as after a

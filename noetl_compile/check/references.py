@@ -8,12 +8,12 @@ import re
 from collections import defaultdict
 
 from ..analyze.expressions import scan_template
-from ..ast import Playbook, Step, Task
+from ..ast import SKIPS_UNKNOWN_TARGETS, Playbook, Step, Task
 from ..dag_ids import dag_id_for_path
 from ..diagnostics import Diagnostic
 from ..load import YMap
 from ..read.base import did_you_mean, is_template
-from ..rules import severity_of
+from ..rules import Severity, severity_of
 from .context import CatalogClaim, CheckContext, NestedCall
 from .tools import sites as tool_sites
 
@@ -27,11 +27,24 @@ def check(ctx: CheckContext) -> None:
             if arc.target not in ctx.step_names and not is_template(arc.target):
                 if playbook.dialect == "v1" and arc.target == "end":
                     continue  # the v1 engine treats `end` as the implicit terminal step
+                suggestion = did_you_mean(arc.target, ctx.step_names)
+                # The canonical and case-v2 engines skip such an arc (SKIPS_UNKNOWN_TARGETS):
+                # a warning there, and the lowering leaves the arc out (a case rule's target
+                # stays an error: the runtime would count it as the rule's route). A near miss of a step's
+                # name stays an error: it is a typo, and skipping it would silently take
+                # another route (docs/semantics.md section 1).
+                skipped = (
+                    playbook.dialect in SKIPS_UNKNOWN_TARGETS
+                    and arc.origin != "case"
+                    and not suggestion
+                )
                 ctx.report(
                     "R201",
                     arc.span.position if arc.span else ctx.pos(step.raw),
                     f"step {step.name!r} routes to unknown step {arc.target!r}"
-                    + did_you_mean(arc.target, ctx.step_names),
+                    + suggestion
+                    + ("; the engine skips this arc (it never matches)" if skipped else ""),
+                    severity=Severity.WARNING if skipped else None,
                 )
         _check_end_loop(ctx, step)
         _check_jumps(ctx, step)

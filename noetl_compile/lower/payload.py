@@ -16,7 +16,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from ..ast import Playbook, Step, Task
+from ..ast import SKIPS_UNKNOWN_TARGETS, Playbook, Step, Task
+from ..read.base import is_template
 from ..read.v1 import INLINE_TOOL_KEYS
 from ..step_contract import (
     STEP_DEFAULTS,
@@ -165,8 +166,22 @@ def _arc(arc: Any, task_id: Callable[[str], str | None], *, grouped: bool) -> Ar
     return entry
 
 
-def routing_payload(step: Step, task_id: Callable[[str], str | None]) -> Routing:
-    arcs = [a for a in step.router.arcs if a.origin != "case"]
+def routing_payload(
+    step: Step, task_id: Callable[[str], str | None], known: Callable[[str], bool] | None = None
+) -> Routing:
+    # An arc to a step that does not exist (R201, a warning where the engine skips it) never
+    # matches: NoETL's engine goes on to the next arc, so the arc is left out here.
+    arcs = [
+        a
+        for a in step.router.arcs
+        if a.origin != "case"
+        and (
+            known is None
+            or not isinstance(a.target, str)
+            or known(a.target)
+            or is_template(a.target)
+        )
+    ]
     groups = [a.group for a in arcs]
     # v1 `when: ... then: [a, b]` fires a group of arcs together; only then is `group` needed.
     grouped = step.router.mode == "exclusive" and len(groups) != len(set(groups))
@@ -227,7 +242,13 @@ def step_payload(
     payload["set"] = plain(step.set) if step.set is not None else {}
     payload["vars"] = plain(step.vars) if step.vars is not None else {}
     payload["case"] = case_payload(step, task_id)
-    payload["routing"] = routing_payload(step, task_id)
+    payload["routing"] = routing_payload(
+        step,
+        task_id,
+        (lambda name: playbook.step(name) is not None)
+        if playbook.dialect in SKIPS_UNKNOWN_TARGETS
+        else None,
+    )
     # Extensions (documented in docs/lowering.md): features the contract does not name yet.
     if step.sink is not None:
         payload["sink"] = plain(step.sink)

@@ -138,6 +138,16 @@ class CaseV2Reader(CanonicalReader):
     def merge_then(self, rule: YMap, where: str) -> YMap | None:
         """`then` is a mapping of actions or a list of such mappings; merge into one view."""
         then = rule.get("then", rule.get("else"))
+        for part in then if isinstance(then, YList) else [then]:
+            if isinstance(part, YMap) and "result" in part and ("next" in part or "set" in part):
+                beside = "next" if "next" in part else "set"
+                self.report(
+                    "S117",
+                    self.key_pos(part, "result"),
+                    f"`result` beside `{beside}` in one action of `then` of {where}: the case-v2 "
+                    "engine applies only the `next`/`set`, so the step keeps its tool's result",
+                    hint="make it an action of its own: then: [{result: ...}, {next: [...]}]",
+                )
         if isinstance(then, YList):
             merged = empty_map(then.span)
             for index, part in enumerate(then):

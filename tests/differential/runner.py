@@ -66,8 +66,11 @@ def load_divergences() -> dict[str, dict[str, Any]]:
     return yaml.safe_load(DIVERGENCES.read_text(encoding="utf-8")) or {}
 
 
-def compile_case(case: dict[str, Any], workdir: Path) -> tuple[str | None, str, str]:
-    """(dag_id, DAG source, compiler report); dag_id is None when noetlc refuses the playbook."""
+def compile_case(
+    case: dict[str, Any], workdir: Path, dialect: str | None = None
+) -> tuple[str | None, str, str]:
+    """(dag_id, DAG source, compiler report); dag_id is None when noetlc refuses the playbook.
+    ``dialect`` forces the generation (``--dialect``) instead of detecting it."""
     from noetl_compile.cli import main
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -76,7 +79,9 @@ def compile_case(case: dict[str, Any], workdir: Path) -> tuple[str | None, str, 
     out = workdir / "compiled"
     report = io.StringIO()
     with contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
-        code = main(["compile", str(source), "-o", str(out)])
+        code = main(
+            ["compile", str(source), "-o", str(out)] + (["--dialect", dialect] if dialect else [])
+        )
     files = sorted(out.glob("*.py")) if out.exists() else []
     if code != 0 or not files:
         return None, "", report.getvalue()
@@ -85,12 +90,17 @@ def compile_case(case: dict[str, Any], workdir: Path) -> tuple[str | None, str, 
 
 
 def run_case(
-    case: dict[str, Any], *, run_dag: Callable[..., Any], dags_folder: Path, workdir: Path
+    case: dict[str, Any],
+    *,
+    run_dag: Callable[..., Any],
+    dags_folder: Path,
+    workdir: Path,
+    dialect: str | None = None,
 ) -> dict[str, Any]:
     """The outcome noetlc produces for ``case`` (same fields as ``case['expect']``)."""
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
 
-    dag_id, source, report = compile_case(case, workdir)
+    dag_id, source, report = compile_case(case, workdir, dialect)
     if dag_id is None:
         codes = sorted(set(re.findall(r"\b([ESW]\d{3})\b", report)))
         return {

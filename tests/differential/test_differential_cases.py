@@ -83,3 +83,32 @@ def test_case(case_id, airflow_db, run_dag, tmp_path):
             f"{case_id}: listed as differing in {sorted(listed['fields'])} "
             f"({listed['reason']}), now differs in {sorted(found)}: {found}"
         )
+
+
+# Playbooks recorded on the case-v2 engine (dc55c492) that carry no mark of that generation:
+# noetlc reads them as canonical (docs/semantics.md section 1: the same shapes are recorded on
+# the canonical engine with canonical outcomes, e.g. final_status/join_reached_twice). Forced
+# with `--dialect case-v2` they end as dc55c492 ended them; the fields left are the case-v2 loop
+# step's recorded result (group case-v2-loop-exit-event, by design).
+UNMARKED_CASE_V2 = {
+    "case_v2/two_branches": [],
+    "case_v2/case_error_no_route": [],
+    "case_v2/first_step_not_start": [],  # S105: the case-v2 engine requires a step `start`
+    "case_v2/loop_string_in": ["results.start"],
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(UNMARKED_CASE_V2))
+def test_unmarked_case_v2_playbooks_run_as_noetl_ran_them_under_their_dialect(
+    case_id, airflow_db, run_dag, tmp_path
+):
+    from noetl_compile.read import detect_dialect
+
+    case = CASES[case_id]
+    assert case["dialect"] == "case-v2" and detect_dialect(case["playbook"]) == "canonical"
+    assert DIVERGENCES[case_id]["group"] == "unmarked-case-v2"
+    actual = run_case(
+        case, run_dag=run_dag, dags_folder=airflow_db, workdir=tmp_path, dialect="case-v2"
+    )
+    found = differences(case["expect"], actual)
+    assert sorted(found) == UNMARKED_CASE_V2[case_id], found

@@ -452,6 +452,32 @@ def test_case_step_exit_set_list_writes_vars_and_response_is_result():
     assert out.next_steps == ["use_vars"] and out.next_args == {"use_vars": {"uid": 123}}
 
 
+@pytest.mark.parametrize(
+    ("then", "expected"),
+    [
+        # dc55c492 reads one action mapping as next, else set, else result: a `result` beside
+        # `next` is never applied and the step keeps its tool's result (case_v2/result_from).
+        ({"result": {"from": "result.inner"}, "next": [{"step": "after"}]}, {"inner": {"v": 1}}),
+        # As its own action: `from` names an execution variable (a plain name, not a template).
+        ([{"result": {"from": "picked"}}, {"next": [{"step": "after"}]}], {"p": 2}),
+        (
+            [{"result": {"from": "result.inner"}}, {"next": [{"step": "after"}]}],
+            {"inner": {"v": 1}},
+        ),
+        ([{"result": {"fixed": True}}, {"next": [{"step": "after"}]}], {"fixed": True}),
+    ],
+)
+def test_case_v2_then_result_as_the_engine_applies_it(then, expected):
+    p = v2(
+        "start",
+        tool=py("result = {'inner': {'v': 1}}"),
+        case=[{"when": "{{ event.name == 'call.done' }}", "then": then}],
+    )
+    out = execute_step(p, inputs(ctx={"picked": {"p": 2}}))
+    assert out.result == expected
+    assert out.next_steps == ["after"]
+
+
 def test_case_set_ctx_form_and_this_envelope():
     p = v2(
         tool=py("result = {'t': 21}"),
