@@ -29,6 +29,7 @@ from .base import NOETL5_KINDS, did_you_mean, edit_distance, event_of
 from .canonical import (
     ARC_KEYS,
     EXECUTOR_KEYS,
+    EXECUTOR_SPEC_KEYS,
     LOOP_KEYS,
     LOOP_SPEC_KEYS,
     STEP_FOREIGN,
@@ -50,7 +51,6 @@ STEP_SPEC_KEYS = ("policy", "timeout")
 STEP_POLICY_KEYS = ("admit", "lifecycle", "failure", "emit")
 NEXT_SPEC_KEYS_5 = ("mode", "on_no_match", "policy")
 ON_NO_MATCH = ("complete", "quiet")
-EXECUTOR_SPEC_KEYS = ("entry_step", "final_step", "no_next_is_error", "policy")
 EXECUTOR_POLICY_KEYS = ("defaults", "results", "limits")
 EXECUTOR_REQUIRES_KEYS = ("tools", "features")
 FRAME_KEYS = (
@@ -333,12 +333,7 @@ class Noetl5Reader(CanonicalReader):
             return super().read_identity(root)
         return name, path
 
-    def read_executor(self, root: YMap) -> Any:
-        executor = self.mapping(root, "executor", "`executor`")
-        if executor is None:
-            return None
-        self.check_keys(executor, EXECUTOR_KEYS, "`executor`")
-        self.choice(executor, "profile", ("local", "distributed", "auto"), "`executor.profile`")
+    def read_executor_extra(self, executor: YMap, spec: YMap | None) -> None:
         requires = self.mapping(executor, "requires", "`executor.requires`")
         if requires is not None:
             self.check_keys(requires, EXECUTOR_REQUIRES_KEYS, "`executor.requires`")
@@ -346,23 +341,16 @@ class Noetl5Reader(CanonicalReader):
                 if key in requires:
                     self.expect(requires, key, (list,), f"`executor.requires.{key}`")
             self.not_executed(executor, "requires", "Executor.requires", "`executor`")
-        spec = self.mapping(executor, "spec", "`executor.spec`")
-        if spec is not None:
-            self.check_keys(spec, EXECUTOR_SPEC_KEYS, "`executor.spec`")
-            if "no_next_is_error" in spec:
-                self.expect(spec, "no_next_is_error", (bool,), "`executor.spec.no_next_is_error`")
-                if spec["no_next_is_error"] is True:
-                    self.not_executed(
-                        spec,
-                        "no_next_is_error",
-                        "ExecutorSpecFull.no_next_is_error",
-                        "`executor.spec`",
-                    )
-            policy = self.mapping(spec, "policy", "`executor.spec.policy`")
-            if policy is not None:
-                self.check_keys(policy, EXECUTOR_POLICY_KEYS, "`executor.spec.policy`")
-                self.not_executed(spec, "policy", "ExecutorSpecFull.policy", "`executor.spec`")
-        return executor
+        if spec is None:
+            return
+        if spec.get("no_next_is_error") is True:
+            self.not_executed(
+                spec, "no_next_is_error", "ExecutorSpecFull.no_next_is_error", "`executor.spec`"
+            )
+        policy = self.mapping(spec, "policy", "`executor.spec.policy`")
+        if policy is not None:
+            self.check_keys(policy, EXECUTOR_POLICY_KEYS, "`executor.spec.policy`")
+            self.not_executed(spec, "policy", "ExecutorSpecFull.policy", "`executor.spec`")
 
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
