@@ -51,6 +51,7 @@ def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
         "tools.mcp.yaml",
         "parent.yaml",
         "child.yaml",
+        "policies_run.yaml",
     }
     for name, result in by_name.items():
         assert not _errors(result), (name, _errors(result))
@@ -92,7 +93,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
 
     results, _ = check_paths([str(PLAYBOOKS)])
     compiled = [r for r in results if r.playbook is not None]
-    assert len(compiled) == 8
+    assert len(compiled) == 9
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
         # Each step payload tells the runtime the generation whose semantics apply.
@@ -100,7 +101,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors
-    assert len(bag.dags) == 8
+    assert len(bag.dags) == 9
     parent = bag.dags["tests.noetl5.nested.parent"]
     # Nested calls by file path trigger the DAG of the playbook in that file.
     triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
@@ -292,7 +293,9 @@ def test_schema_keys_playbook_uses_every_schema_path_and_each_is_read_or_reporte
     assert not {"S103", "S114"} & set(_codes(result))
     reported = {d.message.split("`")[1] for d in result.diagnostics if d.code == "S116"}
     expected = {entry.split(".")[1] for entry in NOT_EXECUTED if entry != "Step.when"}
-    expected -= {"no_next_is_error"}  # reported only when true: false is the runtime's behaviour
+    # Reported only for the value the runtime does not follow: `no_next_is_error: true` and
+    # `on_no_match: quiet` (the file holds false and `complete`, which is the runtime's behaviour).
+    expected -= {"no_next_is_error", "on_no_match"}
     assert expected <= reported, sorted(expected - reported)
 
 
@@ -507,3 +510,85 @@ def test_c515_is_said_once_per_kind_and_file_with_what_the_kind_needs() -> None:
     # The older generations keep one C515 per site.
     older = text.replace(", exposes_as_mcp: false", "")
     assert sum(d.code == "C515" for d in check_text(older, "c515.yaml").diagnostics) == 3
+
+
+def test_keys_no_noetl5_engine_acts_on_are_s116_at_their_position_with_the_reason() -> None:
+    """policies_run.yaml: each key NoETL 5's engines do not act on (noetl/server, noetl/worker,
+    noetl/cli) is S116 at its key, the reason naming that; a store kind that needs an outside
+    service names the service at its value; `on_no_match: complete` is read with its meaning."""
+    path = PLAYBOOKS / "policies_run.yaml"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    result = check_text("\n".join(lines) + "\n", str(path))
+    assert not _errors(result)
+    found = {(d.position.line, d.position.col): d.message for d in result.diagnostics}
+    assert {d.code for d in result.diagnostics} == {"S116"}
+
+    def at(text: str) -> tuple[int, int]:
+        line = next(i for i, t in enumerate(lines, 1) if t.strip().startswith(text))
+        return line, lines[line - 1].index(text) + 1
+
+    for key, says in (
+        ("admit:", "no NoETL 5 engine evaluates admission"),
+        ("as: summary", "no NoETL 5 engine binds the name"),
+        ("select:", "noetl/worker and noetl/cli do not read `tool.output`"),
+        ("scope:", "noetl/worker and noetl/cli do not read `tool.output`"),
+        ("store:", "noetl/worker and noetl/cli do not read it"),
+    ):
+        assert says in found.pop(at(key)), key
+    kv_line, _ = at("store:")
+    kv = found.pop((kv_line, lines[kv_line - 1].index("kv") + 1))
+    assert "`output.store.kind: kv`" in kv and "NATS JetStream key-value bucket" in kv
+    exec_line, _ = at("policy: {exec")
+    assert "drops `loop.spec.policy`" in found.pop((exec_line, lines[exec_line - 1].index("exec") + 1))
+    assert not found, found  # nothing else: `on_no_match: complete` and max_in_flight run
+
+
+def test_on_no_match_quiet_is_reported_and_complete_is_not() -> None:
+    text = "\n".join(_TYPO_BASE).replace("quiet", "VALUE") + "\n"
+    quiet = check_text(text.replace("VALUE", "quiet"), "q.yaml", dialect="noetl5")
+    (s116,) = [d for d in quiet.diagnostics if d.code == "S116"]
+    assert (s116.position.line, s116.position.col) == (7, 19)
+    assert "NoETL 5's engines do not read it" in s116.message
+    assert "which is `complete`" in s116.message
+    complete = check_text(text.replace("VALUE", "complete"), "c.yaml", dialect="noetl5")
+    assert not [d for d in complete.diagnostics if d.code == "S116"]
+    assert complete.playbook.step("start").router.on_no_match == "complete"
+
+
+def test_policies_run_on_airflow(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: the keys reported S116 change nothing (the whole
+    result, not a `select`ed path, under the step's name), a templated `max_in_flight` of 2 runs
+    two iterations at once and never more (from the iterations' event timestamps), and a router
+    with `on_no_match: complete` none of whose arcs matches completes the run."""
+    pytest.importorskip("airflow")
+    import sqlite3
+
+    from airflow_plugin.events.projection import in_flight_peak
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-policies-home")
+    result = noetlc_run(home, PLAYBOOKS / "policies_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = report_of(result)
+    steps = report["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "success",
+        "square": "success",
+        "report": "success",
+        "never": "skipped",
+    }
+    assert steps["start"]["result"] == {"total": 10, "count": 4}
+    square = steps["square"]["result"]
+    assert square["results"] == [{"square": n * n} for n in (1, 2, 3, 4)]
+    assert square["stats"] == {"total": 4, "success": 4, "failed": 0}
+    assert steps["report"]["result"] == {"total": 10}
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        db.row_factory = sqlite3.Row
+        rows = [
+            dict(row)
+            for row in db.execute(
+                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
+                (report["execution_id"],),
+            )
+        ]
+    assert in_flight_peak(rows, "square") == 2

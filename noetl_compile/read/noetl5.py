@@ -77,6 +77,15 @@ OUTPUT_KEYS = (
 )
 OUTPUT_STORE_KEYS = ("kind", "driver", "bucket", "prefix", "ttl", "compression", "credential")
 STORE_KINDS = ("auto", "memory", "kv", "disk", "object", "s3", "gcs", "db", "duckdb", "eventlog")
+# What a store kind of NoETL's result store needs beyond a worker's own memory and disk.
+STORE_NEEDS = {
+    "kv": "NoETL's NATS JetStream key-value bucket",
+    "object": "NoETL's object store (an S3 or GCS bucket and its credential)",
+    "s3": "an S3 bucket and its credential, written by NoETL's result store",
+    "gcs": "a Google Cloud Storage bucket and its credential, written by NoETL's result store",
+    "db": "NoETL's Postgres result table",
+    "eventlog": "NoETL's event log (its server's Postgres)",
+}
 OUTPUT_ACCUMULATE_KEYS = (
     "enabled",
     "strategy",
@@ -131,30 +140,43 @@ NOT_EXECUTED: dict[str, str] = {
     "server does not read it)",
     "ExecutorSpecFull.policy": "NoETL's global timeouts, result handling and payload limits "
     "are not applied by the Airflow runtime",
-    "NextSpec.on_no_match": "the Airflow runtime ends the branch when no arc matches (its "
-    "downstream tasks are skipped); it neither completes the workflow early nor tells `quiet` "
-    "apart, and no NoETL 5 engine reads the key either (noetl/server, noetl/cli)",
+    "NextSpec.on_no_match": "NoETL 5's engines do not read it (noetl/server, noetl/cli: a "
+    "branch whose arcs do not match ends there); only NoETL's Python engine tells `quiet` "
+    "from `complete`, by not completing the workflow at this step. The Airflow runtime ends the "
+    "branch and completes the run once no branch is running, which is `complete`",
     "NextSpec.policy": "a placeholder NoETL itself does not act on yet",
     "Arc.spec": "a placeholder NoETL itself does not act on yet",
-    "StepPolicy.admit": "admission is NoETL's server's, which does not evaluate it yet "
-    "(noetl/server); the Airflow runtime runs every step its routing reaches",
+    "StepPolicy.admit": "no NoETL 5 engine evaluates admission (noetl/server and noetl/cli do "
+    "not read it; NoETL's Python engine only validates its shape): the Airflow runtime, like "
+    "them, runs every step its routing reaches; guard the arcs that lead here instead",
     "StepPolicy.lifecycle": "use `spec.timeout` (or a tool's timeout) for Airflow",
     "StepPolicy.failure": "the Airflow runtime fails a step on its first unhandled error",
     "StepPolicy.emit": "the event log records its own event set",
-    "LoopSpec.frame": "frames are NoETL worker batches of a cursor loop; Airflow's mapped worker "
-    "slots size themselves",
-    "LoopPolicy.exec": "the Airflow lowering places loop iterations itself (mapped tasks)",
-    "ToolOutput.store": "NoETL's result storage tiers are not used: the Airflow runtime keeps "
-    "results in XCom",
-    "ToolOutput.select": "the Airflow runtime does not bind `select` names yet",
-    "ToolOutput.accumulate": "the Airflow runtime does not accumulate results across attempts",
-    "ToolOutput.scope": "results live as long as the DAG run's XComs",
-    "ToolOutput.as": "the Airflow runtime does not bind the `as` name yet; read the step "
-    "result by the step's name",
+    "LoopSpec.frame": "NoETL 5's server reads `max_rows` (as `{{ __frame_max_rows }}` in the "
+    "claim) and `row_concurrency` of a cursor loop (its lease and heartbeat fields are "
+    "advisory); the Airflow runtime's cursor slots claim one row per claim under their own "
+    "lease: frame claims would need the cursor driver to lease a frame of rows. Size the claim "
+    "with its own LIMIT and the slots with `max_in_flight`",
+    "LoopPolicy.exec": "NoETL 5's server drops `loop.spec.policy` (its loop spec holds mode, "
+    "max_in_flight and frame) and its CLI runs no loop remotely; the Airflow lowering places "
+    "iterations itself (mapped tasks)",
+    "ToolOutput.store": "no NoETL 5 engine acts on `tool.output` (noetl/server passes it on, "
+    "noetl/worker and noetl/cli do not read it; only NoETL's retired Python worker stored "
+    "results by it): the Airflow runtime keeps results in XCom",
+    "ToolOutput.select": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not read "
+    "`tool.output`; NoETL's retired Python worker extracted the paths into the stored result "
+    "reference): the result is whole in XCom, read the path from the step result",
+    "ToolOutput.accumulate": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not "
+    "read `tool.output`); the Airflow runtime does not accumulate results across attempts",
+    "ToolOutput.scope": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not read "
+    "`tool.output`); results live as long as the DAG run's XComs (`execution`)",
+    "ToolOutput.as": "no NoETL 5 engine binds the name (noetl/worker and noetl/cli do not read "
+    "`tool.output`): read the step result by the step's name, as NoETL 5 does",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect guard of a loop step: the Airflow runtime runs the loop whenever "
-    "routing reaches it",
+    "Step.when": "a local-dialect guard of a loop step is not lowered (the loop's mapped tasks "
+    "would need the loop head to skip them); NoETL 5's CLI reads it but runs no loop (its loop "
+    "config is unused: the tool runs once): guard the arc that leads to the loop step instead",
 }
 # The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
 # reported, not executed on Airflow.
@@ -511,7 +533,16 @@ class Noetl5Reader(CanonicalReader):
         store = self.mapping(output, "store", f"`output.store` of {label}")
         if store is not None:
             self.check_keys(store, OUTPUT_STORE_KEYS, f"`output.store` of {label}")
-            self.choice(store, "kind", STORE_KINDS, f"`output.store.kind` of {label}")
+            kind = self.choice(store, "kind", STORE_KINDS, f"`output.store.kind` of {label}")
+            if kind in STORE_NEEDS:
+                self.report(
+                    "S116",
+                    self.pos(store, "kind"),
+                    f"`output.store.kind: {kind}` of {label} needs {STORE_NEEDS[kind]}, which "
+                    f"the Airflow runtime does not write to: the result stays in XCom (and no "
+                    f"NoETL 5 engine writes it there either: noetl/worker and noetl/cli do not "
+                    f"read `tool.output`)",
+                )
             self.choice(
                 store,
                 "compression",
@@ -571,7 +602,10 @@ class Noetl5Reader(CanonicalReader):
         if "on_no_match" not in spec:
             return None
         value = self.choice(spec, "on_no_match", ON_NO_MATCH, f"`next.spec.on_no_match` of {label}")
-        self.not_executed(spec, "on_no_match", "NextSpec.on_no_match", f"`next.spec` of {label}")
+        if value == "quiet":  # `complete` is what the runtime does: read with its meaning
+            self.not_executed(
+                spec, "on_no_match", "NextSpec.on_no_match", f"`next.spec` of {label}"
+            )
         return value
 
     def read_arc(self, entry: YMap, where: str, index: int) -> Arc | None:
