@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .runtime_support import NEEDS
 from .tool_catalogue import CATALOGUE, COMMON_FIELDS, ToolField, ToolKind
 
 __all__ = ["page_name", "render_pages"]
@@ -43,6 +44,8 @@ def _page(entry: ToolKind) -> str:
             "`noetlc check` does not warn about its keys, and the Airflow runtime has no "
             "executor for it (C515 says so).\n"
         )
+        if entry.kind in NEEDS:
+            parts.append(f"\n## On Airflow\n\n{NEEDS[entry.kind][0].upper()}{NEEDS[entry.kind][1:]}.\n")
         return "".join(parts)
     parts.append(f"\n## Fields\n\n{_table(entry.fields)}")
     parts.append(
