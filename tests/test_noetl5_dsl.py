@@ -52,6 +52,7 @@ def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
         "parent.yaml",
         "child.yaml",
         "policies_run.yaml",
+        "python_error_run.yaml",
     }
     for name, result in by_name.items():
         assert not _errors(result), (name, _errors(result))
@@ -93,7 +94,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
 
     results, _ = check_paths([str(PLAYBOOKS)])
     compiled = [r for r in results if r.playbook is not None]
-    assert len(compiled) == 9
+    assert len(compiled) == 10
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
         # Each step payload tells the runtime the generation whose semantics apply.
@@ -101,7 +102,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors
-    assert len(bag.dags) == 9
+    assert len(bag.dags) == 10
     parent = bag.dags["tests.noetl5.nested.parent"]
     # Nested calls by file path trigger the DAG of the playbook in that file.
     triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
@@ -592,3 +593,33 @@ def test_policies_run_on_airflow(tmp_path_factory) -> None:
             )
         ]
     assert in_flight_peak(rows, "square") == 2
+
+
+def test_a_python_failure_has_noetl5s_shape_and_routes_by_its_error_arc(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: the raised exception is NoETL 5's process result
+    (exit code 1, printed stdout, the traceback on stderr), the `call.error` arc routes it and
+    the handler reads those fields; the run ends failed, as a canonical run with a failed call
+    does (the outcome task)."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-pyerror-home")
+    result = noetlc_run(home, PLAYBOOKS / "python_error_run.yaml", "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "failed",
+        "handled": "success",
+        "fine": "skipped",
+    }
+    start = steps["start"]["result"]
+    assert (start["status"], start["exit_code"], start["stdout"]) == ("error", 1, "checking 3\n")
+    assert start["stderr"].startswith("Traceback (most recent call last):")
+    assert start["stderr"].endswith("ValueError: limit too small\n")
+    assert "airflow_plugin" not in start["stderr"]
+    assert steps["handled"]["result"] == {
+        "code": 1,
+        "printed": "checking 3\n",
+        "says": True,
+        "status": "error",
+    }
