@@ -483,12 +483,54 @@ def test_local_case_blocks_route_before_next_and_report_what_does_not_run() -> N
     assert [(a.target, a.group, a.when) for a in start.router.arcs] == [
         ("a", 0, "{{ workload.go }}"),
         ("b", 1, "{{ not workload.go }}"),
-        ("b", 2, None),  # `next`, taken when no case matched
+        # the third case's `else` (a) with `next` (b), both unguarded: they fire together
+        ("a", 2, None),
+        ("b", 2, None),
+        ("a", 3, None),
+        ("b", 4, None),
     ]
     s116 = {
         (d.position.line, d.message.split("`")[1]) for d in result.diagnostics if d.code == "S116"
     }
-    assert s116 == {(12, "rhai"), (15, "pipe"), (16, "else")}
+    assert s116 == {(12, "rhai"), (15, "pipe")}
+
+
+def test_case_else_runs_the_first_else_step_and_next_and_stops_the_cases() -> None:
+    """The CLI's `else` (noetl/cli playbook_runner.rs; compared live in
+    tests/noetl5/playbooks/route_case_else.yaml): once a case's `when` fails, the first `else`
+    step whose `when` holds and the first matching `next` arc both run; later cases are never
+    evaluated. Exclusive groups in order: each (else, next) pair guarded by both, each else
+    step alone, each next arc alone."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n    case:\n"
+        "      - when: '{{ not workload.go }}'\n        then: {next: [{step: a}]}\n"
+        "        else:\n          - {step: b, when: '{{ workload.go }}'}\n          - c\n"
+        "      - when: '{{ true }}'\n        then: {next: [{step: late}]}\n"
+        "    next: [{step: d, when: '{{ workload.go == 2 }}'}, {step: e}]\n"
+        "  - step: a\n  - step: b\n  - step: c\n  - step: d\n  - step: e\n  - step: late\n"
+    )
+    result = check_text(text, "else.yaml")
+    assert not _errors(result) and "S116" not in _codes(result)
+    start = result.playbook.step("start")
+    assert start.router.mode == "exclusive"
+    both = "{{ (workload.go) and (workload.go == 2) }}"
+    assert [(a.target, a.group, a.when) for a in start.router.arcs] == [
+        ("a", 0, "{{ not workload.go }}"),
+        ("b", 1, both),
+        ("d", 1, both),
+        ("b", 2, "{{ workload.go }}"),
+        ("e", 2, "{{ workload.go }}"),
+        ("b", 3, "{{ workload.go }}"),
+        ("c", 4, "{{ workload.go == 2 }}"),
+        ("d", 4, "{{ workload.go == 2 }}"),
+        ("c", 5, None),
+        ("e", 5, None),
+        ("c", 6, None),
+        ("d", 7, "{{ workload.go == 2 }}"),
+        ("e", 8, None),
+    ]
+    # `late` is never routed to: the CLI stops at the case with `else`.
+    assert any(d.code == "F401" and "'late'" in d.message for d in result.diagnostics)
 
 
 def test_c515_is_said_once_per_kind_and_file_with_what_the_kind_needs() -> None:

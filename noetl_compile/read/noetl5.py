@@ -183,8 +183,8 @@ NOT_EXECUTED: dict[str, str] = {
 LOCAL_NOT_EXECUTED: dict[str, str] = {
     "Case.rhai": "a Rhai condition needs NoETL's Rhai engine, which the Airflow runtime does "
     "not have: the case never matches here; write the condition as a `when` template",
-    "Case.else": "NoETL 5's CLI runs the `else` steps of the first case that does not match and "
-    "then the step's `next` as well; it is not lowered: write it as `next` entries",
+    "Case.else": "the `else` of a Rhai case is not lowered (the Rhai condition is not "
+    "evaluated here); write the condition as a `when` template",
     "Case.pipe": "the CLI skips `pipe` blocks too (they need NoETL's distributed runtime)",
     "Case.inclusive": "the `case` blocks of a step routed `inclusive` are not lowered (the CLI "
     "runs the first matching case instead of `next`); route it `exclusive` or move the case "
@@ -402,7 +402,11 @@ class Noetl5Reader(CanonicalReader):
         holds) and the step's `next` is not taken; when none holds, `next` is. That is an
         exclusive router whose case arcs come before the `next` arcs. `then` is `{next: [...]}`
         (or `{next: step}`); a `then` list is read as those steps, which is what it means (the
-        CLI 5.3.2 runs nothing for one: docs/noetl5.md)."""
+        CLI 5.3.2 runs nothing for one: docs/noetl5.md).
+
+        A case with `else`: when its `when` does not hold, the CLI runs the first of the `else`
+        steps whose own `when` holds, then routes the step's `next` as well, and evaluates no
+        later case. Lowered as the exclusive groups ``else_after_next`` builds."""
         cases = self.sequence(item, "case", f"`case` of {label}")
         if not cases:
             return
@@ -419,7 +423,7 @@ class Noetl5Reader(CanonicalReader):
             for key in ("rhai", "when_rhai"):
                 if key in entry:
                     self.report_not_executed(entry, key, "Case.rhai", where)
-            if "else" in entry:
+            if "else" in entry and "when" not in entry:
                 self.report_not_executed(entry, "else", "Case.else", where)
             when = entry.get("when")
             if "when" not in entry:
@@ -467,12 +471,43 @@ class Noetl5Reader(CanonicalReader):
                 if arc is not None:
                     arcs.append(arc)
                     group += 1
+            if "else" in entry:
+                else_arcs = self.read_case_else(entry, where)
+                if else_arcs is not None:
+                    # The CLI evaluates no case after one with `else`.
+                    step.router.arcs = arcs + else_after_next(else_arcs, step.router.arcs, group)
+                    step.router.mode = "exclusive"
+                    return
         if not arcs:
             return
         for arc in step.router.arcs:  # `next` is taken only when no case matched
             arc.group += group
         step.router.arcs[:0] = arcs
         step.router.mode = "exclusive"
+
+    def read_case_else(self, entry: YMap, where: str) -> list[Arc] | None:
+        """The `else` steps of a case (the CLI's `Vec<NextStep>`): names or `{step, when,
+        args}`, in order."""
+        targets = entry["else"]
+        if isinstance(targets, (str, YMap)):
+            targets = list_of_one(targets, entry.value_span("else"))
+        if not isinstance(targets, YList):
+            self.expect(entry, "else", (list,), f"`else` of {where}")
+            return None
+        arcs: list[Arc] = []
+        for index, target in enumerate(targets):
+            t_where = f"else target {index + 1} of {where}"
+            if isinstance(target, YMap):
+                self.check_keys(target, ("step", "when", "args"), t_where)
+                arc = self.arc(
+                    target, t_where, when=target.get("when"), args=target.get("args"),
+                    origin="else",
+                )  # fmt: skip
+            else:
+                arc = self.arc_from_name(targets, index, t_where, origin="else")
+            if arc is not None:
+                arcs.append(arc)
+        return arcs
 
     def report_not_executed(self, container: Any, key: str, reason: str, where: str) -> None:
         self.report(
@@ -697,6 +732,36 @@ class Noetl5Reader(CanonicalReader):
                     group += 1
             group += 1
         return Router(mode=mode, arcs=arcs)
+
+
+def _both(first: Any, second: Any) -> Any:
+    """The guard that holds when both do (None: unconditional)."""
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return f"{{{{ ({_expr(first)}) and ({_expr(second)}) }}}}"
+
+
+def else_after_next(else_arcs: list[Arc], next_arcs: list[Arc], group: int) -> list[Arc]:
+    """A case's `else` as the CLI runs it once its `when` fails: the first `else` step whose
+    guard holds, and also the step's `next` routed exclusively. In the runtime's exclusive
+    routing the first arc whose guard holds wins and the later arcs of its group fire with it,
+    so each (else step, next arc) pair is a group guarded by both, in order; then each else
+    step alone (no `next` arc matched); then each `next` arc alone (no else step matched)."""
+    arcs: list[Arc] = []
+    for taken in else_arcs:
+        for also in next_arcs:
+            guard = _both(taken.when, also.when)
+            arcs.append(taken.model_copy(update={"when": guard, "group": group}))
+            arcs.append(also.model_copy(update={"when": guard, "group": group}))
+            group += 1
+        arcs.append(taken.model_copy(update={"group": group}))
+        group += 1
+    for also in next_arcs:
+        arcs.append(also.model_copy(update={"group": group}))
+        group += 1
+    return arcs
 
 
 def _expr(guard: Any) -> str:
