@@ -665,3 +665,29 @@ def test_a_python_failure_has_noetl5s_shape_and_routes_by_its_error_arc(tmp_path
         "says": True,
         "status": "error",
     }
+
+
+def test_a_loop_steps_when_guards_the_loop_and_a_cursor_loops_is_reported(tmp_path: Path) -> None:
+    """A loop step's `when` is evaluated by the loop's head (false: the loop and its branch are
+    skipped; compared live in tests/noetl5/playbooks/route_loop_when.yaml); a cursor loop's
+    head does not evaluate it: S116 at the key, naming what to do instead."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n    next: [{step: gated}, {step: drain}]\n"
+        "  - step: gated\n    when: '{{ workload.go }}'\n"
+        "    loop: {in: '{{ [1, 2] }}', iterator: it}\n    tool: {kind: noop}\n"
+        "  - step: drain\n    when: '{{ workload.go }}'\n"
+        "    loop:\n      cursor: {kind: postgres, auth: pg, claim: 'select 1'}\n"
+        "      iterator: row\n      spec: {mode: cursor}\n    tool: {kind: noop}\n"
+    )
+    path = tmp_path / "loop_when.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = read_file(str(path))
+    assert not _errors(result)
+    assert result.playbook.step("gated").guard == "{{ workload.go }}"
+    assert result.playbook.step("drain").guard is None
+    (s116,) = [d for d in result.diagnostics if d.code == "S116"]
+    assert (s116.position.line, s116.position.col) == (15, 5)  # `when` of `drain`
+    assert "cursor loop" in s116.message and "guard the arc" in s116.message
+    (checked,), _ = check_paths([str(path)])
+    compiled, _ = compile_result(checked, path.name)
+    assert '"guard": "{{ workload.go }}"' in compiled

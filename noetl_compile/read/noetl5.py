@@ -174,9 +174,9 @@ NOT_EXECUTED: dict[str, str] = {
     "`tool.output`): read the step result by the step's name, as NoETL 5 does",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect guard of a loop step is not lowered (the loop's mapped tasks "
-    "would need the loop head to skip them); NoETL 5's CLI reads it but runs no loop (its loop "
-    "config is unused: the tool runs once): guard the arc that leads to the loop step instead",
+    "Step.when": "a local-dialect guard of a cursor loop step is not lowered (the cursor's head "
+    "would have to skip its slots); NoETL 5's CLI reads it but runs no loop (its loop config is "
+    "unused): guard the arc that leads to the loop step instead",
 }
 # The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
 # reported, not executed on Airflow.
@@ -387,11 +387,11 @@ class Noetl5Reader(CanonicalReader):
                     self.report(
                         "S102", self.pos(item, "when"), f"`when` of {label} must be a template"
                     )
-                elif step.loop is not None:
-                    # A loop step's tasks are mapped: the guard is not lowered for them.
+                elif step.loop is not None and step.loop.cursor is not None:
+                    # A cursor loop's head claims no guard: not lowered for it.
                     self.not_executed(item, "when", "Step.when", label)
                 else:
-                    step.guard = guard
+                    step.guard = guard  # a loop's head evaluates it before the loop starts
             if "case" in item:
                 self.read_local_case(item, step, label)
         return step
