@@ -1,5 +1,8 @@
 """The tool reference pages (docs/tools/*.md), generated from `tool_catalogue.CATALOGUE`: the
 table `noetlc check` validates tool configs against (C516), so the docs cannot drift from it.
+A kind the Airflow runtime cannot run gets its decision ("On Airflow": the provider an executor
+would be written on, an equivalent tool, or NoETL) from `runtime_support.NEEDS`, the text C515
+says.
 
     python -m noetl_compile.tool_docs docs/tools     # rewrite the pages
 
