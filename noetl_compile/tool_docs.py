@@ -48,7 +48,9 @@ def _page(entry: ToolKind) -> str:
             "executor for it (C515 says so).\n"
         )
         if entry.kind in NEEDS:
-            parts.append(f"\n## On Airflow\n\n{NEEDS[entry.kind][0].upper()}{NEEDS[entry.kind][1:]}.\n")
+            parts.append(
+                f"\n## On Airflow\n\n{NEEDS[entry.kind][0].upper()}{NEEDS[entry.kind][1:]}.\n"
+            )
         return "".join(parts)
     parts.append(f"\n## Fields\n\n{_table(entry.fields)}")
     parts.append(

@@ -582,7 +582,9 @@ def test_keys_no_noetl5_engine_acts_on_are_s116_at_their_position_with_the_reaso
     kv = found.pop((kv_line, lines[kv_line - 1].index("kv") + 1))
     assert "`output.store.kind: kv`" in kv and "NATS JetStream key-value bucket" in kv
     exec_line, _ = at("policy: {exec")
-    assert "drops `loop.spec.policy`" in found.pop((exec_line, lines[exec_line - 1].index("exec") + 1))
+    assert "drops `loop.spec.policy`" in found.pop(
+        (exec_line, lines[exec_line - 1].index("exec") + 1)
+    )
     assert not found, found  # nothing else: `on_no_match: complete` and max_in_flight run
 
 

@@ -424,9 +424,7 @@ def _failed_noetl5(
     trace = _user_traceback(exc, filename)
     stderr = redact(err.copy.getvalue() + trace)
     error = error_from_exception(exc, kind=KIND)
-    error["message"] = redact(
-        f"Python script exited with code {code}: {type(exc).__name__}: {exc}"
-    )
+    error["message"] = redact(f"Python script exited with code {code}: {type(exc).__name__}: {exc}")
     error["traceback"] = redact(trace)
     error["exit_code"] = code
     data = {
@@ -543,11 +541,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
     value = to_jsonable(value)
     # NoETL 5's tool decides success by the process's exit code alone: a returned
     # `{status: error}` is a result like any other there.
-    if (
-        not noetl5
-        and isinstance(value, dict)
-        and str(value.get("status", "")).lower() == "error"
-    ):
+    if not noetl5 and isinstance(value, dict) and str(value.get("status", "")).lower() == "error":
         message = (
             value.get("error") or value.get("message") or "python code returned status 'error'"
         )

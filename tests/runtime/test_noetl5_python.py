@@ -136,7 +136,12 @@ def test_a_secret_printed_before_a_failure_is_redacted() -> None:
     masked = redact(f"password={secret}")
     assert secret not in masked  # the masker knows the shape: the tool's output goes through it
     out = call(f"print('password={secret}')\nraise RuntimeError('password={secret}')\n")
-    for text in (out.data["stdout"], out.data["stderr"], out.error["message"], out.error["traceback"]):
+    for text in (
+        out.data["stdout"],
+        out.data["stderr"],
+        out.error["message"],
+        out.error["traceback"],
+    ):
         assert secret not in text, text
 
 
