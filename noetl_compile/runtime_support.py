@@ -41,24 +41,36 @@ RUNTIME_KINDS: frozenset[str] = REGISTRY_KINDS | OPERATOR_KINDS
 _NOETL_ONLY = (
     "only NoETL's own engine runs it (Airflow has no counterpart): run this playbook on NoETL"
 )
-# What a kind the runtime cannot execute would need (C515's hint for NoETL 5 playbooks): an
-# Airflow provider a user would install and an executor written on its hook, or NoETL itself.
+# The decision for each kind the runtime does not execute, said by C515 (its hint, for NoETL 5
+# playbooks) and on the kind's page of the tool reference (tool_docs.py renders it under "On
+# Airflow"). Kinds that talk to an outside service have no executor here: no test could run one
+# against the real service on loopback, and an executor that was never run is not shipped; the
+# decision names the Airflow provider an executor would be written on, for a user to install.
 NEEDS: dict[str, str] = {
-    "snowflake": "needs an executor on apache-airflow-providers-snowflake's SnowflakeHook "
-    "(not written yet)",
-    "snowflake_transfer": "needs an executor on the Snowflake and Postgres hooks (not written yet)",
-    "gcs": "needs an executor on apache-airflow-providers-google's GCSHook (not written yet)",
-    "container": "needs an executor on apache-airflow-providers-docker or -cncf-kubernetes "
-    "(not written yet)",
-    "ducklake": "needs an executor on the duckdb tool with DuckDB's ducklake extension "
-    "(not written yet)",
+    "snowflake": "no executor in noetlc (Snowflake is an outside service): one would run on "
+    "apache-airflow-providers-snowflake's SnowflakeHook with an Airflow connection for the "
+    "credential; install that provider and run the statement from a task of your own, or run "
+    "this playbook on NoETL",
+    "snowflake_transfer": "no executor in noetlc: one would run on "
+    "apache-airflow-providers-snowflake's SnowflakeHook and the postgres tool's hook; run this "
+    "playbook on NoETL",
+    "gcs": "no executor in noetlc (Google Cloud Storage is an outside service): one would run "
+    "on apache-airflow-providers-google's GCSHook with a google_cloud_platform connection; "
+    "install that provider, or run this playbook on NoETL",
+    "container": "no executor in noetlc: NoETL 5 dispatches a Kubernetes Job; on Airflow that "
+    "is apache-airflow-providers-cncf-kubernetes's KubernetesJobOperator (or "
+    "apache-airflow-providers-docker's DockerOperator for a local container); install one and "
+    "run the image from a task of your own, or run this playbook on NoETL",
+    "ducklake": "no executor in noetlc: it would need the duckdb tool with DuckDB's ducklake "
+    "extension and the catalog's database; run this playbook on NoETL",
+    "mcp": "no executor in noetlc: NoETL 5 posts MCP's JSON-RPC 2.0 request over HTTP; an "
+    "`http` tool with `method: POST` and the JSON-RPC body does the same call on Airflow",
     "sink": "NoETL 5's local sink writes the last result to a file: use a step `sink` block, or "
     "a shell/python step that writes the file",
     **{
         kind: _NOETL_ONLY
         for kind in (
             "agent",
-            "mcp",
             "rhai",
             "auth",
             "provider",

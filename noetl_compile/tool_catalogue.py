@@ -345,6 +345,14 @@ CATALOGUE: dict[str, ToolKind] = {
                 ("artifact", "Artifact store actions (NoETL engine)."),
                 ("task_sequence", "An explicit pipeline (NoETL engine)."),
                 ("rhai", "Rhai scripts (NoETL engine)."),
+                # NoETL 5's kinds (noetl/tools), read in its generation only.
+                ("mcp", "An MCP server call: JSON-RPC 2.0 over HTTP (NoETL 5)."),
+                ("auth", "Obtains a token or session for later calls (NoETL 5)."),
+                ("provider", "Typed cloud-provider operations (NoETL 5)."),
+                ("wasm", "Runs a WebAssembly module (NoETL 5)."),
+                ("result_fetch", "Fetches a `noetl://` result-store reference (NoETL 5)."),
+                ("subscription", "Drains a bounded batch from a message subscription (NoETL 5)."),
+                ("sink", "NoETL 5's local runtime: writes the last result to a file."),
             )
         ),
     )

@@ -1,5 +1,8 @@
 """The tool reference pages (docs/tools/*.md), generated from `tool_catalogue.CATALOGUE`: the
 table `noetlc check` validates tool configs against (C516), so the docs cannot drift from it.
+A kind the Airflow runtime cannot run gets its decision ("On Airflow": the provider an executor
+would be written on, an equivalent tool, or NoETL) from `runtime_support.NEEDS`, the text C515
+says.
 
     python -m noetl_compile.tool_docs docs/tools     # rewrite the pages
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .runtime_support import NEEDS
 from .tool_catalogue import CATALOGUE, COMMON_FIELDS, ToolField, ToolKind
 
 __all__ = ["page_name", "render_pages"]
@@ -43,6 +47,10 @@ def _page(entry: ToolKind) -> str:
             "`noetlc check` does not warn about its keys, and the Airflow runtime has no "
             "executor for it (C515 says so).\n"
         )
+        if entry.kind in NEEDS:
+            parts.append(
+                f"\n## On Airflow\n\n{NEEDS[entry.kind][0].upper()}{NEEDS[entry.kind][1:]}.\n"
+            )
         return "".join(parts)
     parts.append(f"\n## Fields\n\n{_table(entry.fields)}")
     parts.append(

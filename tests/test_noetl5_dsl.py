@@ -51,6 +51,8 @@ def test_folder_checks_with_no_error_and_is_read_as_noetl5() -> None:
         "tools.mcp.yaml",
         "parent.yaml",
         "child.yaml",
+        "policies_run.yaml",
+        "python_error_run.yaml",
     }
     for name, result in by_name.items():
         assert not _errors(result), (name, _errors(result))
@@ -92,7 +94,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
 
     results, _ = check_paths([str(PLAYBOOKS)])
     compiled = [r for r in results if r.playbook is not None]
-    assert len(compiled) == 8
+    assert len(compiled) == 10
     for index, result in enumerate(compiled):
         text, _ = compile_result(result, Path(result.path).name)
         # Each step payload tells the runtime the generation whose semantics apply.
@@ -100,7 +102,7 @@ def test_compiles_and_imports(tmp_path: Path) -> None:
         (tmp_path / f"noetl5_{index}.py").write_text(text, encoding="utf-8")
     bag = _dagbag(tmp_path)
     assert not bag.import_errors, bag.import_errors
-    assert len(bag.dags) == 8
+    assert len(bag.dags) == 10
     parent = bag.dags["tests.noetl5.nested.parent"]
     # Nested calls by file path trigger the DAG of the playbook in that file.
     triggers = {t.task_id: getattr(t, "trigger_dag_id", None) for t in parent.tasks}
@@ -292,7 +294,9 @@ def test_schema_keys_playbook_uses_every_schema_path_and_each_is_read_or_reporte
     assert not {"S103", "S114"} & set(_codes(result))
     reported = {d.message.split("`")[1] for d in result.diagnostics if d.code == "S116"}
     expected = {entry.split(".")[1] for entry in NOT_EXECUTED if entry != "Step.when"}
-    expected -= {"no_next_is_error"}  # reported only when true: false is the runtime's behaviour
+    # Reported only for the value the runtime does not follow: `no_next_is_error: true` and
+    # `on_no_match: quiet` (the file holds false and `complete`, which is the runtime's behaviour).
+    expected -= {"no_next_is_error", "on_no_match"}
     assert expected <= reported, sorted(expected - reported)
 
 
@@ -479,12 +483,54 @@ def test_local_case_blocks_route_before_next_and_report_what_does_not_run() -> N
     assert [(a.target, a.group, a.when) for a in start.router.arcs] == [
         ("a", 0, "{{ workload.go }}"),
         ("b", 1, "{{ not workload.go }}"),
-        ("b", 2, None),  # `next`, taken when no case matched
+        # the third case's `else` (a) with `next` (b), both unguarded: they fire together
+        ("a", 2, None),
+        ("b", 2, None),
+        ("a", 3, None),
+        ("b", 4, None),
     ]
     s116 = {
         (d.position.line, d.message.split("`")[1]) for d in result.diagnostics if d.code == "S116"
     }
-    assert s116 == {(12, "rhai"), (15, "pipe"), (16, "else")}
+    assert s116 == {(12, "rhai"), (15, "pipe")}
+
+
+def test_case_else_runs_the_first_else_step_and_next_and_stops_the_cases() -> None:
+    """The CLI's `else` (noetl/cli playbook_runner.rs; compared live in
+    tests/noetl5/playbooks/route_case_else.yaml): once a case's `when` fails, the first `else`
+    step whose `when` holds and the first matching `next` arc both run; later cases are never
+    evaluated. Exclusive groups in order: each (else, next) pair guarded by both, each else
+    step alone, each next arc alone."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n    case:\n"
+        "      - when: '{{ not workload.go }}'\n        then: {next: [{step: a}]}\n"
+        "        else:\n          - {step: b, when: '{{ workload.go }}'}\n          - c\n"
+        "      - when: '{{ true }}'\n        then: {next: [{step: late}]}\n"
+        "    next: [{step: d, when: '{{ workload.go == 2 }}'}, {step: e}]\n"
+        "  - step: a\n  - step: b\n  - step: c\n  - step: d\n  - step: e\n  - step: late\n"
+    )
+    result = check_text(text, "else.yaml")
+    assert not _errors(result) and "S116" not in _codes(result)
+    start = result.playbook.step("start")
+    assert start.router.mode == "exclusive"
+    both = "{{ (workload.go) and (workload.go == 2) }}"
+    assert [(a.target, a.group, a.when) for a in start.router.arcs] == [
+        ("a", 0, "{{ not workload.go }}"),
+        ("b", 1, both),
+        ("d", 1, both),
+        ("b", 2, "{{ workload.go }}"),
+        ("e", 2, "{{ workload.go }}"),
+        ("b", 3, "{{ workload.go }}"),
+        ("c", 4, "{{ workload.go == 2 }}"),
+        ("d", 4, "{{ workload.go == 2 }}"),
+        ("c", 5, None),
+        ("e", 5, None),
+        ("c", 6, None),
+        ("d", 7, "{{ workload.go == 2 }}"),
+        ("e", 8, None),
+    ]
+    # `late` is never routed to: the CLI stops at the case with `else`.
+    assert any(d.code == "F401" and "'late'" in d.message for d in result.diagnostics)
 
 
 def test_c515_is_said_once_per_kind_and_file_with_what_the_kind_needs() -> None:
@@ -507,3 +553,143 @@ def test_c515_is_said_once_per_kind_and_file_with_what_the_kind_needs() -> None:
     # The older generations keep one C515 per site.
     older = text.replace(", exposes_as_mcp: false", "")
     assert sum(d.code == "C515" for d in check_text(older, "c515.yaml").diagnostics) == 3
+
+
+def test_keys_no_noetl5_engine_acts_on_are_s116_at_their_position_with_the_reason() -> None:
+    """policies_run.yaml: each key NoETL 5's engines do not act on (noetl/server, noetl/worker,
+    noetl/cli) is S116 at its key, the reason naming that; a store kind that needs an outside
+    service names the service at its value; `on_no_match: complete` is read with its meaning."""
+    path = PLAYBOOKS / "policies_run.yaml"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    result = check_text("\n".join(lines) + "\n", str(path))
+    assert not _errors(result)
+    found = {(d.position.line, d.position.col): d.message for d in result.diagnostics}
+    assert {d.code for d in result.diagnostics} == {"S116"}
+
+    def at(text: str) -> tuple[int, int]:
+        line = next(i for i, t in enumerate(lines, 1) if t.strip().startswith(text))
+        return line, lines[line - 1].index(text) + 1
+
+    for key, says in (
+        ("admit:", "no NoETL 5 engine evaluates admission"),
+        ("as: summary", "no NoETL 5 engine binds the name"),
+        ("select:", "noetl/worker and noetl/cli do not read `tool.output`"),
+        ("scope:", "noetl/worker and noetl/cli do not read `tool.output`"),
+        ("store:", "noetl/worker and noetl/cli do not read it"),
+    ):
+        assert says in found.pop(at(key)), key
+    kv_line, _ = at("store:")
+    kv = found.pop((kv_line, lines[kv_line - 1].index("kv") + 1))
+    assert "`output.store.kind: kv`" in kv and "NATS JetStream key-value bucket" in kv
+    exec_line, _ = at("policy: {exec")
+    assert "drops `loop.spec.policy`" in found.pop(
+        (exec_line, lines[exec_line - 1].index("exec") + 1)
+    )
+    assert not found, found  # nothing else: `on_no_match: complete` and max_in_flight run
+
+
+def test_on_no_match_quiet_is_reported_and_complete_is_not() -> None:
+    text = "\n".join(_TYPO_BASE).replace("quiet", "VALUE") + "\n"
+    quiet = check_text(text.replace("VALUE", "quiet"), "q.yaml", dialect="noetl5")
+    (s116,) = [d for d in quiet.diagnostics if d.code == "S116"]
+    assert (s116.position.line, s116.position.col) == (7, 19)
+    assert "NoETL 5's engines do not read it" in s116.message
+    assert "which is `complete`" in s116.message
+    complete = check_text(text.replace("VALUE", "complete"), "c.yaml", dialect="noetl5")
+    assert not [d for d in complete.diagnostics if d.code == "S116"]
+    assert complete.playbook.step("start").router.on_no_match == "complete"
+
+
+def test_policies_run_on_airflow(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: the keys reported S116 change nothing (the whole
+    result, not a `select`ed path, under the step's name), a templated `max_in_flight` of 2 runs
+    two iterations at once and never more (from the iterations' event timestamps), and a router
+    with `on_no_match: complete` none of whose arcs matches completes the run."""
+    pytest.importorskip("airflow")
+    import sqlite3
+
+    from airflow_plugin.events.projection import in_flight_peak
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-policies-home")
+    result = noetlc_run(home, PLAYBOOKS / "policies_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = report_of(result)
+    steps = report["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "success",
+        "square": "success",
+        "report": "success",
+        "never": "skipped",
+    }
+    assert steps["start"]["result"] == {"total": 10, "count": 4}
+    square = steps["square"]["result"]
+    assert square["results"] == [{"square": n * n} for n in (1, 2, 3, 4)]
+    assert square["stats"] == {"total": 4, "success": 4, "failed": 0}
+    assert steps["report"]["result"] == {"total": 10}
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        db.row_factory = sqlite3.Row
+        rows = [
+            dict(row)
+            for row in db.execute(
+                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
+                (report["execution_id"],),
+            )
+        ]
+    assert in_flight_peak(rows, "square") == 2
+
+
+def test_a_python_failure_has_noetl5s_shape_and_routes_by_its_error_arc(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: the raised exception is NoETL 5's process result
+    (exit code 1, printed stdout, the traceback on stderr), the `call.error` arc routes it and
+    the handler reads those fields; the run ends failed, as a canonical run with a failed call
+    does (the outcome task)."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-pyerror-home")
+    result = noetlc_run(home, PLAYBOOKS / "python_error_run.yaml", "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "failed",
+        "handled": "success",
+        "fine": "skipped",
+    }
+    start = steps["start"]["result"]
+    assert (start["status"], start["exit_code"], start["stdout"]) == ("error", 1, "checking 3\n")
+    assert start["stderr"].startswith("Traceback (most recent call last):")
+    assert start["stderr"].endswith("ValueError: limit too small\n")
+    assert "airflow_plugin" not in start["stderr"]
+    assert steps["handled"]["result"] == {
+        "code": 1,
+        "printed": "checking 3\n",
+        "says": True,
+        "status": "error",
+    }
+
+
+def test_a_loop_steps_when_guards_the_loop_and_a_cursor_loops_is_reported(tmp_path: Path) -> None:
+    """A loop step's `when` is evaluated by the loop's head (false: the loop and its branch are
+    skipped; compared live in tests/noetl5/playbooks/route_loop_when.yaml); a cursor loop's
+    head does not evaluate it: S116 at the key, naming what to do instead."""
+    text = _local(
+        "\n  - step: start\n    tool: {kind: noop}\n    next: [{step: gated}, {step: drain}]\n"
+        "  - step: gated\n    when: '{{ workload.go }}'\n"
+        "    loop: {in: '{{ [1, 2] }}', iterator: it}\n    tool: {kind: noop}\n"
+        "  - step: drain\n    when: '{{ workload.go }}'\n"
+        "    loop:\n      cursor: {kind: postgres, auth: pg, claim: 'select 1'}\n"
+        "      iterator: row\n      spec: {mode: cursor}\n    tool: {kind: noop}\n"
+    )
+    path = tmp_path / "loop_when.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = read_file(str(path))
+    assert not _errors(result)
+    assert result.playbook.step("gated").guard == "{{ workload.go }}"
+    assert result.playbook.step("drain").guard is None
+    (s116,) = [d for d in result.diagnostics if d.code == "S116"]
+    assert (s116.position.line, s116.position.col) == (15, 5)  # `when` of `drain`
+    assert "cursor loop" in s116.message and "guard the arc" in s116.message
+    (checked,), _ = check_paths([str(path)])
+    compiled, _ = compile_result(checked, path.name)
+    assert '"guard": "{{ workload.go }}"' in compiled

@@ -17,7 +17,8 @@ from noetl_compile.check import check_paths
 from noetl_compile.check.gates import ALL_GATE_KEYS, COMMON_KEYS
 from noetl_compile.check.quantum import KEYS as QUANTUM_KEYS
 from noetl_compile.diagnostics import Severity
-from noetl_compile.read.base import TOOL_KINDS
+from noetl_compile.read.base import NOETL5_KINDS, TOOL_KINDS
+from noetl_compile.runtime_support import NEEDS, runtime_executes
 from noetl_compile.shell_surface import CONFIG_KEYS as SHELL_KEYS
 from noetl_compile.tool_catalogue import CATALOGUE, COMMON_FIELDS
 from noetl_compile.tool_docs import page_name, render_pages
@@ -47,11 +48,27 @@ def test_every_catalogue_field_has_a_docs_entry():
 
 
 def test_every_tool_kind_the_checker_knows_has_a_page():
-    known = set().union(TOOL_KINDS["canonical"], TOOL_KINDS["case-v2"])
+    known = set().union(TOOL_KINDS["canonical"], TOOL_KINDS["case-v2"], NOETL5_KINDS)
     assert known <= set(CATALOGUE), sorted(known - set(CATALOGUE))
     nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
     listed = re.findall(r"tools/([a-z_]+)\.md", str(nav["nav"]))
     assert set(listed) == {"index"} | set(CATALOGUE)
+
+
+def test_every_kind_the_runtime_cannot_run_has_its_decision_on_its_page():
+    """The canonical and NoETL 5 kinds without an executor: C515's decision (an Airflow
+    provider to install, an equivalent tool, or NoETL) is on the kind's page, word for word."""
+    known = set().union(TOOL_KINDS["canonical"], NOETL5_KINDS)
+    for kind in sorted(k for k in known if not runtime_executes(k)):
+        assert kind in NEEDS, f"{kind}: no decision in runtime_support.NEEDS"
+        text = " ".join((DOCS / "tools" / page_name(kind)).read_text(encoding="utf-8").split())
+        assert "## On Airflow" in text and NEEDS[kind][1:] in text, kind
+    for kind, provider in (
+        ("snowflake", "apache-airflow-providers-snowflake"),
+        ("gcs", "apache-airflow-providers-google"),
+        ("container", "apache-airflow-providers-cncf-kubernetes"),
+    ):
+        assert provider in NEEDS[kind], kind
 
 
 def test_gate_quantum_and_shell_keys_are_the_catalogue_fields():

@@ -176,10 +176,16 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
         super().__init__(payload=payload, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
-        from ..runtime.loop import chunk, loop_event, max_in_flight, render_collection
+        from ..runtime.loop import chunk, guard_holds, loop_event, max_in_flight, render_collection
 
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
+            if not guard_holds(self.payload, inputs):
+                from airflow.sdk.exceptions import AirflowSkipException
+
+                # The body and the tail (none_failed_min_one_success) are skipped with the
+                # head: the loop's branch ends here, as a plain step's does.
+                raise AirflowSkipException(f"loop step {self.step!r}: its `when` guard is false")
             try:
                 items = render_collection(self.payload, inputs)
                 limit = max_map_length()

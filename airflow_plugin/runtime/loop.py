@@ -52,6 +52,7 @@ __all__ = [
     "chunk",
     "compact_result",
     "finish",
+    "guard_holds",
     "loop_event",
     "max_in_flight",
     "render_collection",
@@ -63,6 +64,16 @@ __all__ = [
 
 def _fail(step: str, message: str, kind: str = "LoopError") -> StepFailed:
     return StepFailed(step, {"kind": "loop", "type": kind, "message": message, "retryable": False})
+
+
+def guard_holds(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> bool:
+    """NoETL 5's local step `when` on a loop step (noetl/cli: evaluated before the step runs):
+    false, and the loop does not start and its branch ends. Evaluated once by the loop's head,
+    as a plain step's guard is (a guard that cannot be evaluated is false and noted)."""
+    guard = payload.get("guard")
+    if guard is None:
+        return True
+    return evaluate_condition(guard, step_context(payload, inputs), flavor="arc", field="when")
 
 
 def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[Any]:

@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 from noetl_compile.python_surface import has_top_level_return, wrapped_source
 
 from ..errors import NoetlConfigError
+from ..hooks.redact import redact
 from ..templating.context import PROTECTED_KEY
 from ..templating.render import to_jsonable
 from .outcome import ToolCall, ToolOutcome, error_from_exception
@@ -403,12 +404,56 @@ class _Tee(io.TextIOBase):
         self.stream.flush()
 
 
-def _run_noetl5(compiled: types.CodeType, namespace: dict[str, Any], inputs: dict[str, Any]):
+def _user_traceback(exc: BaseException, filename: str) -> str:
+    """The traceback from the playbook code's first frame on, as the python3 process NoETL 5
+    runs would print it (the runtime's own frames above it left out)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def _failed_noetl5(
+    exc: BaseException, out: _Tee, err: _Tee, filename: str, **meta: Any
+) -> ToolOutcome:
+    """A failure as NoETL 5's python tool reports it (noetl/tools ``python.rs``): the code runs
+    in a ``python3`` process, so an exception (or a syntax error) exits it with code 1, and
+    ``sys.exit(n)`` with n; the traceback is on stderr after what the code printed. Its
+    ``ToolResult`` is ``{status: error, exit_code, stdout, stderr, data: {stdout, stderr}}`` with
+    the error "Python script exited with code N": the step result here, as the shell tool's
+    (``{{ step.stderr }}``, ``{{ step.exit_code }}``), with the structured error (exception type,
+    message, traceback) as ``error``. Output is redacted as the shell tool's is."""
+    code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
+    if isinstance(exc, SystemExit) and code == 0:
+        code = 1  # an exit without a code still ends the script before its result
+    stdout = redact(out.copy.getvalue())
+    trace = _user_traceback(exc, filename)
+    stderr = redact(err.copy.getvalue() + trace)
+    error = error_from_exception(exc, kind=KIND)
+    error["message"] = redact(f"Python script exited with code {code}: {type(exc).__name__}: {exc}")
+    error["traceback"] = redact(trace)
+    error["exit_code"] = code
+    data = {
+        "status": "error",
+        "exit_code": code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "data": {"stdout": stdout, "stderr": stderr},
+    }
+    return ToolOutcome.failure(error, data=data, **meta)
+
+
+def _run_noetl5(
+    compiled: types.CodeType,
+    namespace: dict[str, Any],
+    inputs: dict[str, Any],
+    out: _Tee,
+    err: _Tee,
+):
     """NoETL 5's python tool (noetl/tools ``python.rs``): the code (wrapped in a function when it
     has a top-level ``return``, see ``noetl_compile.python_surface``) binds ``result``; when that
     is None, a callable ``main`` is called with the inputs its parameters name; when there is
     still no result, the result is the code's printed ``{stdout, stderr}``."""
-    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
         value = namespace.get("result")
@@ -453,6 +498,10 @@ def run_python(call: ToolCall) -> ToolOutcome:
         error["line"] = exc.lineno
         error["column"] = exc.offset
         error["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))
+        if noetl5:
+            failed = _failed_noetl5(exc, _Tee(sys.stdout), _Tee(sys.stderr), filename, **meta())
+            failed.error.update(line=error["line"], column=error["column"])
+            return failed
         return _failed(exc, error, **meta())
 
     inputs = merged_inputs(config, call.step_input)
@@ -477,9 +526,10 @@ def run_python(call: ToolCall) -> ToolOutcome:
     preset = dict(namespace)
     before = namespace.get("result", _UNSET)
 
+    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     try:
         if noetl5:
-            value = _run_noetl5(compiled, namespace, inputs)
+            value = _run_noetl5(compiled, namespace, inputs, out, err)
         else:
             exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
             after = namespace.get("result", _UNSET)
@@ -490,14 +540,17 @@ def run_python(call: ToolCall) -> ToolOutcome:
             else:
                 value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
+        if noetl5:
+            return _failed_noetl5(exc, out, err, filename, **meta())
         return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
 
     value = to_jsonable(value)
     # NoETL's v1 worker judges the tool's own envelope {id, status, data}: what `main` returned
     # is its `data`, so there a returned `status: error` is data and the flow goes on
-    # (recorded: tests/differential/cases/v1/python_returns_error_status).
+    # (recorded: tests/differential/cases/v1/python_returns_error_status). NoETL 5's tool decides
+    # success by the process's exit code alone: a returned `{status: error}` is a result there too.
     errored = isinstance(value, dict) and str(value.get("status", "")).lower() == "error"
-    if errored and call.generation != "v1":
+    if errored and not noetl5 and call.generation != "v1":
         message = (
             value.get("error") or value.get("message") or "python code returned status 'error'"
         )

@@ -51,6 +51,7 @@ ARC_KEYS = {"step", "when", "set", "spec"}
 LOOP_KEYS = {"in", "cursor", "iterator", "spec"}
 LOOP_SPEC_KEYS = {"mode", "max_in_flight", "policy", "frame"}
 EXECUTOR_KEYS = {"profile", "version", "requires", "spec"}
+EXECUTOR_SPEC_KEYS = ("entry_step", "final_step", "no_next_is_error", "policy")
 
 
 class CanonicalReader(PlaybookReader):
@@ -125,6 +126,8 @@ class CanonicalReader(PlaybookReader):
         return playbook.steps[0].name if playbook.steps else None
 
     def read_executor(self, root: YMap) -> Any:
+        """The `executor` block; the one reader of both generations (NoETL 5 adds what its
+        schema added through ``read_executor_extra``)."""
         executor = self.mapping(root, "executor", "`executor`")
         if executor is None:
             return None
@@ -132,12 +135,14 @@ class CanonicalReader(PlaybookReader):
         self.choice(executor, "profile", EXECUTOR_PROFILES, "`executor.profile`")
         spec = self.mapping(executor, "spec", "`executor.spec`")
         if spec is not None:
-            self.check_keys(
-                spec, ("entry_step", "final_step", "no_next_is_error", "policy"), "`executor.spec`"
-            )
+            self.check_keys(spec, EXECUTOR_SPEC_KEYS, "`executor.spec`")
             if "no_next_is_error" in spec:
                 self.expect(spec, "no_next_is_error", (bool,), "`executor.spec.no_next_is_error`")
+        self.read_executor_extra(executor, spec)
         return executor
+
+    def read_executor_extra(self, executor: YMap, spec: YMap | None) -> None:
+        """What a later generation reads beyond the keys both know (nothing here)."""
 
     def read_workbook_task(self, item: YMap, name: str) -> Task | None:
         self.check_keys(item, ("name", "tool", "desc"), f"workbook task {name!r}")

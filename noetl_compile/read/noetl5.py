@@ -29,6 +29,7 @@ from .base import NOETL5_KINDS, did_you_mean, edit_distance, event_of
 from .canonical import (
     ARC_KEYS,
     EXECUTOR_KEYS,
+    EXECUTOR_SPEC_KEYS,
     LOOP_KEYS,
     LOOP_SPEC_KEYS,
     STEP_FOREIGN,
@@ -50,7 +51,6 @@ STEP_SPEC_KEYS = ("policy", "timeout")
 STEP_POLICY_KEYS = ("admit", "lifecycle", "failure", "emit")
 NEXT_SPEC_KEYS_5 = ("mode", "on_no_match", "policy")
 ON_NO_MATCH = ("complete", "quiet")
-EXECUTOR_SPEC_KEYS = ("entry_step", "final_step", "no_next_is_error", "policy")
 EXECUTOR_POLICY_KEYS = ("defaults", "results", "limits")
 EXECUTOR_REQUIRES_KEYS = ("tools", "features")
 FRAME_KEYS = (
@@ -77,6 +77,15 @@ OUTPUT_KEYS = (
 )
 OUTPUT_STORE_KEYS = ("kind", "driver", "bucket", "prefix", "ttl", "compression", "credential")
 STORE_KINDS = ("auto", "memory", "kv", "disk", "object", "s3", "gcs", "db", "duckdb", "eventlog")
+# What a store kind of NoETL's result store needs beyond a worker's own memory and disk.
+STORE_NEEDS = {
+    "kv": "NoETL's NATS JetStream key-value bucket",
+    "object": "NoETL's object store (an S3 or GCS bucket and its credential)",
+    "s3": "an S3 bucket and its credential, written by NoETL's result store",
+    "gcs": "a Google Cloud Storage bucket and its credential, written by NoETL's result store",
+    "db": "NoETL's Postgres result table",
+    "eventlog": "NoETL's event log (its server's Postgres)",
+}
 OUTPUT_ACCUMULATE_KEYS = (
     "enabled",
     "strategy",
@@ -131,38 +140,51 @@ NOT_EXECUTED: dict[str, str] = {
     "server does not read it)",
     "ExecutorSpecFull.policy": "NoETL's global timeouts, result handling and payload limits "
     "are not applied by the Airflow runtime",
-    "NextSpec.on_no_match": "the Airflow runtime ends the branch when no arc matches (its "
-    "downstream tasks are skipped); it neither completes the workflow early nor tells `quiet` "
-    "apart, and no NoETL 5 engine reads the key either (noetl/server, noetl/cli)",
+    "NextSpec.on_no_match": "NoETL 5's engines do not read it (noetl/server, noetl/cli: a "
+    "branch whose arcs do not match ends there); only NoETL's Python engine tells `quiet` "
+    "from `complete`, by not completing the workflow at this step. The Airflow runtime ends the "
+    "branch and completes the run once no branch is running, which is `complete`",
     "NextSpec.policy": "a placeholder NoETL itself does not act on yet",
     "Arc.spec": "a placeholder NoETL itself does not act on yet",
-    "StepPolicy.admit": "admission is NoETL's server's, which does not evaluate it yet "
-    "(noetl/server); the Airflow runtime runs every step its routing reaches",
+    "StepPolicy.admit": "no NoETL 5 engine evaluates admission (noetl/server and noetl/cli do "
+    "not read it; NoETL's Python engine only validates its shape): the Airflow runtime, like "
+    "them, runs every step its routing reaches; guard the arcs that lead here instead",
     "StepPolicy.lifecycle": "use `spec.timeout` (or a tool's timeout) for Airflow",
     "StepPolicy.failure": "the Airflow runtime fails a step on its first unhandled error",
     "StepPolicy.emit": "the event log records its own event set",
-    "LoopSpec.frame": "frames are NoETL worker batches of a cursor loop; Airflow's mapped worker "
-    "slots size themselves",
-    "LoopPolicy.exec": "the Airflow lowering places loop iterations itself (mapped tasks)",
-    "ToolOutput.store": "NoETL's result storage tiers are not used: the Airflow runtime keeps "
-    "results in XCom",
-    "ToolOutput.select": "the Airflow runtime does not bind `select` names yet",
-    "ToolOutput.accumulate": "the Airflow runtime does not accumulate results across attempts",
-    "ToolOutput.scope": "results live as long as the DAG run's XComs",
-    "ToolOutput.as": "the Airflow runtime does not bind the `as` name yet; read the step "
-    "result by the step's name",
+    "LoopSpec.frame": "NoETL 5's server reads `max_rows` (as `{{ __frame_max_rows }}` in the "
+    "claim) and `row_concurrency` of a cursor loop (its lease and heartbeat fields are "
+    "advisory); the Airflow runtime's cursor slots claim one row per claim under their own "
+    "lease: frame claims would need the cursor driver to lease a frame of rows. Size the claim "
+    "with its own LIMIT and the slots with `max_in_flight`",
+    "LoopPolicy.exec": "NoETL 5's server drops `loop.spec.policy` (its loop spec holds mode, "
+    "max_in_flight and frame) and its CLI runs no loop remotely; the Airflow lowering places "
+    "iterations itself (mapped tasks)",
+    "ToolOutput.store": "no NoETL 5 engine acts on `tool.output` (noetl/server passes it on, "
+    "noetl/worker and noetl/cli do not read it; only NoETL's retired Python worker stored "
+    "results by it): the Airflow runtime keeps results in XCom",
+    "ToolOutput.select": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not read "
+    "`tool.output`; NoETL's retired Python worker extracted the paths into the stored result "
+    "reference): the result is whole in XCom, read the path from the step result",
+    "ToolOutput.accumulate": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not "
+    "read `tool.output`); the Airflow runtime does not accumulate results across attempts",
+    "ToolOutput.scope": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not read "
+    "`tool.output`); results live as long as the DAG run's XComs (`execution`)",
+    "ToolOutput.as": "no NoETL 5 engine binds the name (noetl/worker and noetl/cli do not read "
+    "`tool.output`): read the step result by the step's name, as NoETL 5 does",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect guard of a loop step: the Airflow runtime runs the loop whenever "
-    "routing reaches it",
+    "Step.when": "a local-dialect guard of a cursor loop step is not lowered (the cursor's head "
+    "would have to skip its slots); NoETL 5's CLI reads it but runs no loop (its loop config is "
+    "unused): guard the arc that leads to the loop step instead",
 }
 # The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
 # reported, not executed on Airflow.
 LOCAL_NOT_EXECUTED: dict[str, str] = {
     "Case.rhai": "a Rhai condition needs NoETL's Rhai engine, which the Airflow runtime does "
     "not have: the case never matches here; write the condition as a `when` template",
-    "Case.else": "NoETL 5's CLI runs the `else` steps of the first case that does not match and "
-    "then the step's `next` as well; it is not lowered: write it as `next` entries",
+    "Case.else": "the `else` of a Rhai case is not lowered (the Rhai condition is not "
+    "evaluated here); write the condition as a `when` template",
     "Case.pipe": "the CLI skips `pipe` blocks too (they need NoETL's distributed runtime)",
     "Case.inclusive": "the `case` blocks of a step routed `inclusive` are not lowered (the CLI "
     "runs the first matching case instead of `next`); route it `exclusive` or move the case "
@@ -333,12 +355,7 @@ class Noetl5Reader(CanonicalReader):
             return super().read_identity(root)
         return name, path
 
-    def read_executor(self, root: YMap) -> Any:
-        executor = self.mapping(root, "executor", "`executor`")
-        if executor is None:
-            return None
-        self.check_keys(executor, EXECUTOR_KEYS, "`executor`")
-        self.choice(executor, "profile", ("local", "distributed", "auto"), "`executor.profile`")
+    def read_executor_extra(self, executor: YMap, spec: YMap | None) -> None:
         requires = self.mapping(executor, "requires", "`executor.requires`")
         if requires is not None:
             self.check_keys(requires, EXECUTOR_REQUIRES_KEYS, "`executor.requires`")
@@ -346,23 +363,16 @@ class Noetl5Reader(CanonicalReader):
                 if key in requires:
                     self.expect(requires, key, (list,), f"`executor.requires.{key}`")
             self.not_executed(executor, "requires", "Executor.requires", "`executor`")
-        spec = self.mapping(executor, "spec", "`executor.spec`")
-        if spec is not None:
-            self.check_keys(spec, EXECUTOR_SPEC_KEYS, "`executor.spec`")
-            if "no_next_is_error" in spec:
-                self.expect(spec, "no_next_is_error", (bool,), "`executor.spec.no_next_is_error`")
-                if spec["no_next_is_error"] is True:
-                    self.not_executed(
-                        spec,
-                        "no_next_is_error",
-                        "ExecutorSpecFull.no_next_is_error",
-                        "`executor.spec`",
-                    )
-            policy = self.mapping(spec, "policy", "`executor.spec.policy`")
-            if policy is not None:
-                self.check_keys(policy, EXECUTOR_POLICY_KEYS, "`executor.spec.policy`")
-                self.not_executed(spec, "policy", "ExecutorSpecFull.policy", "`executor.spec`")
-        return executor
+        if spec is None:
+            return
+        if spec.get("no_next_is_error") is True:
+            self.not_executed(
+                spec, "no_next_is_error", "ExecutorSpecFull.no_next_is_error", "`executor.spec`"
+            )
+        policy = self.mapping(spec, "policy", "`executor.spec.policy`")
+        if policy is not None:
+            self.check_keys(policy, EXECUTOR_POLICY_KEYS, "`executor.spec.policy`")
+            self.not_executed(spec, "policy", "ExecutorSpecFull.policy", "`executor.spec`")
 
     # -- steps ---------------------------------------------------------------------------------
     def read_step(self, item: YMap, name: str) -> Step:
@@ -377,11 +387,11 @@ class Noetl5Reader(CanonicalReader):
                     self.report(
                         "S102", self.pos(item, "when"), f"`when` of {label} must be a template"
                     )
-                elif step.loop is not None:
-                    # A loop step's tasks are mapped: the guard is not lowered for them.
+                elif step.loop is not None and step.loop.cursor is not None:
+                    # A cursor loop's head claims no guard: not lowered for it.
                     self.not_executed(item, "when", "Step.when", label)
                 else:
-                    step.guard = guard
+                    step.guard = guard  # a loop's head evaluates it before the loop starts
             if "case" in item:
                 self.read_local_case(item, step, label)
         return step
@@ -392,7 +402,11 @@ class Noetl5Reader(CanonicalReader):
         holds) and the step's `next` is not taken; when none holds, `next` is. That is an
         exclusive router whose case arcs come before the `next` arcs. `then` is `{next: [...]}`
         (or `{next: step}`); a `then` list is read as those steps, which is what it means (the
-        CLI 5.3.2 runs nothing for one: docs/noetl5.md)."""
+        CLI 5.3.2 runs nothing for one: docs/noetl5.md).
+
+        A case with `else`: when its `when` does not hold, the CLI runs the first of the `else`
+        steps whose own `when` holds, then routes the step's `next` as well, and evaluates no
+        later case. Lowered as the exclusive groups ``else_after_next`` builds."""
         cases = self.sequence(item, "case", f"`case` of {label}")
         if not cases:
             return
@@ -409,7 +423,7 @@ class Noetl5Reader(CanonicalReader):
             for key in ("rhai", "when_rhai"):
                 if key in entry:
                     self.report_not_executed(entry, key, "Case.rhai", where)
-            if "else" in entry:
+            if "else" in entry and "when" not in entry:
                 self.report_not_executed(entry, "else", "Case.else", where)
             when = entry.get("when")
             if "when" not in entry:
@@ -457,12 +471,43 @@ class Noetl5Reader(CanonicalReader):
                 if arc is not None:
                     arcs.append(arc)
                     group += 1
+            if "else" in entry:
+                else_arcs = self.read_case_else(entry, where)
+                if else_arcs is not None:
+                    # The CLI evaluates no case after one with `else`.
+                    step.router.arcs = arcs + else_after_next(else_arcs, step.router.arcs, group)
+                    step.router.mode = "exclusive"
+                    return
         if not arcs:
             return
         for arc in step.router.arcs:  # `next` is taken only when no case matched
             arc.group += group
         step.router.arcs[:0] = arcs
         step.router.mode = "exclusive"
+
+    def read_case_else(self, entry: YMap, where: str) -> list[Arc] | None:
+        """The `else` steps of a case (the CLI's `Vec<NextStep>`): names or `{step, when,
+        args}`, in order."""
+        targets = entry["else"]
+        if isinstance(targets, (str, YMap)):
+            targets = list_of_one(targets, entry.value_span("else"))
+        if not isinstance(targets, YList):
+            self.expect(entry, "else", (list,), f"`else` of {where}")
+            return None
+        arcs: list[Arc] = []
+        for index, target in enumerate(targets):
+            t_where = f"else target {index + 1} of {where}"
+            if isinstance(target, YMap):
+                self.check_keys(target, ("step", "when", "args"), t_where)
+                arc = self.arc(
+                    target, t_where, when=target.get("when"), args=target.get("args"),
+                    origin="else",
+                )  # fmt: skip
+            else:
+                arc = self.arc_from_name(targets, index, t_where, origin="else")
+            if arc is not None:
+                arcs.append(arc)
+        return arcs
 
     def report_not_executed(self, container: Any, key: str, reason: str, where: str) -> None:
         self.report(
@@ -523,7 +568,16 @@ class Noetl5Reader(CanonicalReader):
         store = self.mapping(output, "store", f"`output.store` of {label}")
         if store is not None:
             self.check_keys(store, OUTPUT_STORE_KEYS, f"`output.store` of {label}")
-            self.choice(store, "kind", STORE_KINDS, f"`output.store.kind` of {label}")
+            kind = self.choice(store, "kind", STORE_KINDS, f"`output.store.kind` of {label}")
+            if kind in STORE_NEEDS:
+                self.report(
+                    "S116",
+                    self.pos(store, "kind"),
+                    f"`output.store.kind: {kind}` of {label} needs {STORE_NEEDS[kind]}, which "
+                    f"the Airflow runtime does not write to: the result stays in XCom (and no "
+                    f"NoETL 5 engine writes it there either: noetl/worker and noetl/cli do not "
+                    f"read `tool.output`)",
+                )
             self.choice(
                 store,
                 "compression",
@@ -583,7 +637,10 @@ class Noetl5Reader(CanonicalReader):
         if "on_no_match" not in spec:
             return None
         value = self.choice(spec, "on_no_match", ON_NO_MATCH, f"`next.spec.on_no_match` of {label}")
-        self.not_executed(spec, "on_no_match", "NextSpec.on_no_match", f"`next.spec` of {label}")
+        if value == "quiet":  # `complete` is what the runtime does: read with its meaning
+            self.not_executed(
+                spec, "on_no_match", "NextSpec.on_no_match", f"`next.spec` of {label}"
+            )
         return value
 
     def read_arc(self, entry: YMap, where: str, index: int) -> Arc | None:
@@ -675,6 +732,36 @@ class Noetl5Reader(CanonicalReader):
                     group += 1
             group += 1
         return Router(mode=mode, arcs=arcs)
+
+
+def _both(first: Any, second: Any) -> Any:
+    """The guard that holds when both do (None: unconditional)."""
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return f"{{{{ ({_expr(first)}) and ({_expr(second)}) }}}}"
+
+
+def else_after_next(else_arcs: list[Arc], next_arcs: list[Arc], group: int) -> list[Arc]:
+    """A case's `else` as the CLI runs it once its `when` fails: the first `else` step whose
+    guard holds, and also the step's `next` routed exclusively. In the runtime's exclusive
+    routing the first arc whose guard holds wins and the later arcs of its group fire with it,
+    so each (else step, next arc) pair is a group guarded by both, in order; then each else
+    step alone (no `next` arc matched); then each `next` arc alone (no else step matched)."""
+    arcs: list[Arc] = []
+    for taken in else_arcs:
+        for also in next_arcs:
+            guard = _both(taken.when, also.when)
+            arcs.append(taken.model_copy(update={"when": guard, "group": group}))
+            arcs.append(also.model_copy(update={"when": guard, "group": group}))
+            group += 1
+        arcs.append(taken.model_copy(update={"group": group}))
+        group += 1
+    for also in next_arcs:
+        arcs.append(also.model_copy(update={"group": group}))
+        group += 1
+    return arcs
 
 
 def _expr(guard: Any) -> str:

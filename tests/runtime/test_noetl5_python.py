@@ -97,10 +97,52 @@ def test_code_that_sets_no_result_gives_its_printed_output(capsys) -> None:
     assert "hello 3" in seen.out and "warn" in seen.err
 
 
-def test_a_raised_exception_fails_the_call_with_noetls_error_document() -> None:
-    out = call("raise ValueError('bad input')\nreturn 1\n")
-    assert not out.ok and out.reported["status"] == "error"
-    assert out.reported["error"] == "bad input" and out.error["type"] == "ValueError"
+def test_a_raised_exception_fails_the_call_with_noetl5s_process_result(capsys) -> None:
+    """NoETL 5's python tool runs the code in a python3 process (noetl/tools python.rs): an
+    exception exits it with code 1, the traceback on stderr after what was printed, and the
+    result is `{status: error, exit_code, stdout, stderr, data: {stdout, stderr}}`, the shape of
+    a failed shell command; the structured error keeps the exception."""
+    out = call("print('before', n)\nraise ValueError('bad input')\nreturn 1\n", n=2)
+    assert not out.ok and out.reported is None
+    assert out.data["status"] == "error" and out.data["exit_code"] == 1
+    assert out.data["stdout"] == "before 2\n"
+    assert out.data["stderr"].startswith("Traceback (most recent call last):")
+    # From the playbook code's frame on, as the python3 process prints it: no runtime frame.
+    assert "airflow_plugin" not in out.data["stderr"]
+    assert 'File "<noetl python s:s>"' in out.data["stderr"]
+    assert out.error["traceback"] == out.data["stderr"]
+    assert out.data["stderr"].rstrip().endswith("ValueError: bad input")
+    assert out.data["data"] == {"stdout": out.data["stdout"], "stderr": out.data["stderr"]}
+    assert out.error["type"] == "ValueError" and out.error["exit_code"] == 1
+    assert out.error["message"] == "Python script exited with code 1: ValueError: bad input"
+    exited = call("import sys\nsys.exit(3)\n")
+    assert exited.data["exit_code"] == 3 and exited.error["exit_code"] == 3
+    broken = call("x = 1\nreturn {'x': x\n")
+    assert broken.data["exit_code"] == 1 and "SyntaxError" in broken.data["stderr"]
+    assert broken.error["line"] == 2
+    # Success is the exit code alone there: a returned `{status: error}` is a result.
+    returned = call("return {'status': 'error', 'n': 1}\n")
+    assert returned.ok and returned.data == {"status": "error", "n": 1}
+    assert not call("result = {'status': 'error'}\n", generation=None).ok
+    # The older generations keep NoETL's python error document.
+    old = call("raise ValueError('bad input')\n", generation=None)
+    assert old.reported["status"] == "error" and old.reported["error"] == "bad input"
+
+
+def test_a_secret_printed_before_a_failure_is_redacted() -> None:
+    from airflow_plugin.hooks.redact import redact
+
+    secret = "s3cr3t-Value-42"
+    masked = redact(f"password={secret}")
+    assert secret not in masked  # the masker knows the shape: the tool's output goes through it
+    out = call(f"print('password={secret}')\nraise RuntimeError('password={secret}')\n")
+    for text in (
+        out.data["stdout"],
+        out.data["stderr"],
+        out.error["message"],
+        out.error["traceback"],
+    ):
+        assert secret not in text, text
 
 
 def test_a_pipeline_task_set_binds_plain_names_for_the_later_tasks() -> None:
