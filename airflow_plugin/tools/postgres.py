@@ -239,7 +239,9 @@ def failure(
     reported = None
     if kind == KIND and statement_index is not None and sqlstate:
         reported = _reported(statement_index, count, message)
-    return ToolOutcome.failure(error, reported=reported, pg={"code": sqlstate, "sqlstate": sqlstate})
+    return ToolOutcome.failure(
+        error, reported=reported, pg={"code": sqlstate, "sqlstate": sqlstate}
+    )
 
 
 def _reported(index: int, count: int | None, message: str) -> dict[str, Any]:

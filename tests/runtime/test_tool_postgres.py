@@ -216,6 +216,23 @@ def test_statements_share_one_transaction_and_roll_back(pg_connections, pg_test_
     assert out.error["detail"] == "Key (id)=(1) already exists."
     assert out.meta == {"pg": {"code": "23505", "sqlstate": "23505"}}
     assert sql(pg_test_dsn, f'SELECT count(*) FROM "{table}"') == [(0,)]  # nothing written
+    # the step result is NoETL's document for a failed statement (138c10ed,
+    # tests/differential/cases/tools_postgres/pg_failure_after_insert.yaml)
+    message = (
+        f'duplicate key value violates unique constraint "{table}_pkey"'
+        "\nDETAIL:  Key (id)=(1) already exists."
+    )
+    assert out.reported == {
+        "id": out.reported["id"],
+        "status": "error",
+        "error": f"command_2: {message};",
+        "data": {
+            "status": "error",
+            "message": f"statement_2: {message}",
+            "statement_count": 4,
+            "errors": [{"statement_index": 2, "message": message}],
+        },
+    }
     # the pooled connection is clean for the next call
     assert run({"auth": "pg_local", "query": f'INSERT INTO "{table}" VALUES (9)'}).ok
     assert sql(pg_test_dsn, f'SELECT id FROM "{table}"') == [(9,)]
