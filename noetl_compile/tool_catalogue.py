@@ -105,7 +105,8 @@ _SINK_FIELDS = (
 )
 _SQL_RESULT = (
     "the last statement's result: `{status, rows, row_count, columns, statement_count}`; "
-    "read rows as `{{ step.rows }}`, the count as `{{ step.row_count }}`"
+    "read rows as `{{ step.rows }}`, the count as `{{ step.row_count }}` (postgres, as NoETL: a "
+    "last statement without rows gives `{status, row_count, message, statement_count}`)"
 )
 
 CATALOGUE: dict[str, ToolKind] = {
@@ -115,7 +116,8 @@ CATALOGUE: dict[str, ToolKind] = {
             "http",
             "An HTTP request with httpx: method, URL, headers, query parameters and a body.",
             "`{status_code, headers, url, elapsed, data}`: `data` is the parsed JSON body "
-            "(text when it is not JSON), so templates read `{{ step.data.field }}`",
+            "(text when it is not JSON), so templates read `{{ step.data.field }}`; a non-2xx "
+            "response fails the call with NoETL's `{id, status: error, data: <that result>}`",
             (
                 _f("url", "string", "required", "the URL to call (or `endpoint`)"),
                 _f("endpoint", "string", "-", "same as `url`"),
@@ -259,7 +261,9 @@ CATALOGUE: dict[str, ToolKind] = {
         ToolKind(
             "transfer",
             "Copies rows from a source (http, postgres, duckdb) into a target table in chunks.",
-            "`{status, records_fetched, rows_written, chunks}`",
+            "NoETL's `{direction, source_type, target_type, mode, status, rows_transferred, "
+            "chunks_processed, target_table, columns}` (from http: `{direction, source_type, "
+            "target_type, mode, rows_transferred, chunks_processed, records_fetched}`)",
             (
                 _f("source", "mapping", "required", "`{tool: kind, auth, query | url, ...}`"),
                 _f("target", "mapping", "required", "`{tool: kind, auth, table, mode, key}`"),

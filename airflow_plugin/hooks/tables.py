@@ -24,11 +24,13 @@ Row = Sequence[Any]
 
 
 class StatementError(NoetlFailure):
-    """Statement ``index`` failed with ``cause`` (the transaction was rolled back)."""
+    """Statement ``index`` (of ``count``, when known) failed with ``cause`` (the transaction was
+    rolled back)."""
 
-    def __init__(self, index: int, cause: BaseException):
+    def __init__(self, index: int, cause: BaseException, count: int | None = None):
         self.index = index
         self.cause = cause
+        self.count = count
         super().__init__(str(cause))
 
 

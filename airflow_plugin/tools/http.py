@@ -41,8 +41,9 @@ Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/
   that does not exist, or lacks the secret its type needs, is a ConfigError failure naming it.
 * **Result** ``{status_code, headers, url, elapsed, data}``: response headers (lower-case names),
   ``data`` parsed as JSON when the Content-Type says JSON or the body is a JSON object/array,
-  else text. Non-2xx is a failure whose ``data`` is that same result (templates can read an error
-  body); ``retryable`` for 429 and 5xx. Transport errors (refused, timeout, DNS) are retryable
+  else text. Non-2xx is a failure whose step result is NoETL's ``{id, status: "error", data:
+  <that same result>}`` (templates read an error body as ``{{ s.data.data }}``, and
+  ``{{ s.status_code }}`` through the result's ``data`` fallback); ``retryable`` for 429 and 5xx. Transport errors (refused, timeout, DNS) are retryable
   failures with codes ``HTTP_TIMEOUT``, ``HTTP_CONNECT_ERROR``, ``HTTP_NETWORK_ERROR``...
   Outcome meta: ``{"http": {"status", "headers"}, "duration_ms"}`` (the runtime's ``output.http``).
 * **Secrets.** Credentials and the values of sensitive request headers (Authorization, Cookie,
@@ -66,6 +67,7 @@ import logging
 import re
 import ssl
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -331,7 +333,11 @@ def run_http(call: ToolCall) -> ToolOutcome:
         code=f"HTTP_{status}",
         **extra,
     )
-    return ToolOutcome.failure(error, data=result, **meta)
+    # The step result is NoETL's for a non-2xx response (recorded at 138c10ed,
+    # tests/differential/cases/tools_http): a fresh id, status error, the response under `data`;
+    # `{{ s.status_code }}` still reads through the result's `data` fallback.
+    reported = {"id": str(uuid.uuid4()), "status": "error", "data": result}
+    return ToolOutcome.failure(error, data=result, reported=reported, **meta)
 
 
 def _transport_failure(

@@ -9,8 +9,10 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
 * SQL from every alias NoETL reads (:func:`.sql.read_sql`), split on ``;``.
 * The step result is the last statement's: ``{status: "success", rows, row_count, columns,
   statement_count}``; rows are dicts of JSON-safe values (``hooks.values.jsonable_value``); a
-  statement without a result set (DML without RETURNING, DDL) gives ``rows: []`` and
-  ``row_count`` = rows affected (0 for DDL). Results are capped like NoETL's
+  last statement without a result set (DML without RETURNING, DDL) gives NoETL's shape for it,
+  ``{status, row_count, message: "Command executed. N rows affected.", statement_count}``, with
+  ``row_count`` the server's count of rows affected (-1 for DDL, as psycopg reports it; recorded
+  from NoETL 138c10ed, tests/differential/cases/tools_postgres). Results are capped like NoETL's
   (``NOETL_POSTGRES_MAX_RESULT_ROWS``/``_BYTES``, 1,000 rows / 1 MiB), with ``truncated: true``.
 
 Where this runtime is stricter than NoETL (which committed statement by statement): all
@@ -43,6 +45,7 @@ is registered with Airflow's log masker and scrubbed from every message.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,7 +136,7 @@ def execute_statements(
         return _execute_in_savepoint(conn, statements, limits)
     implicit = len(statements) == 1 and leading_keyword(statements[0]) in _IMPLICIT_TRANSACTION
     autocommit = implicit or any(needs_autocommit(statement) for statement in statements)
-    result: dict[str, Any] = {"status": "success", "rows": [], "row_count": 0, "columns": []}
+    result: dict[str, Any] = {"status": "success"}
     index = -1
     previous_autocommit = conn.autocommit
     try:
@@ -149,7 +152,7 @@ def execute_statements(
         if not autocommit:
             rollback_quietly(conn)
         if isinstance(exc, Exception):
-            raise StatementError(max(index, 0), exc) from exc
+            raise StatementError(max(index, 0), exc, len(statements)) from exc
         raise
     finally:
         if autocommit and not conn.closed:
@@ -172,13 +175,14 @@ def _read_last(cur: psycopg.Cursor[Any], result: dict[str, Any], limits: ResultL
         if truncation:
             result.update(truncated=True, truncation=truncation)
     else:
-        result["row_count"] = max(cur.rowcount, 0)
+        result["row_count"] = cur.rowcount
+        result["message"] = f"Command executed. {cur.rowcount} rows affected."
 
 
 def _execute_in_savepoint(
     conn: psycopg.Connection[Any], statements: Sequence[str], limits: ResultLimits
 ) -> dict[str, Any]:
-    result: dict[str, Any] = {"status": "success", "rows": [], "row_count": 0, "columns": []}
+    result: dict[str, Any] = {"status": "success"}
     index = -1
     try:
         with conn.transaction(), conn.cursor() as cur:
@@ -186,7 +190,7 @@ def _execute_in_savepoint(
                 cur.execute(statement)
             _read_last(cur, result, limits)
     except Exception as exc:
-        raise StatementError(max(index, 0), exc) from exc
+        raise StatementError(max(index, 0), exc, len(statements)) from exc
     result["statement_count"] = len(statements)
     result["transaction"] = "cursor item"
     return result
@@ -206,8 +210,9 @@ def failure(
     **extra: Any,
 ) -> ToolOutcome:
     """The failure outcome of ``exc`` (a psycopg/pool error, a config or lookup error)."""
+    count = None
     if isinstance(exc, StatementError):
-        statement_index = exc.index
+        statement_index, count = exc.index, exc.count
         exc = exc.cause
     message = str(exc).strip() or type(exc).__name__
     if target is not None:
@@ -231,7 +236,30 @@ def failure(
     error = tool_error(
         kind, type(exc).__name__, message, retryable=is_retryable(exc), code=sqlstate, **details
     )
-    return ToolOutcome.failure(error, pg={"code": sqlstate, "sqlstate": sqlstate})
+    reported = None
+    if kind == KIND and statement_index is not None and sqlstate:
+        reported = _reported(statement_index, count, message)
+    return ToolOutcome.failure(
+        error, reported=reported, pg={"code": sqlstate, "sqlstate": sqlstate}
+    )
+
+
+def _reported(index: int, count: int | None, message: str) -> dict[str, Any]:
+    """The step result NoETL's postgres tool gives a failed statement (recorded at 138c10ed,
+    tests/differential/cases/tools_postgres): a fresh id, the error as text, the collapsed
+    statement results under ``data``. The structured error stays the call's error (retry
+    policies, events)."""
+    return {
+        "id": str(uuid.uuid4()),
+        "status": "error",
+        "error": f"command_{index}: {message};",
+        "data": {
+            "status": "error",
+            "message": f"statement_{index}: {message}",
+            "statement_count": count if count is not None else index + 1,
+            "errors": [{"statement_index": index, "message": message}],
+        },
+    }
 
 
 # --------------------------------------------------------------------------------------------

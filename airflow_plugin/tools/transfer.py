@@ -20,9 +20,13 @@ failure anywhere (source query, HTTP, a bad row) rolls the target back, so nothi
 copied. Rows stream: a postgres source is read through a server-side cursor, chunk by chunk,
 while the target inserts each chunk as it arrives.
 
-Result: ``{status: "success", rows_transferred, chunks, chunks_processed, source, target,
-direction, mode, target_table, columns}`` (``chunks_processed`` is NoETL's name for ``chunks``;
-``records_fetched`` for an http source). Snowflake and other ends have no executor here:
+Result, NoETL's per source (recorded at 138c10ed, tests/differential/cases/tools_transfer):
+``{direction, source_type, target_type, mode, status: "success", rows_transferred,
+chunks_processed, target_table, columns}``; from an http source NoETL's shorter ``{direction,
+source_type, target_type, mode, rows_transferred, chunks_processed, records_fetched}``. A failed
+transfer's step result is NoETL's ``{direction, source_type, target_type, mode, status: "error",
+rows_transferred: 0, chunks_processed: 0, target_table, error: <text>}`` (nothing was committed);
+the structured error stays the call's error. Snowflake and other ends have no executor here:
 :class:`~.registry.ToolNotAvailable`.
 """
 
@@ -299,6 +303,24 @@ class _Writer:
 # --------------------------------------------------------------------------------------------
 
 
+def _failed_work(
+    exc: BaseException, side: str | None, head: dict[str, Any], table: Any
+) -> ToolOutcome:
+    """A failure of the copy itself, with NoETL's failed-transfer document as the step result
+    (nothing was committed: the target write is one transaction)."""
+    outcome = _failure(exc, side)
+    message = (outcome.error or {}).get("message") or str(exc)
+    outcome.reported = {
+        **head,
+        "status": "error",
+        "rows_transferred": 0,
+        "chunks_processed": 0,
+        "target_table": table,
+        "error": message,
+    }
+    return outcome
+
+
 def _failure(exc: BaseException, side: str | None) -> ToolOutcome:
     extra = {"side": side} if side else {}
     if isinstance(exc, (TransferConfigError, SqlConfigError)):
@@ -372,6 +394,12 @@ def run_transfer(call: ToolCall) -> ToolOutcome:
     except TransferConfigError as exc:
         return _failure(exc, None)
 
+    head = {
+        "direction": f"{source_type}_to_{target_type}",
+        "source_type": source_type,
+        "target_type": target_type,
+        "mode": "custom" if target.get("query") else mode,
+    }
     side = "source"
     records_fetched: int | None = None
     rows_transferred = 0
@@ -400,25 +428,27 @@ def run_transfer(call: ToolCall) -> ToolOutcome:
         except _SideError as exc:
             if writer is not None:
                 writer.abort()
-            return _failure(exc.cause, exc.side)
+            return _failed_work(exc.cause, exc.side, head, target.get("table"))
         except ToolNotAvailable:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure of the work is an outcome
             if writer is not None:
                 writer.abort()
-            return _failure(exc, side)
-    result: dict[str, Any] = {
-        "status": "success",
-        "rows_transferred": rows_transferred,
-        "chunks": chunks,
-        "chunks_processed": chunks,
-        "source": source_type,
-        "target": target_type,
-        "direction": f"{source_type}_to_{target_type}",
-        "mode": "custom" if target.get("query") else mode,
-        "target_table": target.get("table"),
-        "columns": columns or [],
-    }
+            return _failed_work(exc, side, head, target.get("table"))
     if records_fetched is not None:
-        result["records_fetched"] = records_fetched
+        result: dict[str, Any] = {
+            **head,
+            "rows_transferred": rows_transferred,
+            "chunks_processed": chunks,
+            "records_fetched": records_fetched,
+        }
+    else:
+        result = {
+            **head,
+            "status": "success",
+            "rows_transferred": rows_transferred,
+            "chunks_processed": chunks,
+            "target_table": target.get("table"),
+            "columns": columns or [],
+        }
     return ToolOutcome.success(result)

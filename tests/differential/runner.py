@@ -18,7 +18,16 @@ Fields compared, exactly, after :func:`normalise`:
   ``steps_ran_observed`` lists every variant seen; noetlc must produce one of them;
 * ``results.<step>``: the result document of each step NoETL recorded one for (what
   ``{{ step }}`` holds downstream);
-* ``calls.<step>``: tool calls per step (attempts, loop iterations).
+* ``calls.<step>``: tool calls per step (attempts, loop iterations);
+* ``rows``: where a case names a table (``rows: {table, order_by}``, or ``duckdb: FILE`` for a
+  DuckDB table), the rows in it after the run, read back the same way on both sides (values as
+  JSON text: a ``Decimal`` or a date as its ``str``).
+
+Tool cases (``cases/tools_*``) reach real services: ``@HTTP@`` in a playbook or payload is the
+local API's base URL (``tests/harness/http_server.py``; NoETL's run had its own instance of the
+same server), ``@WORK@`` a scratch folder, and ``auth: pg_local`` the throwaway Postgres
+(``tests/harness/postgres.py``; NoETL's run: a credential of that name on a database of the same
+shape). The same placeholders are written back into results before comparing.
 
 What is normalised, and why: values that differ between two runs of the same engine by
 construction, and nothing else: wall-clock values (ISO-8601 timestamps, HTTP ``Date`` headers,
@@ -33,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -89,6 +99,68 @@ def compile_case(
     return _DAG_ID.search(text).group(1), text, report.getvalue()
 
 
+def needs(case: dict[str, Any]) -> set[str]:
+    """Which services a case reaches: ``http`` (``@HTTP@``), ``postgres`` (``pg_local``, rows)."""
+    text = json.dumps([case["playbook"], case.get("payload")])
+    found = {"http"} if "@HTTP@" in text else set()
+    rows = case.get("rows_from")
+    if "pg_local" in text or (rows and not rows.get("duckdb")):
+        found.add("postgres")
+    return found
+
+
+def _substitute(value: Any, places: dict[str, str]) -> Any:
+    text = json.dumps(value)
+    for mark, actual in places.items():
+        text = text.replace(mark, actual)
+    return json.loads(text)
+
+
+def _restore(value: Any, places: dict[str, str]) -> Any:
+    text = json.dumps(value, default=str)
+    for mark, actual in places.items():
+        text = text.replace(actual, mark)
+    return json.loads(text)
+
+
+def read_rows(spec: dict[str, Any], pg_dsn: str | None) -> Any:
+    """The rows of ``spec['table']`` (ordered by ``spec['order_by']``) after a run, as JSON values."""
+    query = f"SELECT * FROM {spec['table']} ORDER BY {spec.get('order_by', '1')}"
+    try:
+        if spec.get("duckdb"):
+            import duckdb
+
+            con = duckdb.connect(spec["duckdb"], read_only=True)
+            try:
+                cur = con.execute(query)
+                cols = [d[0] for d in cur.description]
+                rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+            finally:
+                con.close()
+        else:
+            import psycopg
+
+            assert pg_dsn, "a postgres rows check needs the test Postgres"
+            with psycopg.connect(pg_dsn) as conn:
+                cur = conn.execute(query)
+                cols = [d.name for d in cur.description]
+                rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    except Exception as exc:  # noqa: BLE001 - a missing table is an outcome to compare
+        return {"<unreadable>": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    return json.loads(json.dumps(rows, default=str))
+
+
+def _drop_table(spec: dict[str, Any], pg_dsn: str | None) -> None:
+    """A table left by an earlier run of the same case must not pass for this run's rows."""
+    if spec.get("duckdb"):
+        Path(spec["duckdb"]).unlink(missing_ok=True)
+        return
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {spec['table']}")
+
+
 def run_case(
     case: dict[str, Any],
     *,
@@ -96,13 +168,41 @@ def run_case(
     dags_folder: Path,
     workdir: Path,
     dialect: str | None = None,
+    http_base: str | None = None,
+    pg_dsn: str | None = None,
 ) -> dict[str, Any]:
     """The outcome noetlc produces for ``case`` (same fields as ``case['expect']``)."""
+    places = {"@WORK@": str(workdir / "work")}
+    if http_base:
+        places["@HTTP@"] = http_base
+    (workdir / "work").mkdir(parents=True, exist_ok=True)
+    case = dict(case, playbook=_substitute(case["playbook"], places))
+    case["payload"] = _substitute(case.get("payload") or {}, places)
+    rows_from = case.get("rows_from")
+    if rows_from:
+        rows_from = _substitute(rows_from, places)
+        _drop_table(rows_from, pg_dsn)
+    outcome = _run_compiled(
+        case, run_dag=run_dag, dags_folder=dags_folder, workdir=workdir, dialect=dialect
+    )
+    if rows_from:
+        outcome["rows"] = read_rows(rows_from, pg_dsn)
+    return _restore(outcome, places)
+
+
+def _run_compiled(
+    case: dict[str, Any],
+    *,
+    run_dag: Callable[..., Any],
+    dags_folder: Path,
+    workdir: Path,
+    dialect: str | None = None,
+) -> dict[str, Any]:
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
 
     dag_id, source, report = compile_case(case, workdir, dialect)
     if dag_id is None:
-        codes = sorted(set(re.findall(r"\b([ESW]\d{3})\b", report)))
+        codes = sorted(set(re.findall(r"\b([A-Z]\d{3})\b", report)))
         return {
             "status": "rejected",
             "steps_ran": [],
@@ -212,6 +312,8 @@ def differences(expect: dict[str, Any], actual: dict[str, Any]) -> dict[str, str
     for step, count in (expect.get("calls") or {}).items():
         if actual["calls"].get(step, 0) != count:
             found[f"calls.{step}"] = f"noetl {count} / noetlc {actual['calls'].get(step, 0)}"
+    if "rows" in expect and expect["rows"] != actual.get("rows"):
+        found["rows"] = f"noetl {_short(expect['rows'])} / noetlc {_short(actual.get('rows'))}"
     return found
 
 

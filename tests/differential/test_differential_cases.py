@@ -16,7 +16,7 @@ import os
 import pytest
 import yaml
 
-from tests.differential.runner import differences, load_cases, load_divergences, run_case
+from tests.differential.runner import differences, load_cases, load_divergences, needs, run_case
 
 pytestmark = pytest.mark.slow
 
@@ -65,9 +65,23 @@ def test_match_rate_is_reported():
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))
-def test_case(case_id, airflow_db, run_dag, tmp_path):
+def test_case(case_id, airflow_db, run_dag, tmp_path, request):
     case = CASES[case_id]
-    actual = run_case(case, run_dag=run_dag, dags_folder=airflow_db, workdir=tmp_path)
+    # Tool cases reach the test Postgres and the local API; the others start neither.
+    services = needs(case)
+    http_base = request.getfixturevalue("http_server") if "http" in services else None
+    pg_dsn = None
+    if "postgres" in services:
+        request.getfixturevalue("pg_connections")
+        pg_dsn = request.getfixturevalue("pg_test_dsn")
+    actual = run_case(
+        case,
+        run_dag=run_dag,
+        dags_folder=airflow_db,
+        workdir=tmp_path,
+        http_base=http_base,
+        pg_dsn=pg_dsn,
+    )
     found = differences(case["expect"], actual)
     record = os.environ.get("NOETLC_DIFF_RECORD")
     if record:

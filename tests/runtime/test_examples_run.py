@@ -157,7 +157,7 @@ def test_transfer_postgres_to_duckdb_in_chunks(run_example, pg_connections):
     out = run_example("transfer_pg_duckdb")
     assert out.state == "success", out.states
     transfer = out.xcom["start"]["result"]
-    assert transfer["rows_transferred"] == 2500 and transfer["chunks"] == 3
+    assert transfer["rows_transferred"] == 2500 and transfer["chunks_processed"] == 3
     assert out.xcom["check"]["result"]["rows"] == [{"n": 2500, "total": 2500 * 2501}]
 
 

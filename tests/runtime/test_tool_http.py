@@ -346,6 +346,11 @@ def test_non_2xx_is_a_failure_with_the_response_as_data(http_server, path, statu
     assert out.data["status_code"] == status
     assert isinstance(out.data["data"], dict)
     assert out.meta["http"]["status"] == status
+    # the step result is NoETL's error document around that response (138c10ed,
+    # tests/differential/cases/tools_http/http_500_error_arc.yaml)
+    assert set(out.reported) == {"id", "status", "data"}
+    assert out.reported["status"] == "error" and out.reported["data"] == out.data
+    assert uuid.UUID(out.reported["id"]).version == 4
 
 
 def test_429_carries_retry_after_and_the_body(http_server):

@@ -182,20 +182,21 @@ def test_dml_without_returning_gives_row_count(pg_connections, pg_test_dsn, tabl
             f"UPDATE \"{table}\" SET v = 'z' WHERE id > 1",
         }
     )
+    # NoETL's shape for a last statement without a result set (recorded at 138c10ed).
     assert out.data == {
         "status": "success",
-        "rows": [],
         "row_count": 2,
-        "columns": [],
+        "message": "Command executed. 2 rows affected.",
         "statement_count": 3,
     }
     out = run({"auth": "pg_local", "query": f'DELETE FROM "{table}" WHERE id = 1 RETURNING v'})
     assert out.data["rows"] == [{"v": "a"}] and out.data["row_count"] == 1
 
 
-def test_ddl_row_count_is_zero(pg_connections, table):
+def test_ddl_row_count_is_minus_one_as_noetl_reports_it(pg_connections, table):
     out = run({"auth": "pg_local", "command": f'CREATE TABLE "{table}" (i int)'})
-    assert out.data["row_count"] == 0 and out.data["rows"] == []
+    assert out.data["row_count"] == -1 and "rows" not in out.data
+    assert out.data["message"] == "Command executed. -1 rows affected."
 
 
 def test_statements_share_one_transaction_and_roll_back(pg_connections, pg_test_dsn, table):
@@ -215,6 +216,23 @@ def test_statements_share_one_transaction_and_roll_back(pg_connections, pg_test_
     assert out.error["detail"] == "Key (id)=(1) already exists."
     assert out.meta == {"pg": {"code": "23505", "sqlstate": "23505"}}
     assert sql(pg_test_dsn, f'SELECT count(*) FROM "{table}"') == [(0,)]  # nothing written
+    # the step result is NoETL's document for a failed statement (138c10ed,
+    # tests/differential/cases/tools_postgres/pg_failure_after_insert.yaml)
+    message = (
+        f'duplicate key value violates unique constraint "{table}_pkey"'
+        "\nDETAIL:  Key (id)=(1) already exists."
+    )
+    assert out.reported == {
+        "id": out.reported["id"],
+        "status": "error",
+        "error": f"command_2: {message};",
+        "data": {
+            "status": "error",
+            "message": f"statement_2: {message}",
+            "statement_count": 4,
+            "errors": [{"statement_index": 2, "message": message}],
+        },
+    }
     # the pooled connection is clean for the next call
     assert run({"auth": "pg_local", "query": f'INSERT INTO "{table}" VALUES (9)'}).ok
     assert sql(pg_test_dsn, f'SELECT id FROM "{table}"') == [(9,)]

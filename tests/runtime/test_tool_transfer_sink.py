@@ -82,15 +82,15 @@ def test_postgres_to_postgres_append_in_chunks(pg_connections, pg_test_dsn, sour
         chunk_size=1000,
     )
     assert out.ok, out.error
+    # NoETL's transfer result (recorded at 138c10ed, tests/differential/cases/tools_transfer)
     assert out.data == {
+        "direction": "postgres_to_postgres",
+        "source_type": "postgres",
+        "target_type": "postgres",
+        "mode": "append",
         "status": "success",
         "rows_transferred": 2500,
-        "chunks": 3,
         "chunks_processed": 3,
-        "source": "postgres",
-        "target": "postgres",
-        "direction": "postgres_to_postgres",
-        "mode": "append",
         "target_table": f"public.{target}",
         "columns": ["id", "name", "amount", "meta", "created"],
     }
@@ -127,7 +127,7 @@ def test_postgres_to_duckdb_replace(pg_connections, source_2500, tmp_path):
         mode="replace",
     )
     assert out.ok, out.error
-    assert (out.data["rows_transferred"], out.data["chunks"], out.data["mode"]) == (
+    assert (out.data["rows_transferred"], out.data["chunks_processed"], out.data["mode"]) == (
         2500,
         3,
         "replace",
@@ -163,7 +163,7 @@ def test_duckdb_to_postgres_upsert(pg_connections, pg_test_dsn, name, tmp_path):
         mode="upsert",
     )
     assert out.ok, out.error
-    assert (out.data["rows_transferred"], out.data["chunks"]) == (2500, 3)
+    assert (out.data["rows_transferred"], out.data["chunks_processed"]) == (2500, 3)
     assert pg(
         pg_test_dsn,
         f"SELECT count(*), count(*) FILTER (WHERE label LIKE 'new %'), min(note) FROM {target}",
@@ -179,7 +179,7 @@ def test_duckdb_to_duckdb_creates_the_target(tmp_path):
         chunk_size=4,
     )
     assert out.ok, out.error
-    assert (out.data["rows_transferred"], out.data["chunks"]) == (10, 3)
+    assert (out.data["rows_transferred"], out.data["chunks_processed"]) == (10, 3)
     assert duck(db, "SELECT count(*), sum(twice) FROM b") == [(10, 90)]
     assert duck(
         db,
@@ -206,7 +206,7 @@ def test_custom_target_query_and_mapping(pg_connections, pg_test_dsn, name, tmp_
         chunk_size=20,
     )
     assert out.ok, out.error
-    assert (out.data["chunks"], out.data["columns"]) == (3, ["ident", "label", "city"])
+    assert (out.data["chunks_processed"], out.data["columns"]) == (3, ["ident", "label", "city"])
     assert pg(pg_test_dsn, f"SELECT label, city FROM {target} WHERE ident = 7") == [("n7", "c7")]
     # NoETL's custom target query: %s markers in source column order, run per row
     out = transfer(
@@ -262,7 +262,7 @@ def test_http_source_with_mapping(pg_connections, pg_test_dsn, name, http_server
     )
     assert out.ok, out.error
     assert out.data["records_fetched"] == 100
-    assert (out.data["rows_transferred"], out.data["chunks"]) == (100, 4)
+    assert (out.data["rows_transferred"], out.data["chunks_processed"]) == (100, 4)
     assert pg(pg_test_dsn, f"SELECT count(*), count(DISTINCT user_id) FROM {target}") == [(100, 10)]
 
 
@@ -329,7 +329,7 @@ def test_replace_with_an_empty_source_empties_the_target(pg_connections, pg_test
         target={"type": "postgres", "auth": "pg_local", "table": target},
         mode="replace",
     )
-    assert out.ok and (out.data["rows_transferred"], out.data["chunks"]) == (0, 0)
+    assert out.ok and (out.data["rows_transferred"], out.data["chunks_processed"]) == (0, 0)
     assert pg(pg_test_dsn, f"SELECT count(*) FROM {target}") == [(0,)]
 
 
