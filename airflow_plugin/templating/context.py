@@ -161,6 +161,13 @@ def build_context(
     if dialect == "case-v2" or vars:
         # ``vars`` is a case-v2 namespace; canonical playbooks are told to use ctx instead.
         context["vars"] = dict(vars or {})
+    if dialect == "case-v2":
+        # The case-v2 engine stores `vars` in its execution variables, which its render context
+        # spreads to the top level: `{{ got }}` reads `vars: {got: ..}` of an earlier step
+        # (dc55c492 get_render_context; recorded: case_v2/vars_bare_in_args).
+        for key, value in (vars or {}).items():
+            if isinstance(key, str) and key not in protected:
+                context[key] = value
     context[PROTECTED_KEY] = frozenset(protected)
     return context
 

@@ -94,11 +94,16 @@ def _workbook_name(step: Any) -> str | None:
     return None
 
 
-def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepReads]:
+def template_reads(
+    playbook: Playbook, ctx_names: set[str], vars_names: Iterable[str] = ()
+) -> dict[str, StepReads]:
     """Per step, the names its templates reference (its own and its workbook task's); steps
-    whose templates read nothing are left out."""
+    whose templates read nothing are left out. ``vars_names``: case-v2 ``vars`` written
+    anywhere, read by bare name too (dc55c492 stores them in the execution variables, which its
+    render context spreads to the top level: recorded case_v2/vars_bare_in_args)."""
     steps = set(playbook.step_names)
     step_vars = results_in_ctx(playbook)
+    bare_vars = set(vars_names) if playbook.dialect == "case-v2" else set()
     by_step: dict[str, list[Any]] = {name: [] for name in playbook.step_names}
     by_workbook: dict[str, list[Any]] = {}
     for site in template_sites(playbook):
@@ -134,8 +139,11 @@ def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepRea
                         found.vars.add(head)
                     else:
                         found.all_vars = True
-                elif root in ctx_names and root not in RUNTIME_NAMES and root not in JINJA_GLOBALS:
-                    found.ctx.add(root)
+                elif root not in RUNTIME_NAMES and root not in JINJA_GLOBALS:
+                    if root in ctx_names:
+                        found.ctx.add(root)
+                    if root in bare_vars:
+                        found.vars.add(root)
         if found:
             reads[step.name] = found
     return reads
@@ -246,11 +254,11 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
         if name in graph:
             reaching_writes.setdefault(name, set()).update(names)
     ctx_names = set().union(*reaching_writes.values()) if reaching_writes else set()
-    reads = template_reads(playbook, ctx_names)
+    vars_names = set().union(*vwrites.values()) if vwrites else set()
+    reads = template_reads(playbook, ctx_names, vars_names)
     for name, names in left_behind.items():
         if name in reads:  # a loop's own iterator is its item, never an earlier loop's last
             reads[name].ctx -= names
-    vars_names = set().union(*vwrites.values()) if vwrites else set()
     ctx_in = reaching_definitions(
         graph, reaching_writes, {n: ctx_names if f.all_ctx else f.ctx for n, f in reads.items()}
     )
