@@ -87,7 +87,7 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "python-none-result",
-        "`result = None`: NoETL stores {_value: None} (and hands templates its envelope); noetlc None",
+        "`result = None`: NoETL's result handler stores the placeholder {_value: None} (and the worker adds its command_id) as the step's result; noetlc keeps None, the value the code set (docs/semantics.md section 1)",
         lambda d: any("'_value'" in v for v in d.values()),
     ),
     (
@@ -124,6 +124,11 @@ CASE_GROUPS = {
     "final_status/recovery_chain_status_error": "recovery-runs-to-end",
     "final_status/recovery_chain_zero_div": "recovery-runs-to-end",
     "final_status/error_arc_uses_error_text": "undefined-name-render",
+    "ctx/arc_set_writes": "ctx-step-envelope",
+    "ctx/set_writes": "ctx-step-envelope",
+    "ctx/step_result_in_ctx": "ctx-step-envelope",
+    "ctx/ctx_after_loop": "loop-iteration-references",
+    "python_results/none": "python-none-result",
     "pipelines/ctx_set_in_pipeline_rule": "pipeline-set-text",
     "pipelines/results_by_task_name": "pipeline-result-fields",
     "policies/break_rule": "pipeline-result-fields",
@@ -137,14 +142,15 @@ CASE_GROUPS = {
 EXTRA_REASONS = {
     "case-v2-unmarked-error-next": "a raised error with a plain `next`: NoETL's case-v2 engine (dc55c492) stops at the failed step; this playbook carries no case-v2 mark, so noetlc reads it as canonical, whose engine (138c10ed) goes on along the arc (final_status/unconditional_next_after_raise); `--dialect case-v2` stops",
     "recovery-runs-to-end": "a step after a recovery step: NoETL marks the execution failed at the error and refuses the later claims (a race), so the step after the recovery step never runs; noetlc runs the recovery chain to its end and ends the run failed (docs/semantics.md section 1)",
-    "undefined-name-render": "`{{ error }}` in the step after a failed one, where no `error` is defined: NoETL renders ''; noetlc keeps the template text and reports a TemplateWarning",
+    "undefined-name-render": "`{{ error }}` in the step after a failed one, where no `error` is defined: NoETL's engine (StrictUndefined) cannot render it and keeps the text, then its python tool renders that text again with lenient Jinja, where an undefined name is ''; noetlc keeps the template text and reports a TemplateWarning naming the field (docs/semantics.md section 1)",
     "loop-done-race": "a parallel loop: NoETL's aggregate misses iterations that finished together (stats.total 123 of 128, 129 of 130, 136 of 140 items run), may issue the next step twice, and orders results by completion; noetlc counts every iteration once, in collection order, and runs the next step once (docs/semantics.md section 1)",
     "loop-non-list-in": "a string loop `in`: NoETL's case-v2 engine (dc55c492) runs it character by character; this playbook carries no case-v2 mark, so noetlc reads it as canonical, where a string is one item (`--dialect case-v2` runs it per character)",
     "case-v2-next-list": "case-v2 plain `next: [a, b]`: NoETL (dc55c492) runs every listed step; noetlc only the first",
-    "case-v2-context": "case-v2 engine context: `vars` are bare names and not in ctx, `next[].args` do not reach the target's args, `then.set` does not reach ctx; noetlc differs on each",
+    "case-v2-context": "case-v2 engine context (dc55c492): `ctx` is no name in its render context (the engine keeps `{{ ctx }}` as text and the python tool renders it ''; `{{ ctx.k | default(..) }}` fails and stays text), a `then` with a `next` never applies its `set` (an if/elif chain), a structural `next[].args` is dropped, and a filter expression that renders 'none' becomes None; noetlc's case-v2 context has `ctx`, applies `then.set` and passes `next[].args`",
     "case-v2-result-from": "case-v2 `then.result.from`: NoETL keeps the tool's result; noetlc stores the `from` text itself",
     "failed-step-result": "a step that fails the run: NoETL stores its result (a pipeline's {status: failed, _prev, results, ctx, failed_task, error}); noetlc pushes no XCom for the failed Airflow task",
-    "pipeline-set-text": "a pipeline rule's `set`: NoETL stores the rendered text ('7') and later steps do not see it (`{{ ctx.x }}` renders ''); noetlc stores the value (7) and later steps read it",
+    "pipeline-set-text": "a pipeline rule's `set`: NoETL's worker renders the value to text ('7'), and its engine's sync of the pipeline's ctx into the execution variables (engine.py: 'Synced ctx variable from task sequence') finds no ctx in the reference-only event, so later steps render `{{ ctx.x }}` as ''; noetlc keeps the value (7), as NoETL's step and arc `set` do, and later steps read it, as the engine intends (docs/semantics.md section 1)",
+    "ctx-step-envelope": "`{{ ctx }}` rendered whole: NoETL's `ctx.<step>` is the step's result-store envelope (the result's keys plus ref, _ref, data, status, context, reference); noetlc's is the result itself, the value `{{ step }}` gives (`{{ ctx.<step>.<field> }}` reads the same in both; docs/semantics.md section 1)",
     "pipeline-result-fields": "a field of a pipeline step's result (`{{ step.status }}`, `{{ step.results }}`): NoETL hands templates the result-store envelope, whose `context` flattens the record, so it renders ''; noetlc the field",
 }
 
