@@ -132,3 +132,40 @@ def test_check_and_compile_share_one_step_graph_and_replacing_the_steps_renews_i
     playbook.steps = playbook.steps[:1]
     assert StepGraph.of(playbook) is not graph
     assert playbook.step_names == ["start"]
+
+
+CTX_READS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: ctxreads, path: tests/ctxreads}
+workload: {items: [1, 2]}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'r': 1}"}
+    next: [{step: each}]
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: it}
+    tool: {kind: python, input: {i: "{{ it }}"}, code: "result = i"}
+    next: [{step: field}]
+  - step: field
+    tool: {kind: python, input: {r: "{{ ctx.start.r }}"}, code: "result = r"}
+    next: [{step: whole}]
+  - step: whole
+    tool: {kind: python, input: {c: "{{ ctx }}"}, code: "result = sorted(c)"}
+"""
+
+
+def test_canonical_ctx_reads_pull_step_results_and_loop_variables(tmp_path) -> None:
+    """NoETL's canonical variables hold each finished step's result and a loop's iterator and
+    loop_index (138c10ed): `ctx.<step>` pulls that step's result, `{{ ctx }}` whole every
+    earlier one and the loop's last item; a loop's own iterator is never pulled."""
+    path = tmp_path / "ctxreads.yaml"
+    path.write_text(CTX_READS, encoding="utf-8")
+    result = read_file(str(path))
+    check_results([result])
+    _, ir = compile_result(result, "ctxreads.yaml")
+    reads = {unit.steps[0]: unit.reads for unit in ir.units}
+    assert reads["field"] == {"results": {"start": "start"}}
+    assert set(reads["whole"]["results"]) == {"start", "each", "field"}
+    assert set(reads["whole"]["ctx"]) == {"it", "loop_index"}
+    assert "ctx" not in reads["each"]

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..events import Event, emit, names
-from ..templating.context import step_context, with_loop
+from ..templating.context import loop_variables, step_context, with_loop
 from ..templating.proxy import promoted
 from ..templating.render import RenderError, evaluate_condition, render_value, to_jsonable
 from .step import StepFailed, StepOutcome, complete_step, execute_step
@@ -480,8 +480,18 @@ def finish(
             if "task_id" in target:
                 entry["task_id"] = target["task_id"]
             deferred[target["step"]]["args"].update(target.get("args") or {})
+    # The variables NoETL leaves behind after a loop (the last item's iterator and loop_index,
+    # written per iteration: templating.context.loop_variables) are the loop step's writes too,
+    # so its finish event reports them in item order whatever order the iterations ended in.
+    last = loop_variables(payload, {"iterator": payload["loop"].get("iterator"), "item": None})
+    issued = {key: ctx[key] for key in last if key in ctx}
     outcome = complete_step(
-        payload, end_inputs, result, sleep=sleep, deferred=list(deferred.values())
+        payload,
+        end_inputs,
+        result,
+        sleep=sleep,
+        deferred=list(deferred.values()),
+        writes=to_jsonable(issued),
     )
     outcome.ctx_writes = {**to_jsonable(ctx), **outcome.ctx_writes}
     outcome.vars_writes = {**to_jsonable(vars_), **outcome.vars_writes}

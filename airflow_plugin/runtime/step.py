@@ -57,6 +57,7 @@ from ..templating.context import (
     apply_ctx_writes,
     apply_vars_writes,
     build_context,
+    loop_variables,
     with_bindings,
     with_loop,
     with_values,
@@ -201,6 +202,7 @@ class _StepRun(CaseRules, CallLoop):
             execution_id=self.execution_id,
             dialect=self.dialect,
             step_names=[self.step, *self.task_id_of, *(inputs.get("step_names") or ())],
+            generation=payload.get("generation"),
         )
         loop = inputs.get("loop")
         self.iteration: int | None = None
@@ -215,6 +217,10 @@ class _StepRun(CaseRules, CallLoop):
                 index=self.iteration,
                 length=loop.get("length"),
             )
+            issued = loop_variables(payload, loop)
+            if issued:
+                self.ctx_writes.update(issued)
+                self.context = apply_ctx_writes(self.context, issued)
         run_index = inputs.get("run_index")
         self.step_run_id = self.step + (f"@{run_index}" if run_index else "")
         if self.iteration is not None:
@@ -445,14 +451,17 @@ def complete_step(
     sleep: Callable[[float], None] = time.sleep,
     event: str = "loop.done",
     deferred: list[dict[str, Any]] | None = None,
+    writes: Mapping[str, Any] | None = None,
 ) -> StepOutcome:
     """The end of a step whose result was produced elsewhere: ``event`` case rules (``loop.done``
     for a loop's aggregated result, ``call.done`` for a child playbook's result), ``step.exit``
     rules, then the arcs; ``set``/``vars`` apply to the result as after a call. For a loop,
     ``step.exit`` rules already ran per iteration; the targets they chose (``deferred``) are
-    taken now unless a ``loop.done`` rule routes."""
+    taken now unless a ``loop.done`` rule routes. ``writes``: ctx the step wrote before (a
+    loop's iterator and ``loop_index``), reported with the step's own writes."""
     payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
     run = _StepRun(payload, inputs, sleep)
+    run.ctx_writes.update(writes or {})
 
     def body() -> StepOutcome:
         run.after_call_context(ToolOutcome.success(result), result, False, 1)

@@ -35,6 +35,7 @@ __all__ = [
     "entry_args",
     "execution_variables",
     "job_namespace",
+    "loop_variables",
     "reveal",
     "step_context",
     "with_bindings",
@@ -120,6 +121,7 @@ def build_context(
     execution_id: int | str = 0,
     dialect: str = "canonical",
     step_names: Iterable[str] = (),
+    generation: str | None = None,
 ) -> dict[str, Any]:
     """Build the render context of one step.
 
@@ -129,19 +131,27 @@ def build_context(
     ``vars``: case-v2 ``vars`` visible to this step.
     ``step_names``: further names that must not be shadowed by flattened variables (every step of
     the playbook, when known — a step that did not run is still not a variable).
+    ``generation``: the canonical dialect's generation (None: the 138c10ed engine, whose
+    variables also hold each finished step's result: ``{{ ctx.<step> }}``).
     """
     workload = dict(workload or {})
     results = dict(results or {})
-    variables: dict[str, Any] = {**workload, **dict(ctx or {})}
+    fallbacks = {"v1": V1_FALLBACKS, "canonical": CANONICAL_FALLBACKS}.get(dialect, ("data",))
+    shown = {name: wrap_result(reveal(value), fallbacks) for name, value in results.items()}
+    variables: dict[str, Any] = dict(workload)
+    if dialect == "canonical" and generation is None:
+        # NoETL's canonical engine stores each finished step's result as an execution variable
+        # (138c10ed mark_step_completed: variables[step] = result), so `{{ ctx.start.r }}` and
+        # `{{ ctx }}` see it; a later `set` of the same name writes over it.
+        variables.update(shown)
+    variables.update(ctx or {})
 
     context: dict[str, Any] = {}
     protected = set(RESERVED_KEYS) | set(results) | set(step_names)
     for key, value in variables.items():
         if isinstance(key, str) and key not in protected:
             context[key] = value
-    fallbacks = {"v1": V1_FALLBACKS, "canonical": CANONICAL_FALLBACKS}.get(dialect, ("data",))
-    for name, value in results.items():
-        context[name] = wrap_result(reveal(value), fallbacks)
+    context.update(shown)
 
     eid = str(execution_id)
     context["workload"] = variables
@@ -151,6 +161,13 @@ def build_context(
     if dialect == "case-v2" or vars:
         # ``vars`` is a case-v2 namespace; canonical playbooks are told to use ctx instead.
         context["vars"] = dict(vars or {})
+    if dialect == "case-v2":
+        # The case-v2 engine stores `vars` in its execution variables, which its render context
+        # spreads to the top level: `{{ got }}` reads `vars: {got: ..}` of an earlier step
+        # (dc55c492 get_render_context; recorded: case_v2/vars_bare_in_args).
+        for key, value in (vars or {}).items():
+            if isinstance(key, str) and key not in protected:
+                context[key] = value
     context[PROTECTED_KEY] = frozenset(protected)
     return context
 
@@ -167,6 +184,7 @@ def step_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[
         execution_id=inputs.get("execution_id", 0),
         dialect=payload.get("dialect") or "canonical",
         step_names=[payload["step"], *(inputs.get("step_names") or ())],
+        generation=payload.get("generation"),
     )
 
 
@@ -202,6 +220,23 @@ def with_loop(
     new["loop_index"] = index
     new["loop"] = {"index": index, "first": index == 0, "length": length, "done": False}
     return new
+
+
+def loop_variables(payload: Mapping[str, Any], binding: Mapping[str, Any]) -> dict[str, Any]:
+    """What NoETL's canonical engine writes into the execution variables as it issues a loop
+    item (138c10ed ``state.variables[step.loop.iterator] = item`` and ``loop_index``): an
+    iteration's ctx writes, so ``{{ ctx.<iterator> }}`` is the item and, after the loop, the
+    last one (recorded: ctx/ctx_after_loop). Other engines, cursor claims and v1 bodies: none."""
+    loop = payload.get("loop")
+    if (
+        (payload.get("dialect") or "canonical") != "canonical"
+        or payload.get("generation")
+        or not isinstance(loop, Mapping)
+        or loop.get("cursor") is not None
+        or loop.get("body")
+    ):
+        return {}
+    return {binding["iterator"]: binding.get("item"), "loop_index": binding.get("index", 0)}
 
 
 def apply_ctx_writes(context: Mapping[str, Any], writes: Mapping[str, Any]) -> dict[str, Any]:

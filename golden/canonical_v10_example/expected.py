@@ -156,7 +156,20 @@ READS = {
     "fetch_data": {},
     "process_data": {"results": {"fetch_data": "fetch_data"}},
     "store_results": {"results": {"process_data": "process_data"}},
-    "end": {"ctx": {"fetch_completed": ["fetch_data"], "transform_done": ["process_data"]}},
+    "end": {
+        "results": {
+            "start": "start",
+            "fetch_data": "fetch_data",
+            "process_data": "process_data",
+            "store_results": "store_results.tail",
+        },
+        "ctx": {
+            "fetch_completed": ["fetch_data"],
+            "item": ["store_results.tail"],
+            "loop_index": ["store_results.tail"],
+            "transform_done": ["process_data"],
+        },
+    },
 }
 
 with DAG(

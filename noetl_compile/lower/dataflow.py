@@ -35,9 +35,26 @@ class StepReads:
     vars: set[str] = field(default_factory=set)
     all_ctx: bool = False  # `ctx[name]` with a computed name: every ctx write may matter
     all_vars: bool = False
+    # `{{ ctx }}` / `{{ workload }}` whole where step results are execution variables: every
+    # earlier step's result may be read
+    all_results: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.results or self.ctx or self.vars or self.all_ctx or self.all_vars)
+        return bool(
+            self.results
+            or self.ctx
+            or self.vars
+            or self.all_ctx
+            or self.all_vars
+            or self.all_results
+        )
+
+
+def results_in_ctx(playbook: Playbook) -> bool:
+    """Whether a step's result is an execution variable (``{{ ctx.<step> }}``): NoETL's
+    canonical engine (138c10ed ExecutionState.mark_step_completed: ``variables[step] = result``;
+    recorded: tests/differential/cases/ctx/). NoETL 5's engine is not recorded: left out."""
+    return playbook.dialect == "canonical" and playbook.generation is None
 
 
 def step_ctx_writes(playbook: Playbook) -> dict[str, set[str]]:
@@ -50,6 +67,23 @@ def step_ctx_writes(playbook: Playbook) -> dict[str, set[str]]:
     return out
 
 
+def loop_variables(playbook: Playbook) -> dict[str, set[str]]:
+    """loop step -> the execution variables its iterations leave behind: NoETL's canonical engine
+    writes the iterator and ``loop_index`` into the variables as it issues each item (138c10ed
+    ``state.variables[step.loop.iterator] = item``; recorded: ctx/ctx_after_loop), so after the
+    loop ``{{ ctx.<iterator> }}`` holds the last item."""
+    if not results_in_ctx(playbook):
+        return {}
+    return {
+        step.name: {step.loop.iterator, "loop_index"}
+        for step in playbook.steps
+        if step.loop is not None
+        and step.loop.iterator
+        and step.loop.cursor is None
+        and not step.loop.body_via_next
+    }
+
+
 def _workbook_name(step: Any) -> str | None:
     for task in step.tasks:
         if task.kind == "workbook":
@@ -60,10 +94,16 @@ def _workbook_name(step: Any) -> str | None:
     return None
 
 
-def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepReads]:
+def template_reads(
+    playbook: Playbook, ctx_names: set[str], vars_names: Iterable[str] = ()
+) -> dict[str, StepReads]:
     """Per step, the names its templates reference (its own and its workbook task's); steps
-    whose templates read nothing are left out."""
+    whose templates read nothing are left out. ``vars_names``: case-v2 ``vars`` written
+    anywhere, read by bare name too (dc55c492 stores them in the execution variables, which its
+    render context spreads to the top level: recorded case_v2/vars_bare_in_args)."""
     steps = set(playbook.step_names)
+    step_vars = results_in_ctx(playbook)
+    bare_vars = set(vars_names) if playbook.dialect == "case-v2" else set()
     by_step: dict[str, list[Any]] = {name: [] for name in playbook.step_names}
     by_workbook: dict[str, list[Any]] = {}
     for site in template_sites(playbook):
@@ -89,15 +129,21 @@ def template_reads(playbook: Playbook, ctx_names: set[str]) -> dict[str, StepRea
                     if head is not None:
                         if root == "ctx" or head in ctx_names:
                             found.ctx.add(head)
-                    elif root == "ctx":
-                        found.all_ctx = True
+                        if step_vars and head in steps and head != step.name:
+                            found.results.add(head)
+                    else:
+                        found.all_ctx = found.all_ctx or root == "ctx"
+                        found.all_results = found.all_results or step_vars
                 elif root == "vars":
                     if head is not None:
                         found.vars.add(head)
                     else:
                         found.all_vars = True
-                elif root in ctx_names and root not in RUNTIME_NAMES and root not in JINJA_GLOBALS:
-                    found.ctx.add(root)
+                elif root not in RUNTIME_NAMES and root not in JINJA_GLOBALS:
+                    if root in ctx_names:
+                        found.ctx.add(root)
+                    if root in bare_vars:
+                        found.vars.add(root)
         if found:
             reads[step.name] = found
     return reads
@@ -200,11 +246,21 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
     """Reads of every step in ``graph`` resolved to the steps that produce them."""
     cwrites = {k: v for k, v in step_ctx_writes(playbook).items() if k in graph}
     vwrites = {k: v for k, v in vars_writes(playbook).items() if k in graph}
-    ctx_names = set().union(*cwrites.values()) if cwrites else set()
-    reads = template_reads(playbook, ctx_names)
+    # What reaches a reader also counts the variables a loop leaves behind (its iterator and
+    # `loop_index`); `cwrites` itself stays the steps' own writes (it picks loop operators).
+    reaching_writes = {k: set(v) for k, v in cwrites.items()}
+    left_behind = loop_variables(playbook)
+    for name, names in left_behind.items():
+        if name in graph:
+            reaching_writes.setdefault(name, set()).update(names)
+    ctx_names = set().union(*reaching_writes.values()) if reaching_writes else set()
     vars_names = set().union(*vwrites.values()) if vwrites else set()
+    reads = template_reads(playbook, ctx_names, vars_names)
+    for name, names in left_behind.items():
+        if name in reads:  # a loop's own iterator is its item, never an earlier loop's last
+            reads[name].ctx -= names
     ctx_in = reaching_definitions(
-        graph, cwrites, {n: ctx_names if f.all_ctx else f.ctx for n, f in reads.items()}
+        graph, reaching_writes, {n: ctx_names if f.all_ctx else f.ctx for n, f in reads.items()}
     )
     vars_in = reaching_definitions(
         graph, vwrites, {n: vars_names if f.all_vars else f.vars for n, f in reads.items()}
@@ -224,7 +280,8 @@ def data_dependencies(playbook: Playbook, graph: nx.DiGraph) -> DataDependencies
     for node, found in reads.items():  # steps that read nothing get no entry
         if node not in graph:
             continue
-        producers = {r for r in found.results if r in graph and flow.is_ancestor(r, node)}
+        wanted_results = set(playbook.step_names) - {node} if found.all_results else found.results
+        producers = {r for r in wanted_results if r in graph and flow.is_ancestor(r, node)}
         if producers:
             results[node] = ordered(producers)
         for reaching, wanted, every, out in (

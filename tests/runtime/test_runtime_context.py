@@ -42,7 +42,11 @@ def test_step_names_and_reserved_keys_are_not_shadowed():
         ctx={"later_step": "ctx value"},
     )
     assert r("{{ fetch.rows }}", c) == [1]
-    assert r("{{ workload.fetch }}", c) == "workload value"
+    # canonical: a finished step's result is the execution variable of its name (NoETL 138c10ed
+    # writes variables[step] = result over the workload's value)
+    assert r("{{ workload.fetch }}", c) == {"rows": [1]}
+    v1 = build_context(workload={"fetch": "workload value"}, results={"fetch": {}}, dialect="v1")
+    assert r("{{ workload.fetch }}", v1) == "workload value"
     assert "result" not in c and "event" not in c  # reserved: only via workload.*
     assert r("{{ workload.result }}", c) == "w"
     assert "later_step" not in c
@@ -141,3 +145,42 @@ def test_entry_args_are_the_request_payload_without_run_controls():
     request = {"c": 3, "noetl_strict": True}
     assert entry_args(request) == {"c": 3}
     assert entry_args(request, "v1") == {} and entry_args(request, "case-v2") == {}
+
+
+def test_canonical_ctx_holds_each_read_step_result_as_noetl_variables_do():
+    # 138c10ed ExecutionState.mark_step_completed: variables[step] = result (recorded:
+    # tests/differential/cases/ctx/ctx_keys_after_steps, step_result_in_ctx)
+    c = build_context(workload={"w": 1}, results={"start": {"r": 1}}, ctx={"x": 2})
+    assert r("{{ ctx.start.r }}", c) == 1
+    assert r("{{ ctx }}", c) == {"w": 1, "start": {"r": 1}, "x": 2}
+    assert r("{{ ctx.start.data.r }}", c) == 1  # the same result proxy as {{ start }}
+    # a later `set` of the step's name writes over it, as in NoETL's one variables store
+    assert r("{{ ctx.start }}", build_context(results={"start": {}}, ctx={"start": 5})) == 5
+    # other engines keep step results out of ctx
+    for dialect, generation in (("case-v2", None), ("v1", None), ("canonical", "noetl5")):
+        other = build_context(
+            workload={"w": 1}, results={"start": {"r": 1}}, dialect=dialect, generation=generation
+        )
+        assert r("{{ ctx }}", other) == {"w": 1}, (dialect, generation)
+
+
+def test_a_canonical_loop_item_writes_its_iterator_and_loop_index_into_ctx():
+    from airflow_plugin.templating.context import loop_variables
+
+    binding = {"iterator": "it", "item": {"n": 3}, "index": 2}
+    canonical = {"step": "s", "loop": {"iterator": "it", "in": "{{ xs }}"}}
+    assert loop_variables(canonical, binding) == {"it": {"n": 3}, "loop_index": 2}
+    assert loop_variables({**canonical, "dialect": "case-v2"}, binding) == {}
+    assert loop_variables({**canonical, "generation": "noetl5"}, binding) == {}
+    cursor = {"step": "s", "loop": {"iterator": "it", "cursor": {"kind": "postgres"}}}
+    assert loop_variables(cursor, binding) == {}
+
+
+def test_case_v2_vars_are_bare_names_too():
+    # dc55c492 stores `vars` in the execution variables its render context spreads to the top
+    # level (recorded: tests/differential/cases/case_v2/vars_bare_in_args)
+    c = build_context(vars={"got": 3, "event": "x"}, dialect="case-v2", workload={"got": 0})
+    assert r("{{ got }}", c) == 3 and r("{{ vars.got }}", c) == 3
+    assert "event" not in c  # reserved names keep their meaning
+    canonical = build_context(vars={"got": 3}, workload={"got": 0})
+    assert r("{{ got }}", canonical) == 0

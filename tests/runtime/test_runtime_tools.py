@@ -181,3 +181,11 @@ def test_python_inputs_holding_json_text_arrive_as_data():
         step_input={"a": '{"x": 1}', "b": "[1, 2]", "c": "{not json}"},
     )
     assert out.data == ["dict", "list", "{not json}"]
+
+
+def test_python_result_none_stays_none_not_noetls_storage_placeholder():
+    # NoETL's result handler stores `result = None` as {_value: None} (a placeholder of its
+    # result store; recorded: tests/differential/cases/python_results/none); the value the code
+    # set is None, and that is the step's result here (docs/semantics.md section 1)
+    out = run_python("result = None")
+    assert out.status == "ok" and out.data is None
