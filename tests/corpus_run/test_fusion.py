@@ -163,6 +163,7 @@ def test_corpus_fused_and_unfused_agree(
 VOLATILE = {
     "canonical/load_test/heavy_loop_aggregation/heavy_loop_aggregation.yaml": "wall-clock times",
     "seeds/spec_quantum_sweep.yaml": "a fresh job id (uuid4) per submission",
+    "canonical/v2_comprehensive_test.yaml": "random.randint picks the branch each run takes",
 }
 EVERY = sorted(
     test_id
