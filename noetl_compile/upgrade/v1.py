@@ -7,6 +7,7 @@
 | `type: workbook` + `name`/`task: T` | `tool: {kind: workbook, name: T}` | both run workbook task T as written (v1 ignores inline settings on such a step: left, U801) |
 | `type: end`/`start`/`router`, no type | no tool (`next: []` when nothing routes on) | a step without a tool produces no result in both |
 | step `with`/`args`/`data` | `input` | the step input the runtime renders (payload `input`) |
+| `mode` on a step that is not an iterator | `mode` in the tool | v1 hands the whole step to its tool (NoETL 96458eef's snowflake executor: `task_config.get('mode', 'append')`) |
 | `next: [a, b]` (direct entries) | `next: {spec: {mode: inclusive}, arcs: [...]}` | v1 fires every direct entry; a canonical list is exclusive |
 | `next: [{when: c, then: [t]}, ..., {else: [e]}]` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: c}, ..., {step: e}]}` | first match wins in both, in the same order |
 | workbook `{name, type: K, <settings>, with}` | `{name, tool: {kind: K, <settings>, args: <with>}}` | the same tool mapping (a task's `with` is its tool's `args`) |
@@ -149,9 +150,18 @@ class V1Upgrade(Rewriter):
         label = f"step {name!r}"
         if not self.unread(item, label, end):
             return
-        left = [k for k in item if k in LEFT]
+        iterator = str(item.get("type")) == "iterator"
+        # `mode` is a loop setting only on an iterator step; on any other v1 step the reader
+        # hands the whole step to the tool (read/v1.py: ``config=item``), so it is a tool
+        # setting (a transfer's `mode: append`) and moves into the tool like the others.
+        left = [k for k in item if k in LEFT and (iterator or k != "mode")]
         for key in left:
             self.inexact(item, key, f"`{key}` of {label}: {LEFT[key]}")
+        task = item.get("task")
+        if iterator and isinstance(task, dict):
+            # The iterator's task saves each item's result: a sink, whatever the loop becomes.
+            for key in [k for k in task if k in ("save", "sink")]:
+                self.inexact(task, key, f"`{key}` of the task of {label}: {SINK_REASON}")
         kind_key = (
             "type" if "type" in item else "tool" if isinstance(item.get("tool"), str) else None
         )
@@ -165,7 +175,7 @@ class V1Upgrade(Rewriter):
         if len(inputs) > 1:
             self.inexact(item, inputs[1], f"{label} binds inputs under several keys")
             return
-        settings = [k for k in item if k in INLINE_TOOL_KEYS]
+        settings = [k for k in item if k in INLINE_TOOL_KEYS or k == "mode"]
         if kind == "workbook":
             task = item.get("name", item.get("task"))
             if settings:
