@@ -611,7 +611,8 @@ RULES: dict[str, Rule] = {
             "the data of a run, which the upgrade cannot know: a case-v2 loop becomes a canonical "
             "loop, whose result NoETL's canonical engine bounds (the last 128 iteration results, "
             "each over 64 KiB kept as a preview, `omitted_results_count` added) where case-v2 kept "
-            "every result whole. The condition is written above the construct as a "
+            "every result whole (and iterated a string `in` by character, where canonical takes "
+            "it as one item). The condition is written above the construct as a "
             "`# noetlc upgrade:` comment.",
             "# noetlc upgrade: loop of step 'items': the canonical loop result keeps the last 128 "
             '...\nloop: {in: "{{ workload.items }}", iterator: item, spec: {mode: sequential}}',

@@ -46,11 +46,13 @@ SINK_REASON = (
     "and a step of its own would add a step, its result and its events"
 )
 # NoETL 138c10ed engine.py: _LOOP_RESULT_MAX_ITEMS (NOETL_LOOP_RESULT_MAX_ITEMS, 128) and
-# NOETL_LOOP_RESULT_MAX_BYTES (65536); dc55c492 keeps every result (docs/semantics.md).
+# NOETL_LOOP_RESULT_MAX_BYTES (65536); dc55c492 keeps every result (docs/semantics.md) and
+# iterates a string `in` by character (airflow_plugin/runtime/loop.py `_as_list`, recorded).
 LOOP_BOUND = (
     "a canonical loop result keeps only the last 128 results, previews any over 64 KiB and adds "
-    "`omitted_results_count` (NoETL's NOETL_LOOP_RESULT_MAX_ITEMS/_BYTES); case-v2 kept every "
-    "result whole: the same up to 128 items of up to 64 KiB"
+    "`omitted_results_count` (NoETL's NOETL_LOOP_RESULT_MAX_ITEMS/_BYTES), and takes a string "
+    "`in` as one item; case-v2 kept every result whole and iterated a string by character: the "
+    "same for a list of up to 128 items of up to 64 KiB"
 )
 # dc55c492 engine.py issues `collection[completed_count]`, one item per completed one, whatever
 # the mode; 138c10ed runs a parallel loop's items concurrently.
