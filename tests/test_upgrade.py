@@ -620,3 +620,83 @@ def test_vars_that_ctx_would_mix_are_left(old, new, reason) -> None:
     assert upgrade.diagnostics and {d.code for d in upgrade.diagnostics} == {"U801"}
     assert any(reason in d.message for d in upgrade.diagnostics), upgrade.diagnostics
     assert not upgrade.writable
+
+
+V1_ITERATOR = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_v1_iterator
+path: tests/upgrade_v1_iterator
+workload:
+  items:
+    - {name: a, value: 1}
+    - {name: b, value: 2}
+    - {name: c, value: 3}
+workflow:
+  - step: start
+    next: [{step: each}]
+  - step: each
+    desc: one call per item
+    type: iterator
+    collection: "{{ workload.items }}"
+    element: item
+    mode: parallel   # each item on its own
+    task:
+      type: python
+      with: {name: "{{ item.name }}", value: "{{ item.value }}"}
+      code: |
+        def main(name, value):
+            return {"name": name, "twice": int(value) * 2}
+    next: [{step: total}]
+  - step: total
+    type: python
+    with: {results: "{{ each.results }}"}
+    code: |
+      def main(results):
+          return {"sum": sum(r["twice"] for r in results)}
+    next: [{step: end}]
+  - step: end
+    type: end
+"""
+
+
+def test_a_v1_iterator_becomes_a_canonical_loop_step() -> None:
+    upgrade = upgrade_text(V1_ITERATOR, "iterator.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U804"], upgrade.diagnostics
+    message = upgrade.diagnostics[0].message
+    assert "128" in message and "at most 8 at a time" in message  # the bound and v1's pool
+    assert upgrade.writable
+    text = upgrade.text
+    assert (
+        "    # each item on its own\n"
+        "    loop:\n"
+        '      in: "{{ workload.items }}"\n'
+        "      iterator: item\n"
+        "      spec: {mode: parallel}\n"
+        "    tool:\n"
+        "      kind: python\n"
+    ) in text
+    assert '      args: {name: "{{ item.name }}", value: "{{ item.value }}"}\n' in text
+    assert check_text(text, "iterator.yaml").playbook.dialect == "canonical"
+    # The same loop, tool, args and routing for the runtime (the run: test_upgrade_runs.py).
+    assert _payloads(text, "iterator.yaml") == _payloads(V1_ITERATOR, "iterator.yaml")
+
+
+@pytest.mark.parametrize(
+    "old, new, reason",
+    [
+        (  # each item's result saved: a sink
+            "      type: python\n",
+            "      type: python\n      save: {storage: postgres, table: t, auth: pg}\n",
+            "canonical has no sink",
+        ),
+        ("    element: item\n", "    element: item\n    where: x\n", "`where` of the iterator"),
+        ("      with: {", "      data: {x: 1}\n      with: {", "binds inputs under several keys"),
+    ],
+)
+def test_an_iterator_without_an_exact_loop_is_left(old, new, reason) -> None:
+    upgrade = upgrade_text(V1_ITERATOR.replace(old, new, 1), "iterator.yaml")
+    assert not upgrade.writable
+    assert any(d.code == "U801" and reason in d.message for d in upgrade.diagnostics), (
+        upgrade.diagnostics
+    )

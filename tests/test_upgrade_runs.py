@@ -297,3 +297,14 @@ def test_an_async_loop_runs_as_the_original(airflow_db, run_dag, tmp_path, monke
     assert run.state == "success"
     assert [r["sq"] for r in run.results["start"]["results"]] == [9, 1, 4]
     assert run.results["end"] == {"seen": 3}
+
+
+def test_a_v1_iterator_runs_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
+    """A v1 `type: iterator` step as a canonical loop step (tests/test_upgrade.py holds the
+    text)."""
+    from tests.test_upgrade import V1_ITERATOR
+
+    run = _compare(V1_ITERATOR, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert [r["twice"] for r in run.results["each"]["results"]] == [2, 4, 6]
+    assert run.results["total"] == {"sum": 12}
