@@ -700,3 +700,24 @@ def test_an_iterator_without_an_exact_loop_is_left(old, new, reason) -> None:
     assert any(d.code == "U801" and reason in d.message for d in upgrade.diagnostics), (
         upgrade.diagnostics
     )
+
+
+def test_v1_inputs_under_two_keys_become_one_input() -> None:
+    # NoETL's v1 worker merges a step's args/with/input/data (96458eef worker.py, task_data);
+    # the reader binds the same (read/v1.py step_input), and the upgrade writes one `input`.
+    from tests.test_upgrade_runs import TWO_KEYS
+
+    upgrade = upgrade_text(TWO_KEYS, "two.yaml")
+    assert upgrade.writable, upgrade.diagnostics
+    assert '    input:\n      a: "{{ workload.base }}"\n      b: 3\n' in upgrade.text
+    assert "with:" not in upgrade.text and "data:" not in upgrade.text
+    assert _payloads(upgrade.text, "two.yaml") == _payloads(TWO_KEYS, "two.yaml")
+    step = check_text(TWO_KEYS, "two.yaml").playbook.step("start")
+    assert dict(step.input) == {"a": "{{ workload.base }}", "b": 3}
+    # A key bound twice is decided by the worker's precedence: left for a hand (U801).
+    clash = TWO_KEYS.replace("      b: 3\n", "      b: 3\n      a: 1\n")
+    left = upgrade_text(clash, "two.yaml")
+    assert not left.writable
+    assert any("binds inputs under several keys" in d.message for d in left.diagnostics)
+    # ...and the reader binds it as the worker does: `with` over `data`.
+    assert check_text(clash, "two.yaml").playbook.step("start").input["a"] == "{{ workload.base }}"

@@ -308,3 +308,35 @@ def test_a_v1_iterator_runs_as_the_original(airflow_db, run_dag, tmp_path, monke
     assert run.state == "success"
     assert [r["twice"] for r in run.results["each"]["results"]] == [2, 4, 6]
     assert run.results["total"] == {"sum": 12}
+
+
+TWO_KEYS = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_two_keys
+path: tests/upgrade_two_keys
+workload: {base: 5}
+workflow:
+  - step: start
+    type: python
+    with:
+      a: "{{ workload.base }}"
+    data:
+      b: 3
+    code: |
+      def main(a, b):
+          return {"sum": int(a) + int(b)}
+    next:
+      - step: end
+  - step: end
+"""
+
+
+def test_v1_inputs_under_two_keys_run_as_the_original(
+    airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """NoETL's v1 worker binds a step's `with` and `data` together; the upgrade writes them as
+    one `input` (tests/test_upgrade.py holds the text)."""
+    run = _compare(TWO_KEYS, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert run.results["start"] == {"sum": 8}

@@ -191,8 +191,9 @@ class V1Upgrade(Rewriter):
             return
         if left:
             return
-        inputs = [k for k in INPUT_KEYS if k in item]
-        if len(inputs) > 1:
+        inputs = [k for k in item if k in INPUT_KEYS]  # in the file's order
+        merged = _merged_inputs(item, inputs) if len(inputs) > 1 else None
+        if len(inputs) > 1 and merged is None:
             self.inexact(item, inputs[1], f"{label} binds inputs under several keys")
             return
         settings = [k for k in item if k in INLINE_TOOL_KEYS or k == "mode"]
@@ -220,7 +221,9 @@ class V1Upgrade(Rewriter):
             self.drop(item, kind_key, end, add_next="next" not in item)
         elif "next" not in item:
             self.add_empty_next(item, end)
-        if inputs and inputs[0] != "input":
+        if merged is not None:
+            self.replace_keys(item, inputs, end, "input", _map(merged))
+        elif inputs and inputs[0] != "input":
             self.rename(item, inputs[0], "input")
         if "next" in item:
             self.next(item, label, end)
@@ -456,6 +459,22 @@ class V1Upgrade(Rewriter):
 
 # What every step's templates see alike: the workload (also as ctx) and the execution's ids.
 _ENGINE_NAMES = frozenset({"workload", "ctx", "execution_id", "job"})
+
+
+def _merged_inputs(item: Any, keys: list[str]) -> dict | None:
+    """A v1 step's several input mappings as the one canonical `input`: NoETL's v1 worker binds
+    them all (96458eef noetl/worker/worker.py, the task_data merge; read/v1.py step_input does
+    the same). Exact only when no key is bound twice, so no precedence decides a value, and
+    `data` is not beside `args` (the worker then drops `data`). None otherwise."""
+    if "args" in keys and "data" in keys:
+        return None
+    merged: dict = {}
+    for key in keys:
+        values = item[key]
+        if not isinstance(values, dict) or not values or set(values) & set(merged):
+            return None
+        merged.update(values)
+    return merged
 
 
 def _strings(value: Any) -> list[str]:
