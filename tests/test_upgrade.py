@@ -257,7 +257,7 @@ def test_corpus_upgrades(upgraded) -> None:
                 {d.position.line for d in left}
             )
     print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
-    assert counts["case-v2", "upgraded"] >= 16 and counts["v1", "upgraded"] >= 12
+    assert counts["case-v2", "upgraded"] >= 16 and counts["v1", "upgraded"] >= 15
 
 
 def test_the_ceiling(upgraded) -> None:
@@ -281,7 +281,7 @@ def test_the_ceiling(upgraded) -> None:
         f"\nupgrade ceiling: {len(written)} of {len(upgraded)} written, ceiling {ceiling}; "
         f"no equivalent (files): {dict(hard.most_common())}; open: {open_}"
     )
-    assert len(written) >= 28
+    assert len(written) >= 31
     # retry and sink, the two largest classes, stay unreachable by any exact rewrite.
     assert hard["retry"] >= 15 and hard["sink"] >= 8
 
