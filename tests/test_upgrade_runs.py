@@ -340,3 +340,54 @@ def test_v1_inputs_under_two_keys_run_as_the_original(
     run = _compare(TWO_KEYS, {}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
     assert run.results["start"] == {"sum": 8}
+
+
+SECRETS = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_secrets
+path: tests/upgrade_secrets
+workflow:
+  - step: start
+    type: workbook
+    task: get_secret_task
+    next:
+      - step: use
+  - step: use
+    type: workbook
+    task: use_secret_task
+    data:
+      secret: '{{ start.secret_value }}'
+    next:
+      - step: end
+  - step: end
+workbook:
+  - name: get_secret_task
+    type: secrets
+    provider: env
+    project_id: some-project
+    secret_name: NOETLC_UPGRADE_SECRET
+  - name: use_secret_task
+    type: python
+    data:
+      secret: '{{ secret }}'
+    code: |
+      def main(secret):
+          return {"length": len(secret)}
+"""
+
+
+def test_a_v1_secrets_task_runs_as_the_original(
+    airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """The corpus's secrets tasks (`project_id`, `secret_name`): the same keys in a canonical
+    secrets tool, read the same (C516 knows them; the upgrade is written, not U803)."""
+    monkeypatch.setenv("NOETLC_UPGRADE_SECRET", "s3cr3t-value")
+    upgrade = upgrade_text(SECRETS, "secrets.yaml")
+    assert [d.code for d in upgrade.diagnostics] == [], upgrade.diagnostics
+    assert "      project_id: some-project\n      secret_name: NOETLC_UPGRADE_SECRET\n" in (
+        upgrade.text
+    )
+    run = _compare(SECRETS, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert run.results["use"] == {"length": len("s3cr3t-value")}
