@@ -618,6 +618,21 @@ RULES: dict[str, Rule] = {
             "upgrade). The file is not written.",
             "report the playbook to the noetlc maintainers; upgrade it by hand meanwhile",
         ),
+        _rule(
+            "U804",
+            W,
+            "exact within a bound the upgrade cannot see",
+            "The rewrite is written, but it means the same only under a condition that depends on "
+            "the data of a run, which the upgrade cannot know: a case-v2 loop or a v1 iterator "
+            "becomes a canonical loop, whose result NoETL's canonical engine bounds (the last 128 "
+            "iteration results, each over 64 KiB kept as a preview) where the older generations "
+            "kept every result whole (and case-v2 iterated a string `in` by character, v1 failed "
+            "on it, where canonical takes it as one item). The condition is written above the "
+            "construct as a "
+            "`# noetlc upgrade:` comment.",
+            "# noetlc upgrade: loop of step 'items': the canonical loop result keeps the last 128 "
+            '...\nloop: {in: "{{ workload.items }}", iterator: item, spec: {mode: sequential}}',
+        ),
         # -- security ------------------------------------------------------------------------------
         _rule(
             "X601",

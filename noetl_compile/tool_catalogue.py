@@ -254,6 +254,17 @@ CATALOGUE: dict[str, ToolKind] = {
             "`{value}` (masked in logs and events)",
             (
                 _f("provider", "string", "airflow", "where the secret lives"),
+                _f("secret_name", "string", "-", "the secret's name, where `name` is not given"),
+                _f("key", "string", "-", "the secret's name (read after `secret_name`)"),
+                _f("credential", "string", "-", "the secret's name (read after `key`)"),
+                _f(
+                    "project_id",
+                    "string",
+                    "-",
+                    "NoETL's cloud project of the secret, accepted as NoETL's engines accept it "
+                    "in every generation; not read here: Airflow's secrets backend takes its "
+                    "project from its own configuration",
+                ),
                 _f("version", "string", "latest", "the secret version"),
             ),
             "tool:\n  kind: secrets\n  name: api_token",

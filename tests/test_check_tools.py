@@ -458,6 +458,23 @@ def test_v1_inline_settings_are_fine(tmp_path):
     assert findings(tmp_path, text) == []
 
 
+def test_secrets_tool_names_its_secret_as_the_runtime_reads_it(tmp_path):
+    # The runtime takes the secret's name from name | secret_name | key | credential
+    # (airflow_plugin/tools/secrets.py), and NoETL's `project_id` is accepted as both NoETL
+    # generations accept it: none is "ignored by the runtime" (C516); a misspelling still is.
+    text = canonical("""\
+      - step: start
+        tool: {kind: secrets, provider: google, project_id: p, secret_name: s}
+      - step: other
+        tool: {kind: secrets, key: k}
+      - step: third
+        tool: {kind: secrets, secret_nmae: s, credential: c}
+    """)
+    [(code, line, _col, message)] = findings(tmp_path, text, "C516")
+    assert (code, line) == ("C516", 11)
+    assert "'secret_nmae'" in message and "secret_name" in message.split("ignores it")[1]
+
+
 # -- gates ---------------------------------------------------------------------------------------
 def test_valid_gates(tmp_path):
     text = canonical("""\

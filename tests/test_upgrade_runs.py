@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from noetl_compile.upgrade import upgrade_text
-from tests.corpus import CORPUS, corpus_files
+from tests.corpus import CORPUS
 from tests.corpus_run import runner
 from tests.corpus_run.test_corpus_run import RESET_SQL
-from tests.corpus_run.test_differential import normalise
+from tests.upgrade_support import assert_same_run, corpus_upgrades, finished, relative, run_text
 
 ROUTES = """\
 apiVersion: noetl.io/v2
@@ -139,53 +139,15 @@ workflow:
 """
 
 
-def _run(root: Path, rel: str, text: str, conf, airflow_db, run_dag, workdir: Path):
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return runner.run_corpus_playbook(
-        rel, dags_folder=airflow_db, run_dag=run_dag, workdir=workdir, conf=conf, children=[]
-    )
-
-
-def _finished(run) -> list[str]:
-    own = str(run.execution_id)
-    return sorted(
-        {
-            e.step
-            for e in run.named("StepFinished")
-            if e.status == "success" and e.execution_id == own and e.iteration is None
-        }
-    )
-
-
 def _compare(text: str, conf: dict[str, Any], airflow_db, run_dag, tmp_path, monkeypatch):
     upgrade = upgrade_text(text, "playbook.yaml")
     assert upgrade.writable, upgrade.diagnostics
     root = tmp_path / "corpus"
     monkeypatch.setattr(runner, "CORPUS", root)
-    before = _run(root, "before/p.yaml", text, conf, airflow_db, run_dag, tmp_path / "b")
-    after = _run(root, "after/p.yaml", upgrade.text, conf, airflow_db, run_dag, tmp_path / "a")
-    assert (after.state, _finished(after)) == (before.state, _finished(before))
-    # The one shape the generations' engines give differently by design: NoETL's canonical
-    # engine (138c10ed) counts `omitted_results_count` in every loop aggregate, case-v2's
-    # (dc55c492) does not; a case-v2 playbook cannot have read it, so the upgrade changes no
-    # value it used. Everything else must be equal.
-    assert _without_omitted(after.results, before.results) == before.results
+    before = run_text(root, "before/p.yaml", text, conf, airflow_db, run_dag, tmp_path / "b")
+    after = run_text(root, "after/p.yaml", upgrade.text, conf, airflow_db, run_dag, tmp_path / "a")
+    assert_same_run(before, after)
     return before
-
-
-def _without_omitted(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for step, result in after.items():
-        if (
-            isinstance(result, dict)
-            and "omitted_results_count" in result
-            and "omitted_results_count" not in (before.get(step) or {})
-        ):
-            result = {k: v for k, v in result.items() if k != "omitted_results_count"}
-        out[step] = result
-    return out
 
 
 @pytest.mark.parametrize("n, branch", [(1, "fan"), (9, "big")])
@@ -194,10 +156,10 @@ def test_every_rewrite_runs_as_the_original(
 ) -> None:
     run = _compare(ROUTES, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
-    finished = _finished(run)
-    assert branch in finished and ({"big", "fan"} - {branch}).isdisjoint(finished)
+    done = finished(run)
+    assert branch in done and ({"big", "fan"} - {branch}).isdisjoint(done)
     if branch == "fan":
-        assert {"left", "right", "join"} <= set(finished)
+        assert {"left", "right", "join"} <= set(done)
         assert run.results["left"]["results"] == [{"twice": 2}, {"twice": 4}, {"twice": 6}]
 
 
@@ -207,10 +169,10 @@ def test_every_v1_rewrite_runs_as_the_original(
 ) -> None:
     run = _compare(V1_ROUTES, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
-    finished = _finished(run)
-    assert branch in finished and ({"big", "rate"} - {branch}).isdisjoint(finished)
+    done = finished(run)
+    assert branch in done and ({"big", "rate"} - {branch}).isdisjoint(done)
     if branch == "rate":
-        assert {"left", "right"} <= set(finished)
+        assert {"left", "right"} <= set(done)
         assert run.results["rate"] == {"score": 2}
 
 
@@ -233,10 +195,10 @@ def test_guards_and_event_rules_run_as_the_original(
     rule and a `call.done` rule as arcs."""
     run = _compare(GUARDS, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
-    finished = _finished(run)
-    assert branch in finished and ({"big", "items"} - {branch}).isdisjoint(finished)
+    done = finished(run)
+    assert branch in done and ({"big", "items"} - {branch}).isdisjoint(done)
     if branch == "items":
-        assert {"done", "last"} <= set(finished)
+        assert {"done", "last"} <= set(done)
         assert [r["i"] for r in run.results["items"]["results"]] == [1, 2]
 
 
@@ -276,11 +238,10 @@ def test_vars_as_ctx_run_as_the_original(airflow_db, run_dag, tmp_path, monkeypa
 def _runnable_upgrades() -> list[tuple[str, str]]:
     expectations = _expectations()
     out = []
-    for path in corpus_files():
-        rel = path.relative_to(CORPUS).as_posix()
-        runs = _runs(expectations.get(rel) or {})
-        if runs and upgrade_text(path.read_text(encoding="utf-8"), rel).writable:
-            out += [(rel, label) for label in runs]
+    for path, upgrade in corpus_upgrades().items():
+        runs = _runs(expectations.get(relative(path)) or {})
+        if runs and upgrade.writable:
+            out += [(relative(path), label) for label in runs]
     return out
 
 
@@ -307,11 +268,126 @@ def test_corpus_upgrade_runs_as_the_original(
             db.execute(RESET_SQL)  # the same empty database for both runs
         root = tmp_path / side / "corpus"
         monkeypatch.setattr(runner, "CORPUS", root)
-        runs.append(_run(root, rel, body, conf, airflow_db, run_dag, tmp_path / side))
+        runs.append(run_text(root, rel, body, conf, airflow_db, run_dag, tmp_path / side))
     before, after = runs
     assert before.state == entry.get("state", "success"), before.describe()
-    assert (after.state, _finished(after)) == (before.state, _finished(before))
-    # Wall-clock values (timestamps, HTTP Date headers, timings) differ between any two runs;
-    # normalised as the differential test does, everything else must be equal.
-    # The canonical loop aggregate's `omitted_results_count` as in `_compare`.
-    assert normalise(_without_omitted(after.results, before.results)) == normalise(before.results)
+    assert_same_run(before, after)
+
+
+ASYNC = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_async, path: tests/upgrade_async}
+workflow:
+  - step: start
+    loop: {in: "{{ [3, 1, 2] }}", iterator: n, mode: async}
+    tool: {kind: python, args: {n: "{{ iter.n }}"}, code: "result = {'sq': int(n) * int(n)}"}
+    next: [{step: end}]
+  - step: end
+    tool: {kind: python, args: {r: "{{ start.results }}"}, code: "result = {'seen': len(r)}"}
+"""
+
+
+def test_an_async_loop_runs_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
+    """case-v2 `async` written as a canonical `parallel` loop (with its U804 note)."""
+    upgrade = upgrade_text(ASYNC, "async.yaml")
+    assert [d.code for d in upgrade.diagnostics] == ["U804"]
+    assert "spec: {mode: parallel}" in upgrade.text
+    run = _compare(ASYNC, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert [r["sq"] for r in run.results["start"]["results"]] == [9, 1, 4]
+    assert run.results["end"] == {"seen": 3}
+
+
+def test_a_v1_iterator_runs_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
+    """A v1 `type: iterator` step as a canonical loop step (tests/test_upgrade.py holds the
+    text)."""
+    from tests.test_upgrade import V1_ITERATOR
+
+    run = _compare(V1_ITERATOR, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert [r["twice"] for r in run.results["each"]["results"]] == [2, 4, 6]
+    assert run.results["total"] == {"sum": 12}
+
+
+TWO_KEYS = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_two_keys
+path: tests/upgrade_two_keys
+workload: {base: 5}
+workflow:
+  - step: start
+    type: python
+    with:
+      a: "{{ workload.base }}"
+    data:
+      b: 3
+    code: |
+      def main(a, b):
+          return {"sum": int(a) + int(b)}
+    next:
+      - step: end
+  - step: end
+"""
+
+
+def test_v1_inputs_under_two_keys_run_as_the_original(
+    airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """NoETL's v1 worker binds a step's `with` and `data` together; the upgrade writes them as
+    one `input` (tests/test_upgrade.py holds the text)."""
+    run = _compare(TWO_KEYS, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert run.results["start"] == {"sum": 8}
+
+
+SECRETS = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_secrets
+path: tests/upgrade_secrets
+workflow:
+  - step: start
+    type: workbook
+    task: get_secret_task
+    next:
+      - step: use
+  - step: use
+    type: workbook
+    task: use_secret_task
+    data:
+      secret: '{{ start.secret_value }}'
+    next:
+      - step: end
+  - step: end
+workbook:
+  - name: get_secret_task
+    type: secrets
+    provider: env
+    project_id: some-project
+    secret_name: NOETLC_UPGRADE_SECRET
+  - name: use_secret_task
+    type: python
+    data:
+      secret: '{{ secret }}'
+    code: |
+      def main(secret):
+          return {"length": len(secret)}
+"""
+
+
+def test_a_v1_secrets_task_runs_as_the_original(
+    airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """The corpus's secrets tasks (`project_id`, `secret_name`): the same keys in a canonical
+    secrets tool, read the same (C516 knows them; the upgrade is written, not U803)."""
+    monkeypatch.setenv("NOETLC_UPGRADE_SECRET", "s3cr3t-value")
+    upgrade = upgrade_text(SECRETS, "secrets.yaml")
+    assert [d.code for d in upgrade.diagnostics] == [], upgrade.diagnostics
+    assert "      project_id: some-project\n      secret_name: NOETLC_UPGRADE_SECRET\n" in (
+        upgrade.text
+    )
+    run = _compare(SECRETS, {}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    assert run.results["use"] == {"length": len("s3cr3t-value")}

@@ -102,7 +102,10 @@ def _v1_tool(mapping: Mapping[str, Any], kind: str | None, *, own_args: bool) ->
         tool.update(plain(nested))
         tool["kind"] = kind or tool.get("kind")
     for key, value in mapping.items():
-        if key in INLINE_TOOL_KEYS:
+        # `mode` of a step or task is a tool setting (a transfer's `append`: NoETL 96458eef's
+        # snowflake executor reads `task_config.get('mode', 'append')`); an iterator's mode is
+        # on the iterator step, whose tool is its `task` mapping, so it never reaches here.
+        if key in INLINE_TOOL_KEYS or key == "mode":
             tool[str(key)] = plain(value)
     for key in _V1_INPUT_KEYS if own_args else ():
         if isinstance(mapping.get(key), Mapping) and "args" not in tool:

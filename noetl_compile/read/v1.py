@@ -155,7 +155,7 @@ class V1Reader(PlaybookReader):
                 kind_span=self.span(item, "type" if "type" in item else "tool"),
                 config=tool,
             )
-        step.input = self.first_mapping(item, ("with", "args", "data", "input"), label)
+        step.input = self.step_input(item, label)
         if "loop" in item:
             step.loop = self.read_loop(item, label)
         if "end_loop" in item:
@@ -214,6 +214,34 @@ class V1Reader(PlaybookReader):
         if step.sink is None:
             # The task's own `save` writes each item's result: the step's sink, run per item.
             step.sink = task.get("sink", task.get("save"))
+
+    def step_input(self, item: YMap, label: str) -> Any:
+        """A step's inputs as NoETL's v1 worker binds them (96458eef noetl/worker/worker.py,
+        the task_data merge): every one of `args`, `with`, `input` and `data` (`data` only
+        without `args`) merged, a key of the earlier one in that order winning."""
+        found = [
+            (key, mapping)
+            for key in ("args", "with", "input", "data")
+            if (key != "data" or not item.get("args"))
+            and (mapping := self.mapping(item, key, f"`{key}` of {label}")) is not None
+        ]
+        if len(found) <= 1:
+            return found[0][1] if found else None
+        merged = YMap()
+        merged.span = item.value_span(found[0][0])
+        merged.key_spans, merged.value_spans = {}, {}
+        rank = {name: index for index, (name, _) in enumerate(found)}
+        owner: dict[Any, int] = {}
+        for name in (k for k in item if k in rank):  # the file's order, for the keys' order
+            mapping = dict(found)[name]
+            for key, value in mapping.items():
+                if owner.get(key, len(found)) < rank[name]:
+                    continue  # an earlier key of the order binds it
+                owner[key] = rank[name]
+                merged[key] = value
+                merged.key_spans[key] = mapping.key_spans.get(key)
+                merged.value_spans[key] = mapping.value_spans.get(key)
+        return merged
 
     def first_mapping(self, item: YMap, keys: tuple[str, ...], label: str) -> Any:
         for key in keys:

@@ -87,6 +87,7 @@ def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
     edits = Edits(text)
     rewriter = {"case-v2": CaseV2Upgrade, "v1": V1Upgrade}[dialect]
     rewriter(playbook, load(text), edits, findings).run()
+    findings.settle(edits)
     upgraded = edits.apply()
     if dialect == "case-v2" and not findings.items and upgraded != text:
         upgraded = _vars_as_ctx(playbook, upgraded, path, findings)

@@ -3,7 +3,7 @@
 | case-v2 | canonical | why it is the same |
 |---|---|---|
 | step `args` | step `input` | both are the step input the runtime renders (payload `input`) |
-| `loop: {in, iterator, mode}` | `loop: {in, iterator, spec: {mode}}` | the loop payload is the same; `async` has no canonical mode (left, U801) |
+| `loop: {in, iterator, mode}` | `loop: {in, iterator, spec: {mode}}` (`async` -> `parallel`) | the loop payload is the same; noetlc runs `async` as `parallel`. Exact within NoETL's canonical result bound (128 results of 64 KiB): U804 says so on each loop |
 | `next: [a, b]` (one group) | `next: {spec: {mode: inclusive}, arcs: [{step: a}, {step: b}]}` | case-v2 fires every target of its `next`; a canonical list is exclusive |
 | `case: [{when: "{{ event.name == 'step.exit' and X }}", then: {next: [t]}}]` + `next` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: "{{ X }}"}, ...]}` | rules run first, first match wins, then `next`: the same order as exclusive arcs; at step exit `event.name == 'step.exit'` is true, so `True and X` is `X` |
 | `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (not an HTTP body, read first) |
@@ -44,6 +44,21 @@ RETRY_REASON = (
 SINK_REASON = (
     "canonical has no sink: a pipeline task would make the step's result the pipeline record, "
     "and a step of its own would add a step, its result and its events"
+)
+# NoETL 138c10ed engine.py: _LOOP_RESULT_MAX_ITEMS (NOETL_LOOP_RESULT_MAX_ITEMS, 128) and
+# NOETL_LOOP_RESULT_MAX_BYTES (65536); dc55c492 keeps every result (docs/semantics.md) and
+# iterates a string `in` by character (airflow_plugin/runtime/loop.py `_as_list`, recorded).
+LOOP_BOUND = (
+    "a canonical loop result keeps only the last 128 results, previews any over 64 KiB and adds "
+    "`omitted_results_count` (NoETL's NOETL_LOOP_RESULT_MAX_ITEMS/_BYTES), and takes a string "
+    "`in` as one item; case-v2 kept every result whole and iterated a string by character: the "
+    "same for a list of up to 128 items of up to 64 KiB"
+)
+# dc55c492 engine.py issues `collection[completed_count]`, one item per completed one, whatever
+# the mode; 138c10ed runs a parallel loop's items concurrently.
+LOOP_CONCURRENCY = (
+    "case-v2's engine ran `{mode}` items one at a time, a canonical `parallel` loop runs them "
+    "together"
 )
 ACTION_REASONS = {
     "retry": RETRY_REASON,
@@ -161,18 +176,29 @@ class CaseV2Upgrade(Rewriter):
 
     def loop(self, item: Any, label: str, end: int) -> None:
         loop = item["loop"]
-        if "mode" not in loop or "spec" in loop or "cursor" in loop:
+        if "spec" in loop or "cursor" in loop:
             return
-        mode = loop["mode"]
-        if str(mode) == "async":
-            self.inexact(loop, "mode", f"loop mode `async` of {label} has no canonical mode")
+        mode = str(loop.get("mode", "sequential"))
+        self.bounded(item, label, mode)
+        if "mode" not in loop:
             return
         new = type(loop)()
         for key, value in loop.items():
             if key != "mode":
                 new[key] = value
-        new["spec"] = flow({"mode": mode})
+        # `async` runs as `parallel` does (noetlc lowers every mode but `sequential` to
+        # concurrent instances, lower/build.py); NoETL's case-v2 engine ran both one item at a
+        # time (U804 says so).
+        new["spec"] = flow({"mode": "parallel" if mode == "async" else loop["mode"]})
         self.replace_keys(item, ["loop"], end, "loop", new)
+
+    def bounded(self, item: Any, label: str, mode: str) -> None:
+        """A case-v2 loop's result is every iteration's result, whole; the canonical engine
+        bounds it (U804: exact within the bound, which the upgrade cannot see)."""
+        message = f"loop of {label}: {LOOP_BOUND}"
+        if mode != "sequential":
+            message += f"; {LOOP_CONCURRENCY.format(mode=mode)}"
+        self.within_bound(item, "loop", message)
 
     def next_only(self, item: Any, label: str, end: int) -> None:
         targets = self.targets(item, "next", label)

@@ -73,6 +73,13 @@ class Rewriter:
         self.findings.inexact(line, column, message)
         self.edits.replace(line, line, [note(column, message)])
 
+    def within_bound(self, mapping: Any, key: str, message: str) -> None:
+        """A rewrite that is exact only under a condition the upgrade cannot see (a collection's
+        size): once the whole upgrade is complete, a note above ``key`` and a U804 warning state
+        the condition (``Findings.settle``); beside a U801 the file is not written anyway."""
+        line, column = mapping.lc.key(key)
+        self.findings.bounded.append((line, column, message))
+
     def comment_out(self, mapping: Any, key: str, end: int, message: str) -> bool:
         """Keep ``key`` and its value as YAML comments under a note: for a key the old
         generation's engines never read, whose absence therefore means the same. False (nothing

@@ -7,14 +7,16 @@
 | `type: workbook` + `name`/`task: T` | `tool: {kind: workbook, name: T}` | both run workbook task T as written (v1 ignores inline settings on such a step: left, U801) |
 | `type: end`/`start`/`router`, no type | no tool (`next: []` when nothing routes on) | a step without a tool produces no result in both |
 | step `with`/`args`/`data` | `input` | the step input the runtime renders (payload `input`) |
+| `mode` on a step that is not an iterator | `mode` in the tool | v1 hands the whole step to its tool (NoETL 96458eef's snowflake executor: `task_config.get('mode', 'append')`) |
 | `next: [a, b]` (direct entries) | `next: {spec: {mode: inclusive}, arcs: [...]}` | v1 fires every direct entry; a canonical list is exclusive |
 | `next: [{when: c, then: [t]}, ..., {else: [e]}]` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: c}, ..., {step: e}]}` | first match wins in both, in the same order |
 | `next: [{when: c, step: t}, ...]` (no `then`/`else`) | `next: {spec: {mode: inclusive}, arcs: [{step: t, when: c}, ...]}` | every entry whose `when` holds fires in both (NoETL's v1 broker evaluates each) |
 | workbook `{name, type: K, <settings>, with}` | `{name, tool: {kind: K, <settings>, args: <with>}}` | the same tool mapping (a task's `with` is its tool's `args`) |
 | `next: [{step: t, with: V}]`, the only way into `t`, `t` binding no input, `V` reading step results and the workload | `next: [{step: t}]` and `input: V` on `t` | the runtime lays passed values over the target's (empty) input; nothing else runs `t`; `V` reads the same in `t` |
+| `type: iterator` + `collection`, `element`, `mode` + `task: {type: K, <settings>, with}` | `loop: {in, iterator, spec: {mode}}` + `tool: {kind: K, <settings>, args: <with>}` (`async` -> `parallel`) | the reader makes the same loop and tool of both; exact within the canonical result bound, which U804 states |
 | `assert: {expects, returns}` (task or step) | the same lines as a comment | no v1 engine read it (NoETL 0d51146e .. 8cc6b80b) |
 
-Left as written (U801): loops (`loop`, `end_loop`, `type: iterator`), `save`/`sink`, `retry`,
+Left as written (U801): loops (`loop`, `end_loop`), an iterator's per-item `save`, `save`/`sink`, `retry`,
 `pass` (NoETL 0d51146e's broker skips a step whose `pass` renders true; canonical has no skip),
 `result`, other values passed along `next` (`with` on an entry), a `then` firing several
 steps, a template reading `<step>.result` (a v1 result answers `.result` with itself; a canonical
@@ -37,6 +39,23 @@ from .guards import addressable, rebind
 from .rewriter import Rewriter
 
 NO_TOOL = ("end", "start", "router")
+ITERATOR_KEYS = ("collection", "element", "mode", "iterator")
+ITERATOR_STEP_KEYS = {"step", "desc", "type", "collection", "element", "mode", "task", "next"}
+ITERATOR_TASK_KEYS = {"type", "name", "task", "desc", *("with", "args", "data", "input")}
+# The v1 side of a loop's bound (U804): NoETL's canonical engine bounds the result (case_v2
+# LOOP_BOUND); noetlc's v1 loop kept every result and failed the step on a `collection` that is
+# neither a list nor a mapping (airflow_plugin/runtime/loop.py `_as_list`).
+V1_LOOP_BOUND = (
+    "a canonical loop result keeps only the last 128 results and previews any over 64 KiB "
+    "(NoETL's NOETL_LOOP_RESULT_MAX_ITEMS/_BYTES), and takes a `collection` that is not a list "
+    "as one item; v1 kept every result whole and failed on a string or a number: the same for a "
+    "list of up to 128 items of up to 64 KiB"
+)
+# NoETL 96458eef plugin/iterator/config.py: `parallel` is `async`, `concurrency` 8 by default.
+V1_CONCURRENCY = (
+    "NoETL's v1 engine ran `{mode}` items at most 8 at a time (its `concurrency`), a canonical "
+    "`parallel` loop runs them all together"
+)
 INPUT_KEYS = ("with", "args", "data", "input")
 LEFT = {
     "loop": "a v1 loop routes into body steps closed by `end_loop`; canonical loops run the step "
@@ -150,9 +169,20 @@ class V1Upgrade(Rewriter):
         label = f"step {name!r}"
         if not self.unread(item, label, end):
             return
-        left = [k for k in item if k in LEFT]
+        iterator = str(item.get("type")) == "iterator"
+        # `mode` is a loop setting only on an iterator step; on any other v1 step the reader
+        # hands the whole step to the tool (read/v1.py: ``config=item``), so it is a tool
+        # setting (a transfer's `mode: append`) and moves into the tool like the others.
+        # An iterator's own keys are rewritten by `iterator` below.
+        left = [
+            k for k in item if k in LEFT and k not in (ITERATOR_KEYS if iterator else ("mode",))
+        ]
         for key in left:
             self.inexact(item, key, f"`{key}` of {label}: {LEFT[key]}")
+        if iterator:
+            if not left and self.iterator(item, label, end) and "next" in item:
+                self.next(item, label, end)
+            return
         kind_key = (
             "type" if "type" in item else "tool" if isinstance(item.get("tool"), str) else None
         )
@@ -162,11 +192,12 @@ class V1Upgrade(Rewriter):
             return
         if left:
             return
-        inputs = [k for k in INPUT_KEYS if k in item]
-        if len(inputs) > 1:
+        inputs = [k for k in item if k in INPUT_KEYS]  # in the file's order
+        merged = _merged_inputs(item, inputs) if len(inputs) > 1 else None
+        if len(inputs) > 1 and merged is None:
             self.inexact(item, inputs[1], f"{label} binds inputs under several keys")
             return
-        settings = [k for k in item if k in INLINE_TOOL_KEYS]
+        settings = [k for k in item if k in INLINE_TOOL_KEYS or k == "mode"]
         if kind == "workbook":
             task = item.get("name", item.get("task"))
             if settings:
@@ -191,10 +222,89 @@ class V1Upgrade(Rewriter):
             self.drop(item, kind_key, end, add_next="next" not in item)
         elif "next" not in item:
             self.add_empty_next(item, end)
-        if inputs and inputs[0] != "input":
+        if merged is not None:
+            self.replace_keys(item, inputs, end, "input", _map(merged))
+        elif inputs and inputs[0] != "input":
             self.rename(item, inputs[0], "input")
         if "next" in item:
             self.next(item, label, end)
+
+    def iterator(self, item: Any, label: str, end: int) -> bool:
+        """`type: iterator` + `collection` + `element` + `mode` + `task` -> a canonical loop
+        step: `loop: {in, iterator, spec: {mode}}` and the task as its `tool`. The reader makes
+        the same loop of both (read/v1.py read_iterator_step: the task is the step's tool, its
+        `with` the tool's args); the canonical result bound is stated (U804). False when it is
+        left (U801 given)."""
+        task = item.get("task")
+        if not isinstance(task, dict) or not hasattr(task, "lc"):
+            self.inexact(item, "task", f"`task` of the iterator {label} is not a mapping")
+            return False
+        other = [k for k in item if k not in ITERATOR_STEP_KEYS]
+        if other:
+            self.inexact(item, other[0], f"`{other[0]}` of the iterator {label}")
+            return False
+        task_label = f"the task of {label}"
+        if not self.unread(task, task_label, self.region(item, "task", end)[1]):
+            return False
+        done = True
+        for key in task:
+            if key in UNREAD:
+                continue  # kept as a comment (unread)
+            if key in ("save", "sink"):
+                # Each item's result is saved: a sink, whatever the loop becomes.
+                self.inexact(task, key, f"`{key}` of {task_label}: {SINK_REASON}")
+                done = False
+            elif key not in ITERATOR_TASK_KEYS and key not in INLINE_TOOL_KEYS:
+                why = LEFT.get(key, "no canonical equivalent")
+                self.inexact(task, key, f"`{key}` of {task_label}: {why}")
+                done = False
+        bindings = [k for k in INPUT_KEYS if k in task]
+        if len(bindings) > 1:
+            self.inexact(task, bindings[1], f"{task_label} binds inputs under several keys")
+            done = False
+        kind = str(task.get("type"))
+        if done and kind == "workbook":
+            settings = [k for k in task if k in INLINE_TOOL_KEYS or k == "mode"]
+            if settings or bindings:
+                self.inexact(
+                    task,
+                    (settings + bindings)[0],
+                    f"`{(settings + bindings)[0]}` of the workbook call of {task_label}",
+                )
+                done = False
+            tool: dict = {"kind": task["type"], "name": task.get("name", task.get("task"))}
+        elif done:
+            if kind not in self.kinds:
+                self.inexact(
+                    task, "type", f"tool kind {kind!r} of {task_label} has no canonical kind"
+                )
+                return False
+            tool = {"kind": task["type"]}
+            for key in task:
+                if key in INLINE_TOOL_KEYS or key == "mode":
+                    tool[key] = task[key]
+            if bindings and isinstance(task[bindings[0]], dict):
+                tool["args"] = task[bindings[0]]
+            elif bindings:
+                self.inexact(task, bindings[0], f"`{bindings[0]}` of {task_label} is not a mapping")
+                done = False
+        if not done:
+            return False
+        mode = str(item.get("mode", "sequential"))
+        loop = _map({"in": item["collection"], "iterator": item["element"]})
+        if "mode" in item:
+            loop["spec"] = flow({"mode": "parallel" if mode == "async" else item["mode"]})
+        message = f"iterator of {label}: {V1_LOOP_BOUND}"
+        if mode != "sequential":
+            message += f"; {V1_CONCURRENCY.format(mode=mode)}"
+        self.within_bound(item, "type", message)
+        keys = sorted(
+            (k for k in ("type", "collection", "element", "mode") if k in item),
+            key=lambda k: item.lc.key(k)[0],
+        )
+        self.replace_keys(item, keys, end, "loop", loop)
+        self.replace_keys(item, ["task"], end, "tool", _map(tool))
+        return True
 
     def unread(self, mapping: Any, label: str, end: int) -> bool:
         """Comment out the keys no v1 engine read; False when one cannot be (U801 given)."""
@@ -352,6 +462,22 @@ class V1Upgrade(Rewriter):
 
 # What every step's templates see alike: the workload (also as ctx) and the execution's ids.
 _ENGINE_NAMES = frozenset({"workload", "ctx", "execution_id", "job"})
+
+
+def _merged_inputs(item: Any, keys: list[str]) -> dict | None:
+    """A v1 step's several input mappings as the one canonical `input`: NoETL's v1 worker binds
+    them all (96458eef noetl/worker/worker.py, the task_data merge; read/v1.py step_input does
+    the same). Exact only when no key is bound twice, so no precedence decides a value, and
+    `data` is not beside `args` (the worker then drops `data`). None otherwise."""
+    if "args" in keys and "data" in keys:
+        return None
+    merged: dict = {}
+    for key in keys:
+        values = item[key]
+        if not isinstance(values, dict) or not values or set(values) & set(merged):
+            return None
+        merged.update(values)
+    return merged
 
 
 def _strings(value: Any) -> list[str]:
