@@ -15,8 +15,13 @@ tree's files are imported with that tree's `airflow_plugin` first on the path.
 * Rounds interleave the trees (the order flips every round), so a load change on a shared
   machine hits both; the load averages are printed with every round.
 
-Prints per round and tree the median import time, the ratio today / base, and at the end the
-median of the per-round medians with its ratio, against the 1.2x budget of issue 22.
+* The parent's heap is frozen before forking, as Airflow's DAG processor manager does
+  (`--gc live` leaves it live: then a file whose allocations reach a full collection pays for
+  walking the inherited heap, noise of 150-250 ms on single files).
+
+Prints per round the median wall and CPU (the child's process time, steadier on a shared
+machine) import time of each tree and their ratio with the load average, then the median of the
+per-round medians with its ratio against the 1.2x budget of issue 22, and the files that grew most.
 
     python bench/dag_import_baseline.py [--base REV] [--rounds 5] [--top 10]
 """
@@ -159,6 +164,7 @@ def run_side(
         env=env,
         capture_output=True,
         text=True,
+        check=False,  # its output goes into the message below
     )
     if proc.returncode:
         raise SystemExit(f"measuring {tree} failed:\n{proc.stdout}{proc.stderr}")
