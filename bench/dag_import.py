@@ -119,8 +119,14 @@ def dagfactory_config(ir) -> dict:
 
 def measure(files: list[Path], preload: list[str]) -> tuple[list[float], int]:
     """Import each file in a child forked from this (already warmed) process."""
+    import gc
+
     for module in preload:
         __import__(module)
+    # As Airflow's DAG processor manager does before it forks parsers: otherwise a child whose
+    # allocations reach a full collection walks (and copies) the whole inherited heap, 150-250 ms
+    # for that file, decided by where a GC threshold falls (bench/dag_import_baseline.py).
+    gc.freeze()
     timings, failures = [], 0
     for path in files:
         read, write = os.pipe()

@@ -23,8 +23,6 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, DownstreamTasksSkipped
 
 from ..errors import NoetlRuntimeError, fails_task
-from ..hooks.redact import mask_secret_values
-from ..templating.context import entry_args, execution_variables
 from ..templating.ids import execution_id_for
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
@@ -103,6 +101,11 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
         # Airflow already laid conf over params (core.dag_run_conf_overrides_params): take the
         # defaults alone, so a payload's `ctx` is merged as NoETL merges it, not kept as a key.
         defaults = {key: params[key] for key in params if key not in conf}
+        # Imported here: a DAG file parse imports this module and needs neither (the secrets
+        # hooks and connection lookups behind them are 4 ms of each cold parse).
+        from ..hooks.redact import mask_secret_values
+        from ..templating.context import execution_variables
+
         workload = execution_variables(defaults, conf, self.noetl_dialect)
         # Values under secret-looking keys (`db_password: ...`) are hidden from here on, in the
         # task log and in events, even where a step copies them under another name.
@@ -164,6 +167,8 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
         if not self.upstream_task_ids:
             # The entry step: the canonical engine issues its first command with the request
             # payload as args (arcs' args, absent here, would come on top).
+            from ..templating.context import entry_args
+
             conf = getattr(context.get("dag_run"), "conf", None) or {}
             args = {**entry_args(conf, self.noetl_dialect), **args}
         inputs = {
