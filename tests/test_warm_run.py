@@ -91,11 +91,13 @@ def test_warm_runs_match_cold_ones_and_a_crash_breaks_only_its_run(home, tmp_pat
 
     # The fork compiles: a playbook that does not compile prints check's findings and runs nothing.
     bad = tmp_path / "bad.yaml"
-    bad.write_text(CRASH + "    next:\n      arcs:\n        - step: nowhere\n")
+    # (a near miss of a step's name: an arc to a name close to no step is a warning, as NoETL
+    # skips it; a typo is an error with its suggestion)
+    bad.write_text(CRASH + "    next:\n      arcs:\n        - step: strat\n")
     refused = noetlc_run(home, bad, env=WARM)
     assert refused.returncode == 1, refused.stderr
     assert (
-        "nowhere" in refused.stdout and "not run: the playbook does not compile" in refused.stdout
+        "strat" in refused.stdout and "not run: the playbook does not compile" in refused.stdout
     )
     assert _served(home) == 3
 
