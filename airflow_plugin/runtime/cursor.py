@@ -51,7 +51,7 @@ from ..events import names, recording
 from ..templating.context import step_context
 from ..templating.render import RenderError, render_value, to_jsonable
 from .cursor_lease import Heartbeat
-from .loop import loop_event, max_in_flight
+from .loop import iteration_record, loop_event, max_in_flight
 from .step import StepFailed, execute_step
 
 __all__ = [
@@ -158,16 +158,7 @@ def _failed(payload, inputs, row, slot, sequence, started, exc: StepFailed) -> N
 
 
 def _completed(payload, inputs, row, slot, sequence, started, outcome) -> dict[str, Any]:
-    record = {
-        "index": [slot, sequence],
-        "slot": slot,
-        "status": "ok" if outcome.status != "error" else "error",
-        "result": outcome.result,
-        "ctx": outcome.ctx_writes,
-        "vars": outcome.vars_writes,
-        "attempts": outcome.attempts,
-        "next": outcome.deferred_next,
-    }
+    record = {**iteration_record([slot, sequence], outcome, outcome.result), "slot": slot}
     loop_event(
         payload,
         inputs,

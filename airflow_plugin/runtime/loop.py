@@ -53,6 +53,7 @@ __all__ = [
     "compact_result",
     "finish",
     "guard_holds",
+    "iteration_record",
     "loop_event",
     "max_in_flight",
     "render_collection",
@@ -220,6 +221,20 @@ def loop_event(
     )
 
 
+def iteration_record(index: Any, outcome: StepOutcome, result: Any) -> dict[str, Any]:
+    """What the loop's tail collects of one iteration (a collection item's, or a cursor item's
+    with ``index`` [slot, sequence]): its status, result and the writes the tail merges."""
+    return {
+        "index": index,
+        "status": "ok" if outcome.status != "error" else "error",
+        "result": result,
+        "ctx": outcome.ctx_writes,
+        "vars": outcome.vars_writes,
+        "attempts": outcome.attempts,
+        "next": outcome.deferred_next,
+    }
+
+
 def run_iteration(
     payload: Mapping[str, Any],
     inputs: Mapping[str, Any],
@@ -256,23 +271,14 @@ def run_iteration(
             outcome = execute_step(
                 payload, {**inputs, "loop": binding}, sleep=sleep, phase="iteration"
             )
-            record = {
-                "index": index,
-                "status": "ok" if outcome.status != "error" else "error",
-                # An iteration that ran a tool pipeline keeps NoETL's record with the last
-                # task's result promoted under it ({**last, **record}), as NoETL's engine
-                # stores each iteration's call.done: `r.shout` of `{{ loop.results }}` reads
-                # the last task's field, as it would for a single tool.
-                "result": (
-                    promoted(outcome.result)
-                    if isinstance(outcome.result, Mapping)
-                    else outcome.result
-                ),
-                "ctx": outcome.ctx_writes,
-                "vars": outcome.vars_writes,
-                "attempts": outcome.attempts,
-                "next": outcome.deferred_next,
-            }
+            # An iteration that ran a tool pipeline keeps NoETL's record with the last task's
+            # result promoted under it ({**last, **record}), as NoETL's engine stores each
+            # iteration's call.done: `r.shout` of `{{ loop.results }}` reads the last task's
+            # field, as it would for a single tool.
+            result = outcome.result
+            record = iteration_record(
+                index, outcome, promoted(result) if isinstance(result, Mapping) else result
+            )
     except StepFailed as exc:
         loop_event(
             payload,
