@@ -155,6 +155,36 @@ def test_a_construct_without_equivalent_is_commented_reported_and_not_writable()
     assert [line for line in lines if COMMENT_PREFIX not in line] == upgrade.original.splitlines()
 
 
+def test_an_http_response_read_is_written_body_first() -> None:
+    """case-v2 reads an HTTP step's `response.k` from the body (`data`) when it holds `k`, else
+    from the envelope; the arc guard says so by the step's name. Other reads of `response` stay
+    refused with their U801."""
+    from noetl_compile.upgrade.guards import rebind_body_first
+
+    guard = "{{ response.status == 200 and x.response and response.data.id > 1 }}"
+    assert rebind_body_first(guard, "s") == (
+        "{{ (s.data.status if s.data is mapping and 'status' in s.data else s.status) == 200"
+        " and x.response and (s.data.data if s.data is mapping and 'data' in s.data else s.data)"
+        ".id > 1 }}"
+    )
+    for refused in ("{{ response }}", "{{ response['a'] }}", "{{ response.keys }}",
+                    "{{ response._x }}", "{% for response in y %}{% endfor %}"):  # fmt: skip
+        assert rebind_body_first(refused, "s") is None, refused
+    text = CASE_V2.replace(
+        "tool: {kind: python, args: {n: 1}, code: \"result = {'n': n}\"}",
+        "tool: {kind: http, endpoint: http://127.0.0.1:9/x}",
+    ).replace("start.n > 5", "response.n > 5")
+    upgrade = upgrade_text(text, "http.yaml")
+    assert upgrade.writable, upgrade.diagnostics
+    assert (
+        "when: \"{{ (start.data.n if start.data is mapping and 'n' in start.data else start.n) > 5 }}\""
+        in upgrade.text
+    )
+    bare = upgrade_text(text.replace("response.n > 5", "response['n'] > 5"), "http.yaml")
+    assert [d.code for d in bare.diagnostics if d.code == "U801"] == ["U801"]
+    assert not bare.writable
+
+
 def test_a_playbook_check_rejects_is_left_alone() -> None:
     broken = CASE_V2.replace("- step: big\n    tool", "- step: big\n    tol", 1)
     upgrade = upgrade_text(broken, "broken.yaml")
@@ -257,7 +287,7 @@ def test_corpus_upgrades(upgraded) -> None:
                 {d.position.line for d in left}
             )
     print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
-    assert counts["case-v2", "upgraded"] >= 16 and counts["v1", "upgraded"] >= 15
+    assert counts["case-v2", "upgraded"] >= 17 and counts["v1", "upgraded"] >= 15
 
 
 def test_the_ceiling(upgraded) -> None:
@@ -281,7 +311,7 @@ def test_the_ceiling(upgraded) -> None:
         f"\nupgrade ceiling: {len(written)} of {len(upgraded)} written, ceiling {ceiling}; "
         f"no equivalent (files): {dict(hard.most_common())}; open: {open_}"
     )
-    assert len(written) >= 31
+    assert len(written) >= 32
     # retry and sink, the two largest classes, stay unreachable by any exact rewrite.
     assert hard["retry"] >= 15 and hard["sink"] >= 8
 

@@ -6,7 +6,8 @@
 | `loop: {in, iterator, mode}` | `loop: {in, iterator, spec: {mode}}` (`async` -> `parallel`) | the loop payload is the same; noetlc runs `async` as `parallel`. Exact within NoETL's canonical result bound (128 results of 64 KiB): U804 says so on each loop |
 | `next: [a, b]` (one group) | `next: {spec: {mode: inclusive}, arcs: [{step: a}, {step: b}]}` | case-v2 fires every target of its `next`; a canonical list is exclusive |
 | `case: [{when: "{{ event.name == 'step.exit' and X }}", then: {next: [t]}}]` + `next` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: "{{ X }}"}, ...]}` | rules run first, first match wins, then `next`: the same order as exclusive arcs; at step exit `event.name == 'step.exit'` is true, so `True and X` is `X` |
-| `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (not an HTTP body, read first) |
+| `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (no `data` mapping it reads first) |
+| `response.f` of an HTTP step (or one whose result may hold a `data` mapping) | `(<step>.data.f if <step>.data is mapping and 'f' in <step>.data else <step>.f)` | case-v2's `response` reads the body first, then the envelope (``body_first``) |
 | `then: [{next: ...}, ...]` | one mapping | the engine merges a `then` list in order |
 | `loop.done` rules on a loop step | its arcs | canonical arcs of a loop step are chosen once, at its end |
 | step `vars`, a routing rule's `set`, `vars.x` reads | step `set`, arc `set`, `ctx.x` (``case_vars``) | case-v2's `vars` is the execution's variable store |
@@ -23,7 +24,7 @@ from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from . import case_vars
 from .edits import flow, seq
-from .guards import addressable, rebind
+from .guards import addressable, rebind, rebind_body_first
 from .rewriter import Rewriter
 
 # `{{ event.name == 'step.exit' }}` alone, or followed by `and <rest>`. Anchored, no nested
@@ -150,6 +151,7 @@ class CaseV2Upgrade(Rewriter):
                     return None
                 out[key] = value
                 continue
+            value = self.body_first(item, value, event)
             scan = scan_template(value)
             foreign = {r.root for r in scan.references if r.root not in known}
             own = self.own_result_names(item, scan, foreign, event) if foreign else frozenset()
@@ -358,6 +360,7 @@ class CaseV2Upgrade(Rewriter):
             self.inexact(rule, "when", f"`when` of {where} holds more than one template")
             return False
         guard = "{{ " + rest.strip() + " }}"
+        guard = self.body_first(item, guard, event)
         scan = scan_template(guard)
         foreign = sorted({r.root for r in scan.references if r.root not in self.arc_names})
         own = self.own_result_names(item, scan, set(foreign), event)
@@ -375,6 +378,26 @@ class CaseV2Upgrade(Rewriter):
             )
             return False
         return _double_quoted(guard)
+
+    def body_first(self, item: Any, template: str, event: str) -> str:
+        """``template`` with a tool step's `response.k` reads at its exit written out as
+        case-v2 reads them, body first (guards.rebind_body_first): an HTTP result, or any result
+        not known to lack a `data` mapping (those read `response.k` as `step.k`, see
+        own_result_names); as it was otherwise."""
+        tool = item.get("tool")
+        step = str(item.get("step"))
+        if (
+            event != "step.exit"
+            or not isinstance(tool, dict)
+            or not addressable(step)
+            or "response" not in template
+        ):
+            return template
+        kind = str(tool.get("kind"))
+        if kind in _NO_DATA_KINDS or (kind == "python" and _no_data_key(str(tool.get("code", "")))):
+            return template
+        rebound = rebind_body_first(template, step)
+        return template if rebound is None else type(template)(rebound)
 
     def own_result_names(
         self, item: Any, scan: Any, foreign: set[str], event: str
