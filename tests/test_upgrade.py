@@ -168,7 +168,7 @@ def test_an_http_response_read_is_written_body_first() -> None:
         ".id > 1 }}"
     )
     for refused in ("{{ response }}", "{{ response['a'] }}", "{{ response.keys }}",
-                    "{{ response._x }}", "{% for response in y %}{% endfor %}"):  # fmt: skip
+                    "{{ response._x }}", "{{ response.context }}", "{% for response in y %}{% endfor %}"):  # fmt: skip
         assert rebind_body_first(refused, "s") is None, refused
     text = CASE_V2.replace(
         "tool: {kind: python, args: {n: 1}, code: \"result = {'n': n}\"}",

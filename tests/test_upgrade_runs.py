@@ -277,6 +277,46 @@ def test_http_response_guards_run_as_the_original(
     assert run.results[branch] == expected
 
 
+BODY_FIRST = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_body_first, path: tests/upgrade_body_first}
+workload:
+  n: 1
+workflow:
+  - step: start
+    tool:
+      kind: python
+      args: {n: "{{ workload.n }}"}
+      code: |
+        made = {'data': {'big': int(n) > 5}, 'big': 'envelope'}
+        result = made
+    case:
+      - when: "{{ event.name == 'step.exit' and response.big }}"
+        then:
+          next: [{step: big}]
+      - when: "{{ event.name == 'step.exit' and response.big == false }}"
+        then:
+          next: [{step: small}]
+  - step: big
+    tool: {kind: python, code: "result = {'big': True}"}
+  - step: small
+    tool: {kind: python, code: "result = {'small': True}"}
+"""
+
+
+@pytest.mark.parametrize("n, branch", [(9, "big"), (1, "small")])
+def test_a_data_mapping_is_read_body_first_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """A python result the upgrade cannot see into (`result = made`) is read body first too:
+    `response.big` is the `data` mapping's `big`, never the envelope's string."""
+    run = _compare(BODY_FIRST, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    done = finished(run)
+    assert branch in done and ({"big", "small"} - {branch}).isdisjoint(done)
+
+
 def _runnable_upgrades() -> list[tuple[str, str]]:
     expectations = _expectations()
     out = []

@@ -66,8 +66,8 @@ ACTION_REASONS = {
     "call": RETRY_REASON,
     "sink": SINK_REASON,
     "set": "a rule's `set` is its arc's `set` only when the rule routes to one step, its values "
-    "read the step's result as an arc does (not an HTTP `response`) and its variables can live "
-    "in ctx; a step `set` would apply whichever arc is taken",
+    "read the step's result as an arc does (an HTTP `response` only as `response.f`) and its "
+    "variables can live in ctx; a step `set` would apply whichever arc is taken",
     "collect": "canonical has no page collection across calls",
     "result": "canonical has no action replacing the step's result",
 }

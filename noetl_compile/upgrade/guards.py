@@ -118,7 +118,10 @@ def rebind_body_first(template: str, step: str) -> str | None:
         if dot is None or dot[1:] != ("operator", ".") or field is None or field[1] != "name":
             return None
         key = field[2]
-        if key.startswith("_") or key in _MAPPING_ATTRIBUTES:
+        if key.startswith("_") or key in _MAPPING_ATTRIBUTES or key == "context":
+            # `context`: a canonical result without it answers with itself (the canonical
+            # engine's alias, airflow_plugin/templating/proxy.py CANONICAL_FALLBACKS), where
+            # case-v2's `response.context` is undefined.
             return None
         data = f"{step}.data"
         text = f"({data}.{key} if {data} is mapping and '{key}' in {data} else {step}.{key})"
