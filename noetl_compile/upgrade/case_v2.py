@@ -8,6 +8,7 @@
 | `case: [{when: "{{ event.name == 'step.exit' and X }}", then: {next: [t]}}]` + `next` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: "{{ X }}"}, ...]}` | rules run first, first match wins, then `next`: the same order as exclusive arcs; at step exit `event.name == 'step.exit'` is true, so `True and X` is `X` |
 | `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (no `data` mapping it reads first) |
 | `response.f` of an HTTP step (or one whose result may hold a `data` mapping) | `(<step>.data.f if <step>.data is mapping and 'f' in <step>.data else <step>.f)` | case-v2's `response` reads the body first, then the envelope (``body_first``) |
+| a step's one rule firing several steps (no `next`, no `set`) | `next: {spec: {mode: inclusive}, arcs: [...]}`, each arc with the rule's guard | the rule fires all its targets or none; inclusive arcs under one guard do the same |
 | `then: [{next: ...}, ...]` | one mapping | the engine merges a `then` list in order |
 | `loop.done` rules on a loop step | its arcs | canonical arcs of a loop step are chosen once, at its end |
 | step `vars`, a routing rule's `set`, `vars.x` reads | step `set`, arc `set`, `ctx.x` (``case_vars``) | case-v2's `vars` is the execution's variable store |
@@ -264,6 +265,7 @@ class CaseV2Upgrade(Rewriter):
         arcs: list[Any] = []
         fallback: list = []
         ok = True
+        inclusive = False
         for index, rule in enumerate(item["case"] or []):
             where = f"case rule {index + 1} of {label}"
             if not isinstance(rule, dict):
@@ -295,7 +297,9 @@ class CaseV2Upgrade(Rewriter):
             if targets is None:
                 ok = False
                 continue
-            if len(targets) > 1:
+            if len(targets) > 1 and self.fans_out(item, written):
+                inclusive = True
+            elif len(targets) > 1:
                 self.inexact(
                     rule,
                     "then" if "then" in rule else "else",
@@ -326,10 +330,18 @@ class CaseV2Upgrade(Rewriter):
         if not ok:
             return
         arcs += [flow({"step": t}) for t in fallback or []]
-        router = {"spec": flow({"mode": "exclusive"}), "arcs": seq(arcs)}
+        mode = "inclusive" if inclusive else "exclusive"
+        router = {"spec": flow({"mode": mode}), "arcs": seq(arcs)}
         keys = ["case", "next"] if "next" in item else ["case"]
         order = sorted(keys, key=lambda k: item.lc.key(k)[0])
         self.replace_keys(item, order, end, "next", _map(router))
+
+    @staticmethod
+    def fans_out(item: Any, written: Any) -> bool:
+        """Is a rule firing several steps the step's only way on (its one rule, no `next`, no
+        `set`)? Then an inclusive router whose arcs all carry the rule's guard fires the same
+        steps, all or none, as the rule does."""
+        return len(item["case"] or []) == 1 and "next" not in item and written is None
 
     def guard(self, rule: Any, where: str, item: Any, event: str) -> Any:
         """The arc guard of a case rule (None: unguarded), or False when there is none exact."""
