@@ -155,6 +155,75 @@ def test_a_construct_without_equivalent_is_commented_reported_and_not_writable()
     assert [line for line in lines if COMMENT_PREFIX not in line] == upgrade.original.splitlines()
 
 
+def test_an_http_response_read_is_written_body_first() -> None:
+    """case-v2 reads an HTTP step's `response.k` from the body (`data`) when it holds `k`, else
+    from the envelope; the arc guard says so by the step's name. Other reads of `response` stay
+    refused with their U801."""
+    from noetl_compile.upgrade.guards import rebind_body_first
+
+    guard = "{{ response.status == 200 and x.response and response.data.id > 1 }}"
+    assert rebind_body_first(guard, "s") == (
+        "{{ (s.data.status if s.data is mapping and 'status' in s.data else s.status) == 200"
+        " and x.response and (s.data.data if s.data is mapping and 'data' in s.data else s.data)"
+        ".id > 1 }}"
+    )
+    for refused in ("{{ response }}", "{{ response['a'] }}", "{{ response.keys }}",
+                    "{{ response._x }}", "{{ response.context }}", "{% for response in y %}{% endfor %}"):  # fmt: skip
+        assert rebind_body_first(refused, "s") is None, refused
+    text = CASE_V2.replace(
+        "tool: {kind: python, args: {n: 1}, code: \"result = {'n': n}\"}",
+        "tool: {kind: http, endpoint: http://127.0.0.1:9/x}",
+    ).replace("start.n > 5", "response.n > 5")
+    upgrade = upgrade_text(text, "http.yaml")
+    assert upgrade.writable, upgrade.diagnostics
+    assert (
+        "when: \"{{ (start.data.n if start.data is mapping and 'n' in start.data else start.n) > 5 }}\""
+        in upgrade.text
+    )
+    bare = upgrade_text(text.replace("response.n > 5", "response['n'] > 5"), "http.yaml")
+    assert [d.code for d in bare.diagnostics if d.code == "U801"] == ["U801"]
+    assert not bare.writable
+
+
+FAN_OUT = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: fan_out, path: demo/fan_out}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = {'n': 1}"}
+    case:
+      - when: "{{ event.name == 'step.exit' and start.n > 0 }}"
+        then:
+          next: [{step: a}, {step: b}]
+  - step: a
+    tool: {kind: python, code: "result = 1"}
+  - step: b
+    tool: {kind: python, code: "result = 2"}
+"""
+
+
+def test_a_rule_firing_several_steps_is_inclusive_only_as_the_one_way_on() -> None:
+    upgrade = upgrade_text(FAN_OUT, "fan.yaml")
+    assert upgrade.writable, upgrade.diagnostics
+    assert (
+        "    next:\n      spec: {mode: inclusive}\n      arcs:\n"
+        '        - {step: a, when: "{{ start.n > 0 }}"}\n'
+        '        - {step: b, when: "{{ start.n > 0 }}"}\n'
+    ) in upgrade.text
+    # Another rule, a plain `next` or a `set` after it: an inclusive router would also fire
+    # what case-v2's first-match-wins skips, so it stays a U801.
+    other = "          next: [{step: a}, {step: b}]\n"
+    for extra in (
+        other + "      - when: \"{{ event.name == 'step.exit' }}\"\n        then: {next: [a]}\n",
+        other + "    next: [a]\n",
+        other.replace("next:", "set: [{name: x, value: 1}]\n          next:"),
+    ):
+        left = upgrade_text(FAN_OUT.replace(other, extra), "fan.yaml")
+        assert not left.writable
+        assert any("routes to 2 steps at once" in d.message for d in left.diagnostics), extra
+
+
 def test_a_playbook_check_rejects_is_left_alone() -> None:
     broken = CASE_V2.replace("- step: big\n    tool", "- step: big\n    tol", 1)
     upgrade = upgrade_text(broken, "broken.yaml")
@@ -257,7 +326,7 @@ def test_corpus_upgrades(upgraded) -> None:
                 {d.position.line for d in left}
             )
     print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
-    assert counts["case-v2", "upgraded"] >= 16 and counts["v1", "upgraded"] >= 15
+    assert counts["case-v2", "upgraded"] >= 18 and counts["v1", "upgraded"] >= 15
 
 
 def test_the_ceiling(upgraded) -> None:
@@ -281,7 +350,7 @@ def test_the_ceiling(upgraded) -> None:
         f"\nupgrade ceiling: {len(written)} of {len(upgraded)} written, ceiling {ceiling}; "
         f"no equivalent (files): {dict(hard.most_common())}; open: {open_}"
     )
-    assert len(written) >= 31
+    assert len(written) >= 33
     # retry and sink, the two largest classes, stay unreachable by any exact rewrite.
     assert hard["retry"] >= 15 and hard["sink"] >= 8
 
@@ -409,9 +478,16 @@ def test_guards_read_the_step_result_by_name_and_loop_done_call_done_become_arcs
 @pytest.mark.parametrize(
     "change, reason",
     [
-        # case-v2's `response` reads an HTTP body first: not the step's result by name.
+        # case-v2's `response` reads an HTTP body first: written out for `response.f`
+        # (test_an_http_response_read_is_written_body_first), any other read is left.
         (
-            ('kind: postgres, auth: pg, command: "SELECT 1 AS ok"', "kind: http, url: http://x"),
+            [
+                (
+                    'kind: postgres, auth: pg, command: "SELECT 1 AS ok"',
+                    "kind: http, url: http://x",
+                ),
+                ("response.rows[0].ok == 1", "response['rows'][0].ok == 1"),
+            ],
             "reads response",
         ),
         # At call.done the engine also fires a `next` at the exit: two targets, not one arc.
@@ -428,7 +504,11 @@ def test_guards_read_the_step_result_by_name_and_loop_done_call_done_become_arcs
 def test_a_guard_without_an_exact_arc_is_left(change, reason) -> None:
     if isinstance(change, str):
         change, reason = (change, reason), "reads result"
-    upgrade = upgrade_text(GUARDS.replace(*change, 1), "guards.yaml")
+    text = GUARDS
+    for old, new in change if isinstance(change, list) else [change]:
+        assert old in text
+        text = text.replace(old, new, 1)
+    upgrade = upgrade_text(text, "guards.yaml")
     assert [d.code for d in upgrade.diagnostics] == ["U801"], upgrade.diagnostics
     assert reason in upgrade.diagnostics[0].message
     assert not upgrade.writable

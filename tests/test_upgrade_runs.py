@@ -235,6 +235,88 @@ def test_vars_as_ctx_run_as_the_original(airflow_db, run_dag, tmp_path, monkeypa
     assert run.results["use"] == {"seen": [7, 3]}
 
 
+HTTP_GUARDS = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_http_guards, path: tests/upgrade_http_guards}
+workload:
+  base: ""
+  code: 200
+workflow:
+  - step: start
+    tool: {kind: http, method: GET, endpoint: "{{ workload.base }}/status/{{ workload.code }}"}
+    case:
+      - when: "{{ event.name == 'step.exit' and response is defined and response.status == 201 }}"
+        then:
+          set:
+            - {name: reason, value: "{{ response.reason }}"}
+          next: [{step: created}]
+      - when: "{{ event.name == 'step.exit' and response.status_code == 200 }}"
+        then:
+          next: [{step: ok}]
+  - step: created
+    tool: {kind: python, args: {reason: "{{ vars.reason }}"}, code: "result = {'reason': reason}"}
+  - step: ok
+    tool: {kind: python, args: {code: "{{ start.status_code }}"}, code: "result = {'code': code}"}
+"""
+
+
+@pytest.mark.parametrize("code, branch", [(201, "created"), (200, "ok")])
+def test_http_response_guards_run_as_the_original(
+    code, branch, airflow_db, run_dag, http_server, tmp_path, monkeypatch
+) -> None:
+    """An HTTP step's `response.k` read body first, then the envelope, as case-v2 reads it:
+    `response.status` is the body's field (the local API's /status/N answers `{status, reason}`),
+    `response.status_code` the envelope's; in a guard and in a rule's `set` list."""
+    conf = {"base": http_server, "code": code}
+    run = _compare(HTTP_GUARDS, conf, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    done = finished(run)
+    assert branch in done and ({"created", "ok"} - {branch}).isdisjoint(done)
+    expected = {"created": {"reason": "Created"}, "ok": {"code": 200}}[branch]
+    assert run.results[branch] == expected
+
+
+BODY_FIRST = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_body_first, path: tests/upgrade_body_first}
+workload:
+  n: 1
+workflow:
+  - step: start
+    tool:
+      kind: python
+      args: {n: "{{ workload.n }}"}
+      code: |
+        made = {'data': {'big': int(n) > 5}, 'big': 'envelope'}
+        result = made
+    case:
+      - when: "{{ event.name == 'step.exit' and response.big }}"
+        then:
+          next: [{step: big}]
+      - when: "{{ event.name == 'step.exit' and response.big == false }}"
+        then:
+          next: [{step: small}]
+  - step: big
+    tool: {kind: python, code: "result = {'big': True}"}
+  - step: small
+    tool: {kind: python, code: "result = {'small': True}"}
+"""
+
+
+@pytest.mark.parametrize("n, branch", [(9, "big"), (1, "small")])
+def test_a_data_mapping_is_read_body_first_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    """A python result the upgrade cannot see into (`result = made`) is read body first too:
+    `response.big` is the `data` mapping's `big`, never the envelope's string."""
+    run = _compare(BODY_FIRST, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    done = finished(run)
+    assert branch in done and ({"big", "small"} - {branch}).isdisjoint(done)
+
+
 def _runnable_upgrades() -> list[tuple[str, str]]:
     expectations = _expectations()
     out = []

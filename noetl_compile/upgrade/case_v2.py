@@ -6,7 +6,9 @@
 | `loop: {in, iterator, mode}` | `loop: {in, iterator, spec: {mode}}` (`async` -> `parallel`) | the loop payload is the same; noetlc runs `async` as `parallel`. Exact within NoETL's canonical result bound (128 results of 64 KiB): U804 says so on each loop |
 | `next: [a, b]` (one group) | `next: {spec: {mode: inclusive}, arcs: [{step: a}, {step: b}]}` | case-v2 fires every target of its `next`; a canonical list is exclusive |
 | `case: [{when: "{{ event.name == 'step.exit' and X }}", then: {next: [t]}}]` + `next` | `next: {spec: {mode: exclusive}, arcs: [{step: t, when: "{{ X }}"}, ...]}` | rules run first, first match wins, then `next`: the same order as exclusive arcs; at step exit `event.name == 'step.exit'` is true, so `True and X` is `X` |
-| `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (not an HTTP body, read first) |
+| `result.f` / `response.f` in a `step.exit` guard | `<step>.f` | the exit event carries the step's result as `result`, and as `response` since it has no `response` of its own (NoETL dc55c492's worker and engine); a canonical arc reads it by the step's name. `response` only where case-v2 gives the result itself (no `data` mapping it reads first) |
+| `response.f` of an HTTP step (or one whose result may hold a `data` mapping) | `(<step>.data.f if <step>.data is mapping and 'f' in <step>.data else <step>.f)` | case-v2's `response` reads the body first, then the envelope (``body_first``) |
+| a step's one rule firing several steps (no `next`, no `set`) | `next: {spec: {mode: inclusive}, arcs: [...]}`, each arc with the rule's guard | the rule fires all its targets or none; inclusive arcs under one guard do the same |
 | `then: [{next: ...}, ...]` | one mapping | the engine merges a `then` list in order |
 | `loop.done` rules on a loop step | its arcs | canonical arcs of a loop step are chosen once, at its end |
 | step `vars`, a routing rule's `set`, `vars.x` reads | step `set`, arc `set`, `ctx.x` (``case_vars``) | case-v2's `vars` is the execution's variable store |
@@ -23,7 +25,7 @@ from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from . import case_vars
 from .edits import flow, seq
-from .guards import addressable, rebind
+from .guards import addressable, rebind, rebind_body_first
 from .rewriter import Rewriter
 
 # `{{ event.name == 'step.exit' }}` alone, or followed by `and <rest>`. Anchored, no nested
@@ -65,8 +67,8 @@ ACTION_REASONS = {
     "call": RETRY_REASON,
     "sink": SINK_REASON,
     "set": "a rule's `set` is its arc's `set` only when the rule routes to one step, its values "
-    "read the step's result as an arc does (not an HTTP `response`) and its variables can live "
-    "in ctx; a step `set` would apply whichever arc is taken",
+    "read the step's result as an arc does (an HTTP `response` only as `response.f`) and its "
+    "variables can live in ctx; a step `set` would apply whichever arc is taken",
     "collect": "canonical has no page collection across calls",
     "result": "canonical has no action replacing the step's result",
 }
@@ -150,6 +152,7 @@ class CaseV2Upgrade(Rewriter):
                     return None
                 out[key] = value
                 continue
+            value = self.body_first(item, value, event)
             scan = scan_template(value)
             foreign = {r.root for r in scan.references if r.root not in known}
             own = self.own_result_names(item, scan, foreign, event) if foreign else frozenset()
@@ -262,6 +265,7 @@ class CaseV2Upgrade(Rewriter):
         arcs: list[Any] = []
         fallback: list = []
         ok = True
+        inclusive = False
         for index, rule in enumerate(item["case"] or []):
             where = f"case rule {index + 1} of {label}"
             if not isinstance(rule, dict):
@@ -293,7 +297,9 @@ class CaseV2Upgrade(Rewriter):
             if targets is None:
                 ok = False
                 continue
-            if len(targets) > 1:
+            if len(targets) > 1 and self.fans_out(item, written):
+                inclusive = True
+            elif len(targets) > 1:
                 self.inexact(
                     rule,
                     "then" if "then" in rule else "else",
@@ -324,10 +330,18 @@ class CaseV2Upgrade(Rewriter):
         if not ok:
             return
         arcs += [flow({"step": t}) for t in fallback or []]
-        router = {"spec": flow({"mode": "exclusive"}), "arcs": seq(arcs)}
+        mode = "inclusive" if inclusive else "exclusive"
+        router = {"spec": flow({"mode": mode}), "arcs": seq(arcs)}
         keys = ["case", "next"] if "next" in item else ["case"]
         order = sorted(keys, key=lambda k: item.lc.key(k)[0])
         self.replace_keys(item, order, end, "next", _map(router))
+
+    @staticmethod
+    def fans_out(item: Any, written: Any) -> bool:
+        """Is a rule firing several steps the step's only way on (its one rule, no `next`, no
+        `set`)? Then an inclusive router whose arcs all carry the rule's guard fires the same
+        steps, all or none, as the rule does."""
+        return len(item["case"] or []) == 1 and "next" not in item and written is None
 
     def guard(self, rule: Any, where: str, item: Any, event: str) -> Any:
         """The arc guard of a case rule (None: unguarded), or False when there is none exact."""
@@ -358,6 +372,7 @@ class CaseV2Upgrade(Rewriter):
             self.inexact(rule, "when", f"`when` of {where} holds more than one template")
             return False
         guard = "{{ " + rest.strip() + " }}"
+        guard = self.body_first(item, guard, event)
         scan = scan_template(guard)
         foreign = sorted({r.root for r in scan.references if r.root not in self.arc_names})
         own = self.own_result_names(item, scan, set(foreign), event)
@@ -375,6 +390,26 @@ class CaseV2Upgrade(Rewriter):
             )
             return False
         return _double_quoted(guard)
+
+    def body_first(self, item: Any, template: str, event: str) -> str:
+        """``template`` with a tool step's `response.k` reads at its exit written out as
+        case-v2 reads them, body first (guards.rebind_body_first): an HTTP result, or any result
+        not known to lack a `data` mapping (those read `response.k` as `step.k`, see
+        own_result_names); as it was otherwise."""
+        tool = item.get("tool")
+        step = str(item.get("step"))
+        if (
+            event != "step.exit"
+            or not isinstance(tool, dict)
+            or not addressable(step)
+            or "response" not in template
+        ):
+            return template
+        kind = str(tool.get("kind"))
+        if kind in _NO_DATA_KINDS or (kind == "python" and _no_data_key(str(tool.get("code", "")))):
+            return template
+        rebound = rebind_body_first(template, step)
+        return template if rebound is None else type(template)(rebound)
 
     def own_result_names(
         self, item: Any, scan: Any, foreign: set[str], event: str

@@ -75,3 +75,65 @@ def rebind(template: str, names: frozenset[str], step: str) -> str | None:
 def taken_names() -> frozenset[str]:
     """The names a canonical template cannot give a variable of its own."""
     return _TAKEN
+
+
+# Names a mapping answers as an attribute before a key (Jinja's `x.k` tries getattr first), on
+# the case-v2 `response` view and on the canonical step result alike: `response.keys` is a
+# method in both, never the body's `keys`, so such a field is left to the hand.
+_MAPPING_ATTRIBUTES = frozenset(
+    {"get", "keys", "items", "values", "raw", "copy", "pop", "update", "setdefault", "clear"}
+)
+
+
+def rebind_body_first(template: str, step: str) -> str | None:
+    """``template`` with every `response.k` of an HTTP step read as case-v2 reads it, body first
+    and then the envelope, from the step's result by its name:
+    `(step.data.k if step.data is mapping and 'k' in step.data else step.k)`.
+
+    noetlc's case-v2 `response` (airflow_plugin/templating/proxy.py, ResponseProxy) answers a
+    field from the result's `data` when `data` is a mapping holding it, else from the result;
+    a canonical arc reads the same result by the step's name with no body-first view, so the
+    choice is written out. None when `response` is read any other way (bare, subscripted,
+    filtered, a mapping method's name) or the text cannot be re-tokenised exactly."""
+    body = template.rstrip("\n")
+    ending = template[len(body) :]
+    try:
+        tokens = list(_environment().lex(body))
+    except jinja2.TemplateSyntaxError:
+        return None
+    if "".join(value for _, _, value in tokens) != body:
+        return None
+    solid = [(i, kind, value) for i, (_, kind, value) in enumerate(tokens) if kind != "whitespace"]
+    replace: dict[int, tuple[int, str]] = {}  # first token index -> (last token index, text)
+    for at, (index, kind, value) in enumerate(solid):
+        if kind == "name" and value in ("for", "set", "with", "macro", "call"):
+            return None
+        if kind != "name" or value != "response":
+            continue
+        before = solid[at - 1] if at else None
+        if before is not None and (before[2] in (".", "|") or before[1:] == ("name", "is")):
+            continue  # an attribute, a filter or a test of that name
+        dot = solid[at + 1] if at + 1 < len(solid) else None
+        field = solid[at + 2] if at + 2 < len(solid) else None
+        if dot is None or dot[1:] != ("operator", ".") or field is None or field[1] != "name":
+            return None
+        key = field[2]
+        if key.startswith("_") or key in _MAPPING_ATTRIBUTES or key == "context":
+            # `context`: a canonical result without it answers with itself (the canonical
+            # engine's alias, airflow_plugin/templating/proxy.py CANONICAL_FALLBACKS), where
+            # case-v2's `response.context` is undefined.
+            return None
+        data = f"{step}.data"
+        text = f"({data}.{key} if {data} is mapping and '{key}' in {data} else {step}.{key})"
+        replace[index] = (field[0], text)
+    out: list[str] = []
+    skip_to = -1
+    for index, (_, _, value) in enumerate(tokens):
+        if index <= skip_to:
+            continue
+        if index in replace:
+            skip_to, text = replace[index]
+            out.append(text)
+        else:
+            out.append(value)
+    return "".join(out) + ending
