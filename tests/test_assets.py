@@ -135,7 +135,10 @@ def test_declared_writes_and_what_stays_undeclared() -> None:
             "target": {"kind": "duckdb", "database": ":memory:", "table": "t"},
         }
     }
-    assert step_tables(transfer, {}, "canonical") == ([], ["x-noetl://postgres/pg_local/public/src"])
+    assert step_tables(transfer, {}, "canonical") == (
+        [],
+        ["x-noetl://postgres/pg_local/public/src"],
+    )
 
 
 def _write(folder: Path, name: str, body: str) -> None:

@@ -459,9 +459,7 @@ workbook:
 """
 
 
-def test_a_v1_secrets_task_runs_as_the_original(
-    airflow_db, run_dag, tmp_path, monkeypatch
-) -> None:
+def test_a_v1_secrets_task_runs_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
     """The corpus's secrets tasks (`project_id`, `secret_name`): the same keys in a canonical
     secrets tool, read the same (C516 knows them; the upgrade is written, not U803)."""
     monkeypatch.setenv("NOETLC_UPGRADE_SECRET", "s3cr3t-value")

@@ -96,9 +96,7 @@ def test_warm_runs_match_cold_ones_and_a_crash_breaks_only_its_run(home, tmp_pat
     bad.write_text(CRASH + "    next:\n      arcs:\n        - step: strat\n")
     refused = noetlc_run(home, bad, env=WARM)
     assert refused.returncode == 1, refused.stderr
-    assert (
-        "strat" in refused.stdout and "not run: the playbook does not compile" in refused.stdout
-    )
+    assert "strat" in refused.stdout and "not run: the playbook does not compile" in refused.stdout
     assert _served(home) == 3
 
     third = noetlc_run(home, HELLO, "--json", "--fuse", env=WARM)

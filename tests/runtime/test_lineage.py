@@ -212,6 +212,7 @@ def lineage_run(pg_cluster, http_server: str, tmp_path_factory: pytest.TempPathF
     """Both playbooks run once with OpenLineage writing to a file; -> (events, file text, ns)."""
     # The test command installs the `lineage` extra: a missing provider is a failure, not a skip.
     import airflow.providers.openlineage  # noqa: F401
+
     tmp = tmp_path_factory.mktemp("lineage")
     pg_cluster.create_database("lineage_db")
     folder = tmp / "playbooks"
