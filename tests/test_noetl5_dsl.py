@@ -606,10 +606,9 @@ def test_policies_run_on_airflow(tmp_path_factory) -> None:
     two iterations at once and never more (from the iterations' event timestamps), and a router
     with `on_no_match: complete` none of whose arcs matches completes the run."""
     pytest.importorskip("airflow")
-    import sqlite3
 
     from airflow_plugin.events.projection import in_flight_peak
-    from tests.harness.run_cli import noetlc_run, report_of
+    from tests.harness.run_cli import loop_timeline, noetlc_run, report_of
 
     home = tmp_path_factory.mktemp("noetl5-policies-home")
     result = noetlc_run(home, PLAYBOOKS / "policies_run.yaml", "--json")
@@ -627,15 +626,7 @@ def test_policies_run_on_airflow(tmp_path_factory) -> None:
     assert square["results"] == [{"square": n * n} for n in (1, 2, 3, 4)]
     assert square["stats"] == {"total": 4, "success": 4, "failed": 0}
     assert steps["report"]["result"] == {"total": 10}
-    with sqlite3.connect(home / "noetl" / "events.db") as db:
-        db.row_factory = sqlite3.Row
-        rows = [
-            dict(row)
-            for row in db.execute(
-                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
-                (report["execution_id"],),
-            )
-        ]
+    rows = loop_timeline(home, report["execution_id"])
     assert in_flight_peak(rows, "square") == 2
 
 

@@ -29,7 +29,7 @@ from airflow_plugin.local.launch import child_environment
 from airflow_plugin.local.report import TaskRow, build_report, render_summary
 from airflow_plugin.templating.ids import execution_id_for
 from noetl_compile.connections import ConnectionsError, load_connections_file
-from tests.harness.run_cli import TIMEOUT, noetlc_run, report_of
+from tests.harness.run_cli import TIMEOUT, loop_timeline, noetlc_run, report_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYBOOKS = ROOT / "playbooks"
@@ -442,15 +442,7 @@ def test_a_max_in_flight_loop_runs_its_items_side_by_side(first_run, home, tmp_p
     start = report["steps"]["start"]
     assert [r["n"] for r in start["result"]["results"]] == list(range(8))
     assert start["iterations"] == 8
-    with sqlite3.connect(home / "noetl" / "events.db") as db:
-        db.row_factory = sqlite3.Row
-        rows = [
-            dict(row)
-            for row in db.execute(
-                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
-                (report["execution_id"],),
-            )
-        ]
+    rows = loop_timeline(home, report["execution_id"])
     peak = in_flight_peak(rows, "start")
     assert 3 <= peak <= 4, peak
 

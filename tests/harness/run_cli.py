@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,17 @@ def report_of(result: subprocess.CompletedProcess) -> dict[str, Any]:
     report = json.loads(result.stdout)
     assert isinstance(report, dict)
     return report
+
+
+def loop_timeline(home: Path, execution_id: Any) -> list[dict[str, Any]]:
+    """A run's events as ``in_flight_peak`` reads them (name, step, loop_id, timestamp), from
+    the managed home's event log."""
+    with sqlite3.connect(home / "noetl" / "events.db") as db:
+        db.row_factory = sqlite3.Row
+        return [
+            dict(row)
+            for row in db.execute(
+                "SELECT name, step, loop_id, timestamp FROM event_log WHERE execution_id = ?",
+                (execution_id,),
+            )
+        ]
