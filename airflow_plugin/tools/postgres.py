@@ -336,7 +336,13 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         return ToolOutcome.success(
             {}
             if per_statement
-            else {"status": "success", "rows": [], "row_count": 0, "columns": [], "statement_count": 0}
+            else {
+                "status": "success",
+                "rows": [],
+                "row_count": 0,
+                "columns": [],
+                "statement_count": 0,
+            }
         )
     pooled = config.get("pool", True) is not False
     item = enlisted(target)
