@@ -153,7 +153,10 @@ CATALOGUE: dict[str, ToolKind] = {
         ToolKind(
             "postgres",
             "SQL against PostgreSQL with psycopg 3, through an Airflow connection named by `auth`.",
-            _SQL_RESULT,
+            _SQL_RESULT
+            + "; in a case-v2 playbook one entry per statement, as NoETL's case-v2 engine gives it: "
+            "`{command_0: {status, rows, row_count, columns}, command_1: {status, row_count, "
+            "message}, ...}`, read as `{{ step.command_0.rows }}`",
             (
                 _f(
                     "auth", "string", "required", "the connection id (`noetlc check --connections`)"

@@ -310,8 +310,11 @@ class CallLoop:
 
 def tool_generation(payload: Mapping[str, Any]) -> str | None:
     """Whose tool semantics a call follows: ``noetl5`` (the payload's generation), ``v1`` (the
-    v1 dialect: its python tool's results are data, see tools/python.py), else None."""
+    v1 dialect: its python tool's results are data, see tools/python.py), ``case-v2`` (the
+    case-v2 dialect: its postgres tool's result has one entry per statement, see
+    tools/postgres.py), else None. Read from the payload's ``dialect``, so DAG files keep
+    their bytes."""
     generation = payload.get("generation")
-    if generation is None and payload.get("dialect") == "v1":
-        return "v1"
+    if generation is None and payload.get("dialect") in ("v1", "case-v2"):
+        return str(payload["dialect"])
     return generation

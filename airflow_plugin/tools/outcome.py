@@ -30,8 +30,8 @@ class ToolCall:
     ``context``: the render context the config was rendered with (python exposes it as
     ``context``).
     ``generation``: the playbook generation whose tool semantics apply (``noetl5``: NoETL 5's
-    python calling convention; ``v1``: the v1 python tool's returned dict is data); None for
-    the two v2 generations.
+    python calling convention; ``v1``: the v1 python tool's returned dict is data;
+    ``case-v2``: the postgres tool's result has one entry per statement); None for canonical.
     """
 
     step: str

@@ -14,6 +14,11 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
   ``row_count`` the server's count of rows affected (-1 for DDL, as psycopg reports it; recorded
   from NoETL 138c10ed, tests/differential/cases/tools_postgres). Results are capped like NoETL's
   (``NOETL_POSTGRES_MAX_RESULT_ROWS``/``_BYTES``, 1,000 rows / 1 MiB), with ``truncated: true``.
+* case-v2 playbooks (``call.generation == "case-v2"``) get NoETL dc55c492's shape instead, one
+  entry per statement: ``{command_0: {status, rows, row_count, columns} | {status, row_count,
+  message}, command_1: ...}`` (each entry capped as above); a failed statement's step result is
+  ``{id, status: "error", error: "command_N: <message>;", data: {command_N: {status: "error",
+  message}}}`` (recorded from dc55c492, tests/differential/cases/tools_case_v2).
 
 Where this runtime is stricter than NoETL (which committed statement by statement): all
 statements of one call run in **one transaction**, committed at the end and rolled back on any
@@ -124,16 +129,19 @@ def execute_statements(
     *,
     limits: ResultLimits | None = None,
     savepoint: bool = False,
+    per_statement: bool = False,
 ) -> dict[str, Any]:
     """Run ``statements`` in one transaction (see the module docstring); the last one's result.
 
     ``savepoint``: ``conn`` is a cursor item's open transaction (``hooks.pg_item``); the call
     runs in a savepoint of it and commits nothing (the item's completion commits).
+    ``per_statement``: the case-v2 shape instead, one entry per statement
+    (``{command_0: {status, ...}, command_1: ...}``).
     Raises :class:`StatementError` (after rolling back) when a statement fails.
     """
     limits = limits or result_limits("POSTGRES")
     if savepoint:
-        return _execute_in_savepoint(conn, statements, limits)
+        return _execute_in_savepoint(conn, statements, limits, per_statement)
     implicit = len(statements) == 1 and leading_keyword(statements[0]) in _IMPLICIT_TRANSACTION
     autocommit = implicit or any(needs_autocommit(statement) for statement in statements)
     result: dict[str, Any] = {"status": "success"}
@@ -143,14 +151,17 @@ def execute_statements(
         if autocommit:
             conn.autocommit = True
         with conn.cursor() as cur:
-            for index, statement in enumerate(statements):
-                cur.execute(statement)
-            _read_last(cur, result, limits)
+            commands = _run_each(cur, statements, limits, per_statement)
+            index = len(statements) - 1
+            if not per_statement:
+                _read_last(cur, result, limits)
         if not autocommit:
             conn.commit()
     except BaseException as exc:
         if not autocommit:
             rollback_quietly(conn)
+        if isinstance(exc, StatementError):
+            raise
         if isinstance(exc, Exception):
             raise StatementError(max(index, 0), exc, len(statements)) from exc
         raise
@@ -160,10 +171,34 @@ def execute_statements(
                 conn.autocommit = previous_autocommit
             except psycopg.Error as exc:
                 logger.debug("restoring autocommit: %s", exc)
+    if per_statement:
+        return commands
     result["statement_count"] = len(statements)
     if autocommit and not implicit:
         result["transaction"] = "autocommit"
     return result
+
+
+def _run_each(
+    cur: psycopg.Cursor[Any],
+    statements: Sequence[str],
+    limits: ResultLimits,
+    per_statement: bool,
+) -> dict[str, Any]:
+    """Execute ``statements`` in order; with ``per_statement`` each one's result, keyed
+    ``command_N`` as NoETL's case-v2 postgres tool keys them. A failure raises
+    :class:`StatementError` naming the statement."""
+    commands: dict[str, Any] = {}
+    for index, statement in enumerate(statements):
+        try:
+            cur.execute(statement)
+            if per_statement:
+                entry: dict[str, Any] = {"status": "success"}
+                _read_last(cur, entry, limits)
+                commands[f"command_{index}"] = entry
+        except Exception as exc:
+            raise StatementError(index, exc, len(statements)) from exc
+    return commands
 
 
 def _read_last(cur: psycopg.Cursor[Any], result: dict[str, Any], limits: ResultLimits) -> None:
@@ -180,17 +215,23 @@ def _read_last(cur: psycopg.Cursor[Any], result: dict[str, Any], limits: ResultL
 
 
 def _execute_in_savepoint(
-    conn: psycopg.Connection[Any], statements: Sequence[str], limits: ResultLimits
+    conn: psycopg.Connection[Any],
+    statements: Sequence[str],
+    limits: ResultLimits,
+    per_statement: bool,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"status": "success"}
-    index = -1
     try:
         with conn.transaction(), conn.cursor() as cur:
-            for index, statement in enumerate(statements):
-                cur.execute(statement)
-            _read_last(cur, result, limits)
-    except Exception as exc:
-        raise StatementError(max(index, 0), exc, len(statements)) from exc
+            commands = _run_each(cur, statements, limits, per_statement)
+            if not per_statement:
+                _read_last(cur, result, limits)
+    except StatementError:
+        raise
+    except Exception as exc:  # the savepoint's release
+        raise StatementError(len(statements) - 1, exc, len(statements)) from exc
+    if per_statement:
+        return commands
     result["statement_count"] = len(statements)
     result["transaction"] = "cursor item"
     return result
@@ -207,6 +248,7 @@ def failure(
     target: PgTarget | None = None,
     kind: str = KIND,
     statement_index: int | None = None,
+    per_statement: bool = False,
     **extra: Any,
 ) -> ToolOutcome:
     """The failure outcome of ``exc`` (a psycopg/pool error, a config or lookup error)."""
@@ -238,17 +280,29 @@ def failure(
     )
     reported = None
     if kind == KIND and statement_index is not None and sqlstate:
-        reported = _reported(statement_index, count, message)
+        reported = _reported(statement_index, count, message, per_statement)
     return ToolOutcome.failure(
         error, reported=reported, pg={"code": sqlstate, "sqlstate": sqlstate}
     )
 
 
-def _reported(index: int, count: int | None, message: str) -> dict[str, Any]:
+def _reported(
+    index: int, count: int | None, message: str, per_statement: bool = False
+) -> dict[str, Any]:
     """The step result NoETL's postgres tool gives a failed statement (recorded at 138c10ed,
     tests/differential/cases/tools_postgres): a fresh id, the error as text, the collapsed
-    statement results under ``data``. The structured error stays the call's error (retry
+    statement results under ``data``; with ``per_statement`` (case-v2, recorded at dc55c492,
+    tests/differential/cases/tools_case_v2) ``data`` is the failed statement's own entry,
+    ``{command_N: {status: error, message}}`` (the statements before it were rolled back, so
+    no entry claims their success). The structured error stays the call's error (retry
     policies, events)."""
+    if per_statement:
+        return {
+            "id": str(uuid.uuid4()),
+            "status": "error",
+            "error": f"command_{index}: {message};",
+            "data": {f"command_{index}": {"status": "error", "message": message}},
+        }
     return {
         "id": str(uuid.uuid4()),
         "status": "error",
@@ -276,9 +330,19 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         statements = read_sql(config, context=lambda: render_context(call))
     except (ToolConfigError, SqlConfigError, ConnectionNotFound) as exc:
         return failure(exc, target=target)
+    # case-v2 playbooks read NoETL dc55c492's per-statement result (see the module docstring).
+    per_statement = call.generation == "case-v2"
     if not statements:
         return ToolOutcome.success(
-            {"status": "success", "rows": [], "row_count": 0, "columns": [], "statement_count": 0}
+            {}
+            if per_statement
+            else {
+                "status": "success",
+                "rows": [],
+                "row_count": 0,
+                "columns": [],
+                "statement_count": 0,
+            }
         )
     pooled = config.get("pool", True) is not False
     item = enlisted(target)
@@ -287,21 +351,23 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         # completion, or not at all (hooks/pg_item.py).
         try:
             return ToolOutcome.success(
-                execute_statements(item.connection(), statements, savepoint=True)
+                execute_statements(
+                    item.connection(), statements, savepoint=True, per_statement=per_statement
+                )
             )
         except (psycopg.Error, StatementError) as exc:
-            return failure(exc, target=target)
+            return failure(exc, target=target, per_statement=per_statement)
     for attempt in (1, 2):
         try:
             with connect(target, pooled=pooled) as conn:
-                result = execute_statements(conn, statements)
+                result = execute_statements(conn, statements, per_statement=per_statement)
         except (psycopg.Error, StatementError) as exc:
             if attempt == 1 and pooled and _dead_before_first_statement(exc):
                 # A pooled connection the server dropped while it sat in the pool (a restart,
                 # an idle timeout): the first statement never ran, nothing was committed, and the
                 # pool was discarded with the connection. Once more on a fresh connection.
                 continue
-            return failure(exc, target=target)
+            return failure(exc, target=target, per_statement=per_statement)
         return ToolOutcome.success(result)
     raise AssertionError("unreachable")  # pragma: no cover
 

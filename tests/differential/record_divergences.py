@@ -193,8 +193,6 @@ CASE_GROUPS.update(
         "tools_postgres/pg_template_reads_rows": "undefined-name-render",
         "tools_http/http_bearer_header": "literal-secret-refused",
         "tools_transfer/transfer_bad_source_error_arc": "transfer-cursor-error-text",
-        "tools_case_v2/v2_pg_insert_rows": "case-v2-postgres-result",
-        "tools_case_v2/v2_pg_error_case_route": "case-v2-postgres-result",
         "tools_case_v2/v2_http_case_on_status": "case-v2-response-in-case",
         "tools_case_v2/v2_case_sink_postgres": "case-v2-sink-args",
     }
@@ -204,8 +202,7 @@ EXTRA_REASONS.update(
         "duckdb-result-fields": "duckdb step result: NoETL (138c10ed) returns {executed_commands, command_N_rows, command_N_sample (row lists), database_path, secrets_created} with its own execution id and a random task_id, and a failure as {id, status, duration, error: <text>, traceback}; noetlc returns the postgres tool's shape (status, rows as named columns, row_count, columns, statement_count) and the structured error (docs/semantics.md section 1)",
         "one-transaction-per-call": "a postgres call whose later statement fails: NoETL ran each statement in autocommit and kept what the earlier ones wrote (the table and its first row); noetlc runs the call's statements in one transaction and rolls all of them back (docs/semantics.md section 1)",
         "transfer-cursor-error-text": "a failed postgres transfer source: the result document is NoETL's, but PostgreSQL's error text quotes the statement it ran: NoETL's plain SELECT, noetlc's server-side cursor (`DECLARE ... CURSOR FOR SELECT ...`, which streams the source in chunks) (docs/semantics.md section 1)",
-        "case-v2-postgres-result": "a case-v2 postgres step: NoETL (dc55c492) returns one entry per statement ({command_0: {status, message, row_count}, command_1: ...}, a failure as {id, status, error, data: {command_N: {status: error, message}}}); noetlc returns the collapsed last-statement result of 138c10ed for every dialect (the tool does not know the playbook's dialect yet)",
-        "case-v2-response-in-case": "a case-v2 `case` whose `when` reads `response.status_code` after a successful http call: NoETL (dc55c492) did not take it (the step ended there); noetlc takes it",
+        "case-v2-response-in-case": "a case-v2 `case` whose `when` reads `response.status_code` after a successful http call: NoETL (dc55c492) binds `response` (and `result`, `this`) in a case `when` to the worker's transport envelope {id, status, data: <http result>}, so `response.status_code` is undefined there (its worker offers the status as a bare `status_code`) and the rule is not taken; noetlc binds `response` to the step's result, the value `{{ step }}` gives downstream, and takes it (docs/semantics.md section 1)",
         "case-v2-sink-args": "a case-v2 `then.sink` written as the corpus seed writes it (`tool: {kind: postgres, table}` + `args`): NoETL (dc55c492) refuses it at run time ('postgres save requires table and mapping data', a sink.error event only), the run completes and nothing is written, and it replaces the step's result with its sink envelope; noetlc writes the row and keeps the http result (docs/semantics.md section 1)",
         "literal-secret-refused": "a literal secret in a header (`Authorization: Bearer ...`): noetlc compile refuses it (X601: secrets come from connections or the secrets tool); NoETL sends it (docs/semantics.md section 1)",
     }

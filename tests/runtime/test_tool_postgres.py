@@ -238,6 +238,67 @@ def test_statements_share_one_transaction_and_roll_back(pg_connections, pg_test_
     assert sql(pg_test_dsn, f'SELECT id FROM "{table}"') == [(9,)]
 
 
+def test_case_v2_result_has_one_entry_per_statement(pg_connections, pg_test_dsn, table):
+    # dc55c492's shape (tests/differential/cases/tools_case_v2/v2_pg_insert_rows.yaml): each
+    # statement keyed command_N; the canonical result of the same call stays collapsed.
+    commands = (
+        f'CREATE TABLE "{table}" (id int, name text); '
+        f"INSERT INTO \"{table}\" VALUES (1, 'a'), (2, 'b'); "
+        f'SELECT id, name FROM "{table}" ORDER BY id'
+    )
+    out = run({"auth": "pg_local", "command": commands}, generation="case-v2")
+    assert out.ok
+    assert out.data == {
+        "command_0": {
+            "status": "success",
+            "row_count": -1,
+            "message": "Command executed. -1 rows affected.",
+        },
+        "command_1": {
+            "status": "success",
+            "row_count": 2,
+            "message": "Command executed. 2 rows affected.",
+        },
+        "command_2": {
+            "status": "success",
+            "rows": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+            "row_count": 2,
+            "columns": ["id", "name"],
+        },
+    }
+    again = run({"auth": "pg_local", "query": f'SELECT count(*) AS n FROM "{table}"'})
+    assert again.data["rows"] == [{"n": 2}] and again.data["statement_count"] == 1
+
+
+def test_case_v2_failure_reports_the_failed_statement_and_rolls_back(
+    pg_connections, pg_test_dsn, table
+):
+    sql(pg_test_dsn, f'CREATE TABLE "{table}" (id int primary key)')
+    out = run(
+        {
+            "auth": "pg_local",
+            "commands": f'INSERT INTO "{table}" VALUES (1); INSERT INTO "{table}" VALUES (1);'
+            f'INSERT INTO "{table}" VALUES (3)',
+        },
+        generation="case-v2",
+    )
+    assert not out.ok
+    assert out.error["type"] == "UniqueViolation" and out.error["statement_index"] == 1
+    message = (
+        f'duplicate key value violates unique constraint "{table}_pkey"'
+        "\nDETAIL:  Key (id)=(1) already exists."
+    )
+    # dc55c492's document (v2_pg_error_case_route.yaml); only the failed statement's entry,
+    # since the call rolled back and nothing after it ran
+    assert out.reported == {
+        "id": out.reported["id"],
+        "status": "error",
+        "error": f"command_1: {message};",
+        "data": {"command_1": {"status": "error", "message": message}},
+    }
+    assert sql(pg_test_dsn, f'SELECT count(*) FROM "{table}"') == [(0,)]
+
+
 def test_a_single_statement_is_all_or_nothing_and_leaves_no_transaction(
     pg_connections, pg_test_dsn, table
 ):
