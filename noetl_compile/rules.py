@@ -395,8 +395,10 @@ RULES: dict[str, Rule] = {
             "stale result field",
             "The engine no longer produces this field (postgres returns only the last statement's result "
             "since 2026-03: `rows`, `row_count`, `columns`; python code that looks `command_N` up is "
-            "reported too), or the field belongs to another dialect (a canonical `output` has no "
-            "case-v2 `response`: the tool result is `output.data`).",
+            "reported too; a case-v2 postgres step still returns `command_N` per statement, as its "
+            "engine did, so case-v2 playbooks are not told), or the field belongs to another "
+            "dialect (a canonical `output` has no case-v2 `response`: the tool result is "
+            "`output.data`).",
             'before:  "{{ load.command_0.rows }}"\nafter:   "{{ load.rows }}"',
         ),
         _rule(

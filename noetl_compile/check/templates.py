@@ -63,7 +63,10 @@ def filter_hint(name: str, known: frozenset[str] = KNOWN_FILTERS) -> str:
 
 
 # Fields postgres results stopped carrying when the tool began returning only the last statement.
+# A case-v2 postgres step still returns one entry per statement (its engine, dc55c492), so there
+# they are the result's fields, not stale ones (STALE_DIALECTS).
 STALE_FIELDS = {"command_0", "command_1", "command_2", "command_3"}
+STALE_DIALECTS = frozenset({"canonical", "v1", "noetl5"})
 # What a canonical pipeline's `output` holds (the engine's task output envelope); `response` is
 # the case-v2 name of the tool result, which canonical templates read as `output.data`.
 CANONICAL_OUTPUT_FIELDS = frozenset(
@@ -123,7 +126,12 @@ def check(ctx: CheckContext) -> None:
                 )
             elif kind == "step":
                 _check_step_reference(ctx, site, ref, names, probed=probing)
-            elif ref.root in ("response", "result") and ref.path and ref.path[0] in STALE_FIELDS:
+            elif (
+                ref.root in ("response", "result")
+                and ref.path
+                and ref.path[0] in STALE_FIELDS
+                and ctx.playbook.dialect in STALE_DIALECTS
+            ):
                 _report_stale_field(ctx, site, ref)  # the current step's result
             elif ref.root == "output" and ctx.playbook.dialect == "canonical":
                 _check_output_field(ctx, site, ref)
@@ -180,7 +188,7 @@ def _report_stale_field(ctx: CheckContext, site, ref) -> None:
 
 
 def _check_step_reference(ctx: CheckContext, site, ref, names, *, probed: bool) -> None:
-    if ref.path and ref.path[0] in STALE_FIELDS:
+    if ref.path and ref.path[0] in STALE_FIELDS and ctx.playbook.dialect in STALE_DIALECTS:
         _report_stale_field(ctx, site, ref)
         return
     reader, producer = site.step, ref.root
