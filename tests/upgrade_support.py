@@ -88,6 +88,7 @@ BLOCKERS: tuple[tuple[str, str, bool], ...] = (
     ("result action", "no action replacing the step's result", False),
     ("page collection", "no page collection", False),
     ("pass", "`pass`", False),
+    ("postgres per-statement result", "one entry per statement", False),
     ("v1 loop body", "v1 loop", False),
     ("v1 loop body", "end of a v1 loop body", False),
     ("another event", "waits for another event", False),

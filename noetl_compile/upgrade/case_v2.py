@@ -62,6 +62,13 @@ LOOP_CONCURRENCY = (
     "case-v2's engine ran `{mode}` items one at a time, a canonical `parallel` loop runs them "
     "together"
 )
+# dc55c492's postgres tool keys its result by statement (`command_0`, ...); 138c10ed's returns
+# the last statement's result (recorded: tests/differential/cases/tools_case_v2, tools_postgres).
+POSTGRES_REASON = (
+    "a case-v2 postgres step's result holds one entry per statement (`command_0`, `command_1`, "
+    "...), a canonical one only the last statement's result (`rows`, `row_count`, ...): no "
+    "canonical tool returns the per-statement form"
+)
 ACTION_REASONS = {
     "retry": RETRY_REASON,
     "call": RETRY_REASON,
@@ -102,6 +109,8 @@ class CaseV2Upgrade(Rewriter):
                 "retry",
                 f"`tool.retry` of {label}: {RETRY_REASON}",
             )
+        if isinstance(tool, dict) and str(tool.get("kind", "")).strip().lower() == "postgres":
+            self.inexact(tool, "kind", f"`tool.kind` of {label}: {POSTGRES_REASON}")
         self.read_vars(item, label, ast_step)
         if "args" in item:
             self.rename(item, "args", "input")
