@@ -27,4 +27,5 @@ fi
 # Our own example DAGs must be exactly what the compiler makes of our playbooks.
 "$VENV/bin/noetlc" check playbooks/
 "$VENV/bin/noetlc" compile playbooks/ -o dags/ --check
-exec "$VENV/bin/python" -m pytest -q -n 2 "$@"
+# --durations: the slowest tests are named at the end of every run (where a slow machine hurts).
+exec "$VENV/bin/python" -m pytest -q -n 2 --durations=25 "$@"
