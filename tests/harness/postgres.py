@@ -80,6 +80,9 @@ _SERVER_SETTINGS = {
     "max_wal_size": "256MB",
     "log_min_messages": "warning",
     "logging_collector": "off",
+    # A statement that waits two minutes for a lock is a test stuck on a transaction left open
+    # (in this process or another): it fails with the lock it waited for instead of waiting on.
+    "lock_timeout": "'120s'",
 }
 
 
