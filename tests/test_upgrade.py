@@ -326,7 +326,7 @@ def test_corpus_upgrades(upgraded) -> None:
                 {d.position.line for d in left}
             )
     print(f"\ncorpus upgrade: {dict(sorted(counts.items()))}")
-    assert counts["case-v2", "upgraded"] >= 9 and counts["v1", "upgraded"] >= 15
+    assert counts["case-v2", "upgraded"] >= 9 and counts["v1", "upgraded"] >= 16
 
 
 def test_the_ceiling(upgraded) -> None:
@@ -350,7 +350,7 @@ def test_the_ceiling(upgraded) -> None:
         f"\nupgrade ceiling: {len(written)} of {len(upgraded)} written, ceiling {ceiling}; "
         f"no equivalent (files): {dict(hard.most_common())}; open: {open_}"
     )
-    assert len(written) >= 24
+    assert len(written) >= 25
     # retry and sink, the two largest classes, stay unreachable by any exact rewrite.
     assert hard["retry"] >= 15 and hard["sink"] >= 8
 
@@ -801,3 +801,48 @@ def test_v1_inputs_under_two_keys_become_one_input() -> None:
     assert any("binds inputs under several keys" in d.message for d in left.diagnostics)
     # ...and the reader binds it as the worker does: `with` over `data`.
     assert check_text(clash, "two.yaml").playbook.step("start").input["a"] == "{{ workload.base }}"
+
+
+def test_values_along_a_v1_conditional_next_replace_a_forwarding_input() -> None:
+    from tests.test_upgrade_runs import V1_PASSED
+
+    upgrade = upgrade_text(V1_PASSED, "passed.yaml")
+    assert upgrade.writable and upgrade.diagnostics == [], upgrade.diagnostics
+    text = upgrade.text
+    assert '- {step: report_warm, when: "{{ start.warm }}"}\n        - {step: report_cold}' in text
+    # Each target's input is now the values its one way in passed; the forwarders are gone.
+    assert text.count('city: "{{ workload.city }}"') == 2 and '"{{ city }}"' not in text
+    assert "    # name: report_cold\n" in text  # a v1 label, kept as a comment
+    assert check_text(text, "passed.yaml").diagnostics == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # The target's input does more than forward a passed value.
+        ('city: "{{ city }}"\n      temperature', 'city: "{{ city | upper }}"\n      temperature'),
+        # A key the arc does not pass: the target reads it from elsewhere.
+        (
+            'temperature: "{{ temperature }}"\n    code: |\n      def main(city, temperature):\n'
+            '          return {"status": "warm"',
+            'temperature: "{{ temperature }}"\n      unit: "{{ workload.n }}"\n    code: |\n'
+            '      def main(city, temperature, unit):\n          return {"status": "warm"',
+        ),
+        # A second way into the target: it would run without the values.
+        (
+            '{"status": "cold", "city": city, "temperature": temperature}\n',
+            '{"status": "cold", "city": city, "temperature": temperature}\n'
+            "    next: [{step: report_warm}]\n",
+        ),
+    ],
+)
+def test_values_along_a_v1_conditional_next_are_left_when_not_the_same(change) -> None:
+    from tests.test_upgrade_runs import V1_PASSED
+
+    old, new = change
+    assert old in V1_PASSED
+    upgrade = upgrade_text(V1_PASSED.replace(old, new, 1), "passed.yaml")
+    assert not upgrade.writable
+    assert any(
+        d.code == "U801" and "has no exact canonical arc" in d.message for d in upgrade.diagnostics
+    ), upgrade.diagnostics

@@ -176,6 +176,61 @@ def test_every_v1_rewrite_runs_as_the_original(
         assert run.results["rate"] == {"score": 2}
 
 
+# The corpus's weather example in small: values passed along a conditional `next` to targets
+# whose own input only forwards them (`city: "{{ city }}"`), one of them labelled by `name`.
+V1_PASSED = """\
+apiVersion: noetl.io/v1
+kind: Playbook
+name: upgrade_v1_passed
+path: tests/upgrade_v1_passed
+workload:
+  n: 1
+  city: Oslo
+workflow:
+  - step: start
+    type: python
+    code: |
+      def main(n):
+          return {"warm": int(n) > 5, "temp": int(n) * 3}
+    with: {n: "{{ workload.n }}"}
+    next:
+      - when: "{{ start.warm }}"
+        then:
+          - step: report_warm
+            input: {city: "{{ workload.city }}", temperature: "{{ start.temp }}"}
+      - else:
+          - step: report_cold
+            input: {city: "{{ workload.city }}", temperature: "{{ start.temp }}"}
+  - step: report_warm
+    type: python
+    input:
+      city: "{{ city }}"
+      temperature: "{{ temperature }}"
+    code: |
+      def main(city, temperature):
+          return {"status": "warm", "city": city, "temperature": temperature}
+  - step: report_cold
+    type: python
+    name: report_cold
+    input:
+      city: "{{ city }}"
+      temperature: "{{ temperature }}"
+    code: |
+      def main(city, temperature):
+          return {"status": "cold", "city": city, "temperature": temperature}
+"""
+
+
+@pytest.mark.parametrize("n, branch", [(1, "report_cold"), (9, "report_warm")])
+def test_values_passed_along_a_v1_conditional_next_run_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    run = _compare(V1_PASSED, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    status = branch.removeprefix("report_")
+    assert run.results[branch] == {"status": status, "city": "Oslo", "temperature": 3 * n}
+
+
 def _expectations() -> dict[str, Any]:
     return yaml.safe_load((Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text())
 

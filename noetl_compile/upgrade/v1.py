@@ -81,6 +81,14 @@ UNREAD = {
     "kept as a comment",
 }
 
+# A step's `name` beside a tool that is not a workbook call: NoETL's v1 worker took it only as
+# the task's label (58c2a16b worker.py: `task_name = action_cfg.get("name") or node_id`, the
+# node name of its events); no canonical step key holds a label beside `step` and `desc`.
+LABEL = (
+    "`name` ({label}) only labelled the task in NoETL's v1 events; a canonical step is named by "
+    "`step`: kept as a comment"
+)
+
 
 class V1Upgrade(Rewriter):
     def __init__(self, playbook: Playbook, doc: Any, edits: Edits, findings: Findings) -> None:
@@ -198,6 +206,13 @@ class V1Upgrade(Rewriter):
             self.inexact(item, inputs[1], f"{label} binds inputs under several keys")
             return
         settings = [k for k in item if k in INLINE_TOOL_KEYS or k == "mode"]
+        if (
+            kind != "workbook"
+            and "name" in item
+            and not self.comment_out(item, "name", end, LABEL.format(label=label))
+        ):
+            self.inexact(item, "name", f"`name` of {label} opens its item's line")
+            return
         if kind == "workbook":
             task = item.get("name", item.get("task"))
             if settings:
@@ -396,7 +411,8 @@ class V1Upgrade(Rewriter):
         holder = self._workflow_item(target)
         if len(keys) != 1 or not isinstance(values, dict) or step is None or holder is None:
             return None
-        if self.playbook.entry == target or any(k in holder for k in INPUT_KEYS):
+        own = [k for k in INPUT_KEYS if k in holder]
+        if self.playbook.entry == target or (own and not _forwards(holder, own, values)):
             return None
         ways_in = sum(
             arc.target == target for other in self.playbook.steps for arc in other.router.arcs
@@ -408,6 +424,11 @@ class V1Upgrade(Rewriter):
             scan = scan_template(value)
             if scan.error is not None or any(r.root not in readable for r in scan.references):
                 return None
+        if own:  # its input only forwards the passed values: they replace it
+            workflow = self.doc["workflow"]
+            index = next(i for i, item in enumerate(workflow) if item is holder)
+            self.replace_keys(holder, own, self.step_ends(workflow)[index], "input", _map(values))
+            return target
         line, column = holder.lc.key("step")
         block = render("input", values, column)
         self.edits.replace(line + 1, line + 1, block)
@@ -438,7 +459,8 @@ class V1Upgrade(Rewriter):
             return None  # several steps at once under one guard
         target = targets[0]
         if isinstance(target, dict):
-            if set(target) - {"step"}:
+            extra = set(target) - {"step"}
+            if extra and not (extra <= set(INPUT_KEYS) and self.pass_as_input(target, where)):
                 return None
             target = target["step"]
         arc = {"step": target}
@@ -462,6 +484,24 @@ class V1Upgrade(Rewriter):
 
 # What every step's templates see alike: the workload (also as ctx) and the execution's ids.
 _ENGINE_NAMES = frozenset({"workload", "ctx", "execution_id", "job"})
+
+
+def _forwards(holder: Any, own: list[str], passed: dict) -> bool:
+    """Whether a target's own input binds nothing but the values passed to it: one mapping whose
+    every entry is `k: "{{ k }}"` for a passed `k`. The runtime lays passed values over the
+    target's input, so such an input says nothing the passed values do not."""
+    if len(own) != 1 or not isinstance(holder[own[0]], dict):
+        return False
+    for key, value in holder[own[0]].items():
+        if str(key) not in passed or not isinstance(value, str):
+            return False
+        scan = scan_template(value)
+        refs = scan.references
+        if scan.error is not None or len(refs) != 1 or refs[0].root != str(key) or refs[0].path:
+            return False
+        if value.strip().replace(" ", "") != "{{" + str(key) + "}}":
+            return False  # a filter or text around the name changes the value
+    return True
 
 
 def _merged_inputs(item: Any, keys: list[str]) -> dict | None:
