@@ -12,7 +12,10 @@ from .findings import Findings
 
 # Names an arc guard sees as a case rule does: workload, ctx and step results (`event`,
 # `response`, `result`, `error`, `vars` and `args` are bound differently for a case rule).
-_SAME_IN_ARCS = ("workload", "ctx", "execution_id", "job")
+# `spec` (unless a workload key, a step or a variable takes the name) is bound in neither: a
+# playbook's root `spec` reaches no template (NoETL dc55c492's get_render_context and 138c10ed's
+# arc context hold no `spec`; nor does noetlc's), so a guard reading it fails alike in both.
+_SAME_IN_ARCS = ("workload", "ctx", "execution_id", "job", "spec")
 
 
 class Rewriter:
