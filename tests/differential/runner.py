@@ -141,7 +141,7 @@ def read_rows(spec: dict[str, Any], pg_dsn: str | None) -> Any:
             import psycopg
 
             assert pg_dsn, "a postgres rows check needs the test Postgres"
-            with psycopg.connect(pg_dsn) as conn:
+            with psycopg.connect(pg_dsn, connect_timeout=10) as conn:
                 cur = conn.execute(query)
                 cols = [d.name for d in cur.description]
                 rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
@@ -157,7 +157,7 @@ def _drop_table(spec: dict[str, Any], pg_dsn: str | None) -> None:
         return
     import psycopg
 
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+    with psycopg.connect(pg_dsn, autocommit=True, connect_timeout=10) as conn:
         conn.execute(f"DROP TABLE IF EXISTS {spec['table']}")
 
 
