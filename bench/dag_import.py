@@ -22,14 +22,11 @@ requirements (pyyaml, packaging, pathspec, typer) come with Airflow.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
-import struct
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,49 +115,12 @@ def dagfactory_config(ir) -> dict:
 
 
 def measure(files: list[Path], preload: list[str]) -> tuple[list[float], int]:
-    """Import each file in a child forked from this (already warmed) process."""
-    import gc
+    """Import each file in a child forked from this (already warmed) process, its heap frozen
+    as Airflow's DAG processor freezes it (bench/fork_import.py) -> (wall times, failures)."""
+    from bench.fork_import import import_each
 
-    for module in preload:
-        __import__(module)
-    # As Airflow's DAG processor manager does before it forks parsers: otherwise a child whose
-    # allocations reach a full collection walks (and copies) the whole inherited heap, 150-250 ms
-    # for that file, decided by where a GC threshold falls (bench/dag_import_baseline.py).
-    gc.freeze()
-    timings, failures = [], 0
-    for path in files:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child
-            os.close(read)
-            ok = 1
-            start = time.perf_counter()
-            try:
-                spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                from airflow.sdk import DAG
-
-                if not any(isinstance(v, DAG) for v in vars(module).values()):
-                    ok = 0
-            except Exception:  # noqa: BLE001 - a failing file is counted, not fatal
-                ok = 0
-            elapsed = time.perf_counter() - start
-            os.write(write, struct.pack("dI", elapsed, ok))
-            os._exit(0)
-        os.close(write)
-        data = b""
-        while len(data) < struct.calcsize("dI"):
-            chunk = os.read(read, 64)
-            if not chunk:
-                break
-            data += chunk
-        os.close(read)
-        os.waitpid(pid, 0)
-        elapsed, ok = struct.unpack("dI", data)
-        timings.append(elapsed)
-        failures += 0 if ok else 1
-    return timings, failures
+    done = import_each(files, preload)
+    return [wall for wall, _, _ in done], sum(not ok for _, _, ok in done)
 
 
 def summary(timings: list[float]) -> dict[str, float]:

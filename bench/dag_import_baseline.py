@@ -29,17 +29,14 @@ per-round medians with its ratio against the 1.2x budget of issue 22, and the fi
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import json
 import os
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,51 +74,18 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def measure(files: list[str], preload: list[str], freeze: bool) -> list[list[float]]:
-    """Import each file in a child forked from this process (after the preloads) ->
-    [wall seconds, CPU seconds of the child] per file. CPU time is the steadier number on a
-    shared machine: another process's load stretches wall time but hardly the child's CPU."""
-    for module in preload:
-        __import__(module)
-    if freeze:
-        # Airflow's DAG processor manager freezes its heap before it forks parsers
-        # (dag_processing/manager.py, "to prevent COW"). Without it a child whose allocations
-        # reach a full collection walks the whole inherited heap: +150-250 ms for that file,
-        # decided by where a threshold falls rather than by what the file does.
-        gc.freeze()
+    """[wall seconds, CPU seconds of the child] per file, each imported in a child forked after
+    the preloads (bench/fork_import.py, loaded by its path: this runs inside either tree)."""
+    spec = importlib.util.spec_from_file_location(
+        "fork_import", Path(__file__).with_name("fork_import.py")
+    )
+    fork_import = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fork_import)
     timings = []
-    size = struct.calcsize("ddI")
-    for path in files:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child
-            os.close(read)
-            ok = 1
-            start, cpu = time.perf_counter(), time.process_time()
-            try:
-                spec = importlib.util.spec_from_file_location(f"bench_{Path(path).stem}", path)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                from airflow.sdk import DAG
-
-                ok = int(any(isinstance(v, DAG) for v in vars(module).values()))
-            except Exception:  # noqa: BLE001 - reported by the parent, never timed as a success
-                ok = 0
-            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-            os.write(write, struct.pack("ddI", elapsed, cpu, ok))
-            os._exit(0)
-        os.close(write)
-        data = b""
-        while len(data) < size:
-            chunk = os.read(read, 64)
-            if not chunk:
-                break
-            data += chunk
-        os.close(read)
-        os.waitpid(pid, 0)
-        elapsed, cpu, ok = struct.unpack("ddI", data)
+    for path, (wall, cpu, ok) in zip(files, fork_import.import_each(files, preload, freeze)):
         if not ok:
             raise SystemExit(f"{path} built no DAG")
-        timings.append([elapsed, cpu])
+        timings.append([wall, cpu])
     return timings
 
 
