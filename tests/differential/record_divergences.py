@@ -78,7 +78,7 @@ GROUP_REASONS: list[tuple[str, str, Any]] = [
     ),
     (
         "python-error-result",
-        "a loop item's python call fails: NoETL stops issuing items after the failing one and records its error document {id, status: error, error: <text>} as the loop step's result; noetlc runs every item and pushes no result",
+        "a sequential loop's item fails: NoETL (138c10ed) issues no further item after the failing one and records its error document {id, status: error, error: <text>} as the loop step's result; noetlc runs every item (mapped instances Airflow starts on its own, in no index order under dag.test()) and fails the loop step's task (by design, docs/semantics.md section 1)",
         lambda d: any("'status': 'error'" in v for v in d.values()),
     ),
     (
