@@ -23,6 +23,14 @@ from tests.harness.postgres import CORPUS_POSTGRES_CONNECTIONS, airflow_conn_env
 CORPUS = Path("/work/shared/corpus")
 
 
+def _duplicate_key(table: str) -> str:
+    """PostgreSQL's message for a second row with id 1 in ``table`` (primary key ``id``)."""
+    return (
+        f'duplicate key value violates unique constraint "{table}_pkey"'
+        "\nDETAIL:  Key (id)=(1) already exists."
+    )
+
+
 def run(config: dict[str, Any], **call: Any):
     return pg.run_postgres(
         ToolCall(step="s", task="s", config={"kind": "postgres", **config}, **call)
@@ -218,10 +226,7 @@ def test_statements_share_one_transaction_and_roll_back(pg_connections, pg_test_
     assert sql(pg_test_dsn, f'SELECT count(*) FROM "{table}"') == [(0,)]  # nothing written
     # the step result is NoETL's document for a failed statement (138c10ed,
     # tests/differential/cases/tools_postgres/pg_failure_after_insert.yaml)
-    message = (
-        f'duplicate key value violates unique constraint "{table}_pkey"'
-        "\nDETAIL:  Key (id)=(1) already exists."
-    )
+    message = _duplicate_key(table)
     assert out.reported == {
         "id": out.reported["id"],
         "status": "error",
@@ -284,10 +289,7 @@ def test_case_v2_failure_reports_the_failed_statement_and_rolls_back(
     )
     assert not out.ok
     assert out.error["type"] == "UniqueViolation" and out.error["statement_index"] == 1
-    message = (
-        f'duplicate key value violates unique constraint "{table}_pkey"'
-        "\nDETAIL:  Key (id)=(1) already exists."
-    )
+    message = _duplicate_key(table)
     # dc55c492's document (v2_pg_error_case_route.yaml); only the failed statement's entry,
     # since the call rolled back and nothing after it ran
     assert out.reported == {
