@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 
+from tests.corpus import CORPUS
 from tests.harness.run_cli import noetlc_run, report_of
 
 ROOT = Path(__file__).resolve().parents[2]
 GATES = ROOT / "playbooks" / "gates.yaml"
-SEED = Path("/work/shared/corpus/seeds/gates_expense_approval.yaml")
-if not SEED.is_file():  # a checkout without the shared corpus next to it
-    SEED = ROOT.parent / "shared" / "corpus" / "seeds" / "gates_expense_approval.yaml"
+SEED = CORPUS / "seeds" / "gates_expense_approval.yaml"
 
 
 @pytest.fixture(scope="module")

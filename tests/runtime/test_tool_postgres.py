@@ -8,7 +8,6 @@ import re
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,9 +17,8 @@ import yaml
 from airflow_plugin.hooks import postgres as pg_hook
 from airflow_plugin.tools import ToolCall, get_tool
 from airflow_plugin.tools import postgres as pg
+from tests.corpus import CORPUS
 from tests.harness.postgres import CORPUS_POSTGRES_CONNECTIONS, airflow_conn_env
-
-CORPUS = Path("/work/shared/corpus")
 
 
 def _duplicate_key(table: str) -> str:
