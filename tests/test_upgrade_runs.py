@@ -231,6 +231,65 @@ def test_values_passed_along_a_v1_conditional_next_run_as_the_original(
     assert run.results[branch] == {"status": status, "city": "Oslo", "temperature": 3 * n}
 
 
+# The corpus's case-v2 weather control flow in small: a case rule passes args along its `next`,
+# read from the step's result as `response`; each target's tool args only forward them.
+CASE_V2_PASSED = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: upgrade_v2_passed, path: tests/upgrade_v2_passed}
+workload:
+  n: 1
+  city: Oslo
+workflow:
+  - step: start
+    tool:
+      kind: python
+      args: {n: "{{ workload.n }}"}
+      code: |
+        result = {'warm': int(n) > 5, 'temp': int(n) * 3, 'city': city}
+    args: {city: "{{ workload.city }}"}
+    case:
+      - when: "{{ event.name == 'step.exit' and response is defined and response.warm }}"
+        then:
+          next:
+            - step: report_warm
+              args:
+                city: "{{ response.city }}"
+                temperature: "{{ response.temp }}"
+      - when: "{{ event.name == 'step.exit' and response is defined and not response.warm }}"
+        then:
+          next:
+            - step: report_cold
+              args:
+                city: "{{ response.city }}"
+                temperature: "{{ response.temp }}"
+  - step: report_warm
+    tool:
+      kind: python
+      args:
+        city: "{{ city }}"
+      code: |
+        result = {'status': 'warm', 'city': city, 'temperature': temperature}
+  - step: report_cold
+    tool:
+      kind: python
+      args:
+        city: "{{ city }}"
+      code: |
+        result = {'status': 'cold', 'city': city, 'temperature': temperature}
+"""
+
+
+@pytest.mark.parametrize("n, branch", [(1, "report_cold"), (9, "report_warm")])
+def test_args_along_a_case_v2_rule_next_run_as_the_original(
+    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+) -> None:
+    run = _compare(CASE_V2_PASSED, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    assert run.state == "success"
+    status = branch.removeprefix("report_")
+    assert run.results[branch] == {"status": status, "city": "Oslo", "temperature": 3 * n}
+
+
 def _expectations() -> dict[str, Any]:
     return yaml.safe_load((Path(__file__).parent / "corpus_run" / "expectations.yaml").read_text())
 

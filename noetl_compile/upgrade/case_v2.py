@@ -12,6 +12,7 @@
 | `then: [{next: ...}, ...]` | one mapping | the engine merges a `then` list in order |
 | `loop.done` rules on a loop step | its arcs | canonical arcs of a loop step are chosen once, at its end |
 | step `vars`, a routing rule's `set`, `vars.x` reads | step `set`, arc `set`, `ctx.x` (``case_vars``) | case-v2's `vars` is the execution's variable store |
+| `args` along a case rule's `next` (the target's only way in, no step `args` of its own) | the target's `input`, `response`/`result` read by the step's name | dc55c492 renders them when the rule fires and lays them over the target's tool `args`, as canonical lays `input` over them (``pass_as_input``) |
 | `call.done` rules (all of the step's, no `next`, no retry) | its arcs | the call is done once, just before the exit (`response` is the result; `result` is unbound there) |
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from . import case_vars
-from .edits import flow, seq
+from .edits import flow, render, seq
 from .guards import addressable, rebind, rebind_body_first
 from .rewriter import Rewriter
 
@@ -220,16 +221,33 @@ class CaseV2Upgrade(Rewriter):
         router = {"spec": flow({"mode": "inclusive"}), "arcs": arcs}
         self.replace_keys(item, ["next"], end, "next", _map(router))
 
-    def targets(self, holder: Any, key: str, where: str, value: Any = None) -> list | None:
+    def targets(
+        self,
+        holder: Any,
+        key: str,
+        where: str,
+        value: Any = None,
+        rule_of: tuple[Any, str] | None = None,
+    ) -> list | None:
         """Targets of a case-v2 `next` (a name, a list, or `{step, args}` entries); None when one
-        passes `args` along, which a canonical arc cannot. ``value`` when it is not
-        ``holder[key]`` (the merged actions of a `then` list; ``holder`` gives the position)."""
+        passes `args` along, which a canonical arc cannot, and they cannot move to the target's
+        `input` (``rule_of``: the step and event of the case rule whose `next` this is).
+        ``value`` when it is not ``holder[key]`` (the merged actions of a `then` list;
+        ``holder`` gives the position)."""
         value = holder[key] if value is None else value
         items = value if isinstance(value, list) else [value] if value is not None else []
         targets = []
         for entry in items:
             if isinstance(entry, dict):
-                if set(entry) - {"step"}:
+                extra = set(entry) - {"step"}
+                if (
+                    extra == {"args"}
+                    and rule_of is not None
+                    and self.pass_as_input(entry, *rule_of)
+                ):
+                    targets.append(entry["step"])
+                    continue
+                if extra:
                     extra = ", ".join(f"`{k}`" for k in entry if k != "step")
                     self.inexact(
                         holder,
@@ -242,6 +260,47 @@ class CaseV2Upgrade(Rewriter):
             else:
                 targets.append(entry)
         return targets
+
+    def pass_as_input(self, entry: dict, source: Any, event: str) -> bool:
+        """The `args` a case rule passes along its `next` become the target's `input` when that
+        is the same: NoETL's case-v2 engine renders them when the rule fires, with the step's
+        result as `result`/`response`, and lays them over the target's own args (dc55c492
+        engine.py `_create_command_for_step`, worker `{**tool_config.args, **args}`), as a
+        canonical step's `input` is laid over its tool's `args`. So: the rule is the target's
+        only way in, the target binds no step `args` of its own and is no loop, its tool's other
+        `args` read no passed name, and the values read the step's result (by its name now),
+        other step results and the workload. Writes the target's `input`; False when not."""
+        target = str(entry.get("step"))
+        values = entry.get("args")
+        holder = next(
+            (
+                item
+                for item in self.doc.get("workflow") or []
+                if hasattr(item, "lc") and str(item.get("step")) == target
+            ),
+            None,
+        )
+        if not isinstance(values, dict) or holder is None or self.playbook.step(target) is None:
+            return False
+        if self.playbook.entry == target or any(k in holder for k in ("args", "input", "loop")):
+            return False
+        ways_in = sum(
+            arc.target == target for other in self.playbook.steps for arc in other.router.arcs
+        )
+        if ways_in != 1 or holder.fa.flow_style():
+            return False
+        tool = holder.get("tool")
+        own = tool.get("args") if isinstance(tool, dict) else None
+        passed = {str(k) for k in values}
+        for name, template in (own or {}).items() if isinstance(own, dict) else ():
+            if str(name) not in passed and case_vars.foreign_roots(template, set()) & passed:
+                return False  # a setting of the tool that reads a passed value
+        moved = self.own_values(source, dict(values), event)
+        if moved is None:
+            return False
+        line, column = holder.lc.key("step")
+        self.edits.replace(line + 1, line + 1, render("input", _map(moved), column))
+        return True
 
     def exit_event(self, item: Any) -> str | None:
         """The event whose rules are exactly a canonical router's arcs on this step: `loop.done`
@@ -302,7 +361,11 @@ class CaseV2Upgrade(Rewriter):
             if guard is False:
                 ok = False
                 continue
-            targets = self.targets(rule, then_key, where, then["next"]) if "next" in then else []
+            targets = (
+                self.targets(rule, then_key, where, then["next"], (item, event))
+                if "next" in then
+                else []
+            )
             if targets is None:
                 ok = False
                 continue
