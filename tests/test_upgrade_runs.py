@@ -1,6 +1,6 @@
 """`noetlc upgrade` changes no behaviour: the original and the upgraded playbook, compiled by
 noetlc and run under Airflow's ``dag.test()``, end in the same state with the same steps run and
-the same step results.
+the same step results, and each step records the same events (names, entities, statuses).
 
 Cases: a case-v2 playbook exercising every rewrite (args -> input, a guarded case rule and a
 fallback -> exclusive arcs, a multi-target next -> inclusive arcs, loop mode -> loop.spec.mode)

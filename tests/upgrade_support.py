@@ -71,11 +71,47 @@ def without_omitted(after: dict[str, Any], before: dict[str, Any]) -> dict[str, 
     return out
 
 
+# The events that say what a step did, whatever the generation routed it with: a case-v2
+# `case` adds CaseStarted/CaseEvaluated, a canonical router its own task's events and
+# NextEvaluated, so those (and the Airflow task events under them) are not compared.
+STEP_EVENTS = frozenset(
+    {
+        "WorkflowStarted",
+        "StepStarted",
+        "ToolStarted",
+        "ToolCompleted",
+        "StepFinished",
+        "LoopStarted",
+        "LoopIterationStarted",
+        "LoopIterationCompleted",
+        "LoopFinished",
+        "WorkflowFinished",
+    }
+)
+
+
+def event_sequences(run) -> dict[tuple[str | None, Any], list[tuple[str, str | None]]]:
+    """Per entity (a step, a loop iteration of it, or the workflow), the names and statuses of
+    its events in the order they were recorded: a run's event sequence less the interleaving of
+    branches and iterations, which Airflow's task order decides."""
+    own = str(run.execution_id)
+    out: dict[tuple[str | None, Any], list[tuple[str, str | None]]] = {}
+    for event in run.events:
+        if event.name in STEP_EVENTS and event.execution_id == own:
+            key = (event.step, getattr(event, "iteration", None))
+            out.setdefault(key, []).append((event.name, getattr(event, "status", None)))
+    return out
+
+
 def assert_same_run(before, after) -> None:
-    """The same final state, the same steps finished and the same step results; wall-clock
-    values (timestamps, HTTP Date headers, timings) normalised as the differential test does."""
+    """The same final state, the same steps finished, the same step results and the same event
+    sequence per step (names, entities, statuses); wall-clock values (timestamps, HTTP Date
+    headers, timings) normalised as the differential test does."""
     assert (after.state, finished(after)) == (before.state, finished(before))
     assert normalise(without_omitted(after.results, before.results)) == normalise(before.results)
+    sequences = event_sequences(before)
+    assert any(step for step, _ in sequences), "no step event recorded: nothing compared"
+    assert event_sequences(after) == sequences
 
 
 # Why a corpus playbook is not upgraded, by the phrase its U801 (or U803) says, and whether the
