@@ -296,12 +296,15 @@ def _render_string(
             if (
                 coerce
                 and isinstance(value, str)
-                and value.lower() in ("true", "false")
+                and value.strip().lower() in ("true", "false", "none", "null")
                 and not _SIMPLE_PATH.fullmatch(expr.strip())
+                and not _TOJSON.search(text)
             ):
-                # NoETL's engine (_render_template) turns an expression's "true"/"false" text
-                # into a bool; a plain `{{ name.path }}` hands back the value as it is.
-                return value.lower() == "true"
+                # NoETL's renderers turn an expression's "true"/"false" text into a bool and
+                # its "none"/"null" text into None (engine _render_template; the worker's
+                # render_template, recorded: case_v2/next_args); a plain `{{ name.path }}`
+                # hands back the value as it is.
+                return coerce_rendered(value)
             return unwrap(value)
         rendered = _template(text).render(context)
     except Exception as exc:
