@@ -12,8 +12,7 @@ One flat dict is handed to Jinja. Its layers, lowest first:
    ``response``, ``result``, ``this``, ``_retry``, ``args``.
 
 ``workload`` and ``ctx`` are the same mapping, as in NoETL's engine (one variables store exposed
-under both names): a ``set: ctx.x`` is visible as ``{{ workload.x }}`` too. The case-v2 engine
-(dc55c492) exposes that store as ``workload`` and ``vars`` only: its context has no ``ctx``.
+under both names): a ``set: ctx.x`` is visible as ``{{ workload.x }}`` too.
 """
 
 from __future__ import annotations
@@ -156,11 +155,7 @@ def build_context(
 
     eid = str(execution_id)
     context["workload"] = variables
-    if dialect != "case-v2":
-        # The case-v2 engine has no `ctx` name (dc55c492 get_render_context: `workload`, `vars`,
-        # the variables flat, step results): `{{ ctx.k }}` stays text there and warns
-        # (recorded: case_v2/case_then_set_ctx, case_v2/vars_in_ctx_probe).
-        context["ctx"] = variables
+    context["ctx"] = variables
     context["execution_id"] = eid
     context["job"] = job_namespace(eid)
     if dialect == "case-v2" or vars:
@@ -249,9 +244,8 @@ def apply_ctx_writes(context: Mapping[str, Any], writes: Mapping[str, Any]) -> d
     if not writes:
         return dict(context)
     new = dict(context)
-    variables = {**context.get("workload", context.get("ctx", {})), **writes}
-    if "ctx" in context:  # a case-v2 context has no `ctx` (build_context)
-        new["ctx"] = variables
+    variables = {**context.get("ctx", {}), **writes}
+    new["ctx"] = variables
     new["workload"] = variables
     protected = context.get(PROTECTED_KEY, RESERVED_KEYS)
     for key, value in writes.items():

@@ -7,13 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_plugin.templating.context import apply_ctx_writes, build_context, with_loop
 from airflow_plugin.templating.ids import execution_id_for
-from airflow_plugin.templating.render import RenderError, render_value
+from airflow_plugin.templating.render import render_value
 
 
 def r(template, context):
@@ -162,26 +161,11 @@ def test_canonical_ctx_holds_each_read_step_result_as_noetl_variables_do():
     # a later `set` of the step's name writes over it, as in NoETL's one variables store
     assert r("{{ ctx.start }}", build_context(results={"start": {}}, ctx={"start": 5})) == 5
     # other engines keep step results out of ctx
-    for dialect, generation in (("v1", None), ("canonical", "noetl5")):
+    for dialect, generation in (("case-v2", None), ("v1", None), ("canonical", "noetl5")):
         other = build_context(
             workload={"w": 1}, results={"start": {"r": 1}}, dialect=dialect, generation=generation
         )
         assert r("{{ ctx }}", other) == {"w": 1}, (dialect, generation)
-
-
-def test_case_v2_has_no_ctx_name():
-    """dc55c492 get_render_context exposes the variables as `workload`, `vars` and flat, never as
-    `ctx` (recorded: case_v2/case_then_set_ctx, case_v2/vars_in_ctx_probe): a template reading
-    `ctx` keeps its text and says so; a write stays visible flat and as `workload`."""
-    v2 = build_context(workload={"w": 1}, ctx={"k": 2}, dialect="case-v2")
-    assert "ctx" not in v2
-    assert r("{{ workload.k }}", v2) == 2 and r("{{ k }}", v2) == 2
-    with pytest.raises(RenderError, match="'ctx' is undefined"):
-        r("{{ ctx }}", v2)
-    text = "{{ ctx.k | default('none') }}"
-    assert render_value(text, v2, strict=False) == text
-    written = apply_ctx_writes(v2, {"n": 3})
-    assert "ctx" not in written and r("{{ workload.n }}", written) == 3
 
 
 def test_a_canonical_loop_item_writes_its_iterator_and_loop_index_into_ctx():
