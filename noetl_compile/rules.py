@@ -264,10 +264,17 @@ RULES: dict[str, Rule] = {
             "case-v2 action the engine never applies",
             "The case-v2 engine reads each action mapping of a `then` as one action: `next`, "
             "else `set`, else `result` (dc55c492). A `result` in the same mapping as `next` or "
-            "`set` is never applied: the step keeps its tool's result. noetlc does the same and "
-            "says so here.",
-            "before:  then: {result: {from: page}, next: [{step: b}]}\n"
-            "after:   then: [{result: {from: page}}, {next: [{step: b}]}]",
+            "`set` is never applied: the step keeps its tool's result (noetlc does the same). A "
+            "`set` in the same mapping as `next` is never applied either: that engine does not "
+            "write its variables (noetlc still does; playbooks written for it rely on that). The "
+            "`args` of a step's plain `next: [{step, args}]` never reach the target: the engine "
+            "starts it with no args, only a case rule's `then.next[].args` are passed (noetlc "
+            "drops them too). Each is reported here.",
+            "before:  then: {set: {n: 1}, result: {from: page}, next: [{step: b}]}\n"
+            "after:   then: [{set: {n: 1}}, {result: {from: page}}, {next: [{step: b}]}]\n"
+            "before:  next: [{step: b, args: {v: '{{ a.v }}'}}]\n"
+            "after:   case: [{when: \"{{ event.name == 'call.done' }}\",\n"
+            "                 then: {next: [{step: b, args: {v: '{{ a.v }}'}}]}}]",
         ),
         _rule(
             "R201",

@@ -87,7 +87,11 @@ def postgres_chain(n: int) -> str:
             f"  - step: {name}\n    tool: {{kind: postgres, auth: pg, query: 'select {i}'}}\n"
         )
         if i + 1 < n:
-            steps.append(f"    next:\n      - step: s{i + 1}\n        args: {{n: {i}}}\n")
+            # A case rule's `next` passes args (a plain `next` drops them in case-v2: S117).
+            steps.append(
+                "    case:\n      - when: \"{{ event.name == 'call.done' }}\"\n"
+                f"        then: {{next: [{{step: s{i + 1}, args: {{n: {i}}}}}]}}\n"
+            )
     return HEADER + "".join(steps)
 
 

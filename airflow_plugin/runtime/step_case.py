@@ -232,7 +232,7 @@ class CaseRules:
                 continue
             spec = action["result"]
             if isinstance(spec, Mapping) and "from" in spec:
-                variables = {**(context.get("vars") or {}), **(context.get("ctx") or {})}
+                variables = {**(context.get("vars") or {}), **(context.get("workload") or {})}
                 if isinstance(spec["from"], str) and spec["from"] in variables:
                     self.result_override = (True, variables[spec["from"]])
             else:

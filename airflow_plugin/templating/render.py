@@ -293,15 +293,15 @@ def _render_string(
             value = _expression(expr)(**context)
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()  # raises UndefinedError with Jinja's message
-            if (
-                coerce
-                and isinstance(value, str)
-                and value.lower() in ("true", "false")
-                and not _SIMPLE_PATH.fullmatch(expr.strip())
-            ):
-                # NoETL's engine (_render_template) turns an expression's "true"/"false" text
-                # into a bool; a plain `{{ name.path }}` hands back the value as it is.
-                return value.lower() == "true"
+            if coerce and isinstance(value, str) and not _SIMPLE_PATH.fullmatch(expr.strip()):
+                # NoETL's renderers turn an expression's "true"/"false" text into a bool
+                # (engine _render_template) and its "none"/"null" text into None (the worker's
+                # render_template, recorded: case_v2/next_args); a plain `{{ name.path }}`
+                # hands back the value as it is, and `tojson` text stays text.
+                if value.lower() in ("true", "false"):
+                    return value.lower() == "true"
+                if value.strip().lower() in ("none", "null") and not _TOJSON.search(text):
+                    return None
             return unwrap(value)
         rendered = _template(text).render(context)
     except Exception as exc:

@@ -148,6 +148,20 @@ class CaseV2Reader(CanonicalReader):
                     "engine applies only the `next`/`set`, so the step keeps its tool's result",
                     hint="make it an action of its own: then: [{result: ...}, {next: [...]}]",
                 )
+            if isinstance(part, YMap) and "set" in part and "next" in part:
+                # One action mapping is one action, `next` first (dc55c492
+                # _process_then_actions), so that engine never writes these variables. noetlc
+                # still applies the `set` (corpus playbooks such as vars_test/test_vars_block
+                # state outcomes that need it) and says where the engines part.
+                self.report(
+                    "S117",
+                    self.key_pos(part, "set"),
+                    f"`set` beside `next` in one action of `then` of {where}: the case-v2 "
+                    "engine applies only the `next` and never writes these variables "
+                    "(noetlc still writes them)",
+                    hint="make it an action of its own, before the `next`: "
+                    "then: [{set: {...}}, {next: [...]}]",
+                )
         if isinstance(then, YList):
             merged = empty_map(then.span)
             for index, part in enumerate(then):
@@ -205,9 +219,21 @@ class CaseV2Reader(CanonicalReader):
                     )
                     continue
                 self.check_keys(entry, ("step", "args", "with"), entry_where)
-                arc = self.arc(
-                    entry, entry_where, args=entry.get("args"), group=group, origin=origin
-                )
+                args = entry.get("args")
+                if origin == "next" and args:
+                    # dc55c492 issues a structural `next` target's command with no args
+                    # (engine.py, the fallback after the case rules); only a case rule's
+                    # `then.next[].args` reach the target (recorded: case_v2/next_args).
+                    self.report(
+                        "S117",
+                        self.key_pos(entry, "args"),
+                        f"`args` of {entry_where}: the case-v2 engine starts a step's plain "
+                        "`next` target with no args, so the target never sees them",
+                        hint='route through a case rule: case: [{when: "{{ event.name == '
+                        "'call.done' }}\", then: {next: [{step: ..., args: {...}}]}}]",
+                    )
+                    args = None
+                arc = self.arc(entry, entry_where, args=args, group=group, origin=origin)
             else:
                 arc = self.arc_from_name(value, index, entry_where, group=group, origin=origin)
             if arc:

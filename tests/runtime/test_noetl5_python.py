@@ -175,7 +175,7 @@ def test_a_pipeline_task_set_binds_plain_names_for_the_later_tasks() -> None:
         ("{{ w.settings | keys | list }}", ["mode", "depth"]),
         ("{{ w.settings | values | list }}", ["fast", 2]),
         ("{{ w.settings | get('mode') }}", "fast"),
-        ("{{ w.settings | get('colour') | default('none') }}", "none"),
+        ("{{ w.settings | get('colour') | default('unset') }}", "unset"),
         ("{{ w.names | split(',') | len }}", 4),
         ("{{ w.json | fromjson }}", {"k": [1]}),
         ("{{ 'aGk=' | b64decode }}", "hi"),

@@ -123,7 +123,11 @@ def test_canonical_result_has_noetls_context_alias():
     assert r("{{ s.context }}", c) == {"a": 1}
     assert r("{{ own.context }}", c) == {"b": 2}  # a result's own `context` key wins
     v2 = build_context(results={"s": {"a": 1}}, dialect="case-v2")
-    assert render_value("{{ s.context | default('none') }}", v2, strict=False) == "none"
+    assert render_value("{{ s.context | default('absent') }}", v2, strict=False) == "absent"
+    # A filter expression's 'none' text becomes None, as NoETL's renderers coerce it (recorded:
+    # case_v2/next_args); a plain path hands back the value as it is.
+    assert render_value("{{ s.context | default('none') }}", v2, strict=False) is None
+    assert r("{{ s.t }}", build_context(results={"s": {"t": "none"}})) == "none"
 
 
 def test_execution_variables_merge_a_payloads_ctx_flat_in_canonical_only():

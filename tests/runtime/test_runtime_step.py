@@ -542,7 +542,8 @@ def test_case_next_overrides_step_next_but_step_next_applies_otherwise():
 
 def test_case_step_enter_set_happens_before_the_call():
     p = v2(
-        input={"seed": "{{ ctx.acc }}"},
+        # A case-v2 context has no `ctx` name: the variable is read flat (dc55c492).
+        input={"seed": "{{ acc }}"},
         tool=py("result = seed"),
         case=[{"when": "{{ event.name == 'step.enter' }}", "then": {"set": {"ctx": {"acc": []}}}}],
     )
