@@ -170,8 +170,9 @@ def test_playbook_task_inside_a_loop_runs_the_child_per_item(run_example):
 
 
 def test_args_routed_into_a_loop_step_bind_every_iteration(airflow_db, run_dag, tmp_path):
-    # case-v2 `next: [{step, args}]` into a loop step: the args reach the head (the router's
-    # downstream) and must bind in every mapped body instance too.
+    # case-v2 args routed by a case rule into a loop step: the args reach the head (the
+    # router's downstream) and must bind in every mapped body instance too. (A plain `next`
+    # passes none in case-v2, as dc55c492: S117.)
     source = tmp_path / "loop_args.yaml"
     source.write_text(
         "apiVersion: noetl.io/v2\nkind: Playbook\n"
@@ -179,7 +180,9 @@ def test_args_routed_into_a_loop_step_bind_every_iteration(airflow_db, run_dag, 
         "workflow:\n"
         "  - step: start\n"
         "    tool: {kind: python, code: 'result = 1'}\n"
-        "    next: [{step: scale, args: {factor: 10}}]\n"
+        "    case:\n"
+        "      - when: \"{{ event.name == 'step.exit' }}\"\n"
+        "        then: {next: [{step: scale, args: {factor: 10}}]}\n"
         "  - step: scale\n"
         "    loop: {in: '{{ [1, 2, 3] }}', iterator: n, mode: parallel}\n"
         "    tool: {kind: python, args: {n: '{{ n }}'}, code: 'result = n * factor'}\n"
