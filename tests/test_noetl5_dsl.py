@@ -419,7 +419,7 @@ def test_python_convention_task_set_and_filters_run_on_airflow(tmp_path_factory)
         "keys": ["mode", "depth"],
         "values": ["fast", 2],
         "mode": "fast",
-        "missing": "none",
+        "missing": "unset",
         "width": 3,
     }
     assert steps["with_main"]["result"] == {"doubled": 6, "rest": {"label": "main"}}
