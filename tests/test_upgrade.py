@@ -864,13 +864,17 @@ def test_values_along_a_v1_conditional_next_replace_a_forwarding_input() -> None
 def test_values_along_a_v1_conditional_next_are_left_when_not_the_same(change) -> None:
     from tests.test_upgrade_runs import V1_PASSED
 
-    old, new = change
-    assert old in V1_PASSED
-    upgrade = upgrade_text(V1_PASSED.replace(old, new, 1), "passed.yaml")
+    _assert_left(V1_PASSED, *change, "has no exact canonical arc")
+
+
+def _assert_left(text: str, old: str, new: str, reason: str) -> None:
+    """``text`` with ``old`` replaced by ``new`` is not written: a U801 says ``reason``."""
+    assert old in text
+    upgrade = upgrade_text(text.replace(old, new, 1), "passed.yaml")
     assert not upgrade.writable
-    assert any(
-        d.code == "U801" and "has no exact canonical arc" in d.message for d in upgrade.diagnostics
-    ), upgrade.diagnostics
+    assert any(d.code == "U801" and reason in d.message for d in upgrade.diagnostics), (
+        upgrade.diagnostics
+    )
 
 
 def test_args_along_a_case_v2_rule_next_move_to_the_target_input() -> None:
@@ -910,9 +914,4 @@ def test_args_along_a_case_v2_rule_next_move_to_the_target_input() -> None:
 def test_args_along_a_case_v2_rule_next_are_left_when_not_the_same(old, new) -> None:
     from tests.test_upgrade_runs import CASE_V2_PASSED
 
-    assert old in CASE_V2_PASSED
-    upgrade = upgrade_text(CASE_V2_PASSED.replace(old, new, 1), "passed.yaml")
-    assert not upgrade.writable
-    assert any(
-        d.code == "U801" and "passed along `next`" in d.message for d in upgrade.diagnostics
-    ), upgrade.diagnostics
+    _assert_left(CASE_V2_PASSED, old, new, "passed along `next`")

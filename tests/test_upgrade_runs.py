@@ -221,16 +221,6 @@ workflow:
 """
 
 
-@pytest.mark.parametrize("n, branch", [(1, "report_cold"), (9, "report_warm")])
-def test_values_passed_along_a_v1_conditional_next_run_as_the_original(
-    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
-) -> None:
-    run = _compare(V1_PASSED, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
-    assert run.state == "success"
-    status = branch.removeprefix("report_")
-    assert run.results[branch] == {"status": status, "city": "Oslo", "temperature": 3 * n}
-
-
 # The corpus's case-v2 weather control flow in small: a case rule passes args along its `next`,
 # read from the step's result as `response`; each target's tool args only forward them.
 CASE_V2_PASSED = """\
@@ -280,11 +270,15 @@ workflow:
 """
 
 
+@pytest.mark.parametrize("generation", ["v1", "case-v2"])
 @pytest.mark.parametrize("n, branch", [(1, "report_cold"), (9, "report_warm")])
-def test_args_along_a_case_v2_rule_next_run_as_the_original(
-    n, branch, airflow_db, run_dag, tmp_path, monkeypatch
+def test_values_passed_along_a_routing_rule_run_as_the_original(
+    generation, n, branch, airflow_db, run_dag, tmp_path, monkeypatch
 ) -> None:
-    run = _compare(CASE_V2_PASSED, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
+    """v1 values along a conditional `next`, case-v2 args along a case rule's `next`: both
+    become the target's `input`, and the target sees the same values."""
+    text = {"v1": V1_PASSED, "case-v2": CASE_V2_PASSED}[generation]
+    run = _compare(text, {"n": n}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
     status = branch.removeprefix("report_")
     assert run.results[branch] == {"status": status, "city": "Oslo", "temperature": 3 * n}

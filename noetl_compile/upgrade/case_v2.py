@@ -272,22 +272,12 @@ class CaseV2Upgrade(Rewriter):
         other step results and the workload. Writes the target's `input`; False when not."""
         target = str(entry.get("step"))
         values = entry.get("args")
-        holder = next(
-            (
-                item
-                for item in self.doc.get("workflow") or []
-                if hasattr(item, "lc") and str(item.get("step")) == target
-            ),
-            None,
-        )
+        holder = self.workflow_item(target)
         if not isinstance(values, dict) or holder is None or self.playbook.step(target) is None:
             return False
         if self.playbook.entry == target or any(k in holder for k in ("args", "input", "loop")):
             return False
-        ways_in = sum(
-            arc.target == target for other in self.playbook.steps for arc in other.router.arcs
-        )
-        if ways_in != 1 or holder.fa.flow_style():
+        if self.ways_in(target) != 1 or holder.fa.flow_style():
             return False
         tool = holder.get("tool")
         own = tool.get("args") if isinstance(tool, dict) else None

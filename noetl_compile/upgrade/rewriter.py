@@ -60,6 +60,19 @@ class Rewriter:
         # than its key when the dash stands alone, so stop at the dash's line.
         return [*(s for s in starts[1:]), end]
 
+    def workflow_item(self, name: str) -> Any:
+        """The round-trip mapping of step ``name`` (None when there is none)."""
+        for item in self.doc.get("workflow") or []:
+            if hasattr(item, "lc") and str(item.get("step")) == name:
+                return item
+        return None
+
+    def ways_in(self, target: str) -> int:
+        """How many arcs of the playbook (case rules' targets among them) lead to ``target``."""
+        return sum(
+            arc.target == target for other in self.playbook.steps for arc in other.router.arcs
+        )
+
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> None:
         workflow = self.doc.get("workflow")

@@ -408,16 +408,13 @@ class V1Upgrade(Rewriter):
         values = entry[keys[0]]
         target = str(entry.get("step"))
         step = self.playbook.step(target)
-        holder = self._workflow_item(target)
+        holder = self.workflow_item(target)
         if len(keys) != 1 or not isinstance(values, dict) or step is None or holder is None:
             return None
         own = [k for k in INPUT_KEYS if k in holder]
         if self.playbook.entry == target or (own and not _forwards(holder, own, values)):
             return None
-        ways_in = sum(
-            arc.target == target for other in self.playbook.steps for arc in other.router.arcs
-        )
-        if ways_in != 1 or (holder.fa.flow_style() if hasattr(holder, "fa") else True):
+        if self.ways_in(target) != 1 or (holder.fa.flow_style() if hasattr(holder, "fa") else True):
             return None
         readable = set(self.playbook.step_names) | _ENGINE_NAMES | set(self.playbook.workload)
         for value in _strings(values):
@@ -433,12 +430,6 @@ class V1Upgrade(Rewriter):
         block = render("input", values, column)
         self.edits.replace(line + 1, line + 1, block)
         return target
-
-    def _workflow_item(self, name: str) -> Any:
-        for item in self.doc.get("workflow") or []:
-            if hasattr(item, "lc") and str(item.get("step")) == name:
-                return item
-        return None
 
     def conditional(self, entry: dict, where: str, item: Any) -> list | None:
         is_else = "else" in entry
