@@ -5,6 +5,16 @@ database's ``TableWriter`` (``hooks.tables``) that ``sink`` and ``transfer`` wri
 Without ``database`` every execution gets its own file,
 ``$NOETL_DATA_DIR/noetldb/duckdb_<execution_id>.duckdb`` (``NOETL_DATA_DIR`` defaults to
 ``<tmp>/noetl-data``), as NoETL does; without an execution id the database is ``:memory:``.
+
+DuckDB lets one process write a file, with many writer threads under optimistic concurrency:
+two transactions that create the same table, or upsert the same key, conflict and one fails
+(``TransactionException``), and a second process cannot open the file at all. Parallel loop
+items sinking into one table do both. So the writers (``sink``, ``transfer``) take
+``writing(database)`` around their connection: one writer transaction per file at a time, the
+threads of a process queueing on a lock and processes on an ``flock`` of ``<file>.noetl-lock``,
+each for at most ``NOETL_DUCKDB_LOCK_TIMEOUT`` seconds (60), then the retryable lock failure.
+Plain ``duckdb`` tool calls take no lock: their SQL is the user's, read concurrently as DuckDB
+allows.
 """
 
 from __future__ import annotations
@@ -14,6 +24,8 @@ import logging
 import os
 import re
 import tempfile
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +45,7 @@ __all__ = [
     "create_table",
     "database_path",
     "table_columns",
+    "writing",
 ]
 
 logger = logging.getLogger(__name__)
@@ -79,6 +92,78 @@ def connect(database: str, *, read_only: bool = False) -> Iterator[duckdb.DuckDB
         yield con
     finally:
         con.close()
+
+
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_timeout() -> float:
+    try:
+        return max(float(os.environ.get("NOETL_DUCKDB_LOCK_TIMEOUT", "60")), 0.0)
+    except ValueError:
+        return 60.0
+
+
+def _lock_failure(database: str, waited: float, holder: str) -> duckdb.IOException:
+    # Worded as DuckDB's own lock error, so the tools report it as LOCK_CONFLICT (retryable).
+    return duckdb.IOException(
+        f'Could not set lock on file "{database}": {holder} still writing it after '
+        f"{waited:.0f} s (NOETL_DUCKDB_LOCK_TIMEOUT)"
+    )
+
+
+@contextmanager
+def _file_lock(path: str, deadline: float, started: float, database: str) -> Iterator[None]:
+    """An exclusive ``flock`` of ``path`` (created), polled until ``deadline``."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        pause = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise _lock_failure(database, now - started, "another process is") from None
+                time.sleep(min(pause, deadline - now))
+                pause = min(pause * 2, 0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def writing(database: str) -> Iterator[None]:
+    """Hold ``database`` for one writer transaction (see the module docstring); a memory
+    database, new per connection, needs no lock."""
+    if database.startswith(":memory:"):
+        yield
+        return
+    is_file = ":" not in database.split("/")[0]
+    key = os.path.realpath(database) if is_file else database
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.setdefault(key, threading.Lock())
+    started = time.monotonic()
+    timeout = _lock_timeout()
+    if not lock.acquire(timeout=timeout):
+        raise _lock_failure(
+            database, time.monotonic() - started, "another writer of this process is"
+        )
+    try:
+        if is_file:
+            with _file_lock(f"{key}.noetl-lock", started + timeout, started, database):
+                yield
+        else:
+            yield
+    finally:
+        lock.release()
 
 
 def changed_rows(result: duckdb.DuckDBPyConnection) -> int:

@@ -29,6 +29,11 @@ transaction block (``CREATE/DROP DATABASE``, ``CREATE/DROP TABLESPACE``, ``VACUU
 SYSTEM``, ``CALL``, ``... CONCURRENTLY``) make the whole call run in autocommit mode, statement by
 statement, as NoETL ran them.
 
+A ``CREATE ... IF NOT EXISTS`` means "make sure it exists", so it also succeeds when another
+session creates the object at the same moment (parallel loop items do): PostgreSQL lets the loser
+of that race fail on the catalog's unique index (23505, ``pg_type_typname_nsp_index``), and the
+statement then runs again, in a savepoint of the call's transaction, and finds the object.
+
 Inside a cursor item over postgres, a call against the cursor's own database runs in a savepoint
 of the item's transaction and commits with the item's completion (``hooks/pg_item.py``).
 
@@ -191,7 +196,10 @@ def _run_each(
     commands: dict[str, Any] = {}
     for index, statement in enumerate(statements):
         try:
-            cur.execute(statement)
+            if creates_if_missing(statement):
+                _create_if_missing(cur, statement)
+            else:
+                cur.execute(statement)
             if per_statement:
                 entry: dict[str, Any] = {"status": "success"}
                 _read_last(cur, entry, limits)
@@ -199,6 +207,45 @@ def _run_each(
         except Exception as exc:
             raise StatementError(index, exc, len(statements)) from exc
     return commands
+
+
+# A lost race of two sessions creating one object: the unique index of the catalog
+# (pg_type_typname_nsp_index...), or the existence check itself.
+_CONCURRENT_CREATE = frozenset({"23505", "42P07", "42710"})
+
+
+def creates_if_missing(statement: str) -> bool:
+    """Whether ``statement`` is a ``CREATE ... IF NOT EXISTS``."""
+    words = first_keyword(statement, 8)
+    if not words or words[0] != "CREATE":
+        return False
+    return any(words[i : i + 3] == ("IF", "NOT", "EXISTS") for i in range(len(words) - 2))
+
+
+def _create_if_missing(cur: psycopg.Cursor[Any], statement: str, tries: int = 3) -> None:
+    """``CREATE ... IF NOT EXISTS`` that tolerates a concurrent create of the same object.
+
+    PostgreSQL checks existence before it inserts the catalog rows; two sessions past the check
+    together collide on the catalog's unique index, and the loser fails (23505 on
+    pg_type_typname_nsp_index) although it asked only for the object to exist. The loser's
+    insert waited for the winner to commit, so the statement run again finds the object and does
+    nothing. In a transaction the statement runs in a savepoint, so only it is rolled back."""
+    in_transaction = not cur.connection.autocommit
+    for attempt in range(1, tries + 1):
+        if in_transaction:
+            cur.execute("SAVEPOINT noetl_create_if_missing")
+        try:
+            cur.execute(statement)
+        except psycopg.Error as exc:
+            if attempt == tries or exc.sqlstate not in _CONCURRENT_CREATE:
+                raise
+            if in_transaction:
+                cur.execute("ROLLBACK TO SAVEPOINT noetl_create_if_missing")
+            logger.info("concurrent create, statement run again: %s", exc.sqlstate)
+            continue
+        if in_transaction:
+            cur.execute("RELEASE SAVEPOINT noetl_create_if_missing")
+        return
 
 
 def _read_last(cur: psycopg.Cursor[Any], result: dict[str, Any], limits: ResultLimits) -> None:

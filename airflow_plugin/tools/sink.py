@@ -327,6 +327,7 @@ def _write_duckdb(
         database = dk_hook.database_path(spec.config, context)
         statements = _statements(spec)
         with (
+            dk_hook.writing(database),
             dk_hook.connect(database) as con,
             dk_hook.DuckDBTableWriter(con).transaction() as writer,
         ):

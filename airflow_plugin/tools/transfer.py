@@ -256,7 +256,9 @@ class _Writer:
         else:
             from ..hooks import duckdb as dk_hook
 
-            con = stack.enter_context(dk_hook.connect(dk_hook.database_path(target, context)))
+            database = dk_hook.database_path(target, context)
+            stack.enter_context(dk_hook.writing(database))
+            con = stack.enter_context(dk_hook.connect(database))
             self.writer = dk_hook.DuckDBTableWriter(con)
 
     def _prepare(self, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
