@@ -375,9 +375,13 @@ RULES: dict[str, Rule] = {
             E,
             "misspelt name in template",
             "The name resolves to nothing, and it is one typo away from a name the playbook declares "
-            "in plain sight: a step, a workload key or a loop iterator. The lenient runtime renders "
-            "an unknown name by keeping the template text, so the step would receive the text "
-            "`{{ transfrom.total }}` as its value and the run would still be green. A name that is "
+            "in plain sight: a step, a workload key or a loop iterator. Loop-scoped names are "
+            "checked alike: `iter.ordr` when the iterator is `order`, `loop.indx` (a loop holds "
+            "index, first, length, done), and `order.totl` when the loop's items are mappings "
+            "written in the playbook (a YAML list, or the workload key `in` names). The lenient "
+            "runtime renders an unknown name by keeping the template text, so the step would "
+            "receive the text `{{ transfrom.total }}` as its value and the run would still be "
+            "green (`noetlc run --strict` fails the step before its tool runs). A name that is "
             "close to none of these stays a warning (T302): it may be one the runtime provides "
             "that noetlc does not model.",
             'before:  "{{ transfrom.total }}"\nafter:   "{{ transform.total }}"',

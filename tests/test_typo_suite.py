@@ -39,6 +39,17 @@ def with_metadata(lines: str) -> str:
     )
 
 
+def loop_case(line: str, collection: str = '"{{ workload.orders }}"', item: str = "order") -> str:
+    """A loop step over `collection` binding `item`, whose input holds ``line``."""
+    return (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t/t}\n"
+        "workload:\n  orders: [{id: 1, total: 40}, {id: 2, total: 75}]\nworkflow:\n"
+        f"  - step: start\n    loop:\n      in: {collection}\n      iterator: {item}\n"
+        f"    tool:\n      kind: python\n      input:\n        {line}  #<\n"
+        "      code: result = 1\n"
+    )
+
+
 # (case id, playbook text, code, misspelt word, meant name)
 CASES = [
     # -- the compiler's playbook-level options (metadata.noetlc) -------------------------------
@@ -206,6 +217,19 @@ CASES = [
         "cuont",
         "count",
     ),
+    # -- loop-scoped names (T307): iter.*, loop.*, the fields of the loop's items ----------------
+    ("iter-iterator", loop_case('a: "{{ iter.ordr }}"'), "T307", "ordr", "order"),
+    ("iter-index", loop_case('a: "{{ iter._indx }}"'), "T307", "_indx", "_index"),
+    ("loop-field", loop_case('a: "{{ loop.indx }}"'), "T307", "indx", "index"),
+    ("item-field", loop_case('a: "{{ order.totl }}"'), "T307", "totl", "total"),
+    ("iter-item-field", loop_case('a: "{{ iter.order.totl }}"'), "T307", "totl", "total"),
+    (
+        "item-field-literal-list",
+        loop_case('a: "{{ city.nmae }}"', collection="[{name: Paris}, {name: Oslo}]", item="city"),
+        "T307",
+        "nmae",
+        "name",
+    ),
     # -- filters (T304) ----------------------------------------------------------------------------
     (
         "filter-uppercase",
@@ -351,3 +375,17 @@ def test_a_run_override_of_an_undeclared_key_is_a_usage_error(capsys, args, wher
 
 def test_the_suite_has_at_least_40_cases():
     assert len(CASES) + len(RUN_CASES) >= 40
+
+
+def test_loop_scoped_names_that_resolve_are_not_reported(tmp_path: Path):
+    """The iterator, what an iteration adds, the loop's fields, an `iter.` variable a step sets
+    and the items' own keys: none is reported."""
+    path = tmp_path / "fine.yaml"
+    line = (
+        'a: "{{ iter.order.id }} {{ order.total }} {{ iter._index }} {{ iter._last }} '
+        '{{ loop.index }} {{ loop.first }} {{ loop.length }} {{ loop_index }} {{ iter.seen }}"'
+    )
+    path.write_text(loop_case(line).replace("  #<", "") + "    set: {iter.seen: 1}\n")
+    results, problems = check_paths([str(path)])
+    assert not problems
+    assert [f"{d.code} {d.message}" for d in results[0].diagnostics if d.code[0] == "T"] == []

@@ -229,6 +229,7 @@ def call_tool(
     events: EventSink | None = None,
     attempt: int = 1,
     generation: str | None = None,
+    before_call: Callable[[], None] | None = None,
 ) -> ToolOutcome:
     """Render a tool block leniently (worker rules) and run it, reporting ToolStarted and
     ToolCompleted / ToolErrored (aliases ``call.done`` / ``call.error``) to ``events``.
@@ -251,6 +252,8 @@ def call_tool(
         config[key] = render_value(
             value, context, strict=False, coerce=key not in _TEXT_KEYS, field=f"{where}.{key}"
         )
+    if before_call is not None:
+        before_call()  # the step's strict mode refuses a config left as template text
     tool_run_id = f"{step}:{label}"
     if events is not None:
         events.emit(
@@ -341,6 +344,7 @@ def run_pipeline(
     sleep: Callable[[float], None] = time.sleep,
     events: EventSink | None = None,
     generation: str | None = None,
+    before_call: Callable[[], None] | None = None,
 ) -> PipelineResult:
     """Run ``tasks`` in order with their policies; see the module docstring."""
     step_input = dict(step_input or {})
@@ -399,6 +403,7 @@ def run_pipeline(
             events=events,
             attempt=attempt,
             generation=generation,
+            before_call=before_call,
         )
         if outcome.ok:
             # NoETL records a task as soon as it succeeds, whatever its rule then decides.

@@ -78,7 +78,7 @@ from .repeat import (
 )
 from .step_calls import CallLoop, failure_error, retry_policies
 from .step_case import CaseRules, Routing, case_actions
-from .step_observe import observed
+from .step_observe import observed, strict_checkpoint
 from .step_outcome import FeatureNotAvailable, StepFailed, StepOutcome, strict_mode
 
 __all__ = [
@@ -236,6 +236,9 @@ class _StepRun(CaseRules, CallLoop):
 
     # -- events -------------------------------------------------------------------------------
 
+    def before_call(self) -> None:
+        strict_checkpoint(self)
+
     def emit(self, name: str, entity: str, status: str, **fields: Any) -> None:
         if not wants(name, status):
             return  # events off, or a cursor item's bookkeeping: skip building the payload
@@ -366,6 +369,7 @@ def _execute(run: _StepRun) -> StepOutcome:
         else dict(run.incoming_args)
     )
     run.context = with_values(run.context, input=step_input, args=step_input)
+    strict_checkpoint(run)  # an input left as template text never reaches the tool
 
     outcome, result, status, attempts = run.call_loop(step_input)
     failed = status == "error"

@@ -61,6 +61,10 @@ def retry_policies(payload: Mapping[str, Any]) -> list[Policy]:
 class CallLoop:
     """The call loop of a step run (mixed into ``step._StepRun``, whose state it reads)."""
 
+    def before_call(self) -> None:
+        """Called once a tool's config is rendered, before the tool runs (``_StepRun``: strict
+        mode fails here on a template kept as text)."""
+
     def call(
         self, step_input: dict[str, Any], overrides: Mapping[str, Any], attempt: int
     ) -> tuple[ToolOutcome, Any, str]:
@@ -81,6 +85,7 @@ class CallLoop:
                 sleep=self.sleep,
                 events=self,
                 generation=tool_generation(payload),
+                before_call=self.before_call,
             )
             self.write(ran.ctx_writes)
             if ran.status == "failed":
@@ -97,6 +102,7 @@ class CallLoop:
                 events=self,
                 attempt=attempt,
                 generation=tool_generation(payload),
+                before_call=self.before_call,
             )
             return outcome, outcome_result(outcome), "ok" if outcome.ok else "error"
         # No tool: a pure router (v1 steps without type, v1 ``end``) produces no result.

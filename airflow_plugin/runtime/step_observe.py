@@ -12,10 +12,10 @@ from typing import Any, Protocol
 
 from ..errors import error_record
 from ..events import names
-from ..templating.render import RenderIssue, collect_issues
+from ..templating.render import RenderIssue, collect_issues, noted_issues
 from .step_outcome import StepFailed, StepOutcome
 
-__all__ = ["StepRunView", "observed", "report_issues_quietly"]
+__all__ = ["StepRunView", "observed", "report_issues_quietly", "strict_checkpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,13 @@ def observed(run: StepRunView, body: Callable[[], StepOutcome]) -> StepOutcome:
         with collect_issues() as issues:
             try:
                 outcome = body()
+            except StepFailed:
+                if run.strict and issues:
+                    # The template kept as text is why the call failed (a tool handed
+                    # `{{ iter.ordr }}` as a value): strict mode reports that, not the symptom.
+                    _report_issues(run, _taken(issues))
+                report_issues_quietly(run, issues)
+                raise
             except BaseException:
                 report_issues_quietly(run, issues)
                 raise
@@ -119,6 +126,21 @@ def observed(run: StepRunView, body: Callable[[], StepOutcome]) -> StepOutcome:
             data={"targets": outcome.next_steps, "args": outcome.next_args},
         )
     return outcome
+
+
+def _taken(issues: list[RenderIssue]) -> list[RenderIssue]:
+    taken = list(issues)
+    issues.clear()  # reported once: the step's end must not report them again
+    return taken
+
+
+def strict_checkpoint(run: StepRunView) -> None:
+    """In strict mode, fail on the render issues noted so far in this step run: called before
+    the step calls its tool, so no tool runs with a template's text as a value."""
+    if run.strict:
+        noted = noted_issues()
+        if noted:
+            _report_issues(run, _taken(noted))
 
 
 def report_issues_quietly(run: StepRunView, issues: list[RenderIssue]) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "environment",
     "evaluate_condition",
     "has_template",
+    "noted_issues",
     "render_value",
     "to_jsonable",
 ]
@@ -121,6 +122,13 @@ def collect_issues() -> Iterator[list[RenderIssue]]:
         yield found
     finally:
         _issues.reset(token)
+
+
+def noted_issues() -> list[RenderIssue]:
+    """The issues noted so far in the current ``collect_issues`` scope, as its live list (a
+    caller that reports them may clear it); an empty list outside any scope."""
+    found = _issues.get()
+    return found if found is not None else []
 
 
 def _note(kind: Literal["unrendered", "guard"], field: str, template: str, exc: BaseException):

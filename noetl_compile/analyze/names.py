@@ -87,6 +87,9 @@ class NameTable:
     bound: set[str] = field(default_factory=set)  # iterators, set/vars keys, inputs, task names...
     iterators: set[str] = field(default_factory=set)  # loop iterators (also in ``bound``)
     variables: set[str] = field(default_factory=set)  # ctx/vars names steps write (in ``bound``)
+    # iterator -> the keys its items have, where every loop binding it iterates over mappings
+    # written in the playbook (a YAML list, or a workload key's list); None: not known.
+    iterator_fields: dict[str, frozenset[str] | None] = field(default_factory=dict)
 
     def classify(self, name: str) -> str | None:
         if name in self.steps:
@@ -148,6 +151,11 @@ def _name_table(playbook: Playbook) -> NameTable:
         if step.loop and step.loop.iterator:
             bound.add(step.loop.iterator)
             table.iterators.add(step.loop.iterator)
+            fields = _item_fields(step.loop.collection, playbook.workload)
+            known = table.iterator_fields.get(step.loop.iterator, frozenset())
+            table.iterator_fields[step.loop.iterator] = (
+                None if fields is None or known is None else known | fields
+            )
             bound.add(f"{step.name}_results")  # v1 loop aggregation name
         for task in step.tasks:
             if task.name:
@@ -164,6 +172,30 @@ def _name_table(playbook: Playbook) -> NameTable:
                 bound.add(collect["into"])
         bound |= _retry_names(step)
     return table
+
+
+# What a loop iteration adds to `iter` besides the iterator (airflow_plugin templating.context
+# with_loop) and what `loop` holds there.
+ITER_FIELDS = frozenset({"_index", "_first", "_last"})
+LOOP_FIELDS = frozenset({"index", "first", "length", "done"})
+
+
+def _item_fields(collection: object, workload: object) -> frozenset[str] | None:
+    """The keys of the items of a loop's `in`, when they are known: a list of mappings written
+    in the playbook, or `{{ key }}` / `{{ workload.key }}` of a workload key holding one."""
+    items = collection
+    if isinstance(collection, str):
+        inner = collection.strip()
+        if not (inner.startswith("{{") and inner.endswith("}}")):
+            return None
+        inner = inner[2:-2].strip()
+        name = inner.removeprefix("workload.")
+        if not name.isidentifier() or not isinstance(workload, dict) or name not in workload:
+            return None
+        items = workload[name]
+    if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
+        return None
+    return frozenset(str(key) for item in items for key in item)
 
 
 def _noetl5_task_names(config: object) -> set[str]:

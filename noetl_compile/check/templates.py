@@ -7,7 +7,14 @@ from __future__ import annotations
 from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_TESTS
 
 from ..analyze.expressions import loader_statements, scan_template
-from ..analyze.names import NOETL5_FILTERS, NOETL_FILTERS, RUNTIME_NAMES, name_table
+from ..analyze.names import (
+    ITER_FIELDS,
+    LOOP_FIELDS,
+    NOETL5_FILTERS,
+    NOETL_FILTERS,
+    RUNTIME_NAMES,
+    name_table,
+)
 from ..read.base import did_you_mean
 from .context import CheckContext
 
@@ -137,6 +144,10 @@ def check(ctx: CheckContext) -> None:
                 _check_output_field(ctx, site, ref)
             elif ref.root in NAMESPACE_ROOTS and ref.path and not ref.guarded:
                 _check_namespace_path(ctx, site, ref, names)
+            elif ref.root in ("iter", "loop") and ref.path and not ref.guarded:
+                _check_loop_scoped(ctx, site, ref, names)
+            if ref.root in names.iterator_fields and ref.path and not ref.guarded:
+                _check_item_field(ctx, site, ref, ref.root, ref.path[0], names)
 
 
 # `workload.x`, `ctx.x` and `vars.x` name a variable the way a bare `x` does (the engine's variables
@@ -161,6 +172,59 @@ def _check_namespace_path(ctx: CheckContext, site, ref, names) -> None:
         position,
         f"unknown name `{ref.root}.{name}` in {site.field}"
         + (typo or did_you_mean(name, names.all_names - RUNTIME_NAMES)),
+    )
+
+
+def _field_position(ctx: CheckContext, site, ref, name: str, after: int):
+    """Where ``name`` (a field of ``ref``'s path) starts in the template."""
+    field_at = site.value.find(name, after)
+    return ctx.position_in_string(site.value, field_at if field_at >= 0 else ref.offset)
+
+
+def _check_loop_scoped(ctx: CheckContext, site, ref, names) -> None:
+    """`iter.x` names an iterator, an `iter.`-scoped variable a step sets, or what an iteration
+    adds (`_index`, `_first`, `_last`); `loop.x` one of the loop's own fields. A miss one typo
+    away from one of them is T307, any other T302 (a runtime may hold more: NoETL 5's scopes)."""
+    name = ref.path[0]
+    if not isinstance(name, str):
+        return
+    if ref.root == "iter":
+        if name in names.all_names or name in ITER_FIELDS:
+            if name in names.iterator_fields and len(ref.path) > 1:
+                _check_item_field(ctx, site, ref, name, ref.path[1], names)
+            return
+        meant = did_you_mean(name, names.iterators | names.variables | ITER_FIELDS)
+        known = names.iterators or {"<iterator>"}
+        holds = ", ".join(sorted(known)) + " (the loop's iterator), _index, _first, _last"
+    else:
+        if name in LOOP_FIELDS:
+            return
+        meant = did_you_mean(name, LOOP_FIELDS)
+        holds = ", ".join(sorted(LOOP_FIELDS))
+    ctx.report(
+        "T307" if meant else "T302",
+        _field_position(ctx, site, ref, name, ref.offset + len(ref.root)),
+        f"unknown name `{ref.root}.{name}` in {site.field}"
+        + (meant or f": in a loop iteration `{ref.root}` holds {holds}"),
+    )
+
+
+def _check_item_field(ctx: CheckContext, site, ref, iterator: str, name, names) -> None:
+    """`order.totl` where every loop binding `order` iterates over mappings the playbook writes
+    out: a field one typo away from theirs is T307 (another key may come from `--set`)."""
+    fields = names.iterator_fields.get(iterator)
+    if not fields or not isinstance(name, str) or name in fields:
+        return
+    meant = did_you_mean(name, fields)
+    if not meant:
+        return
+    ctx.report(
+        "T307",
+        _field_position(
+            ctx, site, ref, name, site.value.find(iterator, ref.offset) + len(iterator)
+        ),
+        f"unknown field `{iterator}.{name}` in {site.field} (the items of the loop over "
+        f"`{iterator}` have {', '.join(sorted(fields))})" + meant,
     )
 
 

@@ -194,6 +194,57 @@ def test_strict_conf_turns_a_kept_template_into_a_failure(run_playbook, capfd):
     assert "StrictTemplateError" in " ".join(_failure_messages(capfd))
 
 
+def test_strict_fails_a_loop_item_on_an_unresolved_loop_name_before_its_tool_runs(
+    airflow_db, run_dag, tmp_path, capfd
+):
+    """`{{ iter.ordr }}` (the iterator is `order`), compiled past check's T307: lenient, the
+    item's code gets the template text (TypeError in the user's code); strict, each item fails
+    on the name itself and the python tool never starts."""
+    source = tmp_path / "loop_typo.yaml"
+    source.write_text(
+        textwrap.dedent(
+            """
+            apiVersion: noetl.io/v2
+            kind: Playbook
+            metadata: {name: loop_typo, path: failures/loop_typo}
+            workload:
+              orders: [{id: 1, total: 40}, {id: 2, total: 75}]
+            workflow:
+              - step: price_each
+                loop:
+                  in: "{{ workload.orders }}"
+                  iterator: order
+                  spec: {mode: parallel}
+                tool:
+                  kind: python
+                  input: {order: "{{ iter.ordr }}"}
+                  code: 'result = {"id": order["id"]}'
+            """
+        )
+    )
+    out = tmp_path / "dags"
+    assert main(["check", str(source), "--quiet"]) == 1  # T307 at the misspelt name
+    assert main(["compile", str(source), "-o", str(out), "--ignore", "T307"]) == 0
+    (dag_file,) = out.glob("*.py")
+    from airflow_plugin.events import MemoryRecorder, set_default_recorder
+
+    lenient = run_dag(dag_file.read_text(), "failures.loop_typo")
+    assert lenient.state == "failed"
+    assert "TypeError" in " ".join(_failure_messages(capfd))
+    recorder = MemoryRecorder()
+    previous = set_default_recorder(recorder)
+    try:
+        strict = run_dag(dag_file.read_text(), "failures.loop_typo", {"noetl_strict": True})
+    finally:
+        set_default_recorder(previous)
+    assert strict.state == "failed"
+    messages = " ".join(_failure_messages(capfd))
+    assert "StrictTemplateError" in messages and "iter.ordr" in messages, messages
+    assert "TypeError" not in messages
+    assert recorder.named("ToolStarted") == []  # no item called its tool with the text
+    assert {w.data["field"] for w in recorder.named("TemplateWarning")} == {"tool.input.order"}
+
+
 def test_postgres_stopped_mid_run_fails_after_retries_without_half_written_data(
     run_playbook, pg_cluster, pg_connections, pg_test_dsn, capfd
 ):
