@@ -37,10 +37,13 @@ COMPILER_LEAVES = {
     "noetl_compile.step_contract",
 }
 SEAM = "noetl_compile.plugin_seam"
-# The one plugin module that runs the compiler itself: the warm runner of `noetlc run --warm` is
-# the CLI's process kept alive, and each forked run compiles exactly as the CLI does (inside a
-# function, after the fork). Named here so that no other module can start doing the same.
-COMPILER_CLIENTS = {("airflow_plugin.local.warm", "noetl_compile.cli")}
+# The one way back: the compile step of `noetlc run`, a public module below the CLI. The warm
+# runner of `noetlc run --warm` is the CLI's process kept alive, and each forked run compiles
+# exactly as the CLI does (inside a function, after the fork). Named here with its one caller so
+# that no other module can start doing the same; it reaches neither the CLI nor the seam, so the
+# import closes no circle across the packages.
+COMPILER_ENTRY = "noetl_compile.run_compile"
+COMPILER_ENTRY_CALLERS = {"airflow_plugin.local.warm"}
 
 
 def _module_name(path: Path) -> str:
@@ -152,17 +155,28 @@ def test_the_compiler_reaches_the_plugin_only_through_the_seam() -> None:
     assert [edge for edge in reaching if edge[2]] == [], "the seam imports the plugin lazily"
 
 
-def test_the_plugin_takes_only_the_compilers_leaves() -> None:
-    taken = {
-        target
-        for source, target in GRAPH.edges
-        if source.startswith("airflow_plugin")
-        and target.startswith("noetl_compile")
-        and (source, target) not in COMPILER_CLIENTS
+def _taken_from_the_compiler(graph: nx.DiGraph) -> set[tuple[str, str]]:
+    return {
+        (source, target)
+        for source, target in graph.edges
+        if source.startswith("airflow_plugin") and target.startswith("noetl_compile")
     }
-    assert taken <= COMPILER_LEAVES
-    for source, target in COMPILER_CLIENTS:  # a function-level import, never at module level
-        assert GRAPH.has_edge(source, target) and not GRAPH.edges[source, target]["top"]
+
+
+def test_no_import_circles_across_both_packages() -> None:
+    assert sorted(sorted(c) for c in nx.simple_cycles(GRAPH)) == []
+
+
+def test_the_plugin_takes_only_the_compilers_leaves_and_the_run_compile_step() -> None:
+    taken = _taken_from_the_compiler(GRAPH)
+    assert {target for _, target in taken} - {COMPILER_ENTRY} <= COMPILER_LEAVES
+    callers = {source for source, target in taken if target == COMPILER_ENTRY}
+    assert callers == COMPILER_ENTRY_CALLERS
+    for source in callers:  # a function-level import, never at module level
+        assert not GRAPH.edges[source, COMPILER_ENTRY]["top"], source
+    below = nx.descendants(GRAPH, COMPILER_ENTRY)
+    assert [m for m in below if m.startswith("airflow_plugin") or m == SEAM] == []
+    assert "noetl_compile.cli" not in below
     for leaf in COMPILER_LEAVES:  # a leaf: it imports nothing of either package
         assert list(GRAPH.successors(leaf)) == [], leaf
 
@@ -191,6 +205,13 @@ def test_the_checks_would_catch_what_they_exist_for() -> None:
     sideways.add_edge("airflow_plugin.events.recorder", "airflow_plugin.events.writer", top=False)
     sideways.add_edge("airflow_plugin.events.writer", "airflow_plugin.events.recorder", top=True)
     assert _circles(sideways, "airflow_plugin")
+    # A plugin module calling the CLI (what local/warm.py once did) closes a circle through the
+    # seam, and is a compiler module the plugin may not take.
+    back = GRAPH.copy()
+    back.add_edge("airflow_plugin.local.warm", "noetl_compile.cli", top=False)
+    assert any("noetl_compile.cli" in c and SEAM in c for c in nx.simple_cycles(back))
+    assert ("airflow_plugin.local.warm", "noetl_compile.cli") in _taken_from_the_compiler(back)
+    assert "noetl_compile.cli" not in COMPILER_LEAVES | {COMPILER_ENTRY}
 
 
 def test_a_planted_import_in_a_real_file_is_read(tmp_path: Path) -> None:
