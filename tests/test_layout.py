@@ -1,7 +1,8 @@
 """Both packages are stacks: no module imports, at any depth and even inside a function, a
 module that imports it back; ``airflow_plugin`` is a declared order of floors that no import
 climbs; the compiler reaches the plugin through one seam, the plugin takes from the compiler
-only its standard-library leaves."""
+only its standard-library leaves (and, in one named place, the compile step of `noetlc run`).
+No module of either package is longer than ``MAX_LINES``: past that, it is split along a seam."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ SEAM = "noetl_compile.plugin_seam"
 # import closes no circle across the packages.
 COMPILER_ENTRY = "noetl_compile.run_compile"
 COMPILER_ENTRY_CALLERS = {"airflow_plugin.local.warm"}
+
+
+# Lines (newline characters, as `wc -l` counts them) a module of either package may hold.
+MAX_LINES = 600
 
 
 def _module_name(path: Path) -> str:
@@ -123,6 +128,12 @@ def _climbs(graph: nx.DiGraph) -> list[str]:
             side = "beside it" if high == low else "above it"
             wrong.append(f"{source} -> {target} ({there or 'the root'} is {side})")
     return sorted(wrong)
+
+
+def _too_long(modules: dict[str, Path], limit: int = MAX_LINES) -> list[str]:
+    """The modules past ``limit`` lines, each with its count, by name."""
+    counts = {name: path.read_bytes().count(b"\n") for name, path in modules.items()}
+    return [f"{name}: {lines} lines" for name, lines in sorted(counts.items()) if lines > limit]
 
 
 GRAPH = _graph(ALL)
@@ -228,3 +239,21 @@ def test_a_planted_import_in_a_real_file_is_read(tmp_path: Path) -> None:
     graph = GRAPH.copy()
     graph.add_edge("airflow_plugin.hooks.connections", "airflow_plugin.runtime.step", top=False)
     assert _climbs(graph)
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    assert _too_long(ALL) == [], f"split these along a real seam (at most {MAX_LINES} lines)"
+
+
+def test_a_planted_long_module_is_named(tmp_path: Path) -> None:
+    # The detector itself: a real module one line past the limit is named with its count, and
+    # one exactly at the limit is not.
+    source = (ROOT / "noetl_compile" / "rules.py").read_text(encoding="utf-8")
+    padding = MAX_LINES - source.count("\n")
+    over, at = tmp_path / "over.py", tmp_path / "at.py"
+    over.write_text(source + "\n" * (padding + 1), encoding="utf-8")
+    at.write_text(source + "\n" * padding, encoding="utf-8")
+    planted = {**ALL, "noetl_compile.rules": over, "airflow_plugin.errors": at}
+    assert _too_long(planted) == [f"noetl_compile.rules: {MAX_LINES + 1} lines"]
+    # ...and it reads the real modules: many of them are past half the limit.
+    assert len(_too_long(ALL, limit=MAX_LINES // 2)) > 10
