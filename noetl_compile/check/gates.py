@@ -10,7 +10,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..read.base import did_you_mean, is_template, type_name
+from ..read.base import ROUTING_KEYS, did_you_mean, is_template, type_name
 from .context import CheckContext
 
 GATE_TYPES = ("approve", "input", "sleep")
@@ -136,8 +136,8 @@ def check_gate(ctx: CheckContext, tool: Any, label: str) -> None:
 def _check_keys(ctx: CheckContext, tool: dict, gate: str, label: str) -> None:
     allowed = COMMON_KEYS | KEYS_BY_GATE[gate]
     for key in tool:
-        if key in allowed:
-            continue
+        if key in allowed or key in ROUTING_KEYS:
+            continue  # routing keys: S118 (check/tool_fields.py)
         if key in ALL_GATE_KEYS:
             message = f"`{key}` does not apply to a {gate} gate ({label})"
         else:

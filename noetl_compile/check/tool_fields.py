@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..load import YMap
-from ..read.base import did_you_mean, is_template
+from ..read.base import did_you_mean, is_template, misplaced_routing
 from ..tool_catalogue import fields_of, kind_of
 from .context import CheckContext
 
@@ -19,6 +19,14 @@ from .context import CheckContext
 def check_fields(ctx: CheckContext, kind: str | None, config: Any, label: str) -> None:
     if ctx.playbook.dialect == "v1" or not isinstance(config, YMap) or not isinstance(kind, str):
         return
+    for key in config:
+        if str(key) in ("next", "arcs"):
+            # routing indented into the tool: an error whatever the kind (S118)
+            ctx.report(
+                "S118",
+                ctx.key_pos(config, key),
+                misplaced_routing(str(key), config, (), f"the {kind} tool of {label}") or "",
+            )
     entry = kind_of(kind)
     if is_template(kind) or entry is None or entry.own_check:
         return  # gates and quantum report their unknown keys themselves (C510, C511)
@@ -27,7 +35,9 @@ def check_fields(ctx: CheckContext, kind: str | None, config: Any, label: str) -
         return
     for key in config:
         if key in known or (key == "set" and ctx.playbook.generation == "noetl5"):
-            continue  # NoETL 5's pipeline task `set` binds names for the later tasks
+            continue
+        if str(key) in ("next", "arcs"):
+            continue  # S118 above  # NoETL 5's pipeline task `set` binds names for the later tasks
         ctx.report(
             "C516",
             ctx.key_pos(config, key),

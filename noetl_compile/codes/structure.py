@@ -151,4 +151,18 @@ RULES = (
         "after:   case: [{when: \"{{ event.name == 'call.done' }}\",\n"
         "                 then: {next: [{step: b, args: {v: '{{ a.v }}'}}]}}]",
     ),
+    rule(
+        "S118",
+        E,
+        "routing in the wrong place: the step's edges are dropped",
+        "A step's edges live in its own `next` (canonical: `next: {arcs: [...]}`). A `next` or "
+        "`arcs` anywhere else (indented under `tool:` or `loop:`, `arcs` beside `next` instead "
+        "of under it) or a misspelt `next` is read by no engine: the step has no way on, the "
+        "run ends after it and reports success, the steps after it never run. An unknown key "
+        "elsewhere is a warning (S103, C516); one that drops the workflow's edges is an error.",
+        "before:  tool:\n           kind: python\n           code: result = 1\n"
+        "           next: {arcs: [{step: b}]}\n"
+        "after:   tool:\n           kind: python\n           code: result = 1\n"
+        "         next: {arcs: [{step: b}]}",
+    ),
 )

@@ -55,6 +55,35 @@ def tool_kinds(dialect: str, generation: str | None) -> frozenset[str] | set[str
     return kinds | NOETL5_KINDS if generation == "noetl5" else kinds
 
 
+# Keys that carry a step's edges. One where no engine reads it (`next` indented under `tool:`,
+# `arcs` beside `next`) drops the edges: the run ends after the step and looks fine (S118).
+ROUTING_KEYS = frozenset({"next", "arcs"})
+
+
+def misplaced_routing(key: str, mapping: dict, known: Iterable[str], where: str) -> str | None:
+    """The S118 message for ``key`` of ``mapping`` (read against ``known``), or None when the
+    key is no routing in the wrong place."""
+    known = set(known)
+    if key in known:
+        return None
+    if key == "arcs" and "next" in known:
+        return (
+            f"`arcs` directly in {where}: arcs belong under `next` (`next: {{arcs: [...]}}`); "
+            "as written the step has no edges and the run ends after it"
+        )
+    if key in ROUTING_KEYS:
+        return (
+            f"`{key}` inside {where}, where no engine reads routing: the step's edges are "
+            "dropped and the run ends after it; move it out to the step, beside `tool:`"
+        )
+    if "next" in known and "next" not in mapping and did_you_mean(key, {"next"}):
+        return (
+            f"unknown key {key!r} in {where}; did you mean 'next'? As written the step has no "
+            "edges and the run ends after it"
+        )
+    return None
+
+
 # Tool settings that people put on the step by mistake; check/tools.py reports them (C513)
 # instead of the generic unknown-key warning.
 TOOL_SETTING_KEYS = frozenset(
@@ -392,6 +421,10 @@ class Reader:
                     severity=severity,
                 )
                 continue
+            routing = misplaced_routing(str(key), mapping, known, where)
+            if routing is not None:
+                self.report("S118", self.key_pos(mapping, key), routing)
+                continue
             self.report(
                 "S103",
                 self.key_pos(mapping, key),
@@ -557,12 +590,14 @@ def event_of(when: Any) -> str | None:
 
 __all__ = [
     "NOETL5_KINDS",
+    "ROUTING_KEYS",
     "TOOL_KINDS",
     "TOOL_SETTING_KEYS",
     "Reader",
     "did_you_mean",
     "event_of",
     "is_template",
+    "misplaced_routing",
     "tool_kinds",
     "type_name",
 ]
