@@ -81,7 +81,9 @@ def compile_for_run(
     """Compile ``playbook`` and the playbooks it calls into ``dags`` (which then holds exactly
     these DAGs): the run request ``{"dag_id", "dags"}``, or None after printing the diagnostics
     (``as_json``: a failed report on stdout, the diagnostics on stderr) when one does not
-    compile. ``names``: the connection names the run has (R203), None for unknown."""
+    compile; the diagnostics of a playbook that compiles (warnings, notes) are printed too,
+    before the run starts. ``names``: the connection names the run has (R203), None for
+    unknown."""
     from .compile import compile_paths
     from .report import FORMATTERS
 
@@ -104,6 +106,13 @@ def compile_for_run(
             sys.stdout.write(text)
             print(f"{playbook}: not run: the playbook does not compile")
         return None
+    if report.diagnostics:
+        # What `check` and `compile` say, warnings and notes too, before anything runs: a run
+        # must never look fine while check warned (stderr under --json: stdout is one object).
+        diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
+        text = FORMATTERS["concise"](diagnostics, report.sources)
+        (sys.stderr if as_json else sys.stdout).write(text)
+        (sys.stderr if as_json else sys.stdout).flush()
     keep = {os.path.abspath(f.output) for f in report.files}
     for folder, _, files in os.walk(dags):
         for name in files:

@@ -613,6 +613,56 @@ def test_compile_errors_print_in_check_format_and_run_nothing(home, tmp_path):
     assert report["state"] == "failed" and report["diagnostics"][0]["code"] == "R201"
 
 
+def test_check_findings_print_before_the_run_and_dropped_edges_refuse_it(home, tmp_path):
+    """A warning is shown before the run starts (stdout; stderr under --json, whose stdout
+    stays one object); a `next` indented under `tool:` is S118, an error: nothing runs."""
+    warned = write_playbook(
+        tmp_path,
+        "warned",
+        """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: warned, path: tests/warned}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "result = 1"}
+          - step: orphan
+            tool: {kind: noop}
+        """,
+    )
+    text = noetlc_run(home, warned)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith(f"{warned}:7:") and " F401 [warning] " in lines[0], lines
+    assert lines[1].startswith("tests.warned  run ")  # then the run
+    as_json = noetlc_run(home, warned, "--json")
+    assert report_of(as_json)["state"] == "success"
+    assert " F401 [warning] " in as_json.stderr
+    dropped = write_playbook(
+        tmp_path,
+        "dropped",
+        """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: dropped, path: tests/dropped}
+        workflow:
+          - step: start
+            tool:
+              kind: python
+              code: "result = 1"
+              next:
+                arcs: [{step: end}]
+          - step: end
+            tool: {kind: noop}
+        """,
+    )
+    refused = noetlc_run(home, dropped)
+    assert refused.returncode == 1
+    assert refused.stdout.splitlines()[0].startswith(f"{dropped}:9:")
+    assert " S118 [error] " in refused.stdout.splitlines()[0]
+    assert f"{dropped}: not run: the playbook does not compile" in refused.stdout
+
+
 # -- the report builder ------------------------------------------------------------------------
 
 
