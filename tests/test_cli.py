@@ -26,7 +26,7 @@ workflow:
     tool: {kind: noop}
 """
 BROKEN = VALID.replace("{step: end}", "{step: ned}").replace("result = 1", "result = 1")
-WARNING_ONLY = VALID.replace("    tool: {kind: noop}\n", "    tool: {kind: noop}\n    nxt: start\n")
+WARNING_ONLY = VALID.replace("    tool: {kind: noop}\n", "    tool: {kind: noop}\n    descr: the end\n")
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_warnings_fail_only_with_strict(files, capsys):
     assert run(capsys, "check", str(files / "warn.yaml"))[0] == 0
     code, out = run(capsys, "check", str(files / "warn.yaml"), "--strict", "--quiet")
     assert code == 1
-    assert "S103 [warning] unknown key 'nxt'" in out.out and "did you mean 'next'" in out.out
+    assert "S103 [warning] unknown key 'descr'" in out.out and "did you mean 'desc'" in out.out
 
 
 def test_one_bad_file_never_hides_the_others(files, capsys):

@@ -81,17 +81,17 @@ def test_large_namespace_keeps_the_common_typos() -> None:
 def test_thousands_of_unknown_names_in_a_large_namespace_take_linear_time(monkeypatch) -> None:
     # Not a timing assertion: the work is counted. Each question verifies a few candidates
     # instead of comparing with every name within reach of its length (5,000 here).
-    from noetl_compile.read import base
+    from noetl_compile.read import suggest
 
     calls = 0
-    original = base.edit_distance
+    original = suggest.edit_distance
 
     def counting(a: str, b: str, limit: int) -> int:
         nonlocal calls
         calls += 1
         return original(a, b, limit)
 
-    monkeypatch.setattr(base, "edit_distance", counting)
+    monkeypatch.setattr(suggest, "edit_distance", counting)
     namespace = frozenset(f"step_number_{i}" for i in range(5_000))
     for i in range(2_000):
         did_you_mean(f"step_numbr_{i}x", namespace)

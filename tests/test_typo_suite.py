@@ -217,6 +217,17 @@ CASES = [
         "cuont",
         "count",
     ),
+    # -- a misspelt `next` drops the step's edges: an error (S118) -------------------------------
+    (
+        "next-key",
+        canonical(
+            "kind: noop",
+            extra="    nxt: {arcs: [{step: b}]}  #<\n  - step: b\n    tool: {kind: noop}\n",
+        ),
+        "S118",
+        "nxt",
+        "next",
+    ),
     # -- loop-scoped names (T307): iter.*, loop.*, the fields of the loop's items ----------------
     ("iter-iterator", loop_case('a: "{{ iter.ordr }}"'), "T307", "ordr", "order"),
     ("iter-index", loop_case('a: "{{ iter._indx }}"'), "T307", "_indx", "_index"),
