@@ -147,7 +147,7 @@ def test_second_run_reuses_the_home_and_json_is_one_object(first_run, home):
 
     report = report_of(result)
     assert report["dag_id"] == "examples.hello_world" and report["state"] == "success"
-    assert report["execution_id"] == execution_id_for(report["dag_id"], report["run_id"])
+    assert report["execution_id"] == str(execution_id_for(report["dag_id"], report["run_id"]))
     steps = report["steps"]
     assert list(steps) == ["start", "greet", "end"]
     assert {name: step["state"] for name, step in steps.items()} == dict.fromkeys(steps, "success")
@@ -363,7 +363,7 @@ def test_nested_playbook_as_a_real_child_dag_run(first_run, home):
     [child] = report["children"]
     assert child["dag_id"] == "examples.nested_child" and child["state"] == "success"
     assert child["steps"]["start"]["result"] == {"greeting": "hello Ada"}
-    assert child["execution_id"] == execution_id_for(child["dag_id"], child["run_id"])
+    assert child["execution_id"] == str(execution_id_for(child["dag_id"], child["run_id"]))
 
 
 def test_a_child_dag_paused_in_the_home_still_runs_under_noetlc_run(tmp_path):

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..events import names
+from ..templating.ids import ids_as_text
 from .hitl import GateCommandError, answer_gate, connect, find_gate, waiting_gates
 from .rest import AirflowApiError, AirflowClient
 
@@ -39,7 +40,7 @@ def run_gates(args: argparse.Namespace) -> int:
     _add_timeouts(rows)
     if args.json:
         for row in rows:
-            print(json.dumps(row, ensure_ascii=False, default=str))
+            print(json.dumps(ids_as_text(row), ensure_ascii=False, default=str))
         return EXIT_OK
     if not rows:
         print("no gate is waiting")

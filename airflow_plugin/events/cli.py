@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from ..templating.ids import ids_as_text
 from .config import settings
 from .outbox import Outbox
 from .projection import project
@@ -132,7 +133,7 @@ def run_events(
         return EXIT_FAILED
     if args.json:
         for row in rows:
-            out.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
+            out.write(json.dumps(ids_as_text(row), default=str, ensure_ascii=False) + "\n")
     else:
         out.write(f"event log: {store.describe()}\n")
         out.write(timeline(rows))
@@ -162,7 +163,7 @@ def run_status(
         return EXIT_FAILED
     state = project(rows)
     if args.json:
-        out.write(json.dumps(state, default=str, ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(ids_as_text(state), default=str, ensure_ascii=False, indent=2) + "\n")
     else:
         out.write(render_status(state))
     return EXIT_OK
@@ -179,7 +180,7 @@ def _list(store: EventStore, outbox: Outbox, out: IO[str], *, as_json: bool) -> 
     rows = store.executions()
     if as_json:
         for row in rows:
-            out.write(json.dumps(row, default=str) + "\n")
+            out.write(json.dumps(ids_as_text(row), default=str) + "\n")
         return EXIT_OK
     out.write(f"event log: {store.describe()}\n")
     waiting = outbox.count()

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from ..templating.ids import ids_as_text
 from .home import Home, code_stamp
 from .report import TaskRow, build_report, complete_units, progress_line, render_summary, units_of
 
@@ -356,7 +357,7 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
         report["children"] = children
     report["log"] = str(log_path)
     if as_json:
-        out.write(json.dumps(report, ensure_ascii=False, default=str) + "\n")
+        out.write(json.dumps(ids_as_text(report), ensure_ascii=False, default=str) + "\n")
     else:
         out.write(render_summary(report, _wall_time(request, started), str(log_path)))
     return EXIT_OK if report["state"] == "success" else EXIT_FAILED

@@ -21,3 +21,25 @@ def execution_id_for(dag_id: str, run_id: str) -> int:
     value = int.from_bytes(digest[:8], "big") & _MASK_63
     # Zero is the one value a positive id cannot take; remapping it costs one collision in 2^63.
     return value or 1
+
+
+def ids_as_text(value):
+    """``value`` (JSON-shaped) with every integer under a key ending in ``_id`` as its decimal
+    text, for what the CLI prints as JSON: an execution id is 63 bits, past JavaScript's safe
+    integers (2^53), so a browser or ``jq`` would round it to another execution. Always text,
+    small or large, so the field has one type."""
+    if isinstance(value, dict):
+        return {
+            key: (
+                str(item)
+                if isinstance(key, str)
+                and key.endswith("_id")
+                and isinstance(item, int)
+                and not isinstance(item, bool)
+                else ids_as_text(item)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [ids_as_text(item) for item in value]
+    return value

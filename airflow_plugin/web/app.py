@@ -26,6 +26,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from ..templating.ids import ids_as_text
 from .data import RunView, load_run
 from .render import render_run
 from .views import MOUNT  # noqa: F401 - the prefix the plugin mounts this app under
@@ -100,11 +101,12 @@ def create_app() -> FastAPI:
     @app.get("/api/runs/{dag_id}/{run_id}/events", dependencies=[_read_run])
     def run_events(dag_id: str, run_id: str) -> JSONResponse:
         view = _view(dag_id, run_id)
-        return _json({"execution_id": str(view.execution_id), "events": view.events})
+        # ids as text, as the CLI's --json prints them (63 bits: past JavaScript's integers)
+        return _json(ids_as_text({"execution_id": view.execution_id, "events": view.events}))
 
     @app.get("/api/runs/{dag_id}/{run_id}/state", dependencies=[_read_run])
     def run_state(dag_id: str, run_id: str) -> JSONResponse:
         view = _view(dag_id, run_id)
-        return _json({**view.state, "gate_history": view.gates})
+        return _json(ids_as_text({**view.state, "gate_history": view.gates}))
 
     return app

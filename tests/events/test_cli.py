@@ -40,7 +40,7 @@ def test_timeline_status_and_listing(event_log, airflow_db, run_dag, tmp_path, c
         == 0
     )
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(rows) == len(names) and {r["execution_id"] for r in rows} == {execution_id}
+    assert len(rows) == len(names) and {r["execution_id"] for r in rows} == {str(execution_id)}
 
     assert main(["status", str(execution_id), "--json", "--url", url]) == 0
     state = json.loads(capsys.readouterr().out)
