@@ -452,6 +452,45 @@ def test_write_rewrites_only_complete_upgrades(tmp_path: Path, capsys) -> None:
     assert main(["check", str(done), "--quiet"]) == 0
 
 
+def test_diff_headers_name_the_file_as_git_does(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Relative to the working directory when the file is under it; an absolute path keeps no
+    leading `/` after `a/` (never `a//tmp/...`); `git apply` takes the diff as printed."""
+    import subprocess
+
+    from noetl_compile.cli import main
+
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    playbook = folder / "done.yaml"
+    playbook.write_text(CASE_V2, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    main(["upgrade", str(playbook)])
+    headers = [
+        line for line in capsys.readouterr().out.splitlines() if line[:4] in ("--- ", "+++ ")
+    ]
+    assert headers == ["--- a/flows/done.yaml", "+++ b/flows/done.yaml"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    main(["upgrade", str(playbook)])
+    diff = capsys.readouterr().out
+    absolute = str(playbook).lstrip("/")
+    assert f"--- a/{absolute}\n+++ b/{absolute}\n" in diff and "a//" not in diff
+    monkeypatch.chdir(tmp_path)
+    main(["upgrade", "flows/done.yaml"])
+    (tmp_path / "change.diff").write_text(capsys.readouterr().out, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    applied = subprocess.run(
+        ["git", "apply", "--include=flows/done.yaml", "change.diff"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert playbook.read_text(encoding="utf-8") == UPGRADED
+
+
 GUARDS = """\
 apiVersion: noetl.io/v2
 kind: Playbook

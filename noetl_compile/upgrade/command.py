@@ -23,13 +23,25 @@ from ..report import format_concise
 from . import Upgrade, upgrade_text
 
 
+def diff_name(path: str) -> str:
+    """The file's name in a diff header after ``a/``/``b/``, as git writes it: relative to the
+    working directory when the file is under it, else the absolute path without its leading
+    ``/`` (never ``a//tmp/x.yaml``), so ``git apply`` and ``patch -p1`` read it."""
+    absolute = os.path.abspath(path)
+    here = os.getcwd()
+    if os.path.commonpath([absolute, here]) == here:
+        return os.path.relpath(absolute, here).replace(os.sep, "/")
+    return absolute.replace(os.sep, "/").lstrip("/")
+
+
 def unified_diff(upgrade: Upgrade) -> str:
+    name = diff_name(upgrade.path)
     return "".join(
         difflib.unified_diff(
             upgrade.original.splitlines(keepends=True),
             upgrade.text.splitlines(keepends=True),
-            f"a/{upgrade.path}",
-            f"b/{upgrade.path}",
+            f"a/{name}",
+            f"b/{name}",
         )
     )
 
