@@ -33,6 +33,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="with up: Postgres's port on 127.0.0.1 (default: a free port, kept until down)",
     )
     demo.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with up: the HTTP API's port on 127.0.0.1 (default: 5555, where the examples call "
+        "it; elsewhere, pass --set api_url=http://127.0.0.1:N to them)",
+    )
+    demo.add_argument(
         "--home",
         metavar="DIR",
         help="the managed Airflow home `noetlc run` uses (default: $NOETLC_HOME or "
@@ -54,7 +62,7 @@ def run_demo(args: argparse.Namespace) -> int:
             return EXIT_OK
         if args.action == "up":
             print("noetlc: starting the demo services", file=sys.stderr, flush=True)
-            found = services.up(home, pg_port=args.pg_port)
+            found = services.up(home, pg_port=args.pg_port, http_port=args.http_port)
         else:
             found = services.status(home)
     except services.DemoError as exc:
@@ -69,6 +77,10 @@ def run_demo(args: argparse.Namespace) -> int:
         if args.action == "up":
             print("`noetlc run` with this home now finds the connection pg_local; "
                   "`noetlc demo down` stops both")  # fmt: skip
+            http = found[-1].where.rsplit(":", 1)[-1]
+            if http != "5555":
+                print(f"the examples call http://127.0.0.1:5555 by default: run them with "
+                      f"--set api_url=http://127.0.0.1:{http} (or base_url)")  # fmt: skip
         return EXIT_OK
     return EXIT_NOT_RUNNING if args.action == "status" else EXIT_FAILED
 

@@ -90,12 +90,33 @@ def test_up_registers_pg_local_serves_http_is_idempotent_and_down_leaves_nothing
     assert services.down(home) == []
 
 
-def test_up_names_a_taken_http_port(home):
+def test_up_names_a_taken_http_port_and_stops_the_postgres_it_started(home):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        with pytest.raises(services.DemoError, match=f"127.0.0.1:{port} is taken"):
+        with pytest.raises(services.DemoError, match=f"127.0.0.1:{port} is taken") as failed:
             services.up(home, http_port=port)
-    # Postgres had started: `down` stops it, as the recorded state says.
-    assert [line.split()[0] for line in services.down(home)] == ["postgres"]
+    assert "--http-port N" in str(failed.value)
+    # The Postgres this `up` started is stopped again: nothing runs, nothing is left to stop.
+    assert [s.running for s in services.status(home)] == [False, False]
+    assert services.connection_env(home) == {}
+    assert services.down(home) == []
+
+
+def test_demo_up_moves_off_5555_with_http_port(home, capsys):
+    """`noetlc demo up --http-port N` serves the API on N and says how the examples reach it;
+    a second `up` asking for another port is refused while it runs."""
+    from noetl_compile.cli import main
+
+    port = _free_port()
+    assert main(["demo", "up", "--http-port", str(port), "--home", str(home.root)]) == 0
+    out = capsys.readouterr().out
+    assert f"http      running  http://127.0.0.1:{port}" in out
+    assert f"--set api_url=http://127.0.0.1:{port}" in out
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+        assert json.loads(response.read()) == {"status": "ok"}
+    assert main(["demo", "up", "--home", str(home.root)]) == 0  # where it runs: kept
+    other = _free_port()
+    assert main(["demo", "up", "--http-port", str(other), "--home", str(home.root)]) == 1
+    assert f"runs on port {port}" in capsys.readouterr().err

@@ -9,7 +9,8 @@ What the bundled examples call, started once and left running between `noetlc ru
   refuses to run as root: as root every server binary runs as the ``postgres`` user
   (``runuser``), and when that user cannot reach the home (``/root`` is private) the
   cluster lives in a ``/tmp/noetlc-demo-pg-*`` folder instead; ``status`` says where.
-* **The HTTP API** of ``http_server`` on 127.0.0.1:5555, the port the examples default to: a
+* **The HTTP API** of ``http_server`` on 127.0.0.1:5555, the port the examples default to
+  (``--http-port`` moves it; the examples then take ``--set api_url=...``): a
   ``python -m airflow_plugin.local.demo.http_server`` process in its own session.
 
 Registration: ``<home>/demo/state.json`` records both services and the connection
@@ -18,8 +19,9 @@ that home adds it to the Airflow process's environment (``launch.child_environme
 Airflow's own environment-variable secrets backend finds it. A ``pg_local`` the caller defines
 (in the environment or ``--connections``) wins over the demo's.
 
-``up`` is idempotent (what runs is left alone, what stopped is started again); ``down`` stops
-both and removes every file the demo made. Pure Python, no Airflow.
+``up`` is idempotent (what runs is left alone, what stopped is started again) and undoes what it
+started when it fails (a taken HTTP port leaves no Postgres behind); ``down`` stops both and
+removes every file the demo made. Pure Python, no Airflow.
 """
 
 from __future__ import annotations
@@ -275,14 +277,20 @@ def _port_taken(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _http_up(home: Home, http: dict[str, Any] | None, port: int) -> dict[str, Any]:
+def _http_up(home: Home, http: dict[str, Any] | None, port: int | None) -> dict[str, Any]:
     if http and _is_our_server(http["pid"]) and _http_answers(http["port"]):
+        if port and port != http["port"]:
+            raise DemoError(
+                f"the demo's HTTP API runs on port {http['port']}; "
+                f"`noetlc demo down` first to move it to {port}"
+            )
         return http
+    port = port or HTTP_PORT
     if _port_taken(port):
         raise DemoError(
-            f"127.0.0.1:{port} is taken by another process; the examples call the HTTP API "
-            f"there (stop that process, or run the demo's server elsewhere and pass "
-            f"`--set api_url=http://127.0.0.1:N` / `--set base_url=...` to the examples)"
+            f"127.0.0.1:{port} is taken by another process; stop it, or start the demo's HTTP "
+            f"API on another port (`noetlc demo up --http-port N`) and pass "
+            f"`--set api_url=http://127.0.0.1:N` / `--set base_url=...` to the examples"
         )
     log = _demo_dir(home) / "http.log"
     env = dict(os.environ)
@@ -324,18 +332,28 @@ def _http_down(http: dict[str, Any]) -> None:
 # -- commands ----------------------------------------------------------------------------------
 
 
-def up(home: Home, *, pg_port: int = 0, http_port: int = HTTP_PORT) -> list[Service]:
-    """Start what is not running (idempotent); returns the status afterwards."""
+def up(home: Home, *, pg_port: int = 0, http_port: int | None = None) -> list[Service]:
+    """Start what is not running (idempotent); returns the status afterwards. ``http_port``:
+    where the HTTP API listens (default: where it runs, else ``HTTP_PORT``). When ``up``
+    fails, what this call started is stopped again (a Postgres left running by a failed
+    ``up`` would hold its port with nothing recorded as usable)."""
     with _locked(home):
         _demo_dir(home).mkdir(parents=True, exist_ok=True)
         state = _read_state(home)
+        pg_was_running = bool(state.get("postgres")) and _pg_running(state["postgres"])
         try:
             state["postgres"] = _pg_up(home, state.get("postgres"), pg_port)
             state["connections"] = {CONNECTION_ENV: _pg_uri(state["postgres"])}
             _write_state(home, state)
             state["http"] = _http_up(home, state.get("http"), http_port)
+        except BaseException:
+            if not pg_was_running and state.get("postgres"):
+                with contextlib.suppress(DemoError, OSError):
+                    _pg_down(state.pop("postgres"))
+                state.pop("connections", None)
+            raise
         finally:
-            _write_state(home, state)  # what started is recorded, so `down` finds it
+            _write_state(home, state)  # what runs is recorded, so `down` finds it
     return status(home)
 
 
