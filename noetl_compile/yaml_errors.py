@@ -132,6 +132,57 @@ _UNCLOSED = {
 }
 
 
+# PyYAML says what its parser could not do; these say what to change, keyed on its wording
+# (the first that appears in the message wins).
+_HINTS = (
+    (
+        "mapping values are not allowed",
+        (
+            "a plain value cannot hold `: ` (a colon and a space): quote the whole value, or write "
+            "it as a block (`key: |`, the text indented on the lines below)"
+        ),
+    ),
+    (
+        "did not find expected key",
+        (
+            "this line is indented like no key above it: the keys of one mapping start in the same "
+            "column, and a value that goes on over lines needs quotes or a block (`key: |`)"
+        ),
+    ),
+    (
+        "did not find expected '-' indicator",
+        "the items of one list each start with `- ` in the same column",
+    ),
+    (
+        "could not find expected ':'",
+        (
+            "a line that is neither `key: value` nor `- item`: a value that goes on over lines "
+            "needs quotes or a block (`key: |`)"
+        ),
+    ),
+    ("that cannot start any token", "a value starting with `@`, `%` or a backtick needs quotes"),
+    ("found undefined alias", "`*name` refers to an anchor `&name` set earlier in the file"),
+    (
+        "expected ',' or",
+        (
+            "a `{...}` or `[...]` written on one line closes on that line, its entries "
+            "separated by commas; a template inside (`{{ ... }}`) must be quoted"
+        ),
+    ),
+    (
+        "expected <block end>",
+        (
+            "a line is indented less or more than the block it belongs to: line it up with its "
+            "siblings (list items under their key, keys in one column)"
+        ),
+    ),
+)
+
+
+def _hint(message: str) -> str | None:
+    return next((hint for wording, hint in _HINTS if wording in message), None)
+
+
 def yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
     context = getattr(exc, "context", None)
     opened = _UNCLOSED.get(context or "")
@@ -139,9 +190,10 @@ def yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
     if opened and context_mark is not None:
         position = Position(context_mark.line + 1, context_mark.column + 1)
         problem = getattr(exc, "problem", None) or ""
-        return Diagnostic(
-            "Y001", Severity.ERROR, path, position, f"invalid YAML: {opened} ({problem})"
-        )
+        message = f"{opened} ({problem})"
+        hint = _hint(message)
+        message += f"; {hint}" if hint else ""
+        return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {message}")
     mark = getattr(exc, "problem_mark", None) or context_mark
     if mark is not None and context_mark is not None:
         # A quote left open swallows the following lines up to the next quote; the parser then
@@ -165,6 +217,8 @@ def yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
     )
     if "\t" in line[: position.col] or "'\\t'" in message:
         message += " (YAML does not allow tab characters for indentation; use spaces)"
+    elif (hint := _hint(message)) is not None:
+        message += f"; {hint}"
     return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {message}")
 
 
