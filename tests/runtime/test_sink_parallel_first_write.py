@@ -253,3 +253,31 @@ def test_another_process_writing_makes_a_sink_wait_then_fail_retryable(tmp_path,
     assert not outcome.ok
     assert outcome.error["code"] == "LOCK_CONFLICT" and outcome.error["retryable"] is True
     assert "NOETL_DUCKDB_LOCK_TIMEOUT" in outcome.error["message"]
+
+
+def test_the_guides_canonical_pipeline_sink_runs(airflow_db, run_dag, tmp_path, monkeypatch):
+    """docs/writing-playbooks.md section 7's canonical form, as printed there: the pipeline's
+    duckdb task writes the priced rows."""
+    import re
+
+    monkeypatch.setenv("NOETL_DATA_DIR", str(tmp_path / "data"))
+    guide = Path(__file__).resolve().parents[2] / "docs" / "writing-playbooks.md"
+    blocks = re.findall(r"```yaml\n(.*?)```", guide.read_text(encoding="utf-8"), re.DOTALL)
+    (block,) = [b for b in blocks if "path: guide/orders_canonical" in b]
+    source = tmp_path / "guide.yaml"
+    source.write_text(block)
+    out_dir = tmp_path / "dags"
+    assert main(["compile", str(source), "-o", str(out_dir)]) == 0
+    (dag_file,) = out_dir.glob("*.py")
+    text = dag_file.read_text()
+    out = run_dag(text, text.split('dag_id="', 1)[1].split('"', 1)[0])
+    assert out.state == "success", out.states
+    record = out.xcom["report"]["result"]
+    assert record["_prev"]["rows"] == [{"rows_written": 2}]
+    assert record["results"]["rows"]["rows"] == [{"id": 1, "total": 48.0}, {"id": 2, "total": 90.0}]
+    (database,) = (tmp_path / "data" / "noetldb").glob("*.duckdb")
+    with duckdb.connect(str(database)) as con:
+        assert con.execute("SELECT * FROM priced_orders ORDER BY id").fetchall() == [
+            (1, 48.0),
+            (2, 90.0),
+        ]
