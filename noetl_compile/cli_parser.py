@@ -238,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("--dag", help="with --run: the timeline of this DAG run")
     events.add_argument("--run", help="with --dag: the Airflow run id")
     events.add_argument("--json", action="store_true", help="one JSON object per event")
+    events.add_argument(
+        "--all",
+        action="store_true",
+        help="every event of every loop iteration (default: a loop's first iteration, any "
+        "that failed, and one line for the rest)",
+    )
     events.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
     status = commands.add_parser(
         "status", help="the state of an execution, rebuilt from its events alone"

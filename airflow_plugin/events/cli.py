@@ -136,7 +136,7 @@ def run_events(
             out.write(json.dumps(ids_as_text(row), default=str, ensure_ascii=False) + "\n")
     else:
         out.write(f"event log: {store.describe()}\n")
-        out.write(timeline(rows))
+        out.write(timeline(rows, collapse=not getattr(args, "all", False)))
     return EXIT_OK
 
 
@@ -230,8 +230,60 @@ def _duration(first: Any, last: Any) -> str:
     return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
 
 
-def timeline(rows: list[Mapping[str, Any]]) -> str:
-    """One line per event: time, name, entity, status, and the correlation that applies."""
+# Loop iterations shown in full by default; the others are summed up in one line per loop.
+SHOWN_ITERATIONS = 1
+
+
+def _collapsed(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any] | str]:
+    """``rows`` with each loop's iterations past the first ``SHOWN_ITERATIONS`` folded into one
+    line where the loop's last iteration ended; an iteration with an error is always shown."""
+
+    def loop_of(row: Mapping[str, Any]) -> str:
+        return str(row.get("loop_id") or row.get("step") or "")
+
+    failed = {
+        (loop_of(row), row["iteration"])
+        for row in rows
+        if row.get("iteration") is not None and row.get("status") == "error"
+    }
+    seen: dict[str, list[Any]] = {}  # loop -> iterations in order of first event
+    for row in rows:
+        if row.get("iteration") is not None:
+            order = seen.setdefault(loop_of(row), [])
+            if row["iteration"] not in order:
+                order.append(row["iteration"])
+    shown = {
+        (loop, iteration) for loop, order in seen.items() for iteration in order[:SHOWN_ITERATIONS]
+    } | failed
+    hidden: dict[str, dict[str, Any]] = {}
+    last_hidden: dict[str, int] = {}
+    out: list[Mapping[str, Any] | str] = []
+    for row in rows:
+        if row.get("iteration") is None or (loop_of(row), row["iteration"]) in shown:
+            out.append(row)
+            continue
+        loop = loop_of(row)
+        folded = hidden.setdefault(loop, {"iterations": set(), "events": 0, "statuses": {}})
+        folded["iterations"].add(row["iteration"])
+        folded["events"] += 1
+        if row.get("name") == "LoopIterationCompleted":
+            status = str(row.get("status"))
+            folded["statuses"][status] = folded["statuses"].get(status, 0) + 1
+        last_hidden[loop] = len(out)
+        out.append("")  # a placeholder, replaced below or dropped
+    for loop, position in last_hidden.items():
+        folded = hidden[loop]
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(folded["statuses"].items()))
+        out[position] = (
+            f"  ...  {len(folded['iterations'])} more iterations of {loop} "
+            f"({folded['events']} events{': ' + statuses if statuses else ''}); --all shows them"
+        )
+    return [item for item in out if item != ""]
+
+
+def timeline(rows: list[Mapping[str, Any]], *, collapse: bool = False) -> str:
+    """One line per event: time, name, entity, status, and the correlation that applies;
+    ``collapse``: a loop's iterations after the first in one line (errors always shown)."""
     first = rows[0]
     header = (
         f"execution {first['execution_id']}  {first.get('dag_id') or '-'}  "
@@ -239,7 +291,10 @@ def timeline(rows: list[Mapping[str, Any]]) -> str:
     )
     lines = [header]
     width = max(len(str(r["name"])) for r in rows)
-    for row in rows:
+    for row in _collapsed(rows) if collapse else rows:
+        if isinstance(row, str):
+            lines.append(row)
+            continue
         extra = []
         for key, label in (("iteration", "iter"), ("attempt", "attempt"), ("try_number", "try")):
             if row.get(key) is not None:
@@ -265,11 +320,18 @@ def render_status(state: Mapping[str, Any]) -> str:
     if state.get("playbook"):
         lines.append(f"playbook {state['playbook']}")
     lines.append("steps:")
-    for step, entry in state["steps"].items():
-        text = f"  {step}  {entry['status']}  runs {entry['runs']}"
+    steps = state["steps"]
+    name_width = max((len(step) for step in steps), default=0)
+    status_width = max((len(str(entry["status"])) for entry in steps.values()), default=0)
+    for step, entry in steps.items():
+        text = f"  {step:<{name_width}}  {entry['status']!s:<{status_width}}"
+        if entry["runs"] or entry.get("iterations"):
+            text += f"  runs {entry['runs']}"
+        if entry.get("iterations"):
+            text += f"  iterations {entry['iterations']}"
         if entry.get("error"):
             text += f"  error: {_short(entry['error'])}"
-        lines.append(text)
+        lines.append(text.rstrip())
     for title in ("ctx", "vars", "retries"):
         if state.get(title):
             lines.append(f"{title}: {json.dumps(state[title], default=str, sort_keys=True)}")
@@ -284,8 +346,9 @@ def render_status(state: Mapping[str, Any]) -> str:
         lines.append(f"waiting: gate {gate['gate']} since {gate['since']}")
     if state["results"]:
         lines.append("results:")
+        width = max(len(step) for step in state["results"])
         for step, result in state["results"].items():
-            lines.append(f"  {step}  {_short(result, 200)}")
+            lines.append(f"  {step:<{width}}  {_short(result, 200)}")
     return "\n".join(lines) + "\n"
 
 

@@ -108,14 +108,17 @@ def _step_finished(
     state: dict[str, Any], step: str, event: Mapping[str, Any], data: Mapping[str, Any]
 ) -> None:
     entry = _step(state, step)
-    entry["runs"] += 1
     if event.get("status") == "error":
         entry["error"] = data.get("error")
     # Writes count wherever they happen (a sequential loop's iterations write ctx).
     state["ctx"].update(data.get("ctx") or {})
     state["vars"].update(data.get("vars") or {})
     if event.get("iteration") is not None:
-        return  # one iteration of a loop body: the loop step reports the aggregate
+        # One iteration of a loop body: counted apart, so a 50-item loop is one run of its
+        # step with 50 iterations (not 51 runs); the loop step reports the aggregate.
+        entry["iterations"] = entry.get("iterations", 0) + 1
+        return
+    entry["runs"] += 1
     entry["status"] = event.get("status")
     if event.get("status") != "error":
         entry["error"] = None  # a later run of the step (a retry, a region's next visit) succeeded
@@ -135,6 +138,10 @@ def _task_finished(
         return
     task["status"] = data.get("state") or event.get("status")
     task["try_number"] = event.get("try_number")
+    step = task.get("step") or _step_of_task(key)
+    if task["status"] == "skipped" and step and step not in state["steps"]:
+        # A branch not taken: the step never started, and says so (status shows it).
+        state["steps"][step] = {"status": "skipped", "runs": 0, "error": None}
     task["error"] = data.get("error") if event.get("status") == "error" else None
     if event.get("status") == "error":
         step = task.get("step")
@@ -143,6 +150,15 @@ def _task_finished(
             entry = _step(state, step)
             entry["status"] = "error"
             entry["error"] = entry["error"] or data.get("error")
+
+
+def _step_of_task(task_id: str) -> str | None:
+    """The step a task runs, from its id alone: a skipped task is told at the run's end by a
+    process that has no operator at hand, so its event names no step. `s`, `s.head`,
+    `s.body[3]` run step `s`; the run's outcome watcher (noetl_outcome) runs none."""
+    if task_id.startswith("noetl_outcome"):
+        return None
+    return task_id.split(".", 1)[0].split("[", 1)[0] or None
 
 
 def _loop(state: dict[str, Any], name: str, event: Mapping[str, Any], data: Mapping[str, Any]):
