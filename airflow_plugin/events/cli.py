@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..templating.ids import ids_as_text
+from . import names
 from .config import settings
 from .outbox import Outbox
 from .projection import project
@@ -266,7 +267,7 @@ def _collapsed(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any] | str]:
         folded = hidden.setdefault(loop, {"iterations": set(), "events": 0, "statuses": {}})
         folded["iterations"].add(row["iteration"])
         folded["events"] += 1
-        if row.get("name") == "LoopIterationCompleted":
+        if row.get("name") == names.LOOP_ITERATION_COMPLETED:
             status = str(row.get("status"))
             folded["statuses"][status] = folded["statuses"].get(status, 0) + 1
         last_hidden[loop] = len(out)
