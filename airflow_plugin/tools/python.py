@@ -27,6 +27,9 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
   called; with still none, the result is ``{stdout, stderr}`` of what the code printed (shown in
   the task log as well). Failures are reported as above.
 
+NoETL 5's ``env``, ``cwd`` and ``timeout_seconds`` (else ``timeout``) apply while the code runs,
+in every generation (``code_scope.py``): a timeout fails the call with ``TimeoutError``.
+
 The code runs in the task's process with full builtins: playbook code is trusted like DAG code.
 The Jinja sandbox protects template rendering, not this.
 """
@@ -59,6 +62,7 @@ from ..errors import NoetlConfigError
 from ..hooks.redact import redact
 from ..templating.context import PROTECTED_KEY
 from ..templating.render import to_jsonable
+from .code_scope import CodeScope
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .registry import ToolNotAvailable
 
@@ -526,19 +530,25 @@ def run_python(call: ToolCall) -> ToolOutcome:
     preset = dict(namespace)
     before = namespace.get("result", _UNSET)
 
+    try:
+        scope = CodeScope.from_config(config)  # NoETL 5's env, cwd, timeout_seconds
+    except NoetlConfigError as exc:
+        return _failed(exc, {"kind": KIND, "type": "ConfigError", "message": str(exc)}, **meta())
+
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     try:
-        if noetl5:
-            value = _run_noetl5(compiled, namespace, inputs, out, err)
-        else:
-            exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
-            after = namespace.get("result", _UNSET)
-            if after is not _UNSET and after is not before:
-                value = after
-            elif isinstance(namespace.get("main"), types.FunctionType):
-                value = _call_main(namespace["main"], inputs, namespace["context"])
+        with scope:
+            if noetl5:
+                value = _run_noetl5(compiled, namespace, inputs, out, err)
             else:
-                value = _summary(namespace, preset)
+                exec(compiled, namespace)  # noqa: S102 - running playbook code is its purpose
+                after = namespace.get("result", _UNSET)
+                if after is not _UNSET and after is not before:
+                    value = after
+                elif isinstance(namespace.get("main"), types.FunctionType):
+                    value = _call_main(namespace["main"], inputs, namespace["context"])
+                else:
+                    value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
         if noetl5:
             return _failed_noetl5(exc, out, err, filename, **meta())
