@@ -132,7 +132,7 @@ def pytest_configure(config):
             _FETCH_NOTE.append(f"cannot fetch them: {exc}")
 
 
-# What pytest_configure's fetch did, for the header (its own output would be captured).
+# What pytest_configure's fetch did, for the header and the summary (print would be captured).
 _FETCH_NOTE: list[str] = []
 
 
@@ -158,8 +158,12 @@ def pytest_collection_modifyitems(config, items):
 def _not_run_for_the_corpus(terminalreporter) -> int:
     from tests import corpus
 
+    def reason(report) -> str:  # a skip's longrepr is (path, line, "Skipped: <reason>")
+        longrepr = report.longrepr
+        return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+
     reports = terminalreporter.stats.get("skipped", [])
-    return sum(1 for report in reports if corpus.SKIP_REASON in str(report.longrepr))
+    return sum(1 for report in reports if corpus.SKIP_REASON in reason(report))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -170,6 +174,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
     missing = _not_run_for_the_corpus(terminalreporter)
     terminalreporter.section("NoETL public playbooks", red=bool(missing), bold=bool(missing))
+    for note in _FETCH_NOTE:
+        terminalreporter.write_line(note)
     where = f"at {corpus.CORPUS} ({corpus.SOURCE})"
     if missing:
         terminalreporter.write_line(
@@ -178,8 +184,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             red=True,
             bold=True,
         )
-    else:
+    elif corpus.available():
         terminalreporter.write_line(f"0 tests without the public playbooks: corpus {where}")
+    else:
+        terminalreporter.write_line(
+            f"0 tests without the public playbooks: none {where}, and none of these tests reads them"
+        )
     terminalreporter.section("NoETL corpus run")
     for line in summary_lines():
         terminalreporter.write_line(line)

@@ -38,7 +38,7 @@ class _GitHub:
         github = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+            def do_GET(self) -> None:
                 github.requests += 1
                 name = by_url.get(self.path)
                 if name is None:
