@@ -125,8 +125,13 @@ def fetch(dest: Path, pins: dict, template: str | None = None) -> int:
         # The first file alone: an unreachable host is one error, at once.
         _fetch_one(template, *files[0], staging)
         with ThreadPoolExecutor(WORKERS) as pool:
-            for job in [pool.submit(_fetch_one, template, n, e, staging) for n, e in files[1:]]:
-                job.result()
+            jobs = [pool.submit(_fetch_one, template, n, e, staging) for n, e in files[1:]]
+            try:
+                for job in jobs:
+                    job.result()
+            except RuntimeError:
+                pool.shutdown(cancel_futures=True)  # one failure is enough: stop the rest
+                raise
         for name, entry in sorted(pins["local"].items()):
             _copy_local(name, entry, staging)
         left = problems(staging, pins)
@@ -154,15 +159,16 @@ def main(argv: list[str] | None = None) -> int:
     dest = args.dest or default_dest()
     pins = load_pins()
     started = time.monotonic()
+    template = os.environ.get("NOETLC_CORPUS_URL") or pins["url"]
     try:
-        fetched = fetch(dest, pins)
+        fetched = fetch(dest, pins, template)
     except RuntimeError as exc:
         print(f"fetch-corpus: no corpus at {dest}: {exc}", file=sys.stderr)
         return 1
     if not args.quiet:
         total = len(pinned_names(pins))
         how = (
-            f"downloaded {fetched} from github.com/{pins['repository']} in "
+            f"downloaded {fetched} from {urllib.parse.urlsplit(template).netloc} in "
             f"{time.monotonic() - started:.1f}s, sha256 checked"
             if fetched
             else "already there, sha256 checked"

@@ -20,7 +20,7 @@ if [ "${#MISSING[@]}" -gt 0 ]; then
   if [ "${NOETLC_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     use_apt=yes
     if [ -t 0 ]; then
-      read -r -p "scripts/test.sh: install ${MISSING[*]} with apt-get? [Y/n] " answer
+      read -r -p "scripts/test.sh: install ${MISSING[*]} with apt-get? [Y/n] " answer || answer=n
       case "$answer" in [nN]*) use_apt=no ;; esac
     fi
   fi

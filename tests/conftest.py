@@ -127,7 +127,7 @@ def pytest_configure(config):
         fetch = corpus.fetch_module()
         try:
             fetched = fetch.fetch(corpus.CORPUS, corpus.pins())
-            _FETCH_NOTE.append(f"fetched {fetched} files from github.com/noetl/noetl")
+            _FETCH_NOTE.append(f"fetched {fetched} files of github.com/noetl/noetl")
         except RuntimeError as exc:
             _FETCH_NOTE.append(f"cannot fetch them: {exc}")
 
