@@ -166,12 +166,16 @@ def _not_run_for_the_corpus(terminalreporter) -> int:
     return sum(1 for report in reports if corpus.SKIP_REASON in reason(report))
 
 
+@pytest.hookimpl(trylast=True)  # after the durations, so the count is among the last lines
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Whether the tests had NoETL's public playbooks (how many did not run without them), and
-    the corpus run counts (runnable per dialect, skips per reason), at the end of every run."""
+    """The corpus run counts (runnable per dialect, skips per reason), then whether the tests had
+    NoETL's public playbooks (how many did not run without them), at the end of every run."""
     from tests import corpus
     from tests.corpus_run.test_corpus_run import summary_lines
 
+    terminalreporter.section("NoETL corpus run")
+    for line in summary_lines():
+        terminalreporter.write_line(line)
     missing = _not_run_for_the_corpus(terminalreporter)
     terminalreporter.section("NoETL public playbooks", red=bool(missing), bold=bool(missing))
     for note in _FETCH_NOTE:
@@ -180,7 +184,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if missing:
         terminalreporter.write_line(
             f"{missing} tests NOT RUN: they need NoETL's public playbooks, none {where}. "
-            f"Fetch them with `{corpus.FETCH_COMMAND}` and run again.",
+            f"Fetch them with `{corpus.FETCH_COMMAND}` and run again"
+            + (" with NOETLC_CORPUS unset." if corpus.SOURCE == "NOETLC_CORPUS" else "."),
             red=True,
             bold=True,
         )
@@ -190,6 +195,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(
             f"0 tests without the public playbooks: none {where}, and none of these tests reads them"
         )
-    terminalreporter.section("NoETL corpus run")
-    for line in summary_lines():
-        terminalreporter.write_line(line)
