@@ -177,6 +177,7 @@ def test_check_imports_no_airflow(files):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.corpus
 def test_parallel_run_reports_exactly_what_a_serial_run_does(capsys):
     from tests.corpus import CORPUS
 

@@ -127,6 +127,7 @@ def _postgres_auth_names() -> set[str]:
     return names
 
 
+@pytest.mark.corpus
 def test_harness_covers_every_postgres_connection_name_of_the_corpus():
     found = _postgres_auth_names()
     assert {"pg_local", "pg_k8s"} <= found
