@@ -57,9 +57,16 @@ class AirflowClient:
     """One deployment's API at ``base_url`` (``http://host:port``), as ``username``."""
 
     def __init__(
-        self, base_url: str, username: str, password: str, *, timeout: float = 30.0
+        self,
+        base_url: str,
+        username: str,
+        password: str,
+        *,
+        timeout: float = 30.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.page_size = page_size
         self.username = username
         self._password = password
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
@@ -129,7 +136,9 @@ class AirflowClient:
         rows: list[dict[str, Any]] = []
         while True:
             page = self.request(
-                "GET", path, params={**dict(params or {}), "limit": PAGE_SIZE, "offset": len(rows)}
+                "GET",
+                path,
+                params={**dict(params or {}), "limit": self.page_size, "offset": len(rows)},
             )
             got = list(page.get(key) or [])
             total = int(page.get("total_entries") or 0)
