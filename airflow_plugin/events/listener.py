@@ -220,6 +220,9 @@ class EventLogListener:
         try_number = int(ti.try_number or 0)
         entity_id = ti.task_id if map_index < 0 else f"{ti.task_id}[{map_index}]"
         payload = getattr(task, "payload", None) or {}
+        label = _map_label(ti, task) if map_index >= 0 else None
+        if label is not None:
+            data = {**data, "map_label": label}
         return Event(
             name=name,
             entity="task",
@@ -334,6 +337,18 @@ def _conf_of(ti: Any) -> Mapping[str, Any]:
         return {}
     conf = getattr(dag_run, "conf", None)
     return conf if isinstance(conf, Mapping) else {}
+
+
+def _map_label(ti: Any, task: Any) -> str | None:
+    """The name Airflow shows for a mapped instance (its ``map_index_template`` rendered: a loop
+    instance's item, ``Oslo``): the rendered one once Airflow has it, else the label the loop
+    head put in the instance's chunk, which that template renders."""
+    rendered = getattr(ti, "rendered_map_index", None)
+    if isinstance(rendered, str) and rendered:
+        return rendered
+    chunk = getattr(task, "chunk", None)
+    label = chunk.get("label") if isinstance(chunk, Mapping) else None
+    return label if isinstance(label, str) and label else None
 
 
 def _clear_number_of(ti: Any) -> int:

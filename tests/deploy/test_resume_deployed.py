@@ -3,7 +3,8 @@ resumed after the fix; the step before it does not run again; events, `noetlc st
 REST client's paging against the real API server agree.
 
 The run is triggered without a logical date (as every REST trigger here is), which is what
-`airflow tasks clear -s/-e` cannot find and the clear by ``dag_run_id`` can.
+`airflow tasks clear -s/-e` cannot find and the clear by ``dag_run_id`` can. The NoETL view is
+read in Debian's headless chromium (screenshot in ``$NOETLC_ARTIFACTS/ui``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import time
 from argparse import Namespace
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -20,6 +22,9 @@ from airflow_plugin.deploy.rest import AirflowClient
 from airflow_plugin.deploy.resume import run_resume
 from airflow_plugin.events.cli import run_status
 from airflow_plugin.templating.ids import execution_id_for
+from tests.harness.browser import Browser
+
+from .test_ui_deployed import ARTIFACTS
 
 
 def ends(stack, run_id: str, count: int, timeout: float = 30.0) -> list[dict]:
@@ -97,3 +102,23 @@ def test_resume_clears_the_failed_step_and_downstream_and_the_run_succeeds(local
     assert lines.splitlines()[0].split("  ")[2] == "success", lines
     assert "run attempt 1  error" in lines and "run attempt 2  success" in lines, lines
     assert "task transform try 2  success" in lines, lines
+
+    # The NoETL view in a browser: the latest truth, with the failed attempt kept as history.
+    with Browser() as browser:
+        browser.set_cookie("_token", client.token(), manifest["api_url"] + "/")
+        browser.goto(
+            f"{manifest['api_url']}/noetl/runs/{quote(DAG, safe='')}/{quote(run_id, safe='')}"
+        )
+        browser.wait_for("!!document.getElementById('history')")
+        browser.screenshot(ARTIFACTS / "resume_noetl_view.png")
+        view = browser.evaluate(
+            """(() => ({
+              status: document.querySelector('#run-status').innerText.trim(),
+              history: [...document.querySelectorAll('#history tbody tr')]
+                .map(tr => [...tr.children].map(td => td.innerText.trim())),
+            }))()"""
+        )
+    assert view["status"] == "success", view
+    assert ["run", "attempt 1", "error", ""] in view["history"], view
+    assert ["run", "attempt 2", "success", ""] in view["history"], view
+    assert ["transform", "try 2", "success", ""] in view["history"], view
