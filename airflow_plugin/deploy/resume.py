@@ -133,6 +133,12 @@ def resume(
     dry_run: bool = False,
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Clear the roots and their downstream; (roots, the task instances cleared)."""
+    state = client.get_run(dag_id, run_id).get("state")
+    if state == "success" and from_step is None:
+        # A step may have failed and been handled (an error arc): the run needs no fix.
+        raise ResumeError(
+            f"{dag_id} / {run_id} succeeded; to run it again from a step, name it with --from"
+        )
     tis = client.task_instances(dag_id, run_id)
     if not tis:
         raise ResumeError(f"Airflow has no task instances for {dag_id} / {run_id}")
