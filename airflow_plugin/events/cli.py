@@ -246,6 +246,8 @@ def timeline(rows: list[Mapping[str, Any]]) -> str:
         if row.get("duration_sec") is not None:
             extra.append(f"{row['duration_sec']:.3f}s")
         data = row.get("data") or {}
+        if data.get("run_attempt"):
+            extra.append(f"run attempt {data['run_attempt'] + 1}")
         if row.get("status") == "error" and data.get("error"):
             extra.append(f"error: {_short(data['error'])}")
         lines.append(

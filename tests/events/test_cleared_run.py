@@ -18,7 +18,7 @@ import uuid
 from argparse import Namespace
 from pathlib import Path
 
-from airflow_plugin.events.cli import run_status
+from airflow_plugin.events.cli import run_status, timeline
 from airflow_plugin.events.projection import project
 from airflow_plugin.templating.ids import execution_id_for
 
@@ -165,6 +165,10 @@ def test_a_cleared_run_that_succeeds_reads_success_and_keeps_the_failed_attempt(
     assert "  run attempt 1  error" in text and "  run attempt 2  success" in text
     assert "task transform try 1  failed  error: ZeroDivisionError" in text, text
     assert "task transform try 2  success" in text
+    # `noetlc events`: both ends of the run, the second saying which attempt it was.
+    ends = [line for line in timeline(rows).splitlines() if "WorkflowFinished" in line]
+    assert len(ends) == 2 and "run attempt" not in ends[0], ends
+    assert "success" in ends[1] and ends[1].endswith("run attempt 2"), ends
 
 
 def test_the_same_finish_told_twice_is_one_event(event_log):
