@@ -1,6 +1,6 @@
 """`noetlc demo up|down|status`: the local services the bundled examples use.
 
-Registered here so `cli.py` only adds the command; the services live in (reached through plugin_seam)
+Registered here so `cli_parser.py` only adds the command; the services live in (reached through plugin_seam)
 ``airflow_plugin.local.demo.services`` (pure Python: a Postgres cluster from Debian's
 postgresql-15 binaries and the local HTTP API on 127.0.0.1:5555).
 """

@@ -1,6 +1,6 @@
 """The editor and migration commands: `noetlc schema`, `noetlc upgrade`, `noetlc lsp`.
 
-Their options live here so `cli.py` only registers them; each command imports its module when
+Their options live here so `cli_parser.py` only registers them (and `cli.py` dispatches); each command imports its module when
 it runs (the LSP server's pygls is an extra, and `check` must start fast).
 """
 

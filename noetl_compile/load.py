@@ -3,7 +3,9 @@
 We compose with libyaml (``CSafeLoader``) and build the values ourselves instead of calling
 ``yaml.load``: that is where duplicate keys, recursive aliases and merge keys are decided, and
 it lets every mapping and list carry the source span of its keys and items. Later stages see
-ordinary ``dict``/``list``/``str`` values (subclasses), so they never depend on PyYAML.
+ordinary ``dict``/``list``/``str`` values (subclasses, ``spans.py``), so they never depend on
+PyYAML. What the text is refused for before it is built, and where a parser error is, is
+``yaml_errors.py``.
 """
 
 from __future__ import annotations
@@ -21,8 +23,33 @@ import yaml
 from yaml.constructor import SafeConstructor
 
 from .diagnostics import Diagnostic, Position, Severity
+from .spans import Span, YList, YMap, YStr, empty_map, list_of_one, span_of
+from .yaml_errors import (
+    LOADER,
+    MAX_DEPTH,
+    forbidden_character,
+    libyaml_nesting_limit,
+    one_line,
+    too_deep_for_composer,
+    too_deep_pure,
+    yaml_error,
+)
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "Document",
+    "Span",
+    "YList",
+    "YMap",
+    "YStr",
+    "empty_map",
+    "list_of_one",
+    "load_file",
+    "load_text",
+    "span_of",
+]
+
 # Scalar construction (int/float/bool/null/timestamp...) is stateless, so one instance serves all.
 _scalar_constructor = SafeConstructor()
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -39,112 +66,12 @@ _SCALAR_TAGS = {
     "tag:yaml.org,2002:" + name for name in ("null", "bool", "int", "float", "timestamp")
 }
 
-# No playbook nests anywhere near this deep; below it every recursive stage is safe.
-MAX_DEPTH = 100
-# libyaml composes recursively in C and overflows the C stack (SIGSEGV) somewhere past 20,000
-# levels. Nesting depth cannot exceed the bracket count plus the longest line, so only texts
-# where that bound is high are scanned event by event (the parser itself is not recursive).
-_COMPOSE_SAFE_BOUND = 4000
 # Aliases may repeat a node; the built document may hold this many values per source character
 # (plus a floor), so a few lines of anchors (billion laughs) cannot expand to gigabytes.
 _EXPANSION_PER_CHAR, _EXPANSION_FLOOR = 4, 10_000
-# Characters YAML forbids in a stream (YAML 1.1 c-printable); libyaml reports them as an offset.
-_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 # int() refuses to print more decimal digits than this (sys.get_int_max_str_digits); a larger
 # integer could be loaded from hex but neither reported nor emitted.
 _MAX_INT_BITS = 14_000
-
-
-class Span:
-    """Where a node sits in the source: 1-based line/col plus 0-based character offsets.
-
-    Kept small because a playbook has tens of thousands of nodes and most spans are never
-    asked for: the composed node tree is released once the document is built, and a value keeps
-    only libyaml's start mark of its node (a compact C object holding offset, line and column,
-    which the composer made anyway), its end offset and its scalar style. ``end`` and ``style``
-    are known for a value's own span (``span_of(value)``: strings, mappings, lists); the spans of
-    mapping keys and of items that are not strings or collections (``key_span``,
-    ``value_span``, ``item_span``) are positions only, with ``end`` and ``style`` None.
-    """
-
-    __slots__ = ("_mark", "end", "style")
-
-    def __init__(self, mark: Any, end: int | None = None, style: str | None = None) -> None:
-        self._mark = mark
-        self.end = end
-        self.style = style  # scalar style: None (plain), "'", '"', "|", ">"; None for collections
-
-    @classmethod
-    def of(cls, node: yaml.Node) -> Span:
-        style = node.style if isinstance(node, yaml.ScalarNode) else None
-        return cls(node.start_mark, node.end_mark.index, style)
-
-    @property
-    def line(self) -> int:
-        return self._mark.line + 1
-
-    @property
-    def col(self) -> int:
-        return self._mark.column + 1
-
-    @property
-    def start(self) -> int:
-        return self._mark.index
-
-    @property
-    def position(self) -> Position:
-        return Position(self.line, self.col)
-
-    def __repr__(self) -> str:
-        return f"Span({self.line}:{self.col})"
-
-
-class YMap(dict):
-    """A mapping that knows the span of itself, of each key and of each value.
-
-    ``key_spans`` and ``value_spans`` hold start marks (see ``Span``); the accessors wrap them.
-    """
-
-    __slots__ = ("key_spans", "span", "value_spans")
-
-    def key_span(self, key: Any) -> Span:
-        mark = self.key_spans.get(key)
-        return Span(mark) if mark is not None else self.span
-
-    def value_span(self, key: Any) -> Span:
-        mark = self.value_spans.get(key)
-        return Span(mark) if mark is not None else self.span
-
-
-class YList(list):
-    """A sequence that knows the span of itself and of each item (``item_spans``: start marks)."""
-
-    __slots__ = ("item_spans", "span")
-
-    def item_span(self, index: int) -> Span:
-        if 0 <= index < len(self.item_spans):
-            return Span(self.item_spans[index])
-        return self.span
-
-
-class YStr(str):
-    """A string scalar with its span (so templates inside it can be located exactly).
-
-    ``template_scan`` memoises what the template analysis derives from the text (set on first
-    use; the text never changes): one scan per string for a whole check-and-compile run, however
-    many strings the document holds (a size-bound cache shared by all strings would evict and
-    rescan them on every pass once a playbook holds more templates than it keeps).
-    """
-
-    __slots__ = ("_end", "_mark", "_style", "template_scan")
-
-    @property
-    def span(self) -> Span:
-        return Span(self._mark, self._end, self._style)
-
-
-def span_of(value: Any) -> Span | None:
-    return getattr(value, "span", None)
 
 
 @dataclass
@@ -380,174 +307,18 @@ def _tag_name(tag: str) -> str:
     return "!!" + tag[len(prefix) :] if tag.startswith(prefix) else tag
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _position(text: str, index: int) -> Position:
-    line = text.count("\n", 0, index) + 1
-    return Position(line, index - (text.rfind("\n", 0, index) + 1) + 1)
-
-
-# The printable ASCII characters plus tab, LF and CR: the ASCII characters YAML allows.
-_ALLOWED_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
-
-
-def _forbidden_character(path: str, text: str) -> Diagnostic | None:
-    if text.isascii() and not text.encode("ascii").translate(None, _ALLOWED_ASCII):
-        return None  # nearly every playbook: one C pass, several times faster than the search
-    match = _FORBIDDEN.search(text)
-    if match is None:
-        return None
-    return Diagnostic(
-        "Y001",
-        Severity.ERROR,
-        path,
-        _position(text, match.start()),
-        f"invalid YAML: control character U+{ord(match.group()):04X} is not allowed "
-        '(inside a double-quoted string write it as an escape, e.g. "\\0")',
-    )
-
-
-@functools.cache
-def _libyaml_limits_nesting() -> bool:
-    """Whether the installed libyaml stops at a nesting limit of its own (1000 levels since 0.2.6,
-    far below the ~20,000 where its recursive composer overflows): then composing is always safe.
-    Probed, not read from the version: a wheel may bundle one libyaml, a source build another."""
-    if _Loader is yaml.SafeLoader:
-        return True  # the pure-Python composer: RecursionError, which load_text reports
-    try:
-        for _ in yaml.parse("[" * 1001 + "]" * 1001, Loader=_Loader):
-            pass
-    except yaml.YAMLError as error:
-        return _libyaml_nesting_limit(error)
-    return False
-
-
-def _too_deep(path: str, text: str) -> Diagnostic | None:
-    """Y001 where nesting passes MAX_DEPTH, for texts where libyaml's composer might overflow."""
-    if _libyaml_limits_nesting():
-        return None  # compose stops first; load_text then finds the depth with _too_deep_pure
-    brackets = text.count("[") + text.count("{")
-    if brackets + len(text) < _COMPOSE_SAFE_BOUND:
-        return None  # no line is longer than the text: skip splitting it
-    if brackets + max(map(len, text.splitlines()), default=0) < _COMPOSE_SAFE_BOUND:
-        return None  # shallow enough for the composer; the builder checks MAX_DEPTH itself
-    try:
-        return _first_too_deep(path, text, _Loader)
-    except yaml.YAMLError as error:
-        if not _libyaml_nesting_limit(error):
-            return None  # compose reports the syntax error with its own position
-    return _too_deep_pure(path, text)
-
-
-def _libyaml_nesting_limit(error: yaml.YAMLError) -> bool:
-    # libyaml >= 0.2.6 (in PyYAML 6.0.4's wheels) has a nesting limit of its own (1000 levels), and
-    # its scanner's look-ahead can trip it before the parser hands over event MAX_DEPTH + 1.
-    return "maximum nesting depth" in str(error)
-
-
-def _too_deep_pure(path: str, text: str) -> Diagnostic | None:
-    """The depth check with PyYAML's pure-Python parser: no limit and no recursion, so the
-    diagnostic and its position are the same whatever libyaml is installed. A syntax error
-    before the first level too deep is reported instead: it is the first mistake in the text
-    (libyaml's look-ahead can trip its limit before its parser reaches that error)."""
-    try:
-        return _first_too_deep(path, text, yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        return _yaml_error(path, error, text)
-
-
-def _first_too_deep(path: str, text: str, loader: type) -> Diagnostic | None:
-    depth = 0
-    for event in yaml.parse(text, Loader=loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                mark = event.start_mark
-                return Diagnostic(
-                    "Y001",
-                    Severity.ERROR,
-                    path,
-                    Position(mark.line + 1, mark.column + 1),
-                    f"invalid YAML: nesting deeper than {MAX_DEPTH} levels",
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-    return None
-
-
-# Errors found only where the parser gives up; the construct that was left open is the mistake.
-_UNCLOSED = {
-    "while scanning a quoted scalar": "unclosed quoted string",
-    "while parsing a flow mapping": "unclosed `{`",
-    "while parsing a flow sequence": "unclosed `[`",
-    "while scanning a block scalar": "bad block scalar",
-}
-
-
-def _yaml_error(path: str, exc: yaml.YAMLError, text: str) -> Diagnostic:
-    context = getattr(exc, "context", None)
-    opened = _UNCLOSED.get(context or "")
-    context_mark = getattr(exc, "context_mark", None)
-    if opened and context_mark is not None:
-        position = Position(context_mark.line + 1, context_mark.column + 1)
-        problem = getattr(exc, "problem", None) or ""
-        return Diagnostic(
-            "Y001", Severity.ERROR, path, position, f"invalid YAML: {opened} ({problem})"
-        )
-    mark = getattr(exc, "problem_mark", None) or context_mark
-    if mark is not None and context_mark is not None:
-        # A quote left open swallows the following lines up to the next quote; the parser then
-        # fails far below. Point at the quote that opened on a line and never closed.
-        quote = _unbalanced_quote(text, context_mark.line, mark.line)
-        if quote is not None:
-            return Diagnostic(
-                "Y001",
-                Severity.ERROR,
-                path,
-                quote,
-                f"invalid YAML: unclosed quoted string ({getattr(exc, 'problem', '')})",
-            )
-    position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
-    problem = getattr(exc, "problem", None) or str(exc)
-    message = _one_line(f"{context}, {problem}" if context else str(problem))
-    line = (
-        text.splitlines()[position.line - 1]
-        if mark and position.line <= len(text.splitlines())
-        else ""
-    )
-    if "\t" in line[: position.col] or "'\\t'" in message:
-        message += " (YAML does not allow tab characters for indentation; use spaces)"
-    return Diagnostic("Y001", Severity.ERROR, path, position, f"invalid YAML: {message}")
-
-
-def _unbalanced_quote(text: str, first: int, last: int) -> Position | None:
-    """Position of a `"` that opens a value and is not closed on its line (0-based line range)."""
-    lines = text.split("\n")
-    for number in range(first, min(last, len(lines) - 1) + 1):
-        line = lines[number]
-        match = re.search(r"(?::|-)\s+(\")", line)
-        if match is None:
-            continue
-        rest = line[match.end(1) :]
-        if not re.search(r'(?<!\\)"', rest):
-            return Position(number + 1, match.start(1) + 1)
-    return None
-
-
 def load_text(text: str, path: str) -> Document:
     """Parse one YAML document; never raises on bad input, reports diagnostics instead."""
-    refused = _forbidden_character(path, text) or _too_deep(path, text)
+    refused = forbidden_character(path, text) or too_deep_for_composer(path, text)
     if refused is not None:
         return Document(path, text, None, [refused])
     try:
-        nodes = list(yaml.compose_all(text, Loader=_Loader))
+        nodes = list(yaml.compose_all(text, Loader=LOADER))
     except yaml.YAMLError as exc:
-        too_deep = _too_deep_pure(path, text) if _libyaml_nesting_limit(exc) else None
-        return Document(path, text, None, [too_deep or _yaml_error(path, exc, text)])
+        too_deep = too_deep_pure(path, text) if libyaml_nesting_limit(exc) else None
+        return Document(path, text, None, [too_deep or yaml_error(path, exc, text)])
     except (ValueError, RecursionError, MemoryError) as exc:
-        message = f"invalid YAML: {_one_line(str(exc) or type(exc).__name__)}"
+        message = f"invalid YAML: {one_line(str(exc) or type(exc).__name__)}"
         return Document(
             path, text, None, [Diagnostic("Y001", Severity.ERROR, path, Position(1, 1), message)]
         )
@@ -615,17 +386,3 @@ def load_file(path: str) -> Document:
 
 def _file_error(path: str, message: str) -> Diagnostic:
     return Diagnostic("E001", Severity.ERROR, path, Position(1, 1), message)
-
-
-def list_of_one(value: Any, span: Span) -> YList:
-    """Readers normalise `next: a` / `then: {...}` into a one-item list that keeps positions."""
-    items = YList([value])
-    items.span = span
-    items.item_spans = [span._mark]
-    return items
-
-
-def empty_map(span: Span) -> YMap:
-    mapping = YMap()
-    mapping.span, mapping.key_spans, mapping.value_spans = span, {}, {}
-    return mapping

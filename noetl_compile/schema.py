@@ -466,7 +466,7 @@ def _noetl5_step(*, local: bool) -> dict:
     tool: a terminal or a router), `next.spec` adds `on_no_match`, a tool may carry `output`;
     the local runtime (`executor.profile: local`) also reads step `vars` and `when`,
     `spec.next_mode` and `next` lists of `{step, when, args, then}` entries."""
-    from .read import noetl5 as r
+    from .read import noetl5_schema as r
 
     step = _canonical_step()
     del step["anyOf"]  # Noetl5Reader.tool_required is False
@@ -501,7 +501,7 @@ def _noetl5_step(*, local: bool) -> dict:
 
 
 def _noetl5() -> dict:
-    from .read import noetl5 as r
+    from .read import noetl5_schema as r
     from .read.base import NOETL5_KINDS
 
     schema = _canonical()

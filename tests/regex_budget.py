@@ -33,7 +33,7 @@ SCRIPTS = ("env", "__main__")
 # Sites that compile a pattern built at run time: (path, function) -> the test that bounds it.
 DYNAMIC = {
     # `(?<![\w.])` + re.escape(word) + `(?!\w)`: a literal between two one-character looks.
-    ("noetl_compile/analyze/expressions.py", "__call__"): "literal word",
+    ("noetl_compile/analyze/template_jinja.py", "__call__"): "literal word",
     # `^\s*dag_id="` + re.escape(dag_id) + `"`, MULTILINE: a literal after a line's indentation.
     ("airflow_plugin/runtime/catalog.py", "_file_for"): "literal dag id",
     # fnmatch's translation of one `[...]`: a one-character class.

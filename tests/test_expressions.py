@@ -12,7 +12,7 @@ import pytest
 from jinja2 import meta
 
 from bench.template_coverage import CORPUS, measure, templated_strings
-from noetl_compile.analyze import expressions
+from noetl_compile.analyze import expressions, template_parse
 from noetl_compile.analyze.expressions import (
     BUILTIN_GLOBALS,
     TemplateScan,
@@ -288,7 +288,7 @@ def test_what_the_grammar_does_not_cover_is_read_from_jinja():
 def test_grammar_has_no_lalr_conflicts(caplog):
     with caplog.at_level(logging.DEBUG, logger="lark"):
         lark.Lark(
-            expressions._grammar_text(),
+            template_parse._grammar_text(),
             parser="lalr",
             start=["expression", "statement"],
             maybe_placeholders=False,
@@ -299,11 +299,11 @@ def test_grammar_has_no_lalr_conflicts(caplog):
 
 def test_dotted_name_shortcut_builds_what_the_grammar_builds(corpus_strings):
     bodies = {body for _, text in corpus_strings for body in template_tags(text)}
-    dotted = [body for body in bodies if expressions._DOTTED_NAME.fullmatch(body)]
+    dotted = [body for body in bodies if template_parse._DOTTED_NAME.fullmatch(body)]
     assert len(dotted) > 100
     for body in dotted + [" true.x ", " none "]:
-        grammar_tree = expressions._PARSER.parse(body, start="expression")
-        assert expressions._parse("expression", body) == (grammar_tree, None)
+        grammar_tree = template_parse._PARSER.parse(body, start="expression")
+        assert template_parse.parse_tag("expression", body) == (grammar_tree, None)
 
 
 def test_corpus_coverage_is_at_least_99_percent(corpus_strings):
@@ -360,7 +360,7 @@ def test_each_template_is_scanned_once_in_a_large_playbook(tmp_path, monkeypatch
 def test_parser_cache_is_in_the_users_own_folder_never_the_shared_tmp(tmp_path, monkeypatch):
     import tempfile
 
-    from noetl_compile.analyze.expressions import parser_cache_path
+    from noetl_compile.analyze.template_parse import parser_cache_path
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path = parser_cache_path("grammar text")

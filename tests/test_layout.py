@@ -1,7 +1,8 @@
 """Both packages are stacks: no module imports, at any depth and even inside a function, a
 module that imports it back; ``airflow_plugin`` is a declared order of floors that no import
 climbs; the compiler reaches the plugin through one seam, the plugin takes from the compiler
-only its standard-library leaves."""
+only its standard-library leaves (and, in one named place, the compile step of `noetlc run`).
+No module of either package is longer than ``MAX_LINES``: past that, it is split along a seam."""
 
 from __future__ import annotations
 
@@ -38,10 +39,17 @@ COMPILER_LEAVES = {
     "noetl_compile.step_contract",
 }
 SEAM = "noetl_compile.plugin_seam"
-# The one plugin module that runs the compiler itself: the warm runner of `noetlc run --warm` is
-# the CLI's process kept alive, and each forked run compiles exactly as the CLI does (inside a
-# function, after the fork). Named here so that no other module can start doing the same.
-COMPILER_CLIENTS = {("airflow_plugin.local.warm", "noetl_compile.cli")}
+# The one way back: the compile step of `noetlc run`, a public module below the CLI. The warm
+# runner of `noetlc run --warm` is the CLI's process kept alive, and each forked run compiles
+# exactly as the CLI does (inside a function, after the fork). Named here with its one caller so
+# that no other module can start doing the same; it reaches neither the CLI nor the seam, so the
+# import closes no circle across the packages.
+COMPILER_ENTRY = "noetl_compile.run_compile"
+COMPILER_ENTRY_CALLERS = {"airflow_plugin.local.warm"}
+
+
+# Lines (newline characters, as `wc -l` counts them) a module of either package may hold.
+MAX_LINES = 600
 
 
 def _module_name(path: Path) -> str:
@@ -123,6 +131,12 @@ def _climbs(graph: nx.DiGraph) -> list[str]:
     return sorted(wrong)
 
 
+def _too_long(modules: dict[str, Path], limit: int = MAX_LINES) -> list[str]:
+    """The modules past ``limit`` lines, each with its count, by name."""
+    counts = {name: path.read_bytes().count(b"\n") for name, path in modules.items()}
+    return [f"{name}: {lines} lines" for name, lines in sorted(counts.items()) if lines > limit]
+
+
 GRAPH = _graph(ALL)
 
 
@@ -153,17 +167,28 @@ def test_the_compiler_reaches_the_plugin_only_through_the_seam() -> None:
     assert [edge for edge in reaching if edge[2]] == [], "the seam imports the plugin lazily"
 
 
-def test_the_plugin_takes_only_the_compilers_leaves() -> None:
-    taken = {
-        target
-        for source, target in GRAPH.edges
-        if source.startswith("airflow_plugin")
-        and target.startswith("noetl_compile")
-        and (source, target) not in COMPILER_CLIENTS
+def _taken_from_the_compiler(graph: nx.DiGraph) -> set[tuple[str, str]]:
+    return {
+        (source, target)
+        for source, target in graph.edges
+        if source.startswith("airflow_plugin") and target.startswith("noetl_compile")
     }
-    assert taken <= COMPILER_LEAVES
-    for source, target in COMPILER_CLIENTS:  # a function-level import, never at module level
-        assert GRAPH.has_edge(source, target) and not GRAPH.edges[source, target]["top"]
+
+
+def test_no_import_circles_across_both_packages() -> None:
+    assert sorted(sorted(c) for c in nx.simple_cycles(GRAPH)) == []
+
+
+def test_the_plugin_takes_only_the_compilers_leaves_and_the_run_compile_step() -> None:
+    taken = _taken_from_the_compiler(GRAPH)
+    assert {target for _, target in taken} - {COMPILER_ENTRY} <= COMPILER_LEAVES
+    callers = {source for source, target in taken if target == COMPILER_ENTRY}
+    assert callers == COMPILER_ENTRY_CALLERS
+    for source in callers:  # a function-level import, never at module level
+        assert not GRAPH.edges[source, COMPILER_ENTRY]["top"], source
+    below = nx.descendants(GRAPH, COMPILER_ENTRY)
+    assert [m for m in below if m.startswith("airflow_plugin") or m == SEAM] == []
+    assert "noetl_compile.cli" not in below
     for leaf in COMPILER_LEAVES:  # a leaf: it imports nothing of either package
         assert list(GRAPH.successors(leaf)) == [], leaf
 
@@ -192,6 +217,13 @@ def test_the_checks_would_catch_what_they_exist_for() -> None:
     sideways.add_edge("airflow_plugin.events.recorder", "airflow_plugin.events.writer", top=False)
     sideways.add_edge("airflow_plugin.events.writer", "airflow_plugin.events.recorder", top=True)
     assert _circles(sideways, "airflow_plugin")
+    # A plugin module calling the CLI (what local/warm.py once did) closes a circle through the
+    # seam, and is a compiler module the plugin may not take.
+    back = GRAPH.copy()
+    back.add_edge("airflow_plugin.local.warm", "noetl_compile.cli", top=False)
+    assert any("noetl_compile.cli" in c and SEAM in c for c in nx.simple_cycles(back))
+    assert ("airflow_plugin.local.warm", "noetl_compile.cli") in _taken_from_the_compiler(back)
+    assert "noetl_compile.cli" not in COMPILER_LEAVES | {COMPILER_ENTRY}
 
 
 def test_a_planted_import_in_a_real_file_is_read(tmp_path: Path) -> None:
@@ -208,3 +240,21 @@ def test_a_planted_import_in_a_real_file_is_read(tmp_path: Path) -> None:
     graph = GRAPH.copy()
     graph.add_edge("airflow_plugin.hooks.connections", "airflow_plugin.runtime.step", top=False)
     assert _climbs(graph)
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    assert _too_long(ALL) == [], f"split these along a real seam (at most {MAX_LINES} lines)"
+
+
+def test_a_planted_long_module_is_named(tmp_path: Path) -> None:
+    # The detector itself: a real module one line past the limit is named with its count, and
+    # one exactly at the limit is not.
+    source = (ROOT / "noetl_compile" / "rules.py").read_text(encoding="utf-8")
+    padding = MAX_LINES - source.count("\n")
+    over, at = tmp_path / "over.py", tmp_path / "at.py"
+    over.write_text(source + "\n" * (padding + 1), encoding="utf-8")
+    at.write_text(source + "\n" * padding, encoding="utf-8")
+    planted = {**ALL, "noetl_compile.rules": over, "airflow_plugin.errors": at}
+    assert _too_long(planted) == [f"noetl_compile.rules: {MAX_LINES + 1} lines"]
+    # ...and it reads the real modules: many of them are past half the limit.
+    assert len(_too_long(ALL, limit=MAX_LINES // 2)) > 10

@@ -1,6 +1,6 @@
 """`noetlc run`: one playbook on a real, local Airflow with no set-up.
 
-The compiler CLI (``noetl_compile.cli``) compiles the playbook and the playbooks it calls into a
+The compiler CLI (``noetl_compile.run_cli``) compiles the playbook and the playbooks it calls into a
 managed Airflow home and starts ``python -m airflow_plugin.local`` with that home's environment:
 Airflow reads ``AIRFLOW_HOME`` and its settings once, at import, so a fresh process is the only
 clean way to point it somewhere. Modules, in the order a run meets them:

@@ -5,7 +5,7 @@ home lock inherited: its Airflow import and Execution API warm-up (about 2 s) ov
 compile, and it waits on stdin for the run request. If the compile fails the request never
 comes; the child sees EOF and leaves. Its exit status is the command's.
 
-Pure Python: imported by ``noetl_compile.cli`` without Airflow.
+Pure Python: imported by ``noetl_compile.run_cli`` (through plugin_seam) without Airflow.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ def stop(home: Home, timeout: float = 10.0) -> bool:
 
 
 class Warm:
-    """The CLI's handle on the home's runner for one run (``noetlc_compile.cli.run_run``)."""
+    """The CLI's handle on the home's runner for one run (``noetl_compile.run_cli.run_run``)."""
 
     def __init__(self, home: Home, env: Mapping[str, str]) -> None:
         self.home, self.env = home, env
@@ -315,19 +315,24 @@ def _forget_inherited_transport() -> None:
 
 
 def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The CLI's compile step (``cli._compile_for_run``), here where the compiler is imported
-    already: its diagnostics go to the CLI's stdout/stderr (fds 1 and 2 are theirs by now)."""
-    import argparse
+    """The CLI's compile step (``noetl_compile.run_compile.compile_for_run``), here where the
+    compiler is imported already: its diagnostics go to the CLI's stdout/stderr (fds 1 and 2 are
+    theirs by now)."""
+    from noetl_compile.run_compile import NOT_COMPILED, compile_for_run
 
-    from noetl_compile.cli import EXIT_FINDINGS, _compile_for_run
-
-    names = spec.get("names")
-    args = argparse.Namespace(**spec["args"])
-    request = _compile_for_run(args, str(home.dags), None if names is None else set(names))
+    names, args = spec.get("names"), spec["args"]
+    request = compile_for_run(
+        args["playbook"],
+        str(home.dags),
+        None if names is None else set(names),
+        dialect=args.get("dialect"),
+        as_json=args.get("json", False),
+        fuse=args.get("fuse", False),
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     if request is None:
-        os._exit(EXIT_FINDINGS)  # the playbook does not compile; the diagnostics were printed
+        os._exit(NOT_COMPILED)  # the playbook does not compile; the diagnostics were printed
     request.update(spec["run"])
     return request
 
@@ -365,7 +370,7 @@ def _run(log_path: Path, home: Home, request: Mapping[str, Any]) -> None:
 # What every run imports after the fork (measured: about 0.3 s of a warm hello_world run, and
 # 0.6 s for the compiler). Imported once here, they are shared by every fork.
 _PRELOAD = (
-    "noetl_compile.cli",
+    "noetl_compile.run_compile",
     "noetl_compile.compile",
     "noetl_compile.check",
     "noetl_compile.lower",
@@ -426,12 +431,9 @@ def _rehearse(home: Home, log: Any) -> None:
 
 
 def _compile_playbook(path: str, dags: str) -> dict[str, Any]:
-    import argparse
+    from noetl_compile.run_compile import compile_for_run
 
-    from noetl_compile.cli import _compile_for_run
-
-    args = argparse.Namespace(playbook=path, dialect=None, json=False, fuse=False)
-    request = _compile_for_run(args, dags, None)
+    request = compile_for_run(path, dags, None)
     if request is None:
         raise RuntimeError("the rehearsal playbook does not compile")
     return request

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..ast import Playbook
 from ..load import YMap
 from ..read.base import did_you_mean
-from ..read.noetl5 import SCOPED_PREFIXES  # a task `set` key outside them binds a plain name
+from ..read.noetl5_schema import SCOPED_PREFIXES  # a task `set` key outside them binds a plain name
 from .dataflow import ctx_writes, vars_writes
 
 # Namespaces some runtime location provides (engine, worker, pipeline, case, retry, v1).

@@ -14,8 +14,9 @@ guard, `next` as a list of `{step, when, args}` and `{when, then: [...]}` entrie
 `spec.next_mode`, and starts at the first step when no entry is named.
 
 Every key of the schema is either read with its meaning or reported S116 ("accepted, not executed
-on Airflow") with the reason; ``SCHEMA_READ`` and ``NOT_EXECUTED`` say which, and
-tests/test_noetl5_dsl.py walks the schema's property paths against them.
+on Airflow") with the reason; ``SCHEMA_READ`` and ``NOT_EXECUTED`` (``noetl5_schema.py``, with
+every key table) say which, and tests/test_noetl5_dsl.py walks the schema's property paths
+against them. The local dialect's routing (`case` blocks, `next` lists) is ``noetl5_local.py``.
 """
 
 from __future__ import annotations
@@ -24,172 +25,34 @@ from typing import Any, ClassVar
 
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
-from ..load import YList, YMap, list_of_one
-from .base import NOETL5_KINDS, did_you_mean, edit_distance, event_of
-from .canonical import (
-    ARC_KEYS,
-    EXECUTOR_KEYS,
-    EXECUTOR_SPEC_KEYS,
-    LOOP_KEYS,
-    LOOP_SPEC_KEYS,
-    STEP_FOREIGN,
-    STEP_KEYS,
-    CanonicalReader,
+from ..load import YList, YMap
+from .base import NOETL5_KINDS, did_you_mean, edit_distance
+from .canonical import ARC_KEYS, STEP_FOREIGN, STEP_KEYS, CanonicalReader
+from .noetl5_local import read_local_case, read_local_next_list
+from .noetl5_schema import (
+    EXECUTOR_POLICY_KEYS,
+    EXECUTOR_REQUIRES_KEYS,
+    FRAME_KEYS,
+    LOCAL_STEP_KEYS,
+    LOOP_POLICY_KEYS,
+    METADATA_KEYS_5,
+    NEXT_SPEC_KEYS_5,
+    NOT_EXECUTED,
+    ON_NO_MATCH,
+    OUTPUT_ACCUMULATE_KEYS,
+    OUTPUT_KEYS,
+    OUTPUT_SCOPES,
+    OUTPUT_STORE_KEYS,
+    SCHEMA_READ,
+    SCOPED_PREFIXES,
+    STEP_POLICY_KEYS,
+    STEP_SPEC_KEYS,
+    STORE_KINDS,
+    STORE_NEEDS,
 )
-from .playbook import METADATA_KEYS, PlaybookReader
+from .playbook import PlaybookReader
 
 E, W = Severity.ERROR, Severity.WARNING
-
-# Metadata is free-form in NoETL 5's schema (`additionalProperties: true`); these are the keys
-# NoETL reads or its playbooks use. Another key is accepted unless it is one typo away from one.
-METADATA_KEYS_5 = METADATA_KEYS | {"exposes_as_mcp", "namespace", "annotations", "catalog"}
-# The local dialect's step keys beyond the schema's (the CLI's `Step` struct).
-LOCAL_STEP_KEYS = {"vars", "when", "case"}
-# A local `case` block (the CLI's `CaseCondition`): a `when` (or a Rhai condition) and `then`.
-LOCAL_CASE_KEYS = ("when", "rhai", "when_rhai", "then", "else")
-STEP_SPEC_KEYS = ("policy", "timeout")
-STEP_POLICY_KEYS = ("admit", "lifecycle", "failure", "emit")
-NEXT_SPEC_KEYS_5 = ("mode", "on_no_match", "policy")
-ON_NO_MATCH = ("complete", "quiet")
-EXECUTOR_POLICY_KEYS = ("defaults", "results", "limits")
-EXECUTOR_REQUIRES_KEYS = ("tools", "features")
-FRAME_KEYS = (
-    "max_rows",
-    "max_seconds",
-    "max_bytes",
-    "lease_seconds",
-    "heartbeat_seconds",
-    "row_concurrency",
-    "process",
-    "verify_ipc",
-    "retry_mode",
-    "max_attempts",
-)
-LOOP_POLICY_KEYS = ("exec",)
-OUTPUT_KEYS = (
-    "store",
-    "select",
-    "accumulate",
-    "inline_max_bytes",
-    "preview_max_bytes",
-    "scope",
-    "as",
-)
-OUTPUT_STORE_KEYS = ("kind", "driver", "bucket", "prefix", "ttl", "compression", "credential")
-STORE_KINDS = ("auto", "memory", "kv", "disk", "object", "s3", "gcs", "db", "duckdb", "eventlog")
-# What a store kind of NoETL's result store needs beyond a worker's own memory and disk.
-STORE_NEEDS = {
-    "kv": "NoETL's NATS JetStream key-value bucket",
-    "object": "NoETL's object store (an S3 or GCS bucket and its credential)",
-    "s3": "an S3 bucket and its credential, written by NoETL's result store",
-    "gcs": "a Google Cloud Storage bucket and its credential, written by NoETL's result store",
-    "db": "NoETL's Postgres result table",
-    "eventlog": "NoETL's event log (its server's Postgres)",
-}
-OUTPUT_ACCUMULATE_KEYS = (
-    "enabled",
-    "strategy",
-    "merge_path",
-    "manifest_as",
-    "on_success",
-    "on_error",
-    "max_items",
-)
-OUTPUT_SCOPES = ("step", "execution", "workflow", "permanent")
-# A local-dialect `next` list entry.
-LOCAL_NEXT_ENTRY_KEYS = ("step", "when", "args", "then")
-# Where a value names a scoped variable rather than a plain name (canonical `set`).
-SCOPED_PREFIXES = ("ctx.", "iter.", "step.")
-
-# The schema's objects and the key sets this reader checks them against. The schema's
-# free-form objects (`additionalProperties: true`: StepSpec, TaskSpec, ToolSpec, metadata) list
-# the keys it names; the test fails on a schema property missing here.
-SCHEMA_READ: dict[str, frozenset[str]] = {
-    "Playbook": frozenset(PlaybookReader.root_keys),
-    "Step": frozenset(STEP_KEYS),
-    "StepSpec": frozenset(STEP_SPEC_KEYS),
-    "StepPolicy": frozenset(STEP_POLICY_KEYS),
-    "AdmitPolicy": frozenset(("mode", "rules")),
-    "NextRouter": frozenset(("spec", "arcs")),
-    "NextSpec": frozenset(NEXT_SPEC_KEYS_5),
-    "Arc": frozenset(ARC_KEYS),
-    "Loop": frozenset(LOOP_KEYS),
-    "LoopSpec": frozenset(LOOP_SPEC_KEYS),
-    "LoopPolicy": frozenset(LOOP_POLICY_KEYS),
-    "FramePolicy": frozenset(FRAME_KEYS),
-    "CursorSpec": frozenset(("kind", "auth", "claim", "options")),
-    "Executor": frozenset(EXECUTOR_KEYS),
-    "ExecutorSpecFull": frozenset(EXECUTOR_SPEC_KEYS),
-    "ExecutorPolicy": frozenset(EXECUTOR_POLICY_KEYS),
-    "ExecutorRequires": frozenset(EXECUTOR_REQUIRES_KEYS),
-    "ToolSpec": frozenset(("kind", "spec", "output")),
-    "TaskSpec": frozenset(("timeout", "policy")),
-    "TaskPolicy": frozenset(("mode", "on_unmatched", "rules", "before", "after", "finally")),
-    "ToolOutput": frozenset(OUTPUT_KEYS),
-    "OutputStore": frozenset(OUTPUT_STORE_KEYS),
-    "OutputSelect": frozenset(("path", "as")),
-    "OutputAccumulate": frozenset(OUTPUT_ACCUMULATE_KEYS),
-    "WorkbookTask": frozenset(("name", "tool")),
-}
-# Schema keys read but not executed by the Airflow runtime: S116 with the reason, at the key.
-NOT_EXECUTED: dict[str, str] = {
-    "Executor.requires": "the Airflow runtime does not negotiate capabilities; C515 names the "
-    "tool kinds it cannot run",
-    "ExecutorSpecFull.no_next_is_error": "the Airflow runtime ends a branch whose arcs do not "
-    "match without failing the run, as NoETL 5 does (its CLI reads the key and ignores it, its "
-    "server does not read it)",
-    "ExecutorSpecFull.policy": "NoETL's global timeouts, result handling and payload limits "
-    "are not applied by the Airflow runtime",
-    "NextSpec.on_no_match": "NoETL 5's engines do not read it (noetl/server, noetl/cli: a "
-    "branch whose arcs do not match ends there); only NoETL's Python engine tells `quiet` "
-    "from `complete`, by not completing the workflow at this step. The Airflow runtime ends the "
-    "branch and completes the run once no branch is running, which is `complete`",
-    "NextSpec.policy": "a placeholder NoETL itself does not act on yet",
-    "Arc.spec": "a placeholder NoETL itself does not act on yet",
-    "StepPolicy.admit": "no NoETL 5 engine evaluates admission (noetl/server and noetl/cli do "
-    "not read it; NoETL's Python engine only validates its shape): the Airflow runtime, like "
-    "them, runs every step its routing reaches; guard the arcs that lead here instead",
-    "StepPolicy.lifecycle": "use `spec.timeout` (or a tool's timeout) for Airflow",
-    "StepPolicy.failure": "the Airflow runtime fails a step on its first unhandled error",
-    "StepPolicy.emit": "the event log records its own event set",
-    "LoopSpec.frame": "NoETL 5's server reads `max_rows` (as `{{ __frame_max_rows }}` in the "
-    "claim) and `row_concurrency` of a cursor loop (its lease and heartbeat fields are "
-    "advisory); the Airflow runtime's cursor slots claim one row per claim under their own "
-    "lease: frame claims would need the cursor driver to lease a frame of rows. Size the claim "
-    "with its own LIMIT and the slots with `max_in_flight`",
-    "LoopPolicy.exec": "NoETL 5's server drops `loop.spec.policy` (its loop spec holds mode, "
-    "max_in_flight and frame) and its CLI runs no loop remotely; the Airflow lowering places "
-    "iterations itself (mapped tasks)",
-    "ToolOutput.store": "no NoETL 5 engine acts on `tool.output` (noetl/server passes it on, "
-    "noetl/worker and noetl/cli do not read it; only NoETL's retired Python worker stored "
-    "results by it): the Airflow runtime keeps results in XCom",
-    "ToolOutput.select": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not read "
-    "`tool.output`; NoETL's retired Python worker extracted the paths into the stored result "
-    "reference): the result is whole in XCom, read the path from the step result",
-    "ToolOutput.accumulate": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not "
-    "read `tool.output`); the Airflow runtime does not accumulate results across attempts",
-    "ToolOutput.scope": "no NoETL 5 engine acts on it (noetl/worker and noetl/cli do not read "
-    "`tool.output`); results live as long as the DAG run's XComs (`execution`)",
-    "ToolOutput.as": "no NoETL 5 engine binds the name (noetl/worker and noetl/cli do not read "
-    "`tool.output`): read the step result by the step's name, as NoETL 5 does",
-    "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
-    "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect guard of a cursor loop step is not lowered (the cursor's head "
-    "would have to skip its slots); NoETL 5's CLI reads it but runs no loop (its loop config is "
-    "unused): guard the arc that leads to the loop step instead",
-}
-# The local dialect's constructs beyond the schema (the CLI's `case` blocks) that are read and
-# reported, not executed on Airflow.
-LOCAL_NOT_EXECUTED: dict[str, str] = {
-    "Case.rhai": "a Rhai condition needs NoETL's Rhai engine, which the Airflow runtime does "
-    "not have: the case never matches here; write the condition as a `when` template",
-    "Case.else": "the `else` of a Rhai case is not lowered (the Rhai condition is not "
-    "evaluated here); write the condition as a `when` template",
-    "Case.pipe": "the CLI skips `pipe` blocks too (they need NoETL's distributed runtime)",
-    "Case.inclusive": "the `case` blocks of a step routed `inclusive` are not lowered (the CLI "
-    "runs the first matching case instead of `next`); route it `exclusive` or move the case "
-    "into `next`",
-}
 
 
 def noetl5_marker(root: Any) -> str | None:
@@ -393,128 +256,8 @@ class Noetl5Reader(CanonicalReader):
                 else:
                     step.guard = guard  # a loop's head evaluates it before the loop starts
             if "case" in item:
-                self.read_local_case(item, step, label)
+                read_local_case(self, item, step, label)
         return step
-
-    def read_local_case(self, item: YMap, step: Step, label: str) -> None:
-        """The CLI's `case` blocks (noetl/cli ``playbook_runner.rs``): in order, the first whose
-        `when` holds runs its `then` steps (routed exclusive: the first of them whose own `when`
-        holds) and the step's `next` is not taken; when none holds, `next` is. That is an
-        exclusive router whose case arcs come before the `next` arcs. `then` is `{next: [...]}`
-        (or `{next: step}`); a `then` list is read as those steps, which is what it means (the
-        CLI 5.3.2 runs nothing for one: docs/noetl5.md).
-
-        A case with `else`: when its `when` does not hold, the CLI runs the first of the `else`
-        steps whose own `when` holds, then routes the step's `next` as well, and evaluates no
-        later case. Lowered as the exclusive groups ``else_after_next`` builds."""
-        cases = self.sequence(item, "case", f"`case` of {label}")
-        if not cases:
-            return
-        if step.router.mode != "exclusive" and step.router.arcs:
-            self.report_not_executed(item, "case", "Case.inclusive", label)
-            return
-        arcs: list[Arc] = []
-        group = 0
-        for index, entry in enumerate(cases):
-            where = f"case {index + 1} of {label}"
-            if not self.expect(cases, index, (dict,), where):
-                continue
-            self.check_keys(entry, LOCAL_CASE_KEYS, where)
-            for key in ("rhai", "when_rhai"):
-                if key in entry:
-                    self.report_not_executed(entry, key, "Case.rhai", where)
-            if "else" in entry and "when" not in entry:
-                self.report_not_executed(entry, "else", "Case.else", where)
-            when = entry.get("when")
-            if "when" not in entry:
-                if not any(k in entry for k in ("rhai", "when_rhai")):
-                    self.report("S101", self.pos(entry), f"{where} needs `when`")
-                continue
-            if not isinstance(when, (str, bool)):
-                self.report(
-                    "S102", self.pos(entry, "when"), f"`when` of {where} must be a template"
-                )
-                continue
-            then = entry.get("then")
-            targets: Any = None
-            if isinstance(then, YMap):
-                self.check_keys(then, ("next", "pipe"), f"`then` of {where}")
-                if "pipe" in then:
-                    self.report_not_executed(then, "pipe", "Case.pipe", where)
-                targets = then.get("next")
-                if isinstance(targets, (str, YMap)):
-                    targets = list_of_one(targets, then.value_span("next"))
-            elif isinstance(then, YList):
-                targets = then
-            if not isinstance(targets, YList):
-                self.report(
-                    "S101", self.pos(entry, "then") if "then" in entry else self.pos(entry),
-                    f"`then` of {where} needs `next` steps",
-                )  # fmt: skip
-                continue
-            for t_index, target in enumerate(targets):
-                t_where = f"target {t_index + 1} of {where}"
-                if isinstance(target, YMap):
-                    self.check_keys(target, ("step", "when", "args"), t_where)
-                    inner = target.get("when")
-                    guard = (
-                        when if inner is None else f"{{{{ ({_expr(when)}) and ({_expr(inner)}) }}}}"
-                    )
-                    arc = self.arc(
-                        target, t_where, when=guard, args=target.get("args"), group=group,
-                        origin="arc",
-                    )  # fmt: skip
-                else:
-                    arc = self.arc_from_name(
-                        targets, t_index, t_where, when=when, group=group, origin="arc"
-                    )
-                if arc is not None:
-                    arcs.append(arc)
-                    group += 1
-            if "else" in entry:
-                else_arcs = self.read_case_else(entry, where)
-                if else_arcs is not None:
-                    # The CLI evaluates no case after one with `else`.
-                    step.router.arcs = arcs + else_after_next(else_arcs, step.router.arcs, group)
-                    step.router.mode = "exclusive"
-                    return
-        if not arcs:
-            return
-        for arc in step.router.arcs:  # `next` is taken only when no case matched
-            arc.group += group
-        step.router.arcs[:0] = arcs
-        step.router.mode = "exclusive"
-
-    def read_case_else(self, entry: YMap, where: str) -> list[Arc] | None:
-        """The `else` steps of a case (the CLI's `Vec<NextStep>`): names or `{step, when,
-        args}`, in order."""
-        targets = entry["else"]
-        if isinstance(targets, (str, YMap)):
-            targets = list_of_one(targets, entry.value_span("else"))
-        if not isinstance(targets, YList):
-            self.expect(entry, "else", (list,), f"`else` of {where}")
-            return None
-        arcs: list[Arc] = []
-        for index, target in enumerate(targets):
-            t_where = f"else target {index + 1} of {where}"
-            if isinstance(target, YMap):
-                self.check_keys(target, ("step", "when", "args"), t_where)
-                arc = self.arc(
-                    target, t_where, when=target.get("when"), args=target.get("args"),
-                    origin="else",
-                )  # fmt: skip
-            else:
-                arc = self.arc_from_name(targets, index, t_where, origin="else")
-            if arc is not None:
-                arcs.append(arc)
-        return arcs
-
-    def report_not_executed(self, container: Any, key: str, reason: str, where: str) -> None:
-        self.report(
-            "S116",
-            self.key_pos(container, key),
-            f"`{key}` ({where}) is accepted, not executed on Airflow: {LOCAL_NOT_EXECUTED[reason]}",
-        )
 
     def read_step_spec(self, item: YMap, label: str) -> Any:
         spec = self.mapping(item, "spec", f"`spec` of {label}")
@@ -652,124 +395,7 @@ class Noetl5Reader(CanonicalReader):
     def read_next_list(self, item: YMap, value: YList, where: str) -> Router:
         if self.profile != "local":
             return super().read_next_list(item, value, where)
-        # The CLI's list form: `{step, when, args}` arcs and `{when, then: [...]}` blocks, in
-        # order; `spec.next_mode` (default exclusive) decides whether the first match or every
-        # match runs. A `then` list is routed with the same mode, so under `exclusive` only its
-        # first entry runs: each of its entries is a group of its own, in order.
-        spec = item.get("spec") if isinstance(item.get("spec"), YMap) else {}
-        mode = (
-            spec.get("next_mode")
-            if spec.get("next_mode") in ("exclusive", "inclusive")
-            else "exclusive"
-        )
-        arcs: list[Arc] = []
-        group = 0
-        for index, entry in enumerate(value):
-            entry_where = f"entry {index + 1} of {where}"
-            if not isinstance(entry, YMap):
-                arc = self.arc_from_name(value, index, entry_where, group=group, origin="arc")
-                arcs += [arc] if arc else []
-                group += 1
-                continue
-            self.check_keys(entry, LOCAL_NEXT_ENTRY_KEYS, entry_where)
-            when = entry.get("when")
-            if when is not None and not isinstance(when, (str, bool)):
-                self.report(
-                    "S102",
-                    self.pos(entry, "when"),
-                    f"`when` of {entry_where} must be a template string",
-                )
-            if "then" not in entry:
-                if "args" in entry:
-                    self.mapping(entry, "args", f"`args` of {entry_where}")
-                arc = self.arc(
-                    entry,
-                    entry_where,
-                    when=when,
-                    args=entry.get("args"),
-                    group=group,
-                    origin="arc",
-                    event=event_of(when),
-                )
-                arcs += [arc] if arc else []
-                group += 1
-                continue
-            targets = entry["then"]
-            if isinstance(targets, (str, YMap)):
-                targets = list_of_one(targets, entry.value_span("then"))
-            if not isinstance(targets, YList):
-                self.expect(entry, "then", (list,), f"`then` of {entry_where}")
-                continue
-            for t_index, target in enumerate(targets):
-                t_where = f"target {t_index + 1} of {entry_where}"
-                if isinstance(target, YMap):
-                    self.check_keys(target, ("step", "when", "args"), t_where)
-                    inner = target.get("when")
-                    guard = (
-                        when
-                        if inner is None
-                        else (
-                            inner
-                            if when is None
-                            else f"{{{{ ({_expr(when)}) and ({_expr(inner)}) }}}}"
-                        )
-                    )
-                    arc = self.arc(
-                        target,
-                        t_where,
-                        when=guard,
-                        args=target.get("args"),
-                        group=group,
-                        origin="next",
-                        event=event_of(when),
-                    )
-                else:
-                    arc = self.arc_from_name(
-                        targets, t_index, t_where, when=when, group=group, origin="next"
-                    )
-                arcs += [arc] if arc else []
-                if mode == "exclusive":
-                    group += 1
-            group += 1
-        return Router(mode=mode, arcs=arcs)
-
-
-def _both(first: Any, second: Any) -> Any:
-    """The guard that holds when both do (None: unconditional)."""
-    if first is None:
-        return second
-    if second is None:
-        return first
-    return f"{{{{ ({_expr(first)}) and ({_expr(second)}) }}}}"
-
-
-def else_after_next(else_arcs: list[Arc], next_arcs: list[Arc], group: int) -> list[Arc]:
-    """A case's `else` as the CLI runs it once its `when` fails: the first `else` step whose
-    guard holds, and also the step's `next` routed exclusively. In the runtime's exclusive
-    routing the first arc whose guard holds wins and the later arcs of its group fire with it,
-    so each (else step, next arc) pair is a group guarded by both, in order; then each else
-    step alone (no `next` arc matched); then each `next` arc alone (no else step matched)."""
-    arcs: list[Arc] = []
-    for taken in else_arcs:
-        for also in next_arcs:
-            guard = _both(taken.when, also.when)
-            arcs.append(taken.model_copy(update={"when": guard, "group": group}))
-            arcs.append(also.model_copy(update={"when": guard, "group": group}))
-            group += 1
-        arcs.append(taken.model_copy(update={"group": group}))
-        group += 1
-    for also in next_arcs:
-        arcs.append(also.model_copy(update={"group": group}))
-        group += 1
-    return arcs
-
-
-def _expr(guard: Any) -> str:
-    """The expression of a guard: `{{ a }}` -> `a`; a bare expression as written."""
-    text = str(guard).strip()
-    if text.startswith("{{") and text.endswith("}}") and text.count("{{") == 1:
-        return text[2:-2].strip()
-    return text
+        return read_local_next_list(self, item, value, where)
 
 
 __all__ = ["NOT_EXECUTED", "SCHEMA_READ", "SCOPED_PREFIXES", "Noetl5Reader", "noetl5_marker"]
