@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import time
 from argparse import Namespace
 from pathlib import Path
@@ -19,12 +22,15 @@ from urllib.parse import quote
 import pytest
 
 from airflow_plugin.deploy.rest import AirflowClient
-from airflow_plugin.deploy.resume import run_resume
 from airflow_plugin.events.cli import run_status
 from airflow_plugin.templating.ids import execution_id_for
 from tests.harness.browser import Browser
 
 from .test_ui_deployed import ARTIFACTS
+
+pytestmark = pytest.mark.slow
+
+DAG = "tests.deploy_resume"
 
 
 def ends(stack, run_id: str, count: int, timeout: float = 30.0) -> list[dict]:
@@ -36,11 +42,6 @@ def ends(stack, run_id: str, count: int, timeout: float = 30.0) -> list[dict]:
             return rows
         assert time.monotonic() < deadline, [(r["name"], r["status"]) for r in rows]
         time.sleep(0.3)
-
-
-pytestmark = pytest.mark.slow
-
-DAG = "tests.deploy_resume"
 
 
 def test_resume_clears_the_failed_step_and_downstream_and_the_run_succeeds(local_stack, tmp_path):
@@ -64,20 +65,31 @@ def test_resume_clears_the_failed_step_and_downstream_and_the_run_succeeds(local
     )
 
     divisor.write_text("2")
-    args = Namespace(
-        execution=str(execution),
-        dag=None,
-        run=None,
-        from_step=None,
-        dry_run=False,
-        url=manifest["api_url"],
-        user=manifest["user"],
-        password=password,
-        events_url=manifest["events_url"],
-    )
-    out, err = io.StringIO(), io.StringIO()
-    assert run_resume(args, out, err) == 0, err.getvalue()
-    assert "transform" in out.getvalue() and "extract" not in out.getvalue(), out.getvalue()
+    env = {
+        **os.environ,
+        "NOETL_AIRFLOW_URL": manifest["api_url"],
+        "NOETL_AIRFLOW_USER": manifest["user"],
+        "NOETL_AIRFLOW_PASSWORD": password,
+        "NOETL_EVENTS_URL": manifest["events_url"],
+    }
+
+    def noetlc(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "noetl_compile", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    dry = noetlc("resume", str(execution), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would clear" in dry.stdout and "extract" not in dry.stdout, dry.stdout
+    assert client.get_run(DAG, run_id)["state"] == "failed"  # nothing cleared
+    done = noetlc("resume", str(execution))
+    assert done.returncode == 0, done.stderr
+    assert "transform" in done.stdout and "extract" not in done.stdout, done.stdout
 
     run = client.wait_for_run(DAG, run_id, timeout=240, states={"success", "failed"})
     tries = {

@@ -58,3 +58,34 @@ def test_from_a_step_by_its_events_or_by_the_compilers_task_ids():
     assert resume_roots(TIS, from_step="measure") == ["measure", "measure.body"]
     with pytest.raises(ResumeError, match="no task of this run runs step 'nope'"):
         resume_roots(TIS, from_step="nope")
+
+
+def test_the_command_says_what_it_could_not_reach(capsys):
+    """`noetlc resume` is wired to the CLI: a run named by --dag/--run, an API server that is
+    not there (a port nobody listens on), one line and exit status 1."""
+    import socket
+
+    from noetl_compile.cli import main
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = main(
+        [
+            "resume",
+            "--dag",
+            "d",
+            "--run",
+            "r",
+            "--events-url",
+            "sqlite:///:memory:",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--user",
+            "u",
+            "--password",
+            "p",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 1 and f"cannot reach Airflow at http://127.0.0.1:{port}" in err, err
