@@ -27,6 +27,8 @@ from typing import IO, Any
 
 import httpx
 
+from ..events.projection import project
+from ..templating.ids import execution_id_for
 from .hitl import GateCommandError, connect
 from .rest import AirflowApiError, AirflowClient
 
@@ -73,8 +75,6 @@ def resume_roots(
             )
         return sorted(roots)
     roots = {str(ti["task_id"]) for ti in tis if ti.get("state") == "failed"}
-    from ..events.projection import project
-
     for step, entry in project(rows)["steps"].items() if rows else ():
         if entry.get("status") == "error":
             roots |= _step_tasks(step, task_ids, rows)
@@ -100,7 +100,8 @@ def _run_of(args: argparse.Namespace, err: IO[str]) -> tuple[str, str, list[dict
     where = store.describe()
     try:
         if named:
-            rows = store.events(dag_id=args.dag, run_id=args.run)
+            # The run's own execution: an inline child's events carry the run's ids too.
+            rows = store.events(execution_id_for(args.dag, args.run))
         else:
             rows = store.events(int(str(execution)))
     except StoreUnavailable as exc:
