@@ -353,7 +353,13 @@ def _map_label(ti: Any, task: Any) -> str | None:
 
 def _clear_number_of(ti: Any) -> int:
     """The attempt of the run a worker's task instance belongs to (the task SDK's DagRun carries
-    Airflow's ``clear_number``); 0 when it cannot be read."""
+    Airflow's ``clear_number``); 0 when it cannot be read. Read from the run context the
+    supervisor handed the task (what the template context is built from) when it is there:
+    building a template context validates the DAG's params again, on every task start."""
+    from_server = getattr(ti, "_ti_context_from_server", None)
+    number = getattr(getattr(from_server, "dag_run", None), "clear_number", None)
+    if number is not None:
+        return _int(number)
     try:
         dag_run = ti.get_template_context().get("dag_run")
     except Exception:  # noqa: BLE001 - no template context (an ORM task instance): first attempt

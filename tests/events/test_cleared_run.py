@@ -133,6 +133,12 @@ def test_a_cleared_run_that_succeeds_reads_success_and_keeps_the_failed_attempt(
         ("success", 1),
     ]
     assert len({r["event_id"] for r in finished}) == 2
+    # The re-run's tasks announced its start again, as attempt 1 (read in the task process).
+    started = [r for r in rows if r["name"] == "WorkflowStarted"]
+    assert sorted(r["data"].get("run_attempt", 0) for r in started) == [0, 1]
+    assert [r["source"] for r in started if r["data"].get("run_attempt")] == ["worker"]
+    requested = [r for r in rows if r["name"] == "PlaybookExecutionRequested"]
+    assert len(requested) == 1  # the request was made once
     transform_ends = [
         (r["try_number"], r["status"])
         for r in rows
