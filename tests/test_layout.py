@@ -31,6 +31,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 # What airflow_plugin may take from the compiler: standard-library leaves.
 COMPILER_LEAVES = {
     "noetl_compile.dag_ids",
+    "noetl_compile.engine_profiles",
     "noetl_compile.python_surface",
     "noetl_compile.quantum_surface",
     "noetl_compile.shell_surface",

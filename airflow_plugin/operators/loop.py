@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from noetl_compile.engine_profiles import profile_for
 from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
 
 from ..errors import NoetlRuntimeError
@@ -333,11 +334,11 @@ def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> l
 
     if payload["loop"].get("body"):
         return records  # v1 bodies: every body step's result feeds the end step
-    dialect = payload.get("dialect") or "canonical"
+    profile = profile_for(payload)
     out = []
     for record in records:
-        if retains_result(record["index"], total, dialect):
-            out.append({**record, "result": compact_result(record["result"], dialect)})
+        if retains_result(record["index"], total, profile):
+            out.append({**record, "result": compact_result(record["result"], profile)})
         else:
             out.append({**record, "result": None})
     return out

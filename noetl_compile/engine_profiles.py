@@ -1,0 +1,759 @@
+"""What each NoETL engine does, as one frozen object per engine (issue 29).
+
+NoETL's engines differ in small ways a playbook notices: which names a template sees, what a
+loop returns, where a failed call routes. The runtime (``airflow_plugin``) reads those
+differences off an :class:`EngineProfile` and never asks which engine it is running for
+(``tests/test_engine_profiles.py`` holds it: no comparison with an engine's name in the
+plugin). A profile is chosen once per step payload, by :func:`profile_for`.
+
+Each behaviour is one field. The field's metadata says what it decides (``doc``) and what noetlc
+does with it on Airflow (``airflow``); each profile cites, per field, the engine source line the
+value comes from (``sources``: :class:`Source`, ``path:line`` in the engine's repository at the
+profile's commit). Where noetlc applies a value the engine's source does not show (a case nobody
+recorded against a live engine), the source says so in ``differs``; docs/semantics.md's engine
+table, generated from these objects (:func:`engine_table`), shows both.
+
+Standard library only: the runtime imports it (like ``step_contract``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Literal
+
+__all__ = [
+    "CANONICAL",
+    "CASE_V2",
+    "NOETL5",
+    "PROFILES",
+    "V1",
+    "EngineProfile",
+    "Source",
+    "behaviours",
+    "engine_table",
+    "profile_for",
+]
+
+LoopItems = Literal["one item", "characters", "error"]
+Backoff = Literal["none", "fixed"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an engine decides one behaviour: ``where`` is ``path:line`` in the profile's
+    repository (``repo:path:line`` for an engine of several repositories), ``says`` what that
+    code does, ``differs`` (when set) how noetlc's value for this engine departs from it."""
+
+    where: str
+    says: str
+    differs: str = ""
+
+
+def _about(doc: str, airflow: str) -> dict[str, str]:
+    """A behaviour field's metadata: what it decides, what noetlc does with it on Airflow."""
+    return {"doc": doc, "airflow": airflow}
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One NoETL engine's behaviour, field by field (see the module docstring)."""
+
+    name: str
+    title: str
+    commits: Mapping[str, str]
+
+    # -- what a template sees ---------------------------------------------------------------
+    result_fallbacks: tuple[str, ...] = field(
+        metadata=_about(
+            "Keys a step result answers for itself when a template asks for a field the result "
+            "lacks (`{{ s.data.x }}` is `{{ s.x }}`).",
+            "templating/proxy.py wraps each step result with these fallbacks.",
+        )
+    )
+    request_ctx_flat: bool = field(
+        metadata=_about(
+            "A run request's `ctx` mapping is merged flat into the execution variables.",
+            "templating/context.execution_variables, for `noetlc run` and a DAG run's conf.",
+        )
+    )
+    entry_args_from_request: bool = field(
+        metadata=_about(
+            "The run request is handed to the entry step as its args (a request key overrides the "
+            "entry step's `input` key of that name).",
+            "operators/base.py lays the request (less noetlc's own `noetl_*` controls) over the "
+            "entry step's args.",
+        )
+    )
+    step_results_in_variables: bool = field(
+        metadata=_about(
+            "A finished step's result is also an execution variable (`{{ ctx.<step> }}`).",
+            "templating/context.build_context adds the results under ctx/workload.",
+        )
+    )
+    vars_namespace: bool = field(
+        metadata=_about(
+            "Every template sees a `vars` namespace (empty when no step wrote one).",
+            "build_context adds `vars` always (otherwise only when a step wrote vars).",
+        )
+    )
+    vars_flattened: bool = field(
+        metadata=_about(
+            "`vars` written by earlier steps are also bare names (`{{ got }}`).",
+            "build_context spreads them at the top level, under reserved names and step results.",
+        )
+    )
+    loop_item_in_variables: bool = field(
+        metadata=_about(
+            "Issuing a loop item writes the iterator and `loop_index` into the execution variables "
+            "(`{{ ctx.<iterator> }}` after the loop is the last item).",
+            "templating/context.loop_variables returns them as the iteration's ctx writes.",
+        )
+    )
+    args_as_bare_names: bool = field(
+        metadata=_about(
+            "Args arriving along a routing arc are bare names in the target step's templates.",
+            "runtime/step.py binds the incoming args by name (never over reserved names).",
+        )
+    )
+    collect_into_vars: bool = field(
+        metadata=_about(
+            "A case rule's `collect: {into}` writes `vars` (else ctx).",
+            "runtime/step_calls.py writes the collected value to vars (always when `vars` is in "
+            "the context).",
+        )
+    )
+    # -- routing and outcomes ---------------------------------------------------------------
+    case_result_own_action: bool = field(
+        metadata=_about(
+            "A case rule's `then.result` applies only as an action of its own (`{from: NAME}` "
+            "names a variable); else `result: {from: <template>}` replaces the step result.",
+            "runtime/step_case.py applies `result` accordingly.",
+        )
+    )
+    failed_call_takes_every_arc: bool = field(
+        metadata=_about(
+            "After a failed tool call the step's arcs are evaluated as after a successful one (an "
+            "arc without `when` is taken); else only an arc addressing the failure is.",
+            "runtime/step_case.route_arcs; the run still ends failed (operators/outcome.py).",
+        )
+    )
+    routed_failure_takes_next: bool = field(
+        metadata=_about(
+            "A case rule that routes a failed call also takes the step's plain `next`.",
+            "runtime/step.py routes along the arcs after such a rule.",
+        )
+    )
+    # -- loops ------------------------------------------------------------------------------
+    loop_string_items: LoopItems = field(
+        metadata=_about(
+            "What a `loop.in` that renders to a string iterates over.",
+            "runtime/loop.render_collection.",
+        )
+    )
+    loop_scalar_items: LoopItems = field(
+        metadata=_about(
+            "What a `loop.in` that renders to a number or boolean iterates over.",
+            "runtime/loop.render_collection.",
+        )
+    )
+    loop_results_capped: bool = field(
+        metadata=_about(
+            "A loop result keeps only the last NOETL_LOOP_RESULT_MAX_ITEMS (128) results, each cut "
+            "to a preview past NOETL_LOOP_RESULT_MAX_BYTES (65536).",
+            "runtime/loop.aggregate and operators/loop.py read the same variables.",
+        )
+    )
+    loop_omitted_count: bool = field(
+        metadata=_about(
+            "A loop result has `omitted_results_count` beside `results` and `stats`.",
+            "runtime/loop.aggregate.",
+        )
+    )
+    # -- tools ------------------------------------------------------------------------------
+    postgres_result_per_statement: bool = field(
+        metadata=_about(
+            "The postgres tool's result has one `command_N` entry per statement (else the last "
+            "statement's result).",
+            "tools/postgres.py.",
+        )
+    )
+    python_function_body: bool = field(
+        metadata=_about(
+            "The python tool runs code with a top-level `return` as a function body, gives "
+            "`input_data`, and reports a failure as the process's stderr (NoETL 5's convention).",
+            "tools/python.py.",
+        )
+    )
+    python_error_status_fails: bool = field(
+        metadata=_about(
+            "A python result dict with `status: error` fails the call.",
+            "tools/python.py returns a failed outcome whose step result is that dict.",
+        )
+    )
+    task_set_after_call: bool = field(
+        metadata=_about(
+            "A pipeline task's own `set` is rendered after the call, with `output` as its result; "
+            "a plain name is a variable of the later tasks.",
+            "runtime/pipeline.py.",
+        )
+    )
+    pipeline_retry_backoff: Backoff = field(
+        metadata=_about(
+            "The wait between tries of a pipeline `retry` rule that names no `backoff`: `none` "
+            "(0 s) or `fixed` (`delay` each try).",
+            "runtime/pipeline.backoff_delay.",
+        )
+    )
+
+    sources: Mapping[str, Source] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [name for name in behaviours() if name not in self.sources]
+        extra = sorted(set(self.sources) - set(behaviours()))
+        if missing or extra:
+            raise ValueError(
+                f"engine profile {self.name}: every behaviour cites its source "
+                f"(missing: {missing}, unknown: {extra})"
+            )
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "commits", MappingProxyType(dict(self.commits)))
+
+
+def behaviours() -> tuple[str, ...]:
+    """The behaviour fields of :class:`EngineProfile`, in declaration order."""
+    return tuple(f.name for f in fields(EngineProfile) if "doc" in f.metadata)
+
+
+_CANONICAL_FALLBACKS = ("data", "context")
+
+V1 = EngineProfile(
+    name="v1",
+    title="v1",
+    commits={"noetl/noetl": "58c2a16bc2a43bad5910e56a419ae27d9ab8d32f"},
+    result_fallbacks=("data", "result"),
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    step_results_in_variables=False,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=False,
+    args_as_bare_names=True,
+    collect_into_vars=False,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=False,
+    routed_failure_takes_next=False,
+    loop_string_items="error",
+    loop_scalar_items="error",
+    loop_results_capped=False,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=False,
+    python_error_status_fails=False,
+    pipeline_retry_backoff="none",
+    task_set_after_call=False,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/core/dsl/render.py:121",
+            "TaskResultProxy answers `data` and `result` with the result itself",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/server/api/event/service/initial.py:208",
+            "request keys become workload keys as they are; `ctx` is one more key",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/server/api/event/service/initial.py:242",
+            "the start step's args are its own `with`/`input`, not the request",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/server/api/context/service.py:93",
+            "results are read by node name, not stored as workload variables",
+        ),
+        "vars_namespace": Source(
+            "noetl/core/dsl/render.py:114",
+            "the render context has no `vars` namespace (v1 has no `vars`)",
+        ),
+        "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
+        "loop_item_in_variables": Source(
+            "noetl/plugin/iterator/executor.py:117",
+            "the item is bound in the iteration's own context, not the workload",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/plugin/python/executor.py:126",
+            "a step's `with` (what a `next` entry passed) is rendered and bound by name",
+        ),
+        "collect_into_vars": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "v1 has no case rules, so no `collect`: noetlc writes ctx",
+        ),
+        "case_result_own_action": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "v1 has no case rules: transitions are `step`/`when`/`with`",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "each transition's `when` decides; noetlc takes after a failure only an arc whose "
+            "`when` addresses it (recorded: v1/error_when_route)",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "no case rules: a routed failure is an arc like any other",
+        ),
+        "loop_string_items": Source(
+            "noetl/plugin/iterator/utils.py:34",
+            "coerce_items parses a string as a JSON or Python list, a mapping text is one item",
+            differs="noetlc fails the step on a string (no live recording of this case)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/plugin/iterator/utils.py:15",
+            "coerce_items wraps any other value as one item",
+            differs="noetlc fails the step on a scalar (no live recording of this case)",
+        ),
+        "loop_results_capped": Source(
+            "noetl/plugin/iterator/executor.py:228",
+            "`results` holds every iteration's result",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/plugin/iterator/executor.py:236",
+            "the iterator reports `results`, `items`, `count`",
+            differs="noetlc's loop result adds `omitted_results_count: 0`",
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/plugin/postgres/execution.py:94",
+            "one `command_N` entry per statement, as the call's `data`",
+            differs="noetlc gives a v1 call the last statement's result (no live recording)",
+        ),
+        "python_function_body": Source(
+            "noetl/plugin/python/executor.py:41",
+            "execute_python_task runs the code as a module and calls `main`",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/worker/worker.py:936",
+            "the worker judges the tool's envelope; what `main` returned is its `data` "
+            "(noetl/plugin/python/executor.py:228), so a returned `status: error` is data",
+        ),
+        "task_set_after_call": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+    },
+)
+
+CASE_V2 = EngineProfile(
+    name="case-v2",
+    title="case-v2",
+    commits={"noetl/noetl": "dc55c49215151886a4239bfaeb46caaf36b6c84a"},
+    result_fallbacks=("data",),
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    step_results_in_variables=False,
+    vars_namespace=True,
+    vars_flattened=True,
+    loop_item_in_variables=False,
+    args_as_bare_names=False,
+    collect_into_vars=True,
+    case_result_own_action=True,
+    failed_call_takes_every_arc=False,
+    routed_failure_takes_next=True,
+    loop_string_items="characters",
+    loop_scalar_items="one item",
+    loop_results_capped=False,
+    loop_omitted_count=False,
+    postgres_result_per_statement=True,
+    python_function_body=False,
+    python_error_status_fails=True,
+    pipeline_retry_backoff="none",
+    task_set_after_call=False,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "step results are spread into the context as stored; `data` reads the tool "
+            "envelope's body",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/core/dsl/v2/engine.py:244",
+            "request keys are set one by one; `ctx` stays one variable",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/core/dsl/v2/engine.py:2163",
+            "the start command is created with the request as its args",
+            differs="noetlc hands the entry step no args (no live recording of a request key "
+            "that is also an entry `input` key)",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:269",
+            "mark_step_completed stores the result in step_results only",
+        ),
+        "vars_namespace": Source(
+            "noetl/core/dsl/v2/engine.py:378", "`vars` is the execution variables"
+        ),
+        "vars_flattened": Source(
+            "noetl/core/dsl/v2/engine.py:384",
+            "every variable (vars included) is spread to the top level",
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:360",
+            "loop variables are added to the variables in _create_command_for_step",
+            differs="noetlc binds the item in the iteration only (no live recording of "
+            "`ctx.<iterator>` after a case-v2 loop)",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/core/dsl/v2/engine.py:1174",
+            "_create_command_for_step hands args to the command, not to bare names",
+        ),
+        "collect_into_vars": Source(
+            "noetl/core/dsl/v2/engine.py:965",
+            "`collect.into` names the variable the pages collect into",
+        ),
+        "case_result_own_action": Source(
+            "noetl/core/dsl/v2/engine.py:945",
+            "_process_then_actions applies `result` only in an action of its own",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/core/dsl/v2/engine.py:1722",
+            "a failed step skips its structural `next`",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/worker/v2_worker_nats.py:1432",
+            "a case rule that handled the error ends the step CASE_HANDLED, so its `next` runs",
+        ),
+        "loop_string_items": Source(
+            "noetl/core/dsl/v2/engine.py:1198", "`list(collection)`: a string's characters"
+        ),
+        "loop_scalar_items": Source(
+            "noetl/core/dsl/v2/engine.py:1198", "a non-iterable is wrapped as one item"
+        ),
+        "loop_results_capped": Source(
+            "noetl/core/dsl/v2/engine.py:337",
+            "get_loop_aggregation returns every result",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/core/dsl/v2/engine.py:348", "the aggregation is `{results, stats}`"
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools/postgres/execution.py:151", '`results[f"command_{i}"]` per statement'
+        ),
+        "python_function_body": Source(
+            "noetl/tools/python/executor.py:640",
+            "the python tool runs the code as a module; failures are `{status: error, ...}`",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/worker/v2_worker_nats.py:1347",
+            "a tool response with `status: error` is a tool error",
+        ),
+        "task_set_after_call": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
+    },
+)
+
+CANONICAL = EngineProfile(
+    name="canonical",
+    title="canonical",
+    commits={"noetl/noetl": "138c10ed7706c3a3644807e9f48e06796295f3bd"},
+    result_fallbacks=_CANONICAL_FALLBACKS,
+    request_ctx_flat=True,
+    entry_args_from_request=True,
+    step_results_in_variables=True,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=True,
+    args_as_bare_names=False,
+    collect_into_vars=False,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=True,
+    routed_failure_takes_next=False,
+    loop_string_items="one item",
+    loop_scalar_items="one item",
+    loop_results_capped=True,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=False,
+    python_error_status_fails=True,
+    pipeline_retry_backoff="none",
+    task_set_after_call=False,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/core/dsl/v2/engine.py:400",
+            "a result's `context` is also its `data`; `data` falls back to the result",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/core/dsl/v2/engine.py:622", "Merge execution request ctx into variables"
+        ),
+        "entry_args_from_request": Source(
+            "noetl/core/dsl/v2/engine.py:6468",
+            "_issue_loop_commands(state, start_step, payload): the request is the entry args",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:659", "mark_step_completed: variables[step] = result"
+        ),
+        "vars_namespace": Source(
+            "noetl/core/dsl/v2/engine.py:619", "'vars' is removed in strict v10: use ctx"
+        ),
+        "vars_flattened": Source(
+            "noetl/core/dsl/v2/engine.py:5773", "step.vars is removed in strict v10"
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:4120",
+            "state.variables[iterator] = item; variables['loop_index'] = index",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/core/dsl/v2/engine.py:3447",
+            "_create_command_for_step hands arc args to the command as `args`",
+        ),
+        "collect_into_vars": Source(
+            "noetl/core/dsl/v2/engine.py:619",
+            "no `vars` in v10: collected pages land in ctx",
+        ),
+        "case_result_own_action": Source(
+            "noetl/core/dsl/v2/models.py:717",
+            "a v10 Step has no `case`; noetlc reads a rule's `result.from` as a template",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/core/dsl/v2/engine.py:5153",
+            "next arcs are evaluated on call.done and call.error alike",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/core/dsl/v2/engine.py:5153",
+            "no case rules: the arcs themselves route a failure",
+        ),
+        "loop_string_items": Source(
+            "noetl/core/dsl/v2/engine.py:1884",
+            "_normalize_loop_collection wraps a string as one item (never split or parsed)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/core/dsl/v2/engine.py:1896", "any other value is one item"
+        ),
+        "loop_results_capped": Source(
+            "noetl/core/dsl/v2/engine.py:45",
+            "NOETL_LOOP_RESULT_MAX_ITEMS (128) bounds the results kept",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/core/dsl/v2/engine.py:734", "loop state counts `omitted_results_count`"
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools/postgres/response.py:76",
+            "the last statement's result with `statement_count`",
+        ),
+        "python_function_body": Source(
+            "noetl/worker/v2_worker_nats.py:2415",
+            "execute_python_task_async runs the code as a module",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/worker/v2_worker_nats.py:2417",
+            "a python result with `status: error` is returned as the error response",
+        ),
+        "task_set_after_call": Source(
+            "noetl/worker/task_sequence_executor.py:952",
+            "a task's writes are its policy rule's `then.set` only",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/worker/task_sequence_executor.py:959",
+            '`backoff` defaults to "none": _calculate_delay waits 0 s',
+        ),
+    },
+)
+
+NOETL5 = EngineProfile(
+    name="noetl5",
+    title="NoETL 5",
+    commits={
+        "noetl/server": "d9ec700c116d4dddfdb581a344d44a86bd99324a",
+        "noetl/worker": "f6fae7ef2ddb3793ce1ec2d4e7af0966e07f4932",
+        "noetl/tools": "ded945468e67cf72e5547a039145f14a6866343b",
+    },
+    result_fallbacks=_CANONICAL_FALLBACKS,
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    step_results_in_variables=False,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=False,
+    args_as_bare_names=False,
+    collect_into_vars=False,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=True,
+    routed_failure_takes_next=False,
+    loop_string_items="one item",
+    loop_scalar_items="one item",
+    loop_results_capped=True,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=True,
+    python_error_status_fails=False,
+    pipeline_retry_backoff="none",
+    task_set_after_call=True,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1129",
+            "build_context exposes a step's user data with a synthetic `data` of itself",
+            differs="noetlc also answers `context` (138c10ed's alias)",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/server:src/handlers/execute.rs:1377",
+            "the request payload's keys override the workload's one by one",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/server:src/handlers/execute.rs:1377",
+            "the request payload goes into the start command's context, not its args",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1107",
+            "step results are top-level names and `steps.<name>`, not ctx variables",
+        ),
+        "vars_namespace": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1066",
+            "build_context has no `vars` namespace (the CLI's local profile has step `vars`)",
+        ),
+        "vars_flattened": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1151",
+            "only durable `set: ctx.*` writes overlay the context",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/server:orchestrate-core/src/input_binding.rs:86",
+            "a step's `input`/`args` feed its context as declared inputs, not arc bindings",
+        ),
+        "collect_into_vars": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1189",
+            "set mutations write ctx (apply_set_mutations)",
+        ),
+        "case_result_own_action": Source(
+            "noetl/worker:src/executor/case_evaluator.rs:109",
+            "case rules are evaluated against the context and the tool result; no "
+            "`then.result` action list",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "a failed step does not have its next.arcs evaluated; the run ends failed",
+            differs="noetlc evaluates the arcs as 138c10ed does (no live recording of NoETL 5)",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "no case rules on the server: a failed step ends its branch",
+        ),
+        "loop_string_items": Source(
+            "noetl/server:orchestrate-core/src/evaluator.rs:346",
+            "a JSON array text is parsed, any other string split on commas and newlines",
+            differs="noetlc iterates the string as one item (138c10ed)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/server:orchestrate-core/src/evaluator.rs:358",
+            "a number n iterates 0..n; null and booleans fail the step",
+            differs="noetlc iterates the value as one item (138c10ed)",
+        ),
+        "loop_results_capped": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results",
+            differs="noetlc keeps 138c10ed's cap",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results",
+            differs="noetlc keeps 138c10ed's `omitted_results_count`",
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools:src/tools/postgres.rs:331",
+            "the last statement's rows are the result",
+        ),
+        "python_function_body": Source(
+            "noetl/tools:src/tools/python.rs:111",
+            "code with a top-level return runs as `def __noetl_step__(args, input_data, **kw)`",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/tools:src/tools/python.rs:745",
+            "success is the process's exit code alone: a returned `status: error` is data",
+        ),
+        "task_set_after_call": Source(
+            "noetl/tools:src/tools/task_sequence.rs:301",
+            "a task's own `set` is read beside its call and rendered with its output",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/tools:src/tools/task_sequence.rs:767",
+            '`backoff` defaults to "none" (calc_retry_delay: 0 s)',
+        ),
+    },
+)
+
+PROFILES: Mapping[str, EngineProfile] = MappingProxyType(
+    {profile.name: profile for profile in (V1, CASE_V2, CANONICAL, NOETL5)}
+)
+
+
+def profile_for(payload: Mapping[str, Any]) -> EngineProfile:
+    """The engine whose semantics a step payload follows: its ``generation`` when it names a
+    profile (NoETL 5), else its ``dialect``; canonical when the payload names neither (the
+    contract's default). An unknown name is the payload validator's to report."""
+    for key in ("generation", "dialect"):
+        profile = PROFILES.get(payload.get(key) or "")
+        if profile is not None:
+            return profile
+    return CANONICAL
+
+
+# -- the generated table of docs/semantics.md ------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(f"`{item}`" for item in value) or "none"
+    return str(value)
+
+
+def _cell(profile: EngineProfile, name: str) -> str:
+    source = profile.sources[name]
+    parts = source.where.split(":")
+    repo = parts[0] if len(parts) == 3 else next(iter(profile.commits))
+    text = f"{source.says} (`{repo}` `{':'.join(parts[-2:])}`)"
+    if source.differs:
+        text += f"; **noetlc differs:** {source.differs}"
+    return text
+
+
+def engine_table() -> str:
+    """docs/semantics.md's engine table: one row per behaviour, what each engine's source does
+    (with its file and line) and what noetlc does on Airflow (the value it applies for each
+    profile)."""
+    profiles = list(PROFILES.values())
+    commits = "; ".join(
+        f"{p.title}: " + ", ".join(f"`{repo}@{sha[:8]}`" for repo, sha in p.commits.items())
+        for p in profiles
+    )
+    lines = [
+        (
+            f"Sources: {commits}. Generated from `noetl_compile/engine_profiles.py` "
+            "(`python -m noetl_compile.engine_profiles`); do not edit by hand."
+        ),
+        "",
+        "| Behaviour | " + " | ".join(p.title for p in profiles) + " | noetlc on Airflow |",
+        "|---" * (len(profiles) + 2) + "|",
+    ]
+    for f in fields(EngineProfile):
+        if "doc" not in f.metadata:
+            continue
+        values = " · ".join(f"{p.title}: {_value(getattr(p, f.name))}" for p in profiles)
+        row = [
+            f"`{f.name}`: {f.metadata['doc']}",
+            *(_cell(p, f.name) for p in profiles),
+            f"{values}. {f.metadata['airflow']}",
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - prints the table for docs/semantics.md
+    print(engine_table(), end="")
