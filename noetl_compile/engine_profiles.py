@@ -18,7 +18,7 @@ Standard library only: the runtime imports it (like ``step_contract``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
@@ -724,11 +724,11 @@ def _cell(profile: EngineProfile, name: str) -> str:
     return text
 
 
-def engine_table() -> str:
+def engine_table(profiles: Sequence[EngineProfile] | None = None) -> str:
     """docs/semantics.md's engine table: one row per behaviour, what each engine's source does
     (with its file and line) and what noetlc does on Airflow (the value it applies for each
     profile)."""
-    profiles = list(PROFILES.values())
+    profiles = list(PROFILES.values() if profiles is None else profiles)
     commits = "; ".join(
         f"{p.title}: " + ", ".join(f"`{repo}@{sha[:8]}`" for repo, sha in p.commits.items())
         for p in profiles
