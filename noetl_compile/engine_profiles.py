@@ -34,6 +34,7 @@ __all__ = [
     "behaviours",
     "engine_table",
     "profile_for",
+    "with_engine_table",
 ]
 
 LoopItems = Literal["one item", "characters", "error"]
@@ -259,12 +260,12 @@ V1 = EngineProfile(
             "TaskResultProxy answers `data` and `result` with the result itself",
         ),
         "request_ctx_flat": Source(
-            "noetl/server/api/event/service/initial.py:208",
-            "request keys become workload keys as they are; `ctx` is one more key",
+            "noetl/server/api/broker/execute.py:64",
+            "the request payload is merged over the workload key by key; `ctx` is one more key",
         ),
         "entry_args_from_request": Source(
-            "noetl/server/api/event/service/initial.py:242",
-            "the start step's args are its own `with`/`input`, not the request",
+            "noetl/server/api/event/service/initial.py:69",
+            "the run starts at the `start` step with its own `with`/`input`, not the request",
         ),
         "step_results_in_variables": Source(
             "noetl/server/api/context/service.py:93",
@@ -302,11 +303,11 @@ V1 = EngineProfile(
         ),
         "loop_string_items": Source(
             "noetl/plugin/iterator/utils.py:34",
-            "coerce_items parses a string as a JSON or Python list, a mapping text is one item",
+            "coerce_items parses a string as a JSON or Python list; other text is one item",
             differs="noetlc fails the step on a string (no live recording of this case)",
         ),
         "loop_scalar_items": Source(
-            "noetl/plugin/iterator/utils.py:15",
+            "noetl/plugin/iterator/utils.py:67",
             "coerce_items wraps any other value as one item",
             differs="noetlc fails the step on a scalar (no live recording of this case)",
         ),
@@ -736,7 +737,7 @@ def engine_table(profiles: Sequence[EngineProfile] | None = None) -> str:
     lines = [
         (
             f"Sources: {commits}. Generated from `noetl_compile/engine_profiles.py` "
-            "(`python -m noetl_compile.engine_profiles`); do not edit by hand."
+            "(`python -m noetl_compile.engine_profiles docs/semantics.md`); do not edit by hand."
         ),
         "",
         "| Behaviour | " + " | ".join(p.title for p in profiles) + " | noetlc on Airflow |",
@@ -755,5 +756,24 @@ def engine_table(profiles: Sequence[EngineProfile] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # pragma: no cover - prints the table for docs/semantics.md
-    print(engine_table(), end="")
+TABLE_BEGIN, TABLE_END = "<!-- engine-table:begin -->", "<!-- engine-table:end -->"
+
+
+def with_engine_table(page: str) -> str:
+    """``page`` with the text between its table markers replaced by :func:`engine_table`."""
+    if page.count(TABLE_BEGIN) != 1 or page.count(TABLE_END) != 1:
+        raise ValueError(f"the page needs one {TABLE_BEGIN} and one {TABLE_END} line")
+    head, rest = page.split(TABLE_BEGIN, 1)
+    tail = rest.split(TABLE_END, 1)[1]
+    return f"{head}{TABLE_BEGIN}\n{engine_table()}{TABLE_END}{tail}"
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m noetl_compile.engine_profiles [PAGE]`
+    import sys
+    from pathlib import Path
+
+    if len(sys.argv) > 1:  # rewrite the table of that page (docs/semantics.md) in place
+        path = Path(sys.argv[1])
+        path.write_text(with_engine_table(path.read_text()))
+    else:
+        print(engine_table(), end="")

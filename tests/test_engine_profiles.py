@@ -22,6 +22,7 @@ from noetl_compile.engine_profiles import (
     behaviours,
     engine_table,
     profile_for,
+    with_engine_table,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,12 +170,14 @@ def test_profile_for_reads_the_payloads_generation_then_its_dialect(payload, pro
 def test_the_engine_table_of_docs_semantics_is_generated_from_the_profiles() -> None:
     page = SEMANTICS.read_text()
     assert page.count(BEGIN) == 1 and page.count(END) == 1, "markers around the engine table"
-    block = page.split(BEGIN, 1)[1].split(END, 1)[0]
-    assert block.strip() == engine_table().strip(), (
+    assert with_engine_table(page) == page, (
         "docs/semantics.md's engine table differs from noetl_compile/engine_profiles.py: "
-        "regenerate it with `python -m noetl_compile.engine_profiles` and paste it between "
-        "the markers"
+        "regenerate it with `python -m noetl_compile.engine_profiles docs/semantics.md`"
     )
+    # the page's other sections stay as they are
+    assert page.index("## 1. Where noetlc deliberately") < page.index(BEGIN)
+    stale = page.replace("| `loop_results_capped`", "| `loop_results_kept`", 1)
+    assert with_engine_table(stale) == page
 
 
 def test_the_table_has_a_row_per_behaviour_naming_each_source() -> None:
