@@ -34,6 +34,7 @@ __all__ = [
     "behaviours",
     "engine_table",
     "profile_for",
+    "profile_of",
     "with_engine_table",
 ]
 
@@ -691,6 +692,12 @@ NOETL5 = EngineProfile(
 PROFILES: Mapping[str, EngineProfile] = MappingProxyType(
     {profile.name: profile for profile in (V1, CASE_V2, CANONICAL, NOETL5)}
 )
+
+
+def profile_of(dialect: str | None, generation: str | None = None) -> EngineProfile:
+    """The profile of a playbook read as ``dialect`` (and ``generation``): what the compiler
+    asks where its output depends on the engine, as the runtime asks :func:`profile_for`."""
+    return profile_for({"dialect": dialect, "generation": generation})
 
 
 def profile_for(payload: Mapping[str, Any]) -> EngineProfile:
