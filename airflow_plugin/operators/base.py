@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, DownstreamTasksSkipped
 
-from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
-
 from ..errors import NoetlRuntimeError, fails_task
 from ..templating.ids import execution_id_for
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
+
+if TYPE_CHECKING:
+    from noetl_compile.engine_profiles import EngineProfile
 
 __all__ = [
     "XCOM_RETURN_KEY",
@@ -87,6 +88,9 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
     @property
     def noetl_profile(self) -> EngineProfile:
         """The engine whose request handling applies (``profile_for`` the payload)."""
+        # Imported here: a DAG file parse needs no profile (the profiles are ~2 ms to build).
+        from noetl_compile.engine_profiles import CANONICAL, profile_for
+
         payload = getattr(self, "payload", None)
         return profile_for(payload) if isinstance(payload, Mapping) else CANONICAL
 

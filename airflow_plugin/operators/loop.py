@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from noetl_compile.engine_profiles import profile_for
 from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
 
 from ..errors import NoetlRuntimeError
@@ -330,6 +329,8 @@ def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> l
     """The records a body instance pushes: the results the loop result will not keep (NoETL
     keeps the last 128, see runtime.loop) are left out and the others compacted as the tail
     would, so a loop's XCom stays about the size of its result whatever its length."""
+    from noetl_compile.engine_profiles import profile_for
+
     from ..runtime.loop import compact_result, retains_result
 
     if payload["loop"].get("body"):
