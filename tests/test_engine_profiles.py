@@ -11,19 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from noetl_compile.engine_profiles import (
-    CANONICAL,
-    CASE_V2,
-    NOETL5,
-    PROFILES,
-    V1,
-    EngineProfile,
-    Source,
-    behaviours,
-    engine_table,
-    profile_for,
-    with_engine_table,
-)
+from noetl_compile.engine_behaviours import EngineProfile, Source, behaviours
+from noetl_compile.engine_profiles import CANONICAL, CASE_V2, NOETL5, PROFILES, V1, profile_for
+from noetl_compile.engine_table import engine_table, with_engine_table
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "airflow_plugin"
@@ -172,7 +162,7 @@ def test_the_engine_table_of_docs_semantics_is_generated_from_the_profiles() -> 
     assert page.count(BEGIN) == 1 and page.count(END) == 1, "markers around the engine table"
     assert with_engine_table(page) == page, (
         "docs/semantics.md's engine table differs from noetl_compile/engine_profiles.py: "
-        "regenerate it with `python -m noetl_compile.engine_profiles docs/semantics.md`"
+        "regenerate it with `python -m noetl_compile.engine_table docs/semantics.md`"
     )
     # the page's other sections stay as they are
     assert page.index("## 1. Where noetlc deliberately") < page.index(BEGIN)
