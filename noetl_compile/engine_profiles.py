@@ -125,7 +125,8 @@ V1 = EngineProfile(
         "loop_omitted_count": Source(
             "noetl/plugin/iterator/executor.py:236",
             "the iterator reports `results`, `items`, `count`",
-            differs="noetlc's loop result adds `omitted_results_count: 0`",
+            differs="noetlc's loop result is `{results, stats, omitted_results_count}` (by "
+            "design: section 2's `v1-iterator-one-job`)",
         ),
         "postgres_result_per_statement": Source(
             "noetl/plugin/postgres/execution.py:94",
