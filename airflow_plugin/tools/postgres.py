@@ -19,7 +19,7 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
   ``row_count`` the server's count of rows affected (-1 for DDL, as psycopg reports it; recorded
   from NoETL 138c10ed, tests/differential/cases/tools_postgres). Results are capped like NoETL's
   (``NOETL_POSTGRES_MAX_RESULT_ROWS``/``_BYTES``, 1,000 rows / 1 MiB), with ``truncated: true``.
-* case-v2 playbooks (``call.generation == "case-v2"``) get NoETL dc55c492's shape instead, one
+* case-v2 playbooks (``call.profile.postgres_result_per_statement``) get dc55c492's shape, one
   entry per statement: ``{command_0: {status, rows, row_count, columns} | {status, row_count,
   message}, command_1: ...}`` (each entry capped as above); a failed statement's step result is
   ``{id, status: "error", error: "command_N: <message>;", data: {command_N: {status: "error",
@@ -357,7 +357,7 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
     except (ToolConfigError, SqlConfigError, ConnectionNotFound) as exc:
         return failure(exc, target=target)
     # case-v2 playbooks read NoETL dc55c492's per-statement result (see the module docstring).
-    per_statement = call.generation == "case-v2"
+    per_statement = call.profile.postgres_result_per_statement
     if not statements:
         return ToolOutcome.success(
             {}

@@ -20,7 +20,7 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
   for a raised exception.
 * ``def main(context)``: a parameter named ``context`` that is no input receives the render
   context as plain data (NoETL's python tool passes it).
-* NoETL 5 playbooks (``call.generation == "noetl5"``) get NoETL 5's python tool: code with a
+* NoETL 5 playbooks (``call.profile.python_function_body``) get NoETL 5's python tool: code with a
   top-level ``return`` (NoETL 5's line rule, ``noetl_compile/python_surface.py``) runs as the body
   of ``def __noetl_step__(args, input_data, **kw)`` whose return value is the result; the inputs
   are also the dict ``input_data``; with no ``result`` (None) a callable ``main`` (async too) is
@@ -491,7 +491,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
             missing, {"kind": KIND, "type": "ConfigError", "message": str(missing)}, **meta()
         )
 
-    noetl5 = call.generation == "noetl5"
+    noetl5 = call.profile.python_function_body
     wrapped = noetl5 and has_top_level_return(code)
     try:
         compiled = compile(wrapped_source(code) if wrapped else code, filename, "exec")
@@ -560,7 +560,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
     # (recorded: tests/differential/cases/v1/python_returns_error_status). NoETL 5's tool decides
     # success by the process's exit code alone: a returned `{status: error}` is a result there too.
     errored = isinstance(value, dict) and str(value.get("status", "")).lower() == "error"
-    if errored and not noetl5 and call.generation != "v1":
+    if errored and call.profile.python_error_status_fails:
         message = (
             value.get("error") or value.get("message") or "python code returned status 'error'"
         )
