@@ -21,6 +21,7 @@ from airflow_plugin.tools.http import run_http
 from airflow_plugin.tools.noop import run_noop
 from airflow_plugin.tools.postgres import run_postgres
 from airflow_plugin.tools.python import run_python
+from noetl_compile.engine_profiles import PROFILES
 
 # Values a bound parameter must carry unchanged: quotes, a template, non-ASCII, a backslash.
 TRICKY = ['O\'Brien "quoted"', "{{ workload.secret }} {% raw %}", "Zürich 東京 🚀", "a\\b;--"]
@@ -280,8 +281,9 @@ def test_http_json_wins_over_form(http_server):
 
 
 def py(config: dict[str, Any], generation: str | None = None):
+    profile = PROFILES[generation or "canonical"]
     return run_python(
-        ToolCall(step="s", task="s", config={"kind": "python", **config}, generation=generation)
+        ToolCall(step="s", task="s", config={"kind": "python", **config}, profile=profile)
     )
 
 
