@@ -11,7 +11,6 @@ distinct string, and per playbook).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -24,8 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from a checkout, without installing
 
 from noetl_compile.analyze.expressions import is_templated, scan_template, template_tags
-
-CORPUS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus"))
+from tests.corpus import CORPUS
 
 
 def templated_strings(corpus: Path = CORPUS) -> list[tuple[Path, str]]:

@@ -43,6 +43,18 @@ def run_gate_command(args: argparse.Namespace) -> int:
     return gate_command(args)
 
 
+def run_resume_command(args: argparse.Namespace) -> int:
+    """`noetlc resume` (through plugin_seam): Airflow's REST API, and the event log to find the
+    execution's run and its failed steps."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("httpx", "sqlalchemy")):
+        raise UsageError("`noetlc resume` needs the airflow extra: pip install 'noetlc[airflow]'")
+    from .plugin_seam import resume_command
+
+    return resume_command(args)
+
+
 def run_event_log(args: argparse.Namespace) -> int:
     """`noetlc events` / `noetlc status`: read the event log (through plugin_seam)."""
     import importlib.util
@@ -179,6 +191,7 @@ COMMANDS = {
     "status": run_event_log,
     "gates": run_gate_command,
     "signal": run_gate_command,
+    "resume": run_resume_command,
     **editor_cli.COMMANDS,
     **demo_cli.COMMANDS,
 }

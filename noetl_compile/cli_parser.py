@@ -252,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the state as one JSON object")
     status.add_argument("--url", help="the event log (default: NOETL_EVENTS_URL, then SQLite)")
     _add_gate_commands(commands)
+    _add_resume_command(commands)
     editor_cli.add_commands(commands)  # schema, upgrade, lsp
     demo_cli.add_commands(commands)  # demo up|down|status
     return parser
@@ -285,3 +286,29 @@ def _add_gate_commands(commands: argparse._SubParsersAction) -> None:
     signal.add_argument("--dag", help="with --run: the gate's DAG run instead of EXECUTION")
     signal.add_argument("--run", help="with --dag: the Airflow run id")
     _add_airflow_options(signal)
+
+
+def _add_resume_command(commands: argparse._SubParsersAction) -> None:
+    resume = commands.add_parser(
+        "resume",
+        help="run a deployed run again from its failed step (the steps before keep their results)",
+    )
+    resume.add_argument(
+        "execution", nargs="?", help="the execution id (found in the event log), or --dag/--run"
+    )
+    resume.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="STEP",
+        help="clear from this step instead of the failed one (it and everything downstream)",
+    )
+    resume.add_argument("--dag", help="with --run: the DAG run to resume instead of EXECUTION")
+    resume.add_argument("--run", help="with --dag: the Airflow run id")
+    resume.add_argument(
+        "--dry-run", action="store_true", help="say what would be cleared, clear nothing"
+    )
+    resume.add_argument(
+        "--events-url",
+        help="the deployment's event log (default: NOETL_EVENTS_URL, then the local default)",
+    )
+    _add_airflow_options(resume)

@@ -1,5 +1,6 @@
 """The one place the compiler reaches into ``airflow_plugin``: the CLI commands that run or
-inspect what was compiled (``noetlc run``, ``events``, ``status``, ``gates``, ``signal``).
+inspect what was compiled (``noetlc run``, ``events``, ``status``, ``gates``, ``signal``,
+``resume``).
 
 Every import of the plugin happens inside these functions, when such a command runs, so
 ``noetlc check``/``compile`` never load it (nor SQLAlchemy, httpx or Airflow behind it), and
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
-__all__ = ["demo_services", "event_log_command", "gate_command", "local_runner"]
+__all__ = ["demo_services", "event_log_command", "gate_command", "local_runner", "resume_command"]
 
 
 def gate_command(args: argparse.Namespace) -> int:
@@ -23,6 +24,13 @@ def gate_command(args: argparse.Namespace) -> int:
     from airflow_plugin.deploy import gates_cli
 
     return (gates_cli.run_gates if args.command == "gates" else gates_cli.run_signal)(args)
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """`noetlc resume`: clear a deployed run's failed step and its downstream, over HTTP."""
+    from airflow_plugin.deploy import resume
+
+    return resume.run_resume(args)
 
 
 def event_log_command(args: argparse.Namespace) -> int:

@@ -5,6 +5,10 @@
 To add a kind or a field, add a `ToolKind` or a `ToolField` below; `tests/test_tool_catalogue.py`
 then fails until `python scripts/gen_tool_docs.py` has regenerated the docs.
 
+Every key a NoETL 5 tool reads (`noetl5_tools.py`, from NoETL 5's sources) is a field of its kind
+here: the ones a kind's own table lacks are appended from that table, marked "NoETL 5", so C516
+never calls a key NoETL 5 reads ignored.
+
 A kind whose surface noetlc does not model (`open=True`) gets a page but no unknown-field
 warnings: its executor runs in the NoETL engine, not here, and its keys are not all known.
 Gates and quantum keep their own, stricter key checks (C510/C511); their fields here must equal
@@ -13,8 +17,9 @@ the keys those checks accept (a test holds them equal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from .noetl5_tools import TOOLS as NOETL5_TOOLS
 from .shell_surface import CONFIG_FIELDS as SHELL_FIELDS
 
 __all__ = ["CATALOGUE", "COMMON_FIELDS", "ToolField", "ToolKind", "fields_of", "kind_of"]
@@ -159,7 +164,11 @@ CATALOGUE: dict[str, ToolKind] = {
             "message}, ...}`, read as `{{ step.command_0.rows }}`",
             (
                 _f(
-                    "auth", "string", "required", "the connection id (`noetlc check --connections`)"
+                    "auth",
+                    "string",
+                    "required",
+                    "the connection id (`noetlc check --connections`); NoETL 5 playbooks may "
+                    "name the server with `connection_string` or `host`... instead (below)",
                 ),
                 _f(
                     "credential",
@@ -375,6 +384,23 @@ CATALOGUE: dict[str, ToolKind] = {
         ),
     )
 }
+
+
+def _with_noetl5(entry: ToolKind) -> ToolKind:
+    """``entry`` with the keys NoETL 5's tool of its kind reads that it lacks (noetl5_tools)."""
+    tool = NOETL5_TOOLS.get(entry.kind)
+    if tool is None or entry.open:
+        return entry
+    have = {f.name for f in COMMON_FIELDS + entry.fields}
+    extra = tuple(
+        _f(k.name, k.type, k.default, f"NoETL 5: {k.meaning}")
+        for k in tool.keys
+        if k.name not in have
+    )
+    return replace(entry, fields=entry.fields + extra) if extra else entry
+
+
+CATALOGUE = {kind: _with_noetl5(entry) for kind, entry in CATALOGUE.items()}
 
 
 def kind_of(kind: str) -> ToolKind | None:

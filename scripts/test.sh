@@ -1,29 +1,49 @@
 #!/usr/bin/env bash
 # The test command of the README and of CI: a fresh venv, the project with every extra,
-# then the whole suite. Tests that need Postgres start a throwaway cluster themselves.
+# NoETL's public playbooks, then the whole suite. Tests that need Postgres start a throwaway
+# cluster themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${NOETLC_VENV:-.venv}"
-# System tools the tests use: graphviz for `noetlc graph --format svg|png`, PostgreSQL 15 for the
-# throwaway clusters (tests/harness/postgres.py, scripts/airflow-stack.sh), redis-server for the
-# Celery deployment of tests/deploy (scripts/airflow-stack.sh --executor celery).
+# System tools the tests use (Debian package names): graphviz for `noetlc graph --format svg|png`,
+# PostgreSQL 15 for the throwaway clusters (tests/harness/postgres.py, scripts/airflow-stack.sh),
+# redis-server for the Celery deployment of tests/deploy (scripts/airflow-stack.sh --executor
+# celery), chromium for tests/deploy/test_ui_deployed.py (the Airflow UI, headless).
 MISSING=()
 command -v dot >/dev/null 2>&1 || MISSING+=(graphviz)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || MISSING+=(postgresql-15)
 command -v redis-server >/dev/null 2>&1 || MISSING+=(redis-server)
-# Debian's chromium: tests/deploy/test_ui_deployed.py drives the Airflow UI with it (headless).
 command -v chromium >/dev/null 2>&1 || MISSING+=(chromium)
 if [ "${#MISSING[@]}" -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  # apt only as root, never with NOETLC_NO_APT=1, and at a terminal only once you say yes.
+  use_apt=no
+  if [ "${NOETLC_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    use_apt=yes
+    if [ -t 0 ]; then
+      read -r -p "scripts/test.sh: install ${MISSING[*]} with apt-get? [Y/n] " answer || answer=n
+      case "$answer" in [nN]*) use_apt=no ;; esac
+    fi
+  fi
+  if [ "$use_apt" = yes ]; then
+    echo "scripts/test.sh: apt-get install ${MISSING[*]} (NOETLC_NO_APT=1 skips this)" >&2
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${MISSING[@]}" >/dev/null
   else
-    echo "scripts/test.sh: please install ${MISSING[*]}" >&2
+    echo "scripts/test.sh: not installed: ${MISSING[*]} (Debian/Ubuntu: apt-get install" \
+      "${MISSING[*]}); the tests that use them fail" >&2
   fi
 fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet -e '.[airflow,celery,lineage,dev]'
+# NoETL's public playbooks, which the corpus tests read (tests/corpus.py): NOETLC_CORPUS, or
+# ../shared/corpus beside the checkout, or else fetched once from github.com at pinned commits
+# (sha256-checked) into ~/.cache/noetlc-tests/corpus. Without network the fetch fails and those
+# tests are skipped, counted as NOT RUN at the end of the run: never a pass.
+if [ -z "${NOETLC_CORPUS:-}" ] && [ ! -d ../shared/corpus ]; then
+  "$VENV/bin/python" scripts/fetch-corpus.py || true
+fi
+export NOETLC_CORPUS_FETCH=0  # fetched (or not) just above: pytest does not try again
 # Our own example DAGs must be exactly what the compiler makes of our playbooks.
 "$VENV/bin/noetlc" check playbooks/
 "$VENV/bin/noetlc" compile playbooks/ -o dags/ --check

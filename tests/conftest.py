@@ -116,10 +116,82 @@ def run_dag(airflow_db: Path):
     return run
 
 
+def pytest_configure(config):
+    """Fetch the playbook corpus once per test run when it is nowhere (the controller only:
+    xdist workers start after this and find it in the cache)."""
+    if hasattr(config, "workerinput") or os.environ.get("NOETLC_CORPUS_FETCH") == "0":
+        return
+    from tests import corpus
+
+    if corpus.FROM_CACHE and not corpus.available():
+        fetch = corpus.fetch_module()
+        try:
+            fetched = fetch.fetch(corpus.CORPUS, corpus.pins())
+            _FETCH_NOTE.append(f"fetched {fetched} files of github.com/noetl/noetl")
+        except RuntimeError as exc:
+            _FETCH_NOTE.append(f"cannot fetch them: {exc}")
+
+
+# What pytest_configure's fetch did, for the header and the summary (print would be captured).
+_FETCH_NOTE: list[str] = []
+
+
+def pytest_report_header(config):
+    from tests import corpus
+
+    state = "present" if corpus.available() else "MISSING"
+    return [f"playbook corpus: {corpus.CORPUS} ({corpus.SOURCE}), {state}", *_FETCH_NOTE]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``corpus`` are skipped, with the reason, where the corpus is missing."""
+    from tests import corpus
+
+    if corpus.available():
+        return
+    skip = pytest.mark.skip(reason=corpus.SKIP_REASON)
+    for item in items:
+        if item.get_closest_marker("corpus"):
+            item.add_marker(skip)
+
+
+def _not_run_for_the_corpus(terminalreporter) -> int:
+    from tests import corpus
+
+    def reason(report) -> str:  # a skip's longrepr is (path, line, "Skipped: <reason>")
+        longrepr = report.longrepr
+        return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+
+    reports = terminalreporter.stats.get("skipped", [])
+    return sum(1 for report in reports if corpus.SKIP_REASON in reason(report))
+
+
+@pytest.hookimpl(trylast=True)  # after the durations, so the count is among the last lines
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """The corpus run counts (runnable per dialect, skips per reason) at the end of every run."""
+    """The corpus run counts (runnable per dialect, skips per reason), then whether the tests had
+    NoETL's public playbooks (how many did not run without them), at the end of every run."""
+    from tests import corpus
     from tests.corpus_run.test_corpus_run import summary_lines
 
     terminalreporter.section("NoETL corpus run")
     for line in summary_lines():
         terminalreporter.write_line(line)
+    missing = _not_run_for_the_corpus(terminalreporter)
+    terminalreporter.section("NoETL public playbooks", red=bool(missing), bold=bool(missing))
+    for note in _FETCH_NOTE:
+        terminalreporter.write_line(note)
+    where = f"at {corpus.CORPUS} ({corpus.SOURCE})"
+    if missing:
+        terminalreporter.write_line(
+            f"{missing} tests NOT RUN: they need NoETL's public playbooks, none {where}. "
+            f"Fetch them with `{corpus.FETCH_COMMAND}` and run again"
+            + (" with NOETLC_CORPUS unset." if corpus.SOURCE == "NOETLC_CORPUS" else "."),
+            red=True,
+            bold=True,
+        )
+    elif corpus.available():
+        terminalreporter.write_line(f"0 tests without the public playbooks: corpus {where}")
+    else:
+        terminalreporter.write_line(
+            f"0 tests without the public playbooks: none {where}, and none of these tests reads them"
+        )

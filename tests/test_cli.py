@@ -26,7 +26,9 @@ workflow:
     tool: {kind: noop}
 """
 BROKEN = VALID.replace("{step: end}", "{step: ned}").replace("result = 1", "result = 1")
-WARNING_ONLY = VALID.replace("    tool: {kind: noop}\n", "    tool: {kind: noop}\n    descr: the end\n")
+WARNING_ONLY = VALID.replace(
+    "    tool: {kind: noop}\n", "    tool: {kind: noop}\n    descr: the end\n"
+)
 
 
 @pytest.fixture
@@ -177,6 +179,7 @@ def test_check_imports_no_airflow(files):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.corpus
 def test_parallel_run_reports_exactly_what_a_serial_run_does(capsys):
     from tests.corpus import CORPUS
 

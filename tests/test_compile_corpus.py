@@ -18,6 +18,8 @@ import pytest
 from noetl_compile.compile import compile_paths
 from tests.corpus import CORPUS, ROOT, corpus_projects
 
+pytestmark = pytest.mark.corpus
+
 # Loads every DAG file of a folder in ONE DagBag under a throwaway AIRFLOW_HOME, validates and
 # serializes every DAG as the DAG processor does.
 DAGBAG_PROBE = r"""

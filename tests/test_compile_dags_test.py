@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from noetl_compile.cli import main
+from tests.corpus import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus"))
 HELLO = CORPUS / "canonical" / "hello_world" / "hello_world.yaml"
 TIMEOUT = 300
 
@@ -70,6 +70,7 @@ def _dags_test(airflow_home, dag_id: str):
     return run, states, {task: value.get("result") for task, value in xcoms.items()}, run_state
 
 
+@pytest.mark.corpus
 def test_corpus_hello_world_runs(airflow_home) -> None:
     run, states, results, run_state = _dags_test(
         airflow_home, "tests.fixtures.playbooks.hello_world"

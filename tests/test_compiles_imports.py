@@ -54,6 +54,7 @@ def test_invalid_suite_cases_check_accepts_import(tmp_path: Path) -> None:
     assert len(bag.dags) == len(accepted)
 
 
+@pytest.mark.corpus
 @settings(
     max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from noetl_compile.compile import compile_paths
-from noetl_compile.lower.credentials import AIRFLOW_SENSITIVE_FIELDS, airflow_hides
+from noetl_compile.secret_names import AIRFLOW_SENSITIVE_FIELDS, airflow_hides
 from tests.harness.run_cli import noetlc_run, report_of
 from tests.test_secrets_generated import KEY_NAMES, PLURAL_KEYS
 

@@ -11,7 +11,7 @@ import lark
 import pytest
 from jinja2 import meta
 
-from bench.template_coverage import CORPUS, measure, templated_strings
+from bench.template_coverage import measure, templated_strings
 from noetl_compile.analyze import expressions, template_parse
 from noetl_compile.analyze.expressions import (
     BUILTIN_GLOBALS,
@@ -20,6 +20,7 @@ from noetl_compile.analyze.expressions import (
     scan_template,
     template_tags,
 )
+from tests.corpus import CORPUS
 
 
 def references(text: str) -> list[tuple[str, tuple, bool]]:
@@ -42,8 +43,6 @@ def jinja_message(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def corpus_strings():
-    if not CORPUS.is_dir():
-        pytest.fail(f"no playbook corpus at {CORPUS}")
     return templated_strings(CORPUS)
 
 
@@ -297,6 +296,7 @@ def test_grammar_has_no_lalr_conflicts(caplog):
     assert not [r.message for r in caplog.records if "conflict" in r.message.lower()]
 
 
+@pytest.mark.corpus
 def test_dotted_name_shortcut_builds_what_the_grammar_builds(corpus_strings):
     bodies = {body for _, text in corpus_strings for body in template_tags(text)}
     dotted = [body for body in bodies if template_parse._DOTTED_NAME.fullmatch(body)]
@@ -306,12 +306,14 @@ def test_dotted_name_shortcut_builds_what_the_grammar_builds(corpus_strings):
         assert template_parse.parse_tag("expression", body) == (grammar_tree, None)
 
 
+@pytest.mark.corpus
 def test_corpus_coverage_is_at_least_99_percent(corpus_strings):
     coverage = measure(corpus_strings)
     assert coverage.expressions > 4000
     assert coverage.percent >= 99.0, coverage.unparsed
 
 
+@pytest.mark.corpus
 def test_corpus_references_agree_with_jinja_meta(corpus_strings):
     """On every Jinja-valid corpus template, the free names are those jinja2.meta finds."""
     environment = jinja2.Environment()

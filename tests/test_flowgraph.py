@@ -14,6 +14,7 @@ from noetl_compile.check import check_paths
 from tests.corpus import CORPUS, ROOT
 
 
+@pytest.mark.corpus
 def test_step_graph_matches_networkx():
     results, _ = check_paths(
         [str(CORPUS), str(ROOT / "tests" / "invalid"), str(ROOT / "playbooks")]

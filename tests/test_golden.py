@@ -24,10 +24,11 @@ import pytest
 from noetl_compile.check import check_results, read_file
 from noetl_compile.compile import compile_result
 from noetl_compile.diagnostics import Severity
+from tests.corpus import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
-SEEDS = Path(os.environ.get("NOETLC_CORPUS", ROOT.parent / "shared" / "corpus")) / "seeds"
+SEEDS = CORPUS / "seeds"
 REGENERATE = os.environ.get("NOETLC_REGEN_GOLDEN") == "1"
 PLAYBOOKS = ROOT / "playbooks"
 DAGS = ROOT / "dags"
@@ -74,9 +75,8 @@ def test_enough_cases() -> None:
     assert len(CASES) >= 40, CASES
 
 
+@pytest.mark.corpus
 def test_every_seed_has_an_identical_golden_case() -> None:
-    if not SEEDS.is_dir():
-        pytest.fail("the shared corpus is not available")
     for seed in sorted(SEEDS.glob("*.yaml")):
         case = GOLDEN / f"seeds_{seed.stem}" / "playbook.yaml"
         assert case.is_file(), f"no golden case for {seed}"

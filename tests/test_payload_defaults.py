@@ -71,6 +71,7 @@ def _meaning(payload: dict) -> dict:
     return full
 
 
+@pytest.mark.corpus
 def test_every_compact_payload_means_the_full_one() -> None:
     results, _ = check_paths(
         [str(ROOT / "playbooks"), str(CORPUS / "seeds"), str(CORPUS / "canonical")]

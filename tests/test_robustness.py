@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from noetl_compile.check import check_text
 from tests.fuzz_mutations import mutated_playbook
 
 
+@pytest.mark.corpus
 @settings(
     max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
 )

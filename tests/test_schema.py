@@ -83,6 +83,7 @@ def _errors(validator, data) -> list[str]:
     return [f"{e.json_path}: {e.message[:120]}" for e in validator.iter_errors(data)]
 
 
+@pytest.mark.corpus
 def test_corpus_validates_exactly_when_check_finds_no_structural_error(validators) -> None:
     files = corpus_files()
     assert len(files) >= 250, "the corpus is missing (NOETLC_CORPUS)"

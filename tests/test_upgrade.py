@@ -318,6 +318,7 @@ def upgraded() -> dict[Path, object]:
     return upgrades
 
 
+@pytest.mark.corpus
 def test_corpus_upgrades(upgraded) -> None:
     counts = Counter()
     for path, upgrade in upgraded.items():
@@ -352,6 +353,7 @@ def test_corpus_upgrades(upgraded) -> None:
     assert counts["case-v2", "upgraded"] >= 11 and counts["v1", "upgraded"] >= 16
 
 
+@pytest.mark.corpus
 def test_the_ceiling(upgraded) -> None:
     """Which playbooks any exact upgrade could reach: those with no construct whose meaning the
     canonical generation lacks (retry, sink, ...: tests/upgrade_support.py BLOCKERS, evidence in
@@ -380,6 +382,7 @@ def test_the_ceiling(upgraded) -> None:
     assert hard["retry"] >= 15 and hard["sink"] >= 8
 
 
+@pytest.mark.corpus
 def test_a_comment_on_each_step_survives(upgraded) -> None:
     survived = 0
     for path, upgrade in upgraded.items():

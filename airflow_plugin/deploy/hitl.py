@@ -121,15 +121,13 @@ def _gate_row(detail: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _list(api: AirflowClient, params: dict[str, Any]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    offset = 0
-    while True:
-        page = _request(api, "GET", _LIST, params={**params, "limit": 100, "offset": offset})
-        details = list(page.get("hitl_details") or [])
-        rows += [_gate_row(d) for d in details]
-        offset += len(details)
-        if not details or offset >= int(page.get("total_entries") or 0):
-            return rows
+    try:
+        details = api.pages(_LIST, "hitl_details", params)
+    except httpx.HTTPError as exc:
+        raise GateCommandError(
+            f"cannot reach Airflow at {api.base_url}: {type(exc).__name__}: {exc}"
+        ) from None
+    return [_gate_row(d) for d in details]
 
 
 def waiting_gates(api: AirflowClient) -> list[dict[str, Any]]:

@@ -40,6 +40,11 @@ class Layout:
         return self.state / "airflow"
 
     @property
+    def python(self) -> Path:
+        """This checkout's packages (links), the first entry of every process's PYTHONPATH."""
+        return self.state / "python"
+
+    @property
     def logs(self) -> Path:
         return self.state / "logs"
 

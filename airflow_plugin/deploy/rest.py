@@ -4,7 +4,12 @@ Used by the deployment tests and meant for the CLI's commands that talk to a dep
 (signals, gates). It covers what driving a compiled playbook needs: a JWT from
 ``POST /auth/token`` (SimpleAuthManager or any manager that issues tokens for a user/password),
 waiting for a DAG to be parsed, unpausing, triggering a run with ``conf``, waiting for the run,
-and reading its task instances and XCom return values.
+reading its task instances and XCom return values, and clearing task instances of one run.
+
+Lists are read page by page (:meth:`AirflowClient.pages`): the server caps a page at its
+``maximum_page_limit`` (100 by default) whatever ``limit`` asks, so one request for 1,000 rows
+gets 100 of them; the client follows ``total_entries`` with ``offset`` until it holds them all,
+and raises when the server stops giving rows before the total it announced.
 
 Every call raises :class:`AirflowApiError` naming the method, path, status and Airflow's
 ``detail`` when the answer is not a success, so a failing test or command says what the server
@@ -29,9 +34,11 @@ from urllib.parse import quote
 
 import httpx
 
-__all__ = ["FINISHED_RUN_STATES", "AirflowApiError", "AirflowClient"]
+__all__ = ["FINISHED_RUN_STATES", "PAGE_SIZE", "AirflowApiError", "AirflowClient"]
 
 FINISHED_RUN_STATES = frozenset({"success", "failed"})
+# Rows asked per page: Airflow's default maximum_page_limit, so no page is cut short by it.
+PAGE_SIZE = 100
 
 
 class AirflowApiError(RuntimeError):
@@ -50,9 +57,16 @@ class AirflowClient:
     """One deployment's API at ``base_url`` (``http://host:port``), as ``username``."""
 
     def __init__(
-        self, base_url: str, username: str, password: str, *, timeout: float = 30.0
+        self,
+        base_url: str,
+        username: str,
+        password: str,
+        *,
+        timeout: float = 30.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.page_size = page_size
         self.username = username
         self._password = password
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
@@ -112,6 +126,30 @@ class AirflowClient:
                 response.status_code,
             )
         return response.json() if response.content else None
+
+    def pages(
+        self, path: str, key: str, params: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every row of the list at ``path`` (the answer's ``key`` list), page by page until
+        ``total_entries`` rows are read. The server may cap a page below ``limit``: the next
+        offset is what was received, not what was asked."""
+        rows: list[dict[str, Any]] = []
+        while True:
+            page = self.request(
+                "GET",
+                path,
+                params={**dict(params or {}), "limit": self.page_size, "offset": len(rows)},
+            )
+            got = list(page.get(key) or [])
+            total = int(page.get("total_entries") or 0)
+            rows += got
+            if len(rows) >= total:
+                return rows
+            if not got:
+                raise AirflowApiError(
+                    f"GET /api/v2/{path.lstrip('/')}: the server announced {total} {key} "
+                    f"but stopped giving rows after {len(rows)} (offset ignored?)"
+                )
 
     # -- DAGs ---------------------------------------------------------------------------------
 
@@ -193,12 +231,36 @@ class AirflowClient:
     # -- task instances and XCom --------------------------------------------------------------
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-        answer = self.request(
-            "GET",
-            _path("dags", dag_id, "dagRuns", run_id, "taskInstances"),
-            params={"limit": 1000},
+        """Every task instance of the run, mapped instances each (all pages)."""
+        return self.pages(
+            _path("dags", dag_id, "dagRuns", run_id, "taskInstances"), "task_instances"
         )
-        return answer["task_instances"]
+
+    def clear_task_instances(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_ids: Iterable[str],
+        *,
+        include_downstream: bool = True,
+        dry_run: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Clear ``task_ids`` (every map index of a mapped one) of the run ``run_id`` and, unless
+        told not to, their downstream tasks, whatever their state; the run is set running again.
+        The run is named by ``dag_run_id``, never by dates, so a run without a logical date (as
+        :meth:`trigger` starts them) is cleared like any other. Returns the task instances
+        cleared (with ``dry_run``: that would be)."""
+        body = {
+            "dry_run": dry_run,
+            "dag_run_id": run_id,
+            "task_ids": sorted(set(task_ids)),
+            "include_downstream": include_downstream,
+            "include_upstream": False,
+            "only_failed": False,
+            "reset_dag_runs": True,
+        }
+        answer = self.request("POST", _path("dags", dag_id, "clearTaskInstances"), json_body=body)
+        return list((answer or {}).get("task_instances") or [])
 
     def task_instance(
         self, dag_id: str, run_id: str, task_id: str, map_index: int = -1

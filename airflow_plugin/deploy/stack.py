@@ -13,8 +13,10 @@ What ``up`` starts, each process in its own session (process group), logs in ``<
 SimpleAuthManager with one user, ``admin``, whose password is generated into
 ``<state>/passwords.json``. The DAG folder is ``noetlc compile playbooks/ -o <state>/dags`` unless
 ``--dags DIR`` names one. The NoETL plugin (event-log listener) loads through its
-``airflow.plugins`` entry point; ``PYTHONPATH`` starts with this checkout so every process runs
-this checkout's ``airflow_plugin``.
+``airflow.plugins`` entry point; ``PYTHONPATH`` starts with this checkout's packages (links in
+``<state>/python``, not the checkout itself, whose ``noetlc.egg-info`` would be a second copy of
+the distribution and load the plugin twice) so every process runs this checkout's
+``airflow_plugin``.
 
 ``up`` returns when the API server answers ``/api/v2/monitor/health`` with every component
 healthy (and, with Celery, both workers say ready); it prints a summary and writes it to
@@ -47,7 +49,7 @@ from .layout import Layout, StackError, free_port, tail
 from .postgres import Postgres, pg_parent_dir
 from .processes import alive, recorded_pids, signal_group, spawn, tagged_processes
 
-__all__ = ["StackError", "main"]
+__all__ = ["StackError", "main", "python_path"]
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN = "admin"
@@ -69,10 +71,33 @@ def _python() -> str:
     return sys.executable
 
 
-def _base_env(env_file: Path | None) -> dict[str, str]:
+def python_path(layout: Layout, inherited: str | None) -> str:
+    """PYTHONPATH of every process: this checkout's packages first, then what the caller had,
+    each entry once and the checkout itself left out. An editable install leaves
+    ``noetlc.egg-info`` in the checkout: with the checkout on ``sys.path`` that is a second
+    ``noetlc`` distribution, Airflow loads the ``airflow.plugins`` entry point of each, and
+    every ``airflow`` command warned "Plugin 'noetl' already registered" (and the UI listed it
+    as a plugin import error). Links to the two packages carry no distribution metadata."""
+    packages = layout.python
+    packages.mkdir(parents=True, exist_ok=True)
+    for name in ("airflow_plugin", "noetl_compile"):
+        link, target = packages / name, REPO / name
+        if link.is_symlink() and link.resolve() != target.resolve():
+            link.unlink()  # a state folder reused from another checkout
+        if not link.is_symlink():
+            link.symlink_to(target, target_is_directory=True)
+    entries = [str(packages)]
+    for entry in (inherited or "").split(os.pathsep):
+        if not entry or entry in entries or Path(entry).resolve() == REPO.resolve():
+            continue
+        entries.append(entry)
+    return os.pathsep.join(entries)
+
+
+def _base_env(env_file: Path | None, layout: Layout) -> dict[str, str]:
     env = dict(os.environ)
     # Our checkout first: the stack runs this working tree's compiler and runtime.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = python_path(layout, env.get("PYTHONPATH"))
     # A caller's Airflow settings (a test's SQLite home...) must not leak into the deployment.
     for key in list(env):
         if key.startswith(("AIRFLOW__", "NOETL_EVENTS")) or key == "AIRFLOW_HOME":
@@ -157,7 +182,7 @@ def _airflow_env(
                 "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
             }
         )
-    return {**_base_env(env_file), **settings}
+    return {**_base_env(env_file, layout), **settings}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -303,6 +303,8 @@ def timeline(rows: list[Mapping[str, Any]], *, collapse: bool = False) -> str:
         if row.get("duration_sec") is not None:
             extra.append(f"{row['duration_sec']:.3f}s")
         data = row.get("data") or {}
+        if data.get("run_attempt"):
+            extra.append(f"run attempt {data['run_attempt'] + 1}")
         if row.get("status") == "error" and data.get("error"):
             extra.append(f"error: {_short(data['error'])}")
         lines.append(
@@ -333,6 +335,7 @@ def render_status(state: Mapping[str, Any]) -> str:
         if entry.get("error"):
             text += f"  error: {_short(entry['error'])}"
         lines.append(text.rstrip())
+    lines.extend(history_lines(state))
     for title in ("ctx", "vars", "retries"):
         if state.get(title):
             lines.append(f"{title}: {json.dumps(state[title], default=str, sort_keys=True)}")
@@ -351,6 +354,26 @@ def render_status(state: Mapping[str, Any]) -> str:
         for step, result in state["results"].items():
             lines.append(f"  {step:<{width}}  {_short(result, 200)}")
     return "\n".join(lines) + "\n"
+
+
+def history_lines(state: Mapping[str, Any]) -> list[str]:
+    """What came before the latest truth: every attempt of a run cleared and run again, and
+    every try of a task that took more than one (the failed try before a successful re-run)."""
+    lines = []
+    attempts = state.get("attempts") or []
+    if len(attempts) > 1:
+        for attempt in attempts:
+            lines.append(f"  run attempt {attempt['attempt'] + 1}  {attempt['status']}")
+    for task_key, task in (state.get("tasks") or {}).items():
+        tries = task.get("tries") or []
+        if len(tries) < 2 and not any(t.get("error") for t in tries):
+            continue
+        for tried in tries:
+            text = f"  task {task_key} try {tried['try_number']}  {tried['status']}"
+            if tried.get("error"):
+                text += f"  error: {_short(tried['error'])}"
+            lines.append(text)
+    return ["history:", *lines] if lines else []
 
 
 def _execution(text: Any) -> int | None:

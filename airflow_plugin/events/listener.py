@@ -11,6 +11,11 @@ see and what it must not do:
 | ``on_dag_run_success/failed`` | scheduler, API server, the ``dag.test`` process | TaskFinished for tasks that never ran (skipped, upstream_failed), for a failed last attempt whose process was killed before it could tell, and for every earlier attempt Airflow archived (``task_instance_history``: a killed attempt that was retried told nobody), WorkflowFinished, PlaybookProcessed |
 | ``before_stopping`` | every task runner and Airflow job | flush |
 
+A run that is cleared and runs again is a new attempt of the run (Airflow's ``clear_number``):
+its WorkflowStarted, WorkflowFinished and PlaybookProcessed are new events, and its tasks' new
+tries are new task events (ids carry the try number), so the log keeps the failed attempt and
+the one that followed (``events.workflow``).
+
 One transition can be told twice (the worker and the scheduler both report a failure; every task
 of a run announces its start): ids are derived from the transition alone, so the store keeps one
 row, and a task attempt has exactly one TaskFinished whoever reported it first. Hooks never raise
@@ -157,7 +162,7 @@ class EventLogListener:
         run = self._run(ti.dag_id, ti.run_id, getattr(task, "dag", None), task)
         if run is None:
             return
-        self._announce(run, "worker", lambda: _conf_of(ti))
+        self._announce(run, "worker", lambda: _conf_of(ti), _clear_number_of(ti))
         operator = type(task).__name__ if task is not None else None
         emit(
             self._task_event(
@@ -215,6 +220,9 @@ class EventLogListener:
         try_number = int(ti.try_number or 0)
         entity_id = ti.task_id if map_index < 0 else f"{ti.task_id}[{map_index}]"
         payload = getattr(task, "payload", None) or {}
+        label = _map_label(ti, task) if map_index >= 0 else None
+        if label is not None:
+            data = {**data, "map_label": label}
         return Event(
             name=name,
             entity="task",
@@ -236,24 +244,36 @@ class EventLogListener:
             **fields,
         )
 
-    def _announce(self, run: _Run, source: str, conf: Callable[[], Mapping[str, Any]]) -> None:
-        """Tell the run's start, once per process and destination (``conf`` is read only then)."""
-        key = (run.execution_id, id(default_recorder()))
+    def _announce(
+        self, run: _Run, source: str, conf: Callable[[], Mapping[str, Any]], attempt: int
+    ) -> None:
+        """Tell the start of the run's attempt ``attempt``, once per process and destination
+        (``conf`` is read only then)."""
+        key = (run.execution_id, attempt, id(default_recorder()))
         if key in self._announced:
             return
         self._announced.add(key)
-        run_started(run.execution_id, run.dag_id, workload=conf(), source=source, **run.stamps())
+        run_started(
+            run.execution_id,
+            run.dag_id,
+            workload=conf(),
+            run_attempt=attempt,
+            source=source,
+            **run.stamps(),
+        )
 
     def _run_started(self, dag_run: Any) -> None:
         run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None), orm=dag_run)
         if run is not None:
-            self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
+            conf = lambda: getattr(dag_run, "conf", None) or {}
+            self._announce(run, "server", conf, _int(getattr(dag_run, "clear_number", 0)))
 
     def _run_finished(self, dag_run: Any, status: str, msg: str | None) -> None:
         run = self._run(dag_run.dag_id, dag_run.run_id, getattr(dag_run, "dag", None), orm=dag_run)
         if run is None:
             return
-        self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {})
+        attempt = _int(getattr(dag_run, "clear_number", 0))
+        self._announce(run, "server", lambda: getattr(dag_run, "conf", None) or {}, attempt)
         for ti in _task_instances(dag_run):
             state = _state(ti.state)
             if state in _NEVER_RAN:
@@ -282,6 +302,7 @@ class EventLogListener:
             run.dag_id,
             status=status,
             data={"state": _state(getattr(dag_run, "state", None)), "message": msg},
+            run_attempt=attempt,
             source="server",
             duration=_run_duration(dag_run),
             **run.stamps(),
@@ -316,6 +337,41 @@ def _conf_of(ti: Any) -> Mapping[str, Any]:
         return {}
     conf = getattr(dag_run, "conf", None)
     return conf if isinstance(conf, Mapping) else {}
+
+
+def _map_label(ti: Any, task: Any) -> str | None:
+    """The name Airflow shows for a mapped instance (its ``map_index_template`` rendered: a loop
+    instance's item, ``Oslo``): the rendered one once Airflow has it, else the label the loop
+    head put in the instance's chunk, which that template renders."""
+    rendered = getattr(ti, "rendered_map_index", None)
+    if isinstance(rendered, str) and rendered:
+        return rendered
+    chunk = getattr(task, "chunk", None)
+    label = chunk.get("label") if isinstance(chunk, Mapping) else None
+    return label if isinstance(label, str) and label else None
+
+
+def _clear_number_of(ti: Any) -> int:
+    """The attempt of the run a worker's task instance belongs to (the task SDK's DagRun carries
+    Airflow's ``clear_number``); 0 when it cannot be read. Read from the run context the
+    supervisor handed the task (what the template context is built from) when it is there:
+    building a template context validates the DAG's params again, on every task start."""
+    from_server = getattr(ti, "_ti_context_from_server", None)
+    number = getattr(getattr(from_server, "dag_run", None), "clear_number", None)
+    if number is not None:
+        return _int(number)
+    try:
+        dag_run = ti.get_template_context().get("dag_run")
+    except Exception:  # noqa: BLE001 - no template context (an ORM task instance): first attempt
+        return 0
+    return _int(getattr(dag_run, "clear_number", 0))
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _session_of(orm: Any) -> Any:

@@ -3,7 +3,10 @@
 ``project(events)`` folds an execution's events, in ``seq`` order, into what ``noetlc status``
 shows and what a replay test compares with the run's real outcome:
 
-* ``status``: the run's terminal status (PlaybookProcessed), else ``running``;
+* ``status``: the terminal status (PlaybookProcessed) of the run's latest attempt, else
+  ``running``; a run cleared in Airflow and started again is ``running`` until that attempt
+  ends (an attempt's events carry ``data.run_attempt``, Airflow's ``clear_number``);
+* ``attempts``: the history of the run: each attempt that finished, in order, with its status;
 * ``steps``: per step, its last status, how many times it ran, and the error of its last run
   when that run failed (a run that succeeded after a failed one clears it);
 * ``results``: per step, the result of its last finished run outside any loop iteration (a loop
@@ -12,7 +15,8 @@ shows and what a replay test compares with the run's real outcome:
 * ``loops``: per loop, items, iterations finished, failed, done;
 * ``retries``: per step, retries started; ``tasks``: per Airflow task instance, its last try
   and status (a task killed before its step could report still shows its failure; an earlier
-  try told after a later one, as the run's end tells archived tries, changes neither);
+  try told after a later one, as the run's end tells archived tries, changes neither), and
+  ``tries``, every try's end in try order (the failed try before a successful re-run stays);
 * ``gates``: gates paused and not yet answered; ``children``: nested executions started here.
 """
 
@@ -34,6 +38,7 @@ def project(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "run_id": None,
         "playbook": None,
         "status": "unknown",
+        "attempts": [],
         "steps": {},
         "results": {},
         "ctx": {},
@@ -49,6 +54,7 @@ def project(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         state["events"] += 1
         _apply(state, event)
     state["gates"] = sorted(state["gates"].values(), key=lambda g: g["since"] or "")
+    state.pop("_attempt", None)
     return state
 
 
@@ -65,10 +71,10 @@ def _apply(state: dict[str, Any], event: Mapping[str, Any]) -> None:
         state["workload"] = data.get("workload")
         if state["status"] == "unknown":
             state["status"] = "running"
-    elif name == names.WORKFLOW_STARTED and state["status"] == "unknown":
-        state["status"] = "running"
+    elif name == names.WORKFLOW_STARTED:
+        _run_attempt_started(state, data)
     elif name == names.PLAYBOOK_PROCESSED:
-        state["status"] = event.get("status")
+        _run_attempt_finished(state, event, data)
     elif name == names.STEP_STARTED and step:
         entry = _step(state, step)
         if event.get("iteration") is None:
@@ -76,11 +82,10 @@ def _apply(state: dict[str, Any], event: Mapping[str, Any]) -> None:
     elif name == names.STEP_FINISHED and step:
         _step_finished(state, step, event, data)
     elif name == names.TASK_STARTED:
-        state["tasks"][event["entity_id"]] = {
-            "step": step,
-            "status": "running",
-            "try_number": event.get("try_number"),
-        }
+        task = state["tasks"].setdefault(event["entity_id"], {"try_number": None, "tries": []})
+        tried, latest = event.get("try_number"), task.get("try_number")
+        if tried is None or latest is None or tried >= latest:
+            task.update(step=step, status="running", try_number=tried, error=None)
     elif name == names.TASK_FINISHED:
         _task_finished(state, event, data)
     elif name == names.RETRY_STARTED and step:
@@ -98,6 +103,28 @@ def _apply(state: dict[str, Any], event: Mapping[str, Any]) -> None:
         }
     elif name == names.SIGNAL_RECEIVED:
         state["gates"].pop(event.get("entity_id"), None)
+
+
+def _run_attempt_started(state: dict[str, Any], data: Mapping[str, Any]) -> None:
+    attempt = data.get("run_attempt") or 0
+    finished = state.get("_attempt")
+    if state["status"] == "unknown" or (finished is not None and attempt > finished):
+        state["status"] = "running"  # a cleared run started again: its last end is history
+
+
+def _run_attempt_finished(
+    state: dict[str, Any], event: Mapping[str, Any], data: Mapping[str, Any]
+) -> None:
+    attempt = data.get("run_attempt") or 0
+    finished = state.get("_attempt")
+    if finished is not None and attempt < finished:
+        return  # an earlier attempt's end told late: history only, never the run's state
+    state["_attempt"] = attempt
+    state["status"] = event.get("status")
+    state["attempts"] = [a for a in state["attempts"] if a["attempt"] != attempt]
+    state["attempts"].append(
+        {"attempt": attempt, "status": event.get("status"), "finished": event.get("timestamp")}
+    )
 
 
 def _step(state: dict[str, Any], step: str) -> dict[str, Any]:
@@ -131,6 +158,7 @@ def _task_finished(
 ) -> None:
     key = event["entity_id"]
     task = state["tasks"].setdefault(key, {"step": event.get("step"), "try_number": None})
+    _try_ended(task, event, data)
     tried, latest = event.get("try_number"), task.get("try_number")
     if tried is not None and latest is not None and tried < latest:
         # An earlier attempt told late (the run's end reports archived attempts): history, not
@@ -159,6 +187,19 @@ def _step_of_task(task_id: str) -> str | None:
     if task_id.startswith("noetl_outcome"):
         return None
     return task_id.split(".", 1)[0].split("[", 1)[0] or None
+
+
+def _try_ended(task: dict[str, Any], event: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+    """Keep the end of every try of the task, in try order, one entry per try (a try told twice
+    by different processes has one id and is stored once, but an older log may hold both)."""
+    tries = task.setdefault("tries", [])
+    entry = {
+        "try_number": event.get("try_number"),
+        "status": data.get("state") or event.get("status"),
+        "error": data.get("error") if event.get("status") == "error" else None,
+    }
+    tries[:] = [t for t in tries if t["try_number"] != entry["try_number"]] + [entry]
+    tries.sort(key=lambda t: (t["try_number"] is None, t["try_number"] or 0))
 
 
 def _loop(state: dict[str, Any], name: str, event: Mapping[str, Any], data: Mapping[str, Any]):

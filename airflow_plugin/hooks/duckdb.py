@@ -64,6 +64,8 @@ def database_path(config: Mapping[str, Any], context: Mapping[str, Any] | None =
     """The database a config names (see the module docstring); parent dirs are created."""
     database = config.get("database")
     if database is None or (isinstance(database, str) and not database.strip()):
+        database = config.get("db_path")  # NoETL 5's name (noetl/tools duckdb.rs)
+    if database is None or (isinstance(database, str) and not database.strip()):
         execution_id = (context or {}).get("execution_id")
         if execution_id in (None, ""):
             return ":memory:"

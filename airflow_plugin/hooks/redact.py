@@ -6,8 +6,11 @@ a secret:
 * every value Airflow's secrets masker knows (connection passwords and secret extras fetched
   through Airflow, values the secrets tool resolved, anything ``mask_secret`` registered) is
   replaced wherever it occurs, also inside longer strings;
-* values under secret-looking keys (the masker's sensitive names, plus ``credential(s)``,
-  ``passwd``, ``pwd``, ``dsn``... as :data:`SECRET_KEY` reads them) are replaced whole;
+* values under secret keys are replaced, by two rules and no other (``noetl_compile/
+  secret_names.py``): a key X601 calls a credential (``db_password``, ``X-Api-Key``: any value
+  but a boolean) and a key Airflow's masker calls sensitive (its default names, a substring
+  rule: ``token_length``, ``max_tokens`` too), whose *strings* are masked as Airflow masks them,
+  while numbers and booleans stay (``token_length: 8`` is no secret, and Airflow shows it);
 * credentials inside URLs and DSNs (``scheme://user:password@host``, ``password=...``) lose the
   password;
 * a payload larger than ``max_bytes`` once serialised is replaced by its size, its sha256 and a
@@ -22,18 +25,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_KEY", "bound", "mask_secret_values", "redact"]
+from noetl_compile.secret_names import airflow_hides, is_secret_key
+
+__all__ = ["REDACTED", "bound", "is_secret_name", "mask_secret_values", "redact"]
 
 REDACTED = "***"
 PREVIEW_CHARS = 512
 
-# Key names whose values are secrets whatever they hold (case-insensitive, anywhere in the key).
-SECRET_KEY = re.compile(
-    r"passw(or)?d|passwd|\bpwd\b|_pwd$|^pwd|passphrase|secret|token|api[-_ ]?key|apikey"
-    r"|private[-_ ]?key|credential|authorization|\bauth[-_]?header|cookie|\bdsn\b|_dsn$"
-    r"|access[-_]?key|client[-_]?secret|session[-_]?key",
-    re.IGNORECASE,
-)
 # user:password@ in any URL; password=... / pwd=... in libpq, JDBC and ODBC strings.
 # Anchored on `://`, not on the scheme: a scheme-first pattern re-read a long run of letters from
 # each of its characters (quadratic); the scheme is kept as it is either way.
@@ -43,10 +41,18 @@ _KV_PASSWORD = re.compile(
 )
 
 
+def is_secret_name(key: str) -> bool:
+    """Whether a value under ``key`` is masked (either rule)."""
+    return is_secret_key(key) or airflow_hides(key)
+
+
 def redact(value: Any, *, key: str | None = None, _depth: int = 0) -> Any:
     """``value`` with every secret replaced by :data:`REDACTED` (a new object)."""
-    if key is not None and SECRET_KEY.search(key) and value not in (None, "", {}, []):
-        return REDACTED
+    if key is not None and value not in (None, "", {}, []) and not isinstance(value, bool):
+        if is_secret_key(key):
+            return REDACTED
+        if airflow_hides(key):
+            return _strings_hidden(value)
     if isinstance(value, Mapping):
         return {k: redact(v, key=str(k), _depth=_depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -56,12 +62,30 @@ def redact(value: Any, *, key: str | None = None, _depth: int = 0) -> Any:
     return value
 
 
+def _strings_hidden(value: Any) -> Any:
+    """Airflow's masking of a sensitive key's value: every string in it, nothing else."""
+    if isinstance(value, str):
+        return REDACTED if value else value
+    if isinstance(value, Mapping):
+        return {k: _strings_hidden(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strings_hidden(v) for v in value]
+    return value
+
+
 def mask_secret_values(value: Any, *, key: str | None = None) -> None:
     """Register with Airflow's masker every value under a secret-looking key of ``value`` (a
     workload): from then on it is hidden wherever it appears in this process (task logs, and
     events, whose text goes through the masker), also when a step copies it under another name."""
-    secret = key is not None and SECRET_KEY.search(key)
-    if secret and isinstance(value, (str, int, float)) and str(value):
+    secret = key is not None and (
+        is_secret_key(key) or (airflow_hides(key) and isinstance(value, str))
+    )
+    if (
+        secret
+        and isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+        and str(value)
+    ):
         _mask(str(value))
         return
     if isinstance(value, Mapping):

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
+
 from ..templating.ids import ids_as_text
 from .home import Home, code_stamp
 from .report import TaskRow, build_report, complete_units, progress_line, render_summary, units_of
@@ -207,7 +209,7 @@ def fetch_tasks(dag_id: str, run_id: str, errors: Mapping[tuple, str]) -> list[T
         return [task_row(ti, errors.get((dag_id, run_id, ti.task_id, ti.map_index))) for ti in tis]
 
 
-def run_variables(dag: Any, dag_id: str, run_id: str, dialect: str) -> dict[str, Any]:
+def run_variables(dag: Any, dag_id: str, run_id: str, profile: EngineProfile) -> dict[str, Any]:
     """The execution's variables before any step wrote one, as NoETL's ctx starts: the
     workload (the DAG's params, the playbook's defaults), then the request payload (the run's
     conf) on top, as the operators read them (``NoetlTask.workload``)."""
@@ -221,17 +223,15 @@ def run_variables(dag: Any, dag_id: str, run_id: str, dialect: str) -> dict[str,
         conf = session.query(DagRun.conf).filter_by(dag_id=dag_id, run_id=run_id).scalar()
     conf = conf or {}
     defaults = {key: params[key] for key in params if key not in conf}
-    return execution_variables(defaults, conf, dialect)
+    return execution_variables(defaults, conf, profile)
 
 
-def _dialect(payloads: Mapping[str, Any]) -> str:
-    """As ``NoetlTask.noetl_dialect``: the dialect, or ``noetl5`` for that generation."""
+def _profile(payloads: Mapping[str, Any]) -> EngineProfile:
+    """As ``NoetlTask.noetl_profile``: the profile of the first payload that names one."""
     for payload in payloads.values():
-        if payload.get("generation") == "noetl5":
-            return "noetl5"
-        if payload.get("dialect"):
-            return payload["dialect"]
-    return "canonical"
+        if payload.get("generation") or payload.get("dialect"):
+            return profile_for(payload)
+    return CANONICAL
 
 
 def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: str, state: str):
@@ -239,7 +239,7 @@ def run_report(driver: Any, payloads: Mapping[str, Any], dag_id: str, run_id: st
 
     return build_report(
         variables=run_variables(
-            driver.dags.get(dag_id), dag_id, run_id, _dialect(payloads.get(dag_id) or {})
+            driver.dags.get(dag_id), dag_id, run_id, _profile(payloads.get(dag_id) or {})
         ),
         payloads=payloads.get(dag_id) or {},
         tasks=fetch_tasks(dag_id, run_id, driver.errors),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
@@ -26,6 +26,9 @@ from ..errors import NoetlRuntimeError, fails_task
 from ..templating.ids import execution_id_for
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
+
+if TYPE_CHECKING:
+    from noetl_compile.engine_profiles import EngineProfile
 
 __all__ = [
     "XCOM_RETURN_KEY",
@@ -83,15 +86,13 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
     # -- inputs -------------------------------------------------------------------------------
 
     @property
-    def noetl_dialect(self) -> str:
-        """The engine whose request handling applies: the payload's dialect, or ``noetl5`` for
-        that generation (whose handling of a request payload is not recorded: left as is)."""
+    def noetl_profile(self) -> EngineProfile:
+        """The engine whose request handling applies (``profile_for`` the payload)."""
+        # Imported here: a DAG file parse needs no profile (the profiles are ~2 ms to build).
+        from noetl_compile.engine_profiles import CANONICAL, profile_for
+
         payload = getattr(self, "payload", None)
-        if not isinstance(payload, Mapping):
-            return "canonical"
-        if payload.get("generation") == "noetl5":
-            return "noetl5"
-        return payload.get("dialect") or "canonical"
+        return profile_for(payload) if isinstance(payload, Mapping) else CANONICAL
 
     def workload(self, context: Mapping[str, Any]) -> dict[str, Any]:
         # Workload = DAG params (playbook defaults) with the run request (dag_run.conf) on top.
@@ -106,7 +107,7 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
         from ..hooks.redact import mask_secret_values
         from ..templating.context import execution_variables
 
-        workload = execution_variables(defaults, conf, self.noetl_dialect)
+        workload = execution_variables(defaults, conf, self.noetl_profile)
         # Values under secret-looking keys (`db_password: ...`) are hidden from here on, in the
         # task log and in events, even where a step copies them under another name.
         mask_secret_values(workload)
@@ -166,11 +167,11 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
 
         if not self.upstream_task_ids:
             # The entry step: the canonical engine issues its first command with the request
-            # payload as args (arcs' args, absent here, would come on top).
+            # payload as args (arcs' args, absent here, would come on top); the profile says.
             from ..templating.context import entry_args
 
             conf = getattr(context.get("dag_run"), "conf", None) or {}
-            args = {**entry_args(conf, self.noetl_dialect), **args}
+            args = {**entry_args(conf, self.noetl_profile), **args}
         inputs = {
             "workload": self.workload(context),
             "results": results,

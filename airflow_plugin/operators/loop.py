@@ -329,15 +329,17 @@ def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> l
     """The records a body instance pushes: the results the loop result will not keep (NoETL
     keeps the last 128, see runtime.loop) are left out and the others compacted as the tail
     would, so a loop's XCom stays about the size of its result whatever its length."""
+    from noetl_compile.engine_profiles import profile_for
+
     from ..runtime.loop import compact_result, retains_result
 
     if payload["loop"].get("body"):
         return records  # v1 bodies: every body step's result feeds the end step
-    dialect = payload.get("dialect") or "canonical"
+    profile = profile_for(payload)
     out = []
     for record in records:
-        if retains_result(record["index"], total, dialect):
-            out.append({**record, "result": compact_result(record["result"], dialect)})
+        if retains_result(record["index"], total, profile):
+            out.append({**record, "result": compact_result(record["result"], profile)})
         else:
             out.append({**record, "result": None})
     return out

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
+
 from ..events import Event, emit, names
 from ..templating.context import loop_variables, step_context, with_loop
 from ..templating.proxy import promoted
@@ -85,7 +87,7 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
         items = render_value(loop.get("in"), context, strict=True, field="loop.in")
     except RenderError as exc:
         raise _fail(step, f"field loop.in: {exc}", "TemplateError") from exc
-    items = _as_list(step, items, payload.get("dialect") or "canonical")
+    items = _as_list(step, items, profile_for(payload))
     condition = loop.get("filter")
     if condition is not None:
         kept = []
@@ -135,17 +137,13 @@ def _limit(step: str, value: Any, context: Mapping[str, Any]) -> int:
     return limit
 
 
-def _as_list(step: str, items: Any, dialect: str) -> list[Any]:
-    """A rendered ``loop.in`` as the list of items, the way NoETL's engine of the dialect's era
-    normalises a value that is not a list (recorded: tests/differential/cases/loops/non_list_*,
-    case_v2/loop_string_in). None is no item in every dialect (no tool call).
-
-    * canonical: a mapping, a string (JSON list text and CSV included: never split or parsed)
-      or a scalar is one item.
-    * case-v2: a string is iterated character by character (that engine ran ``list(value)``);
-      a mapping or a scalar is one item.
-    * v1 (58c2a16b ran no non-list case here): a mapping is one item; anything else not a list
-      fails the step, naming it, as before.
+def _as_list(step: str, items: Any, profile: EngineProfile) -> list[Any]:
+    """A rendered ``loop.in`` as the list of items, the way the profile's engine normalises a
+    value that is not a list (recorded: tests/differential/cases/loops/non_list_*,
+    case_v2/loop_string_in). None is no item and a mapping one item in every engine; a string
+    and a scalar follow ``profile.loop_string_items`` / ``loop_scalar_items``: one item
+    (canonical: JSON list text and CSV are never split or parsed), ``characters`` (case-v2 ran
+    ``list(value)``) or ``error`` (the step fails, naming the value).
     """
     if items is None:
         return []
@@ -155,9 +153,10 @@ def _as_list(step: str, items: Any, dialect: str) -> list[Any]:
         return list(items)
     if isinstance(items, Mapping):
         return [items]  # one object: one iteration (NoETL wraps a single item)
-    if dialect == "case-v2" and isinstance(items, str):
+    shape = profile.loop_string_items if isinstance(items, str) else profile.loop_scalar_items
+    if shape == "characters":
         return list(items)
-    if dialect != "v1":
+    if shape == "one item":
         return [items]
     raise _fail(step, f"loop.in must render to a list, got {type(items).__name__}: {items!r:.200}")
 
@@ -361,16 +360,11 @@ def result_limits() -> tuple[int, int]:
     )
 
 
-def _bounded(dialect: str) -> bool:
-    # Only the canonical engine (138c10ed) bounds its loop results and says so in
-    # omitted_results_count; the case-v2 engine (dc55c492) keeps every result, and v1's
-    # `<loop>_results` feed its end step whole.
-    return dialect not in ("case-v2", "v1")
-
-
-def retains_result(index: int, total: int, dialect: str) -> bool:
-    """Whether iteration ``index`` of ``total`` is among the results the loop result keeps."""
-    return not _bounded(dialect) or index >= total - result_limits()[0]
+def retains_result(index: int, total: int, profile: EngineProfile) -> bool:
+    """Whether iteration ``index`` of ``total`` is among the results the loop result keeps
+    (``profile.loop_results_capped``: 138c10ed bounds them; dc55c492 keeps every result, and
+    v1's ``<loop>_results`` feed its end step whole)."""
+    return not profile.loop_results_capped or index >= total - result_limits()[0]
 
 
 _PREVIEW_KEYS, _PREVIEW_ITEMS = 8, 3
@@ -396,11 +390,15 @@ def _preview(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def compact_result(result: Any, dialect: str) -> Any:
+def compact_result(result: Any, profile: EngineProfile) -> Any:
     """An iteration result as the loop result keeps it: whole, or past the byte bound NoETL's
     ``{_truncated: true, _original_size_bytes, _type, _preview}``."""
     limit = result_limits()[1]
-    if not _bounded(dialect) or limit <= 0 or not isinstance(result, (Mapping, list, tuple)):
+    if (
+        not profile.loop_results_capped
+        or limit <= 0
+        or not isinstance(result, (Mapping, list, tuple))
+    ):
         return result
     size = len(json.dumps(result, default=str, separators=(",", ":")).encode())
     if size <= limit:
@@ -413,21 +411,24 @@ def compact_result(result: Any, dialect: str) -> Any:
     }
 
 
-def aggregate(records: Sequence[Mapping[str, Any]], dialect: str = "canonical") -> dict[str, Any]:
+def aggregate(
+    records: Sequence[Mapping[str, Any]], profile: EngineProfile = CANONICAL
+) -> dict[str, Any]:
     """NoETL's loop result over iteration records (any order in, index order out). The case-v2
     era engine (dc55c492) hands downstream steps ``{results, stats}`` only; the later engine
     adds ``omitted_results_count`` and keeps only the last 128 results (recorded:
-    tests/differential/cases/case_v2/loop_*, loops/result_cap_*)."""
+    tests/differential/cases/case_v2/loop_*, loops/result_cap_*): ``profile.loop_omitted_count``
+    and ``loop_results_capped``."""
     ordered = sorted(records, key=lambda r: r["index"])
     failed = sum(1 for r in ordered if r["status"] != "ok")
     kept = ordered
-    if _bounded(dialect):
+    if profile.loop_results_capped:
         kept = ordered[-result_limits()[0] :]
     result: dict[str, Any] = {
-        "results": [compact_result(r["result"], dialect) for r in kept],
+        "results": [compact_result(r["result"], profile) for r in kept],
         "stats": {"total": len(ordered), "success": len(ordered) - failed, "failed": failed},
     }
-    if dialect != "case-v2":
+    if profile.loop_omitted_count:
         result["omitted_results_count"] = len(ordered) - len(kept)
     return result
 
@@ -442,7 +443,7 @@ def finish(
     """The loop's end over its iteration records -> (loop step outcome, extra step results: the
     v1 end step's and the body steps' latest)."""
     step = payload["step"]
-    result = aggregate(records, payload.get("dialect") or "canonical")
+    result = aggregate(records, profile_for(payload))
     ctx: dict[str, Any] = {}
     vars_: dict[str, Any] = {}
     for record in sorted(records, key=lambda r: r["index"]):

@@ -10,7 +10,9 @@ NoETL runs these on the worker, inside one command; so do we, inside one Airflow
   match: ``ok`` -> continue, ``error`` -> fail;
 * ``retry`` re-runs the task until ``attempts`` tries in total (default 3), waiting per
   ``backoff``: none 0, linear delay×attempt, exponential delay×2^(attempt-1), anything else
-  (``fixed``, absent) the plain delay; when exhausted the pipeline fails;
+  (``fixed``) the plain delay; absent: the engine's default (``pipeline_retry_backoff`` of its
+  profile: ``none``, as 138c10ed's task_sequence_executor.py:959 and NoETL 5's
+  task_sequence.rs default it); when exhausted the pipeline fails;
 * ``break`` ends the pipeline with status ``break``; ``jump`` goes to the task labelled ``to``
   (``previous``/``prev`` = the task before); ``fail`` fails the pipeline;
 * rule ``set``: ``ctx.x``/``step.x``/bare ``x`` become ctx writes (returned, and visible to later
@@ -32,6 +34,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from noetl_compile.engine_profiles import CANONICAL, EngineProfile
 
 from ..events import names
 from ..templating.context import apply_ctx_writes, reveal, with_bindings, with_values
@@ -228,7 +232,7 @@ def call_tool(
     *,
     events: EventSink | None = None,
     attempt: int = 1,
-    generation: str | None = None,
+    profile: EngineProfile = CANONICAL,
     before_call: Callable[[], None] | None = None,
 ) -> ToolOutcome:
     """Render a tool block leniently (worker rules) and run it, reporting ToolStarted and
@@ -246,7 +250,7 @@ def call_tool(
         # ``name`` labels a pipeline task, except for the tools whose ``name`` is their subject.
         if key in _NOT_CONFIG and not (key == "name" and kind in _NAMED_KINDS):
             continue
-        if key == "set" and generation == "noetl5":
+        if key == "set" and profile.task_set_after_call:
             continue  # NoETL 5's task `set`: the pipeline renders it after the call
 
         config[key] = render_value(
@@ -273,7 +277,7 @@ def call_tool(
             config=config,
             step_input=step_input,
             context=context,
-            generation=generation,
+            profile=profile,
         )
     )
     if not outcome.ok and isinstance(outcome.error, dict):
@@ -343,7 +347,7 @@ def run_pipeline(
     step_input: Mapping[str, Any] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     events: EventSink | None = None,
-    generation: str | None = None,
+    profile: EngineProfile = CANONICAL,
     before_call: Callable[[], None] | None = None,
 ) -> PipelineResult:
     """Run ``tasks`` in order with their policies; see the module docstring."""
@@ -359,7 +363,6 @@ def run_pipeline(
     status: Literal["ok", "break", "failed"] = "ok"
     error: dict[str, Any] | None = None  # noetlc's full error: events, logs
     record: dict[str, Any] = {}  # what NoETL adds to the result: failed_task/error, remaining
-    noetl5 = generation == "noetl5"
     task_vars: dict[str, Any] = {}  # NoETL 5 task `set` plain names, for the later tasks
 
     def failed(label: str, full: dict[str, Any], noetl: dict[str, Any] | None) -> None:
@@ -402,14 +405,14 @@ def run_pipeline(
             step_input,
             events=events,
             attempt=attempt,
-            generation=generation,
+            profile=profile,
             before_call=before_call,
         )
         if outcome.ok:
             # NoETL records a task as soon as it succeeds, whatever its rule then decides.
             results[label] = outcome_result(outcome)
             prev = results[label]
-            if noetl5 and isinstance(task.get("set"), Mapping):
+            if profile.task_set_after_call and isinstance(task.get("set"), Mapping):
                 # NoETL 5's task `set` (noetl/tools task_sequence.rs): rendered with `output` as
                 # the task's result; a plain name is a variable of the later tasks of this step,
                 # `ctx.`/`iter.` names write those scopes as a rule's `set` does.
@@ -445,7 +448,10 @@ def run_pipeline(
         if do == "retry":
             max_attempts = _int(action.get("attempts"), DEFAULT_RETRY_ATTEMPTS)
             if attempt < max_attempts:
-                wait = backoff_delay(action.get("backoff"), action.get("delay"), attempt)
+                # A rule without `backoff` waits as its engine defaults: "none" (0 s) in
+                # 138c10ed and NoETL 5 (profile.pipeline_retry_backoff).
+                backoff = action.get("backoff", profile.pipeline_retry_backoff)
+                wait = backoff_delay(backoff, action.get("delay"), attempt)
                 if wait > 0:
                     sleep(wait)
                 attempt += 1

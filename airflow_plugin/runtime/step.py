@@ -52,6 +52,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from noetl_compile.engine_profiles import EngineProfile, profile_for
+
 from ..events import Event, emit, names, wants
 from ..templating.context import (
     apply_ctx_writes,
@@ -105,10 +107,10 @@ log = logging.getLogger(__name__)
 
 
 def _render_set(
-    values: Any, context: Mapping[str, Any], dialect: str, step: str = "?", field: str = "set"
+    values: Any, context: Mapping[str, Any], step: str = "?", field: str = "set"
 ) -> tuple[dict, dict]:
     try:
-        return _render_set_strict(values, context, dialect, field)
+        return _render_set_strict(values, context, field)
     except RenderError as exc:
         raise StepFailed(
             step,
@@ -121,9 +123,7 @@ def _render_set(
         ) from exc
 
 
-def _render_set_strict(
-    values: Any, context: Mapping[str, Any], dialect: str, field: str
-) -> tuple[dict, dict]:
+def _render_set_strict(values: Any, context: Mapping[str, Any], field: str) -> tuple[dict, dict]:
     """Render a ``set`` block -> (ctx writes, vars writes).
 
     Canonical: ``ctx.x``/``step.x``/``iter.x``/bare ``x`` all write ``x`` into the execution
@@ -176,7 +176,8 @@ class _StepRun(CaseRules, CallLoop):
         self.step: str = payload["step"]
         self.phase = phase  # "step", or "iteration": one loop iteration, routing waits for the end
         self.policies = policies or []
-        self.dialect: str = payload.get("dialect") or "canonical"
+        # The engine whose semantics this step follows, resolved once per payload.
+        self.profile: EngineProfile = profile_for(payload)
         self.sleep = sleep
         self.strict = strict_mode(inputs)
         self.execution_id = str(inputs.get("execution_id", 0))
@@ -200,9 +201,8 @@ class _StepRun(CaseRules, CallLoop):
             ctx=inputs.get("ctx"),
             vars=inputs.get("vars"),
             execution_id=self.execution_id,
-            dialect=self.dialect,
+            profile=self.profile,
             step_names=[self.step, *self.task_id_of, *(inputs.get("step_names") or ())],
-            generation=payload.get("generation"),
         )
         loop = inputs.get("loop")
         self.iteration: int | None = None
@@ -228,7 +228,7 @@ class _StepRun(CaseRules, CallLoop):
         incoming = inputs.get("args")
         self.incoming_args: dict[str, Any] = dict(incoming) if isinstance(incoming, Mapping) else {}
         self.context["args"] = dict(self.incoming_args)
-        if self.dialect == "v1":
+        if self.profile.args_as_bare_names:
             # A v1 `next` entry's `with`/`data`/`args` are the target step's bindings, which its
             # templates read by bare name (`{{ city }}`), as the v1 engine merged them into the
             # step's context.
@@ -270,7 +270,7 @@ class _StepRun(CaseRules, CallLoop):
             self.context = apply_vars_writes(self.context, vars_writes)
 
     def render_set(self, values: Any, context: Mapping[str, Any], where: str) -> tuple[dict, dict]:
-        return _render_set(values, context, self.dialect, self.step, where)
+        return _render_set(values, context, self.step, where)
 
     # -- case rules ---------------------------------------------------------------------------
 
@@ -424,8 +424,8 @@ def _execute(run: _StepRun) -> StepOutcome:
 def _also_plain_next(run: _StepRun, failed: bool) -> bool:
     """case-v2 (dc55c492): a case rule that routes a failed call ends the step ``CASE_HANDLED``
     rather than ``FAILED``, and the engine then also takes the step's plain ``next``
-    (case_v2/case_status_error_dict)."""
-    return failed and run.case_routed and run.handled and run.payload.get("dialect") == "case-v2"
+    (case_v2/case_status_error_dict): ``profile.routed_failure_takes_next``."""
+    return failed and run.case_routed and run.handled and run.profile.routed_failure_takes_next
 
 
 def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int) -> StepOutcome:

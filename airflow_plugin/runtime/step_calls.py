@@ -84,7 +84,7 @@ class CallLoop:
                 step_input=step_input,
                 sleep=self.sleep,
                 events=self,
-                generation=tool_generation(payload),
+                profile=self.profile,
                 before_call=self.before_call,
             )
             self.write(ran.ctx_writes)
@@ -101,7 +101,7 @@ class CallLoop:
                 step_input,
                 events=self,
                 attempt=attempt,
-                generation=tool_generation(payload),
+                profile=self.profile,
                 before_call=self.before_call,
             )
             return outcome, outcome_result(outcome), "ok" if outcome.ok else "error"
@@ -288,7 +288,7 @@ class CallLoop:
             spec.get("strategy", spec.get("mode")), previous, to_jsonable(value)
         )
         collected[into] = (spec, merged)
-        if self.dialect == "case-v2" or "vars" in self.context:
+        if self.profile.collect_into_vars or "vars" in self.context:
             self.write({}, {into: merged})
         else:
             self.write({into: merged})
@@ -312,15 +312,3 @@ class CallLoop:
                 key = "data"  # the path was read in the body of an HTTP-shaped result
             merged[key] = value
         return merged
-
-
-def tool_generation(payload: Mapping[str, Any]) -> str | None:
-    """Whose tool semantics a call follows: ``noetl5`` (the payload's generation), ``v1`` (the
-    v1 dialect: its python tool's results are data, see tools/python.py), ``case-v2`` (the
-    case-v2 dialect: its postgres tool's result has one entry per statement, see
-    tools/postgres.py), else None. Read from the payload's ``dialect``, so DAG files keep
-    their bytes."""
-    generation = payload.get("generation")
-    if generation is None and payload.get("dialect") in ("v1", "case-v2"):
-        return str(payload["dialect"])
-    return generation

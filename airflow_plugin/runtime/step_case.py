@@ -170,7 +170,7 @@ class CaseRules:
             ctx_writes, vars_writes = self.render_set(actions["set"], context, f"{where}.set")
             self.write(ctx_writes, vars_writes)
             context = apply_vars_writes(apply_ctx_writes(context, ctx_writes), vars_writes)
-        if self.payload.get("dialect") == "case-v2":
+        if self.profile.case_result_own_action:
             self._case_v2_result(index, context)
         elif isinstance(actions.get("result"), Mapping) and "from" in actions["result"]:
             value = render_value(
@@ -242,8 +242,8 @@ class CaseRules:
         # After a failed call the canonical engine (138c10ed) evaluates the arcs as after a
         # successful one: an arc without `when` matches, a condition sees
         # `event.name == 'call.error'` (final_status/unconditional_next_*). The older engines
-        # take only an arc that addresses the failure.
-        every_arc = self.payload.get("dialect", "canonical") == "canonical"
+        # take only an arc that addresses the failure (``profile.failed_call_takes_every_arc``).
+        every_arc = self.profile.failed_call_takes_every_arc
         for index, arc in enumerate(self.arcs):
             when = arc.get("when")
             if failed and not every_arc and not addresses_failure(when):

@@ -20,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
+
 from ..hooks.secrets import resolve_secret_refs
-from .proxy import CANONICAL_FALLBACKS, V1_FALLBACKS, wrap_result
+from .proxy import wrap_result
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
 PROTECTED_KEY = "__noetl_protected__"
@@ -75,27 +77,28 @@ RESERVED_KEYS = frozenset(
 
 
 def execution_variables(
-    workload: Mapping[str, Any], request: Mapping[str, Any], dialect: str = "canonical"
+    workload: Mapping[str, Any], request: Mapping[str, Any], profile: EngineProfile = CANONICAL
 ) -> dict[str, Any]:
     """The execution's variables before any step runs: the workload with the request payload
-    on top. In the canonical dialect a payload's ``ctx`` mapping is merged flat, as NoETL's
-    engine does (138c10ed ExecutionState: "Merge execution request ctx into variables";
+    on top. A payload's ``ctx`` mapping is merged flat where the engine does that
+    (``profile.request_ctx_flat``: 138c10ed's "Merge execution request ctx into variables";
     recorded: tests/differential/cases/ctx/payload_ctx_flat)."""
     variables = dict(workload)
     for key, value in request.items():
-        if key == "ctx" and isinstance(value, Mapping) and dialect == "canonical":
+        if key == "ctx" and isinstance(value, Mapping) and profile.request_ctx_flat:
             variables.update(value)
         else:
             variables[key] = value
     return variables
 
 
-def entry_args(request: Mapping[str, Any], dialect: str = "canonical") -> dict[str, Any]:
-    """What the canonical engine hands its entry step's first command as args: the request
-    payload (138c10ed start_execution -> _issue_loop_commands(state, start_step, payload)), so
-    a payload key overrides the entry step's ``input`` key of that name (recorded:
-    ctx/payload_overrides). noetlc's own run controls (``noetl_*``) are not payload."""
-    if dialect != "canonical":
+def entry_args(request: Mapping[str, Any], profile: EngineProfile = CANONICAL) -> dict[str, Any]:
+    """What the engine hands its entry step's first command as args
+    (``profile.entry_args_from_request``): the request payload (138c10ed start_execution ->
+    _issue_loop_commands(state, start_step, payload)), so a payload key overrides the entry
+    step's ``input`` key of that name (recorded: ctx/payload_overrides). noetlc's own run
+    controls (``noetl_*``) are not payload."""
+    if not profile.entry_args_from_request:
         return {}
     return {k: v for k, v in request.items() if not str(k).startswith("noetl_")}
 
@@ -119,9 +122,8 @@ def build_context(
     ctx: Mapping[str, Any] | None = None,
     vars: Mapping[str, Any] | None = None,
     execution_id: int | str = 0,
-    dialect: str = "canonical",
+    profile: EngineProfile = CANONICAL,
     step_names: Iterable[str] = (),
-    generation: str | None = None,
 ) -> dict[str, Any]:
     """Build the render context of one step.
 
@@ -129,17 +131,17 @@ def build_context(
     ``results``: step name -> result of the upstream steps this step reads.
     ``ctx``: ctx variables written by earlier steps (override workload keys).
     ``vars``: case-v2 ``vars`` visible to this step.
+    ``profile``: the engine whose names a template sees (result fallbacks, results in the
+    variables, ``vars``).
     ``step_names``: further names that must not be shadowed by flattened variables (every step of
     the playbook, when known — a step that did not run is still not a variable).
-    ``generation``: the canonical dialect's generation (None: the 138c10ed engine, whose
-    variables also hold each finished step's result: ``{{ ctx.<step> }}``).
     """
     workload = dict(workload or {})
     results = dict(results or {})
-    fallbacks = {"v1": V1_FALLBACKS, "canonical": CANONICAL_FALLBACKS}.get(dialect, ("data",))
+    fallbacks = profile.result_fallbacks
     shown = {name: wrap_result(reveal(value), fallbacks) for name, value in results.items()}
     variables: dict[str, Any] = dict(workload)
-    if dialect == "canonical" and generation is None:
+    if profile.step_results_in_variables:
         # NoETL's canonical engine stores each finished step's result as an execution variable
         # (138c10ed mark_step_completed: variables[step] = result), so `{{ ctx.start.r }}` and
         # `{{ ctx }}` see it; a later `set` of the same name writes over it.
@@ -158,10 +160,10 @@ def build_context(
     context["ctx"] = variables
     context["execution_id"] = eid
     context["job"] = job_namespace(eid)
-    if dialect == "case-v2" or vars:
+    if profile.vars_namespace or vars:
         # ``vars`` is a case-v2 namespace; canonical playbooks are told to use ctx instead.
         context["vars"] = dict(vars or {})
-    if dialect == "case-v2":
+    if profile.vars_flattened:
         # The case-v2 engine stores `vars` in its execution variables, which its render context
         # spreads to the top level: `{{ got }}` reads `vars: {got: ..}` of an earlier step
         # (dc55c492 get_render_context; recorded: case_v2/vars_bare_in_args).
@@ -182,9 +184,8 @@ def step_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[
         ctx=inputs.get("ctx"),
         vars=inputs.get("vars"),
         execution_id=inputs.get("execution_id", 0),
-        dialect=payload.get("dialect") or "canonical",
+        profile=profile_for(payload),
         step_names=[payload["step"], *(inputs.get("step_names") or ())],
-        generation=payload.get("generation"),
     )
 
 
@@ -226,11 +227,11 @@ def loop_variables(payload: Mapping[str, Any], binding: Mapping[str, Any]) -> di
     """What NoETL's canonical engine writes into the execution variables as it issues a loop
     item (138c10ed ``state.variables[step.loop.iterator] = item`` and ``loop_index``): an
     iteration's ctx writes, so ``{{ ctx.<iterator> }}`` is the item and, after the loop, the
-    last one (recorded: ctx/ctx_after_loop). Other engines, cursor claims and v1 bodies: none."""
+    last one (recorded: ctx/ctx_after_loop); ``profile.loop_item_in_variables``. Other
+    engines, cursor claims and v1 bodies: none."""
     loop = payload.get("loop")
     if (
-        (payload.get("dialect") or "canonical") != "canonical"
-        or payload.get("generation")
+        not profile_for(payload).loop_item_in_variables
         or not isinstance(loop, Mapping)
         or loop.get("cursor") is not None
         or loop.get("body")

@@ -104,14 +104,6 @@ def _wrap_nested(value: Any) -> Any:
     return value
 
 
-V1_FALLBACKS = ("data", "result")
-# The canonical engine (138c10ed) gives a plain dict result a ``context`` alias of itself
-# (ExecutionState.mark_step_completed; NoETL's tests
-# test_mark_step_completed_adds_context_alias_for_plain_dict_results and
-# test_task_result_proxy_keeps_context_scoped_access_only): ``{{ s.context.x }}`` is ``{{ s.x }}``.
-CANONICAL_FALLBACKS = ("data", "context")
-
-
 _PIPELINE_RECORD = frozenset({"status", "_prev", "results", "ctx"})
 
 

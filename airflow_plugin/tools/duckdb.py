@@ -3,10 +3,13 @@
 NoETL semantics kept (reference/noetl_dsl.md 3.5, NoETL ``tools/duckdb``):
 
 * SQL from the same aliases as postgres (:func:`.sql.read_sql`), split on ``;``.
-* ``database``: a file path (parent directories are created, as NoETL does) or ``:memory:``.
-  Without ``database`` NoETL gives every execution its own file,
-  ``$NOETL_DATA_DIR/noetldb/duckdb_<execution_id>.duckdb``, so that one step can create a table
-  and a later step read it (the corpus relies on that); this runtime does the same, with
+* ``params`` (NoETL 5's; :func:`.sql.read_params`): values bound to ``$1..$n`` or ``?`` of a
+  single statement as DuckDB's prepared-statement parameters, never interpolated.
+* ``database`` (NoETL 5: ``db_path``, read when ``database`` is absent): a file path (parent
+  directories are created, as NoETL does) or ``:memory:``. Without ``database`` NoETL gives
+  every execution its own file, ``$NOETL_DATA_DIR/noetldb/duckdb_<execution_id>.duckdb``, so
+  that one step can create a table and a later step read it (the corpus relies on that); this
+  runtime does the same, with
   ``NOETL_DATA_DIR`` defaulting to ``<tmp>/noetl-data``. The file is local to the worker: steps
   that share it must run on one machine (LocalExecutor, or a shared volume). Without an
   execution id (a bare tool call) the database is ``:memory:``.
@@ -51,7 +54,7 @@ from ..hooks.sqltext import (
 from ..hooks.tables import StatementError
 from ..hooks.values import jsonable_row
 from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import ResultLimits, collect_rows, read_sql, render_context, result_limits
+from .sql import ResultLimits, collect_rows, read_params, read_sql, render_context, result_limits
 
 __all__ = [
     "ExtensionNotInstalled",
@@ -123,8 +126,12 @@ def execute_statements(
     statements: Sequence[str],
     *,
     limits: ResultLimits | None = None,
+    params: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``statements`` in one transaction; NoETL's keys plus the last statement's rows.
+
+    ``params``: values bound to ``$1..$n`` (or ``?``) of the one statement (NoETL 5's
+    ``params``), as DuckDB's prepared-statement parameters, never written into the SQL.
 
     Raises :class:`StatementError` (after rolling back) whose ``cause`` is the DuckDB error,
     an :class:`ExtensionNotInstalled` or a :class:`PytzMissing`.
@@ -149,7 +156,8 @@ def execute_statements(
                 # Installed already: INSTALL would only try to download it again.
                 last = {"rows": [], "row_count": 0, "columns": []}
                 continue
-            last = _execute_one(con, text, index + 1, result, limits, index == len(statements) - 1)
+            is_last = index == len(statements) - 1
+            last = _execute_one(con, text, index + 1, result, limits, is_last, params)
         if not own_transactions:
             con.commit()
     except BaseException as exc:
@@ -173,6 +181,7 @@ def _execute_one(
     result: dict[str, Any],
     limits: ResultLimits,
     is_last: bool,
+    params: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Execute one statement; record ``command_<number>_*``; return its rows/row_count/columns."""
     parsed = con.extract_statements(text)
@@ -183,12 +192,12 @@ def _execute_one(
             expected[0] == duckdb.ExpectedResultType.QUERY_RESULT
             or has_keyword(statement.query, "RETURNING")
         )
-        cursor = con.execute(statement)
+        cursor = con.execute(statement, params) if params is not None else con.execute(statement)
         if not returns_rows or cursor.description is None:
             out = {"rows": [], "row_count": changed_rows(cursor), "columns": []}
             continue
         columns = [column[0] for column in cursor.description]
-        fetch = _Fetcher(con, statement, cursor)
+        fetch = _Fetcher(con, statement, cursor, params)
         if is_last:
             rows, truncation = collect_rows(fetch, columns, limits)
             count = len(rows)
@@ -232,9 +241,16 @@ class _Fetcher:
     twice: they fail with :class:`PytzMissing`, which says what to install.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, statement: Any, cursor: Any):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        statement: Any,
+        cursor: Any,
+        params: Sequence[Any] | None = None,
+    ):
         self.con = con
         self.statement = statement
+        self.params = params
         self.fetchmany = cursor.fetchmany
         self.utc_columns: list[int] = []
         self.sample: list[tuple[Any, ...]] = []
@@ -261,7 +277,7 @@ class _Fetcher:
         return batch
 
     def _without_time_zones(self) -> None:
-        relation = self.con.sql(self.statement.query)
+        relation = self.con.sql(self.statement.query, params=self.params)
         expressions = []
         for index, (name, kind) in enumerate(zip(relation.columns, relation.types, strict=True)):
             column = quote_ident(name, fold=False)
@@ -275,7 +291,7 @@ class _Fetcher:
                 expressions.append(column)
         # A newline before the parenthesis: the statement may end in a `--` comment.
         query = f"SELECT {', '.join(expressions)} FROM (\n{self.statement.query}\n) AS noetl_q"
-        self.fetchmany = self.con.execute(query).fetchmany
+        self.fetchmany = self.con.execute(query, self.params).fetchmany
 
     def _with_utc(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         values = list(row)
@@ -357,6 +373,12 @@ def run_duckdb(call: ToolCall) -> ToolOutcome:
     config = call.config
     try:
         statements = read_sql(config, context=lambda: render_context(call))
+        params = read_params(config)
+        if params is not None and len(statements) > 1:
+            raise SqlConfigError(
+                f"`params` binds $1..$n of one statement; this SQL has {len(statements)}: run "
+                "the others in a step of their own"
+            )
         database = database_path(config, call.context)
     except SqlConfigError as exc:
         return failure(exc)
@@ -372,7 +394,7 @@ def run_duckdb(call: ToolCall) -> ToolOutcome:
                     "statement_count": 0,
                 }
             else:
-                result = execute_statements(con, statements)
+                result = execute_statements(con, statements, params=params)
     except (duckdb.Error, StatementError, ExtensionNotInstalled) as exc:
         return failure(exc, database=database)
     result["database"] = database

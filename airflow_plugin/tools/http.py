@@ -5,7 +5,9 @@ Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/
 * **Config keys.** ``method`` (GET), ``url`` | ``endpoint`` (``endpoint`` wins, as in NoETL),
   ``params``, ``headers``, body from ``payload`` | ``body`` | ``json`` | ``data``, ``timeout``
   (seconds, or ``{connect, read, write, pool}``; default 60 s), ``verify`` | ``verify_ssl``
-  (bool or a CA bundle path), ``follow_redirects`` (default false), ``auth``.
+  (bool or a CA bundle path), ``follow_redirects`` (default false), ``auth``. NoETL 5's
+  ``timeout_seconds`` is read when ``timeout`` is absent (a timeout fails the call), its ``form``
+  (a mapping) is sent form-urlencoded unless ``json`` is given (it wins over ``body``).
 * **The step input.** NoETL hands the step's rendered ``input`` to the http executor as its
   overrides (``task_with``) and reads only these keys from it: ``endpoint``/``url`` replace the
   tool's URL; ``params``, ``headers``, ``payload`` and ``data`` are merged over the tool's own

@@ -297,8 +297,19 @@ def build_request(
     request = HttpRequest(method=method, url=_url(merged))
     request.headers = _headers(merged.get("headers"))
     request.params, body = _route(method, _params(merged.get("params"), "params"), merged)
-    _encode_body(request, body)
-    request.timeout = _timeout(merged.get("timeout"))
+    form = merged.get("form")
+    if form is not None and merged.get("json") is None:
+        # NoETL 5's `form` (noetl/tools http.rs): form-urlencoded fields; `json` wins over it,
+        # it wins over `body`. A field rendered to null is left out, as there.
+        if not isinstance(form, Mapping):
+            raise HttpConfigError("http `form` must be a mapping of form fields")
+        request.form = _params({k: v for k, v in form.items() if v is not None}, "form")
+    else:
+        _encode_body(request, body)
+    timeout = merged.get("timeout")
+    if timeout is None:
+        timeout = merged.get("timeout_seconds")  # NoETL 5's name for it (http.rs)
+    request.timeout = _timeout(timeout)
     request.verify = _verify(merged)
     request.follow_redirects = _bool(merged.get("follow_redirects"), "follow_redirects", False)
     request.auth = merged.get("auth")

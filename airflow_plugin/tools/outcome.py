@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from noetl_compile.engine_profiles import CANONICAL, EngineProfile
+
 __all__ = ["ToolCall", "ToolOutcome", "error_from_exception", "tool_error"]
 
 
@@ -29,9 +31,9 @@ class ToolCall:
     ``input``/``args``.
     ``context``: the render context the config was rendered with (python exposes it as
     ``context``).
-    ``generation``: the playbook generation whose tool semantics apply (``noetl5``: NoETL 5's
-    python calling convention; ``v1``: the v1 python tool's returned dict is data;
-    ``case-v2``: the postgres tool's result has one entry per statement); None for canonical.
+    ``profile``: the engine whose tool semantics apply (``python_function_body``: NoETL 5's
+    python calling convention; ``python_error_status_fails``: whether a returned
+    ``status: error`` fails the call; ``postgres_result_per_statement``: case-v2's result shape).
     """
 
     step: str
@@ -39,7 +41,7 @@ class ToolCall:
     config: Mapping[str, Any]
     step_input: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
-    generation: str | None = None
+    profile: EngineProfile = CANONICAL
 
 
 @dataclass

@@ -6,7 +6,12 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
   login, password, schema = database, libpq extras such as ``sslmode``). Inline ``db_host``,
   ``db_port``, ``db_user``, ``db_password``, ``db_name``, ``db_conn_string`` are refused, as
   NoETL's server and worker refuse them.
+  Without ``auth``, NoETL 5's own keys (``connection_string``, or ``host``/``port``/``database``/
+  ``user``/``password``) name the server: a connection built at run time
+  (``hooks/pg_inline.py``), never written into the DAG file.
 * SQL from every alias NoETL reads (:func:`.sql.read_sql`), split on ``;``.
+* ``params`` (NoETL 5's; :func:`.sql.read_params`): values bound to ``$1..$n`` of a single
+  statement as real parameters (psycopg's raw cursor), never interpolated.
 * The step result is the last statement's: ``{status: "success", rows, row_count, columns,
   statement_count}``; rows are dicts of JSON-safe values (``hooks.values.jsonable_value``); a
   last statement without a result set (DML without RETURNING, DDL) gives NoETL's shape for it,
@@ -14,7 +19,7 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
   ``row_count`` the server's count of rows affected (-1 for DDL, as psycopg reports it; recorded
   from NoETL 138c10ed, tests/differential/cases/tools_postgres). Results are capped like NoETL's
   (``NOETL_POSTGRES_MAX_RESULT_ROWS``/``_BYTES``, 1,000 rows / 1 MiB), with ``truncated: true``.
-* case-v2 playbooks (``call.generation == "case-v2"``) get NoETL dc55c492's shape instead, one
+* case-v2 playbooks (``call.profile.postgres_result_per_statement``) get dc55c492's shape, one
   entry per statement: ``{command_0: {status, rows, row_count, columns} | {status, row_count,
   message}, command_1: ...}`` (each entry capped as above); a failed statement's step result is
   ``{id, status: "error", error: "command_N: <message>;", data: {command_N: {status: "error",
@@ -56,12 +61,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 
 from ..hooks.connections import ConnectionNotFound
+from ..hooks.pg_inline import inline_target
 from ..hooks.pg_item import enlisted
 from ..hooks.postgres import (
     PgTarget,
@@ -79,7 +85,7 @@ from ..hooks.sqltext import (
 )
 from ..hooks.tables import StatementError
 from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import ResultLimits, collect_rows, read_sql, render_context, result_limits
+from .sql import ResultLimits, collect_rows, read_params, read_sql, render_context, result_limits
 
 __all__ = [
     "execute_statements",
@@ -135,9 +141,12 @@ def execute_statements(
     limits: ResultLimits | None = None,
     savepoint: bool = False,
     per_statement: bool = False,
+    params: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``statements`` in one transaction (see the module docstring); the last one's result.
 
+    ``params``: values bound to ``$1..$n`` of the one statement (NoETL 5's ``params``), sent as
+    real parameters of PostgreSQL's extended protocol, never written into the SQL.
     ``savepoint``: ``conn`` is a cursor item's open transaction (``hooks.pg_item``); the call
     runs in a savepoint of it and commits nothing (the item's completion commits).
     ``per_statement``: the case-v2 shape instead, one entry per statement
@@ -146,7 +155,7 @@ def execute_statements(
     """
     limits = limits or result_limits("POSTGRES")
     if savepoint:
-        return _execute_in_savepoint(conn, statements, limits, per_statement)
+        return _execute_in_savepoint(conn, statements, limits, per_statement, params)
     implicit = len(statements) == 1 and leading_keyword(statements[0]) in _IMPLICIT_TRANSACTION
     autocommit = implicit or any(needs_autocommit(statement) for statement in statements)
     result: dict[str, Any] = {"status": "success"}
@@ -155,8 +164,8 @@ def execute_statements(
     try:
         if autocommit:
             conn.autocommit = True
-        with conn.cursor() as cur:
-            commands = _run_each(cur, statements, limits, per_statement)
+        with _cursor(conn, params) as cur:
+            commands = _run_each(cur, statements, limits, per_statement, params)
             index = len(statements) - 1
             if not per_statement:
                 _read_last(cur, result, limits)
@@ -184,11 +193,18 @@ def execute_statements(
     return result
 
 
+def _cursor(conn: psycopg.Connection[Any], params: Sequence[Any] | None) -> Any:
+    """A cursor; with ``params`` psycopg's raw cursor, whose placeholders are PostgreSQL's own
+    ``$1..$n`` (NoETL 5's SQL), so a ``%`` in the SQL stays text."""
+    return psycopg.RawCursor(conn) if params is not None else conn.cursor()
+
+
 def _run_each(
     cur: psycopg.Cursor[Any],
     statements: Sequence[str],
     limits: ResultLimits,
     per_statement: bool,
+    params: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Execute ``statements`` in order; with ``per_statement`` each one's result, keyed
     ``command_N`` as NoETL's case-v2 postgres tool keys them. A failure raises
@@ -196,7 +212,9 @@ def _run_each(
     commands: dict[str, Any] = {}
     for index, statement in enumerate(statements):
         try:
-            if creates_if_missing(statement):
+            if params is not None:
+                cur.execute(statement, params)
+            elif creates_if_missing(statement):
                 _create_if_missing(cur, statement)
             else:
                 cur.execute(statement)
@@ -266,11 +284,12 @@ def _execute_in_savepoint(
     statements: Sequence[str],
     limits: ResultLimits,
     per_statement: bool,
+    params: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"status": "success"}
     try:
-        with conn.transaction(), conn.cursor() as cur:
-            commands = _run_each(cur, statements, limits, per_statement)
+        with conn.transaction(), _cursor(conn, params) as cur:
+            commands = _run_each(cur, statements, limits, per_statement, params)
             if not per_statement:
                 _read_last(cur, result, limits)
     except StatementError:
@@ -373,12 +392,18 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
     config = call.config
     target: PgTarget | None = None
     try:
-        target = resolve_target(config, call.step_input)
+        target = _target(config, call.step_input)
         statements = read_sql(config, context=lambda: render_context(call))
+        params = read_params(config)
+        if params is not None and len(statements) > 1:
+            raise SqlConfigError(
+                f"`params` binds $1..$n of one statement; this SQL has {len(statements)} (a "
+                "prepared statement holds one): run the others in a step of their own"
+            )
     except (ToolConfigError, SqlConfigError, ConnectionNotFound) as exc:
         return failure(exc, target=target)
     # case-v2 playbooks read NoETL dc55c492's per-statement result (see the module docstring).
-    per_statement = call.generation == "case-v2"
+    per_statement = call.profile.postgres_result_per_statement
     if not statements:
         return ToolOutcome.success(
             {}
@@ -399,7 +424,11 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         try:
             return ToolOutcome.success(
                 execute_statements(
-                    item.connection(), statements, savepoint=True, per_statement=per_statement
+                    item.connection(),
+                    statements,
+                    savepoint=True,
+                    per_statement=per_statement,
+                    params=params,
                 )
             )
         except (psycopg.Error, StatementError) as exc:
@@ -407,7 +436,9 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
     for attempt in (1, 2):
         try:
             with connect(target, pooled=pooled) as conn:
-                result = execute_statements(conn, statements, per_statement=per_statement)
+                result = execute_statements(
+                    conn, statements, per_statement=per_statement, params=params
+                )
         except (psycopg.Error, StatementError) as exc:
             if attempt == 1 and pooled and _dead_before_first_statement(exc):
                 # A pooled connection the server dropped while it sat in the pool (a restart,
@@ -417,6 +448,19 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
             return failure(exc, target=target, per_statement=per_statement)
         return ToolOutcome.success(result)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _target(config: Any, step_input: Any) -> PgTarget:
+    """The Airflow connection ``auth`` names (on the tool or in the step input); without one, the
+    server NoETL 5's own keys (``connection_string``, ``host``...) describe, a connection built at
+    run time (``hooks/pg_inline.py``)."""
+    named = any(
+        isinstance(source, Mapping) and source.get(key) not in (None, "", {})
+        for source in (config, step_input)
+        for key in ("auth", "credential", "credentials")
+    )
+    inline = None if named else inline_target(config)
+    return inline if inline is not None else resolve_target(config, step_input)
 
 
 def _dead_before_first_statement(exc: BaseException) -> bool:

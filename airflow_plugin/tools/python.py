@@ -20,12 +20,15 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
   for a raised exception.
 * ``def main(context)``: a parameter named ``context`` that is no input receives the render
   context as plain data (NoETL's python tool passes it).
-* NoETL 5 playbooks (``call.generation == "noetl5"``) get NoETL 5's python tool: code with a
+* NoETL 5 playbooks (``call.profile.python_function_body``) get NoETL 5's python tool: code with a
   top-level ``return`` (NoETL 5's line rule, ``noetl_compile/python_surface.py``) runs as the body
   of ``def __noetl_step__(args, input_data, **kw)`` whose return value is the result; the inputs
   are also the dict ``input_data``; with no ``result`` (None) a callable ``main`` (async too) is
   called; with still none, the result is ``{stdout, stderr}`` of what the code printed (shown in
   the task log as well). Failures are reported as above.
+
+NoETL 5's ``env``, ``cwd`` and ``timeout_seconds`` (else ``timeout``) apply while the code runs,
+in every generation (``code_scope.py``): a timeout fails the call with ``TimeoutError``.
 
 The code runs in the task's process with full builtins: playbook code is trusted like DAG code.
 The Jinja sandbox protects template rendering, not this.
@@ -59,6 +62,7 @@ from ..errors import NoetlConfigError
 from ..hooks.redact import redact
 from ..templating.context import PROTECTED_KEY
 from ..templating.render import to_jsonable
+from .code_scope import CodeScope
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .registry import ToolNotAvailable
 
@@ -487,7 +491,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
             missing, {"kind": KIND, "type": "ConfigError", "message": str(missing)}, **meta()
         )
 
-    noetl5 = call.generation == "noetl5"
+    noetl5 = call.profile.python_function_body
     wrapped = noetl5 and has_top_level_return(code)
     try:
         compiled = compile(wrapped_source(code) if wrapped else code, filename, "exec")
@@ -526,19 +530,25 @@ def run_python(call: ToolCall) -> ToolOutcome:
     preset = dict(namespace)
     before = namespace.get("result", _UNSET)
 
+    try:
+        scope = CodeScope.from_config(config)  # NoETL 5's env, cwd, timeout_seconds
+    except NoetlConfigError as exc:
+        return _failed(exc, {"kind": KIND, "type": "ConfigError", "message": str(exc)}, **meta())
+
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     try:
-        if noetl5:
-            value = _run_noetl5(compiled, namespace, inputs, out, err)
-        else:
-            exec(compiled, namespace)  # noqa: S102 - running playbook code is this tool's purpose
-            after = namespace.get("result", _UNSET)
-            if after is not _UNSET and after is not before:
-                value = after
-            elif isinstance(namespace.get("main"), types.FunctionType):
-                value = _call_main(namespace["main"], inputs, namespace["context"])
+        with scope:
+            if noetl5:
+                value = _run_noetl5(compiled, namespace, inputs, out, err)
             else:
-                value = _summary(namespace, preset)
+                exec(compiled, namespace)  # noqa: S102 - running playbook code is its purpose
+                after = namespace.get("result", _UNSET)
+                if after is not _UNSET and after is not before:
+                    value = after
+                elif isinstance(namespace.get("main"), types.FunctionType):
+                    value = _call_main(namespace["main"], inputs, namespace["context"])
+                else:
+                    value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
         if noetl5:
             return _failed_noetl5(exc, out, err, filename, **meta())
@@ -550,7 +560,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
     # (recorded: tests/differential/cases/v1/python_returns_error_status). NoETL 5's tool decides
     # success by the process's exit code alone: a returned `{status: error}` is a result there too.
     errored = isinstance(value, dict) and str(value.get("status", "")).lower() == "error"
-    if errored and not noetl5 and call.generation != "v1":
+    if errored and call.profile.python_error_status_fails:
         message = (
             value.get("error") or value.get("message") or "python code returned status 'error'"
         )

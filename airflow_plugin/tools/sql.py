@@ -32,6 +32,7 @@ import binascii
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ __all__ = [
     "ResultLimits",
     "collect_rows",
     "has_sql",
+    "read_params",
     "read_sql",
     "render_context",
     "result_limits",
@@ -178,6 +180,53 @@ def read_sql(
     for text in texts:
         statements.extend(split_statements(str(text)))
     return statements
+
+
+_POSITION = re.compile(r"\$?([1-9][0-9]{0,4})")
+
+
+def read_params(config: Mapping[str, Any]) -> list[Any] | None:
+    """The values NoETL 5's ``params`` binds to ``$1..$n`` (noetl/tools ``postgres.rs``/
+    ``duckdb.rs``), or None when there are none (an empty list binds nothing, as there).
+
+    A list binds in order. NoETL 5's server types ``params`` as a mapping (noetl/server
+    d9ec700c): one keyed by position (``1``, ``"2"``, ``"$3"``) binds by those positions, which
+    must be 1..n. A list or mapping value is bound as its JSON text (compact, as serde writes
+    it); other values as they are. Raises :class:`SqlConfigError` for any other shape.
+    """
+    raw = config.get("params")
+    if raw is None:
+        return None
+    if isinstance(raw, Mapping):
+        by_position: dict[int, Any] = {}
+        for key, value in raw.items():
+            match = _POSITION.fullmatch(str(key).strip())
+            if match is None:
+                raise SqlConfigError(
+                    f"`params` as a mapping is keyed by position (1, 2, ... or $1, $2, ...), "
+                    f"got the key {key!r}; or write `params` as a list"
+                )
+            by_position[int(match.group(1))] = value
+        if sorted(by_position) != list(range(1, len(by_position) + 1)):
+            raise SqlConfigError(
+                f"`params` positions must be 1..{len(by_position)} without gaps, got "
+                f"{sorted(by_position)}"
+            )
+        values = [by_position[position] for position in sorted(by_position)]
+    elif isinstance(raw, (list, tuple)):
+        values = list(raw)
+    else:
+        raise SqlConfigError(
+            f"`params` must be a list of values bound to $1..$n, got {type(raw).__name__}"
+        )
+    if not values:
+        return None
+    return [
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        if isinstance(value, (Mapping, list, tuple))
+        else value
+        for value in values
+    ]
 
 
 def render_context(call: Any) -> dict[str, Any]:

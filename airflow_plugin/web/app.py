@@ -11,20 +11,25 @@ checks exactly that DAG):
   (the state is ``noetlc status --json``);
 * ``GET /noetl/static/...``: the stylesheet and script (no data).
 
-Authentication is Airflow's: the UI's session cookie or ``Authorization: Bearer <jwt>``;
-anonymous requests get 401, users without access 403.
+Authentication is Airflow's: the UI's session cookie or ``Authorization: Bearer <jwt>``. An
+anonymous request for a page is sent to Airflow's login page (which returns to the page), as
+Airflow's own UI does; an anonymous request to the JSON API gets 401. Users without access to
+the DAG get 403 either way.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..templating.ids import ids_as_text
 from .data import RunView, load_run
@@ -32,6 +37,8 @@ from .render import render_run
 from .views import MOUNT  # noqa: F401 - the prefix the plugin mounts this app under
 
 __all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 # The page loads only its own stylesheet and script; no frame but Airflow's own may embed it.
@@ -77,8 +84,29 @@ def _static(request: Request) -> str:
     return f"{request.scope.get('root_path', '')}/static"
 
 
+def _login_url(request: Request) -> str:
+    """Airflow's login page, coming back to ``request``'s page (the auth manager's own URL)."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    return get_auth_manager().get_url_login(next_url=str(request.url))
+
+
+async def _unauthenticated(request: Request, exc: StarletteHTTPException) -> Response:
+    """A page asked for without a login goes to the login page, not to raw JSON."""
+    is_page = request.method == "GET" and not request.url.path.startswith(
+        f"{request.scope.get('root_path', '')}/api/"
+    )
+    if exc.status_code == 401 and is_page:
+        try:
+            return RedirectResponse(_login_url(request), status_code=303)
+        except Exception:
+            log.exception("NoETL view: Airflow's auth manager gave no login page; answering 401")
+    return await http_exception_handler(request, exc)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="NoETL execution view", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_exception_handler(StarletteHTTPException, _unauthenticated)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/runs/{dag_id}/{run_id}", dependencies=[_read_run], response_class=HTMLResponse)

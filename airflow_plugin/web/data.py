@@ -19,7 +19,7 @@ from ..events.store import EventStore
 from ..hooks.redact import redact
 from ..templating.ids import execution_id_for
 
-__all__ = ["RunView", "gate_history", "load_run", "store"]
+__all__ = ["RunView", "gate_history", "load_run", "redacted_state", "store"]
 
 _stores: dict[str, EventStore] = {}
 _lock = threading.Lock()
@@ -57,6 +57,31 @@ def gate_history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return list(gates.values())
 
 
+def redacted_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The projection with its values redacted, and its names left as they are: a step, task
+    or loop is named by the playbook (a step `use_token` is no secret, and masking its name
+    masked its whole entry), while what a step produced, wrote or failed with is redacted under
+    its own keys."""
+    out = dict(state)
+    for part in ("ctx", "vars", "workload"):  # keyed by variable names: their keys count
+        if isinstance(state.get(part), Mapping):
+            out[part] = redact(dict(state[part]))
+    out["results"] = {step: redact(result) for step, result in state.get("results", {}).items()}
+    for part in ("steps", "tasks", "loops"):
+        entries = state.get(part)
+        if isinstance(entries, Mapping):
+            out[part] = {
+                name: {k: v if k in _NAMES else redact(v, key=k) for k, v in entry.items()}
+                for name, entry in entries.items()
+            }
+    out["gates"] = [redact(gate) for gate in state.get("gates") or []]
+    return out
+
+
+# Entries of a step, task or loop that hold names and counts, never a value a step produced.
+_NAMES = frozenset({"status", "runs", "step", "try_number", "total", "finished", "failed", "done"})
+
+
 class RunView:
     """The events of one DAG run and what follows from them."""
 
@@ -65,7 +90,7 @@ class RunView:
         self.run_id = run_id
         self.execution_id = execution_id_for(dag_id, run_id)
         self.events = events
-        self.state = redact(project(events))
+        self.state = redacted_state(project(events))
         self.gates = gate_history(events)
 
     def for_task(self, task_id: str, map_index: int | None) -> list[dict[str, Any]]:

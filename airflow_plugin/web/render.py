@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from .data import RunView
 
-__all__ = ["log_url", "render_run"]
+__all__ = ["instance_name", "log_url", "map_labels", "render_run"]
 
 _MAX_CELL = 300
 
@@ -101,34 +101,61 @@ def _gates(view: RunView) -> str:
     return _table(["gate", "step", "since", "state", "answer"], rows, "gates")
 
 
+def map_labels(events: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """(task, map index) -> the name Airflow shows for that mapped instance (``Oslo``), from
+    the task events that carry it (``data.map_label``)."""
+    labels: dict[tuple[str, int], str] = {}
+    for event in events:
+        label = (event.get("data") or {}).get("map_label")
+        index = event.get("map_index")
+        if isinstance(label, str) and event.get("task_id") and isinstance(index, int):
+            labels[(event["task_id"], index)] = label
+    return labels
+
+
+def instance_name(task: str, map_index: Any, labels: Mapping[tuple[str, int], str]) -> str:
+    """A task instance as Airflow's UI names it: the task, and a mapped one's label."""
+    if not isinstance(map_index, int) or map_index < 0:
+        return task
+    return f"{task} ({labels.get((task, map_index), map_index)})"
+
+
 def _timeline(view: RunView, events: list[dict[str, Any]]) -> str:
+    """One row per event. The number is the event's place in the run (1..N, what the header
+    counts), the same on the run's page and a task's; the log's global ``seq`` is its title."""
+    labels = map_labels(view.events)
+    place = {id(event): number for number, event in enumerate(view.events, 1)}
     rows = []
     for event in events:
         extra = []
-        for key, label in (("iteration", "iter"), ("attempt", "attempt")):
+        for key, label in (("iteration", "iter"), ("attempt", "attempt"), ("try_number", "try")):
             if event.get(key) is not None:
                 extra.append(f"{label} {event[key]}")
         if event.get("duration_sec") is not None:
             extra.append(f"{event['duration_sec']:.3f}s")
         data = event.get("data") or {}
+        if data.get("run_attempt"):
+            extra.append(f"run attempt {data['run_attempt'] + 1}")
         if event.get("status") == "error" and data.get("error"):
             extra.append(f"error: {_json(data['error'], 200)}")
         task = event.get("task_id")
         link = ""
+        entity_id = event["entity_id"]
         if task:
             url = log_url(
                 view.dag_id, view.run_id, task, event.get("map_index"), event.get("try_number")
             )
-            mapped = event.get("map_index")
-            where = f"{task}[{mapped}]" if isinstance(mapped, int) and mapped >= 0 else task
+            where = instance_name(task, event.get("map_index"), labels)
             link = f'<a class="log" href="{_e(url)}">{_e(where)} log</a>'
+            if event.get("entity") == "task":
+                entity_id = where
         rows.append(
             f'<tr class="event" data-step="{_e(event.get("step") or "")}" '
             f'data-name="{_e(event["name"])}">'
-            f"<td>{_e(event['seq'])}</td>"
+            f'<td title="seq {_e(event["seq"])}">{_e(place.get(id(event), ""))}</td>'
             f'<td title="{_e(event["timestamp"])}">{_e(_clock(event["timestamp"]))}</td>'
             f"<td>{_e(event['name'])}</td><td>{_e(event['entity'])}</td>"
-            f"<td>{_e(event['entity_id'])}</td><td>{_status(event['status'])}</td>"
+            f"<td>{_e(entity_id)}</td><td>{_status(event['status'])}</td>"
             f"<td>{_e(event.get('step') or '')}</td><td>{_e('  '.join(extra))}</td>"
             f"<td>{link}</td></tr>"
         )
@@ -137,6 +164,29 @@ def _timeline(view: RunView, events: list[dict[str, Any]]) -> str:
         rows,
         "timeline",
     )
+
+
+def _history(state: Mapping[str, Any]) -> str:
+    """What came before the latest truth: the run's attempts (a run cleared and run again) and
+    every try of a task that took more than one, the failed ones with their errors."""
+    rows = []
+    attempts = state.get("attempts") or []
+    if len(attempts) > 1:
+        for attempt in attempts:
+            rows.append(
+                f"<tr><td>run</td><td>attempt {_e(attempt['attempt'] + 1)}</td>"
+                f"<td>{_status(attempt['status'])}</td><td></td></tr>"
+            )
+    for key, task in (state.get("tasks") or {}).items():
+        tries = task.get("tries") or []
+        if len(tries) < 2 and not any(t.get("error") for t in tries):
+            continue
+        for tried in tries:
+            rows.append(
+                f"<tr><td>{_e(key)}</td><td>try {_e(tried['try_number'])}</td>"
+                f"<td>{_status(tried['status'])}</td><td>{_e(tried.get('error') or '')}</td></tr>"
+            )
+    return _table(["what", "attempt", "status", "error"], rows, "history")
 
 
 def render_run(view: RunView, *, static: str, task: tuple[str, int | None] | None = None) -> str:
@@ -159,11 +209,13 @@ def render_run(view: RunView, *, static: str, task: tuple[str, int | None] | Non
             f"<header><h1>{_e(title)}{_e(where)}</h1>"
             f'<p><span id="run-status" data-running="{str(running).lower()}">{_status(state["status"])}</span> '
             f"{_e(view.dag_id)} / {_e(view.run_id)} - {_e(state['events'])} events"
+            f"{f' ({len(events)} of this task)' if task else ''}"
             f"{' - playbook ' + _e(state['playbook']) if state.get('playbook') else ''}</p>"
             '<p class="filter"><label>step <input id="step-filter" type="search"></label></p>'
             "</header>"
         ),
         _section("State (noetlc status)", _steps(state), "state-section"),
+        _section("History", _history(state), "history-section"),
         _section("Loops", _loops(state), "loops-section"),
         _section("Gates", _gates(view), "gates-section"),
         _section("Timeline", _timeline(view, events), "timeline-section"),

@@ -9,129 +9,13 @@ nested unbounded repeats), so a long code block costs one pass per pattern.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-# Key names are split into words (snake, kebab, camel case, spaces); a key is a credential when
-# its words end with one of these phrases, optionally followed by neutral words (`_prod`, `2`).
-_PHRASES = (
-    ("password",),
-    ("passwd",),
-    ("pass",),
-    ("pw",),
-    ("pwd",),
-    ("passphrase",),
-    ("passcode",),
-    ("secret",),
-    ("token",),
-    ("api", "key"),
-    ("apikey",),
-    ("credentials",),
-    ("private", "key"),
-    ("access", "key"),
-    ("secret", "key"),
-    ("signing", "key"),
-    ("encryption", "key"),
-    ("master", "key"),
-    ("account", "key"),
-    ("subscription", "key"),
-    ("function", "key"),
-    ("functions", "key"),
-    ("client", "secret"),
-    ("authorization",),
-    ("cookie",),
-    ("bearer",),
-    ("jwt",),
-    ("creds",),
-    ("ssh", "key"),
-    ("license", "key"),
-    ("session", "key"),
-    ("hmac", "key"),
-    ("app", "key"),
-    ("auth", "key"),
-    ("totp", "seed"),
-    ("otp", "seed"),
-    # Plurals: a list of them. Not `tokens` alone (`max_tokens` counts, it holds none).
-    ("passwords",),
-    ("passwds",),
-    ("passphrases",),
-    ("secrets",),
-    ("api", "keys"),
-    ("apikeys",),
-    ("private", "keys"),
-    ("access", "keys"),
-    ("client", "secrets"),
-    ("access", "tokens"),
-    ("auth", "tokens"),
-    ("api", "tokens"),
-    ("refresh", "tokens"),
-)
-_NEUTRAL = frozenset(
-    [
-        "prod",
-        "production",
-        "dev",
-        "development",
-        "test",
-        "staging",
-        "stage",
-        "live",
-        "value",
-        "val",
-        "raw",
-        "plain",
-        "literal",
-        "b64",
-        "base64",
-        "str",
-        "string",
-        "text",
-        "hex",
-        "pem",
-        "json",
-        # which one of several (`password_old`, `api_key_primary`, `tokens_list`)
-        "old",
-        "new",
-        "current",
-        "primary",
-        "secondary",
-        "backup",
-        "default",
-        "list",
-    ]
-)
-# Written as one word (`PGPASSWORD`, `dbpassword`, `xapikey`): only words that cannot end an
-# innocent word (`pass` ends `bypass`, `pw` ends nothing useful).
-_JOINED = re.compile(
-    r"(?:password|passwd|passphrase|secret|token|apikey|privatekey|accesskey|secretkey"
-    r"|clientsecret|authorization|credentials|subscriptionkey|pwd)$"
-)
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+from ..secret_names import is_secret_key
 
-
-@functools.lru_cache(maxsize=8192)
-def is_secret_key(key: object) -> bool:
-    """`password`, `db_password`, `dbPassword`, `X-Api-Key`, `PGPASSWORD`, `Password_Prod`,
-    `Ocp-Apim-Subscription-Key` ...; `password_file`, `token_url`, `max_tokens` are not."""
-    if not isinstance(key, str) or len(key) > 200:
-        return False
-    words = [w.lower() for w in _WORDS.findall(key)]
-    if len(words) > 1 and words[-2:] == ["b", "64"]:  # `KeyB64`: base64, a neutral suffix
-        words[-2:] = ["b64"]
-    versioned = False  # `password_v2`: a version number is a neutral suffix
-    while words and (
-        words[-1] in _NEUTRAL or words[-1].isdigit() or (versioned and words[-1] == "v")
-    ):
-        versioned = words.pop().isdigit()
-    if not words:
-        return False
-    if words[0] == "x" and words[-1] in ("key", "auth") and len(words) > 1:  # X-Api-Key, X-Auth
-        return True
-    if any(tuple(words[-len(p) :]) == p for p in _PHRASES):
-        return True
-    return _JOINED.search("".join(words)) is not None
+# Credential key names (`is_secret_key`) live in a leaf the runtime's redaction shares.
 
 
 # Values that name a secret instead of holding it.

@@ -2,8 +2,10 @@
 (`noetl_compile/tool_catalogue.py`) the docs pages are generated from.
 
 The runtime ignores an unknown key, so a typo (`mehtod: POST`) silently runs with the default:
-each one is a warning at the key with the closest field of that kind. v1 steps carry their tool
-settings inline among step keys, which the v1 reader checks; only tool mappings are read here.
+each one is a warning at the key with the closest field of that kind. A key NoETL 5's tool reads
+that the Airflow runtime does not act on (`noetl5_tools.not_run`) is S116 there, with the reason.
+v1 steps carry their tool settings inline among step keys, which the v1 reader checks; only tool
+mappings are read here.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..load import YMap
+from ..noetl5_tools import TOOLS_REPO, not_run
 from ..read.base import did_you_mean, is_template, misplaced_routing
 from ..tool_catalogue import fields_of, kind_of
 from .context import CheckContext
@@ -34,10 +37,20 @@ def check_fields(ctx: CheckContext, kind: str | None, config: Any, label: str) -
     if known is None:
         return
     for key in config:
-        if key in known or (key == "set" and ctx.playbook.generation == "noetl5"):
-            continue
         if str(key) in ("next", "arcs"):
-            continue  # S118 above  # NoETL 5's pipeline task `set` binds names for the later tasks
+            continue  # S118 above
+        if key in known:
+            reason = not_run(kind, str(key))
+            if reason:  # a key NoETL 5's tool reads that the Airflow runtime does not act on
+                ctx.report(
+                    "S116",
+                    ctx.key_pos(config, key),
+                    f"`{key}` of the {kind} tool of {label} is read by NoETL 5's {kind} tool "
+                    f"({TOOLS_REPO}), accepted, not executed on Airflow: {reason}",
+                )
+            continue
+        if key == "set" and ctx.playbook.generation == "noetl5":
+            continue  # NoETL 5's pipeline task `set` binds names for the later tasks
         ctx.report(
             "C516",
             ctx.key_pos(config, key),

@@ -22,6 +22,9 @@ from . import cursor, gates, pycode, quantum, shell
 from .context import CheckContext
 from .tool_fields import check_fields, closest_unknown
 
+# NoETL 5's postgres keys that name the server without `auth` (noetl/tools postgres.rs).
+NOETL5_CONNECTION_KEYS = ("connection_string", "host", "port", "database", "user", "password")
+
 SQL_KINDS = ("postgres", "duckdb", "ducklake", "snowflake")
 SQL_KEYS = ("query", "queries", "command", "commands", "cmd", "cmds", "sql", "statement", "script")
 SQL_KEYS_ALL = SQL_KEYS + tuple(f"{key}_b64" for key in SQL_KEYS)
@@ -182,8 +185,12 @@ def check_postgres_auth(ctx: CheckContext, site: Site) -> None:
         return
     canonical = ctx.playbook.dialect == "canonical"
     legacy = [k for k in ("credential", "credentials") if _present(config.get(k))]
-    if ctx.playbook.generation == "noetl5" and _present(config.get("credential")):
-        return  # NoETL 5's tools take the credential name as `credential` too
+    if ctx.playbook.generation == "noetl5" and any(
+        _present(config.get(k)) for k in ("credential", *NOETL5_CONNECTION_KEYS)
+    ):
+        # NoETL 5's tools take the credential name as `credential` too, and its postgres tool
+        # connects with its own keys (noetl5_tools; the runtime builds that connection).
+        return
     if not canonical and (legacy or any(_legacy_connection(m) for m in inputs)):
         return
     if canonical and legacy:

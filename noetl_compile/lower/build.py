@@ -18,6 +18,7 @@ from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook, Step
 from ..check import read_file
 from ..check.references import by_file, child_file
+from ..engine_profiles import profile_of
 from ..step_contract import Reads, RegionPayload
 from .assets import unit_assets
 from .credentials import credential_params
@@ -512,7 +513,9 @@ def lower(
     catalog = playbook.catalog_key
     owner = metadata.get("owner") if isinstance(metadata, Mapping) else None
     owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
-    outcome_task, outcome_watch, outcome_after = outcome_plan(units, playbook.dialect)
+    outcome_task, outcome_watch, outcome_after = outcome_plan(
+        units, profile_of(playbook.dialect, playbook.generation)
+    )
     return IR(
         dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
         source=source,

@@ -17,7 +17,7 @@ the detector said:
   masked there; Airflow's list is wider than ours (`dsn`, `proxy`, `webhook_url`, any key holding
   `token` such as `max_tokens`), so those keys are masked but keep their values.
 
-The compiler never imports Airflow: the names are Airflow 3.3's ``DEFAULT_SENSITIVE_FIELDS``,
+The compiler never imports Airflow: the names (``secret_names``) are Airflow 3.3's ``DEFAULT_SENSITIVE_FIELDS``,
 and tests/test_credential_params.py checks them, and the rule, against the installed Airflow.
 """
 
@@ -27,46 +27,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..check.secrets import is_secret_key
+from ..secret_names import airflow_hides, is_secret_key
 
-# airflow._shared.secrets_masker.secrets_masker.DEFAULT_SENSITIVE_FIELDS (Airflow 3.3).
-AIRFLOW_SENSITIVE_FIELDS = frozenset(
-    {
-        "access_key",
-        "access_token",
-        "api_key",
-        "apikey",
-        "auth_header",
-        "authorization",
-        "bearer",
-        "connection_string",
-        "dsn",
-        "passphrase",
-        "passwd",
-        "password",
-        "private_key",
-        "proxy",
-        "proxy_password",
-        "proxies",
-        "secret",
-        "service_account",
-        "service_key",
-        "token",
-        "keyfile_dict",
-        "webhook_url",
-    }
-)
-_NON_WORD = re.compile(r"\W+")
 # Under a credential key, these entries of a mapping are the credential (`password: {default: x}`,
 # a Param declared in the workload); the same list as check/security.py's walk.
 _VALUE_KEYS = frozenset({"value", "default", "literal", "plain", "raw", "data", "current"})
 _TEMPLATE = re.compile(r"\{\{|\{%")
-
-
-def airflow_hides(name: str) -> bool:
-    """Airflow's ``SecretsMasker.should_hide_value_for_key`` with the default names."""
-    normalized = _NON_WORD.sub("_", name.strip().lower())
-    return any(field in normalized for field in AIRFLOW_SENSITIVE_FIELDS)
 
 
 def masked_in_form(key: str) -> bool:

@@ -22,6 +22,7 @@ from ..analyze.flowgraph import StepGraph
 from ..analyze.names import JINJA_GLOBALS, RUNTIME_NAMES
 from ..analyze.sites import template_sites
 from ..ast import Playbook
+from ..engine_profiles import profile_of
 
 __all__ = ["StepReads", "data_dependencies", "reaching_definitions", "vars_writes"]
 
@@ -53,8 +54,8 @@ class StepReads:
 def results_in_ctx(playbook: Playbook) -> bool:
     """Whether a step's result is an execution variable (``{{ ctx.<step> }}``): NoETL's
     canonical engine (138c10ed ExecutionState.mark_step_completed: ``variables[step] = result``;
-    recorded: tests/differential/cases/ctx/). NoETL 5's engine is not recorded: left out."""
-    return playbook.dialect == "canonical" and playbook.generation is None
+    recorded: tests/differential/cases/ctx/): ``step_results_in_variables`` of its profile."""
+    return profile_of(playbook.dialect, playbook.generation).step_results_in_variables
 
 
 def step_ctx_writes(playbook: Playbook) -> dict[str, set[str]]:
@@ -103,7 +104,8 @@ def template_reads(
     render context spreads to the top level: recorded case_v2/vars_bare_in_args)."""
     steps = set(playbook.step_names)
     step_vars = results_in_ctx(playbook)
-    bare_vars = set(vars_names) if playbook.dialect == "case-v2" else set()
+    profile = profile_of(playbook.dialect, playbook.generation)
+    bare_vars = set(vars_names) if profile.vars_flattened else set()
     by_step: dict[str, list[Any]] = {name: [] for name in playbook.step_names}
     by_workbook: dict[str, list[Any]] = {}
     for site in template_sites(playbook):

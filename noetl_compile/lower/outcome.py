@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..engine_profiles import EngineProfile
 from .ir import Unit
 
 __all__ = ["OUTCOME_TASK_ID", "outcome_plan"]
@@ -26,10 +27,13 @@ __all__ = ["OUTCOME_TASK_ID", "outcome_plan"]
 OUTCOME_TASK_ID = "noetl_outcome"
 
 
-def outcome_plan(units: Sequence[Unit], dialect: str) -> tuple[str, dict[str, str], list[str]]:
+def outcome_plan(
+    units: Sequence[Unit], profile: EngineProfile
+) -> tuple[str, dict[str, str], list[str]]:
     """(task id, watched result task id -> step or region name, leaf unit ids); an empty watch
-    when the DAG needs no outcome task."""
-    if dialect != "canonical":
+    when the DAG needs no outcome task: only where a failed call goes on along the arcs
+    (``profile.failed_call_takes_every_arc``) can a run whose leaves succeeded have failed."""
+    if not profile.failed_call_takes_every_arc:
         return "", {}, []
     watch: dict[str, str] = {}
     for unit in units:

@@ -18,11 +18,11 @@ from tests.corpus import CORPUS, corpus_files, corpus_projects
 
 EXPECTATIONS = Path(__file__).with_name("expectations.yaml")
 
+pytestmark = pytest.mark.corpus
+
 
 @pytest.fixture(scope="module")
 def corpus_results():
-    if not CORPUS.is_dir():
-        pytest.fail(f"the shared corpus is missing at {CORPUS}")
     found = {}
     for project in corpus_projects():
         results, problems = check_paths([str(project)])

@@ -103,6 +103,7 @@ def summary_lines(expectations: dict[str, Expectation] = EXPECTATIONS) -> list[s
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_expectations_cover_every_corpus_file_once():
     files = {p.relative_to(CORPUS).as_posix() for p in corpus_files()}
     assert len(files) > 250, f"the shared corpus is missing at {CORPUS}"
@@ -147,6 +148,7 @@ def check_results():
     return found
 
 
+@pytest.mark.corpus
 def test_check_error_reasons_are_what_noetlc_check_reports(check_results):
     from noetl_compile.diagnostics import Severity
 
@@ -310,6 +312,7 @@ def _setup(variant: Variant, placeholders, airflow_db, run_dag, tmp_path, dsn) -
     return sources
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.test_id for v in VARIANTS])
 def test_corpus_playbook_runs(variant, airflow_db, run_dag, http_server, corpus_pg, tmp_path):
     placeholders = {"http_server": http_server, "tmp": str(tmp_path)}

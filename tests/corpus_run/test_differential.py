@@ -181,6 +181,7 @@ def test_differential_set_covers_every_dialect():
     assert not missing, f"not runnable variants of expectations.yaml: {missing}"
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("test_id", DIFFERENTIAL)
 def test_native_and_single_region_agree(
     test_id, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path

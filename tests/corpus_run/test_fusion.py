@@ -146,6 +146,7 @@ def test_example_fused_and_unfused_agree(
     _compare(rel, conf, [], prepare, dags=airflow_db, run_dag=run_dag, tmp_path=tmp_path)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("test_id", CORPUS)
 def test_corpus_fused_and_unfused_agree(
     test_id, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path
@@ -180,6 +181,7 @@ def test_the_whole_corpus_set_is_large():
 
 
 @pytest.mark.slow
+@pytest.mark.corpus
 @pytest.mark.parametrize("test_id", EVERY)
 def test_every_runnable_corpus_playbook_fused_and_unfused_agree(
     test_id, airflow_db, run_dag, http_server, pg_connections, pg_test_dsn, tmp_path

@@ -138,6 +138,7 @@ def _view(ui: dict[str, Any], dag_id: str, name: str) -> dict[str, Any]:
             .map(tr => [...tr.children].map(td => td.innerText.trim()));
           return {
             status: document.querySelector('#run-status').innerText.trim(),
+            header: document.querySelector('header').innerText,
             timeline: rows('timeline'),
             steps: rows('steps'),
             loops: rows('loops'),
@@ -165,7 +166,9 @@ def _assert_view_matches_the_event_log(ui, dag_id: str, view: dict[str, Any]) ->
     events = _events(ui, dag_id)
     assert view["status"] == status["status"] == "success"
     assert [row[2] for row in view["timeline"]] == [e["name"] for e in events]
-    assert [row[0] for row in view["timeline"]] == [str(e["seq"]) for e in events]
+    # Numbered by their place in the run, 1..N: the N the header counts (the log's seq has gaps).
+    assert [row[0] for row in view["timeline"]] == [str(n) for n in range(1, len(events) + 1)]
+    assert f"{len(events)} events" in view["header"]
     steps = {row[0]: (row[1], int(row[2])) for row in view["steps"]}
     assert steps == {s: (e["status"], e["runs"]) for s, e in status["steps"].items()}
     run = quote(ui["runs"][dag_id], safe="")
@@ -213,6 +216,9 @@ def test_loop_instances_are_named_by_their_city(ui):
     view = _view(ui, "examples.loop_parallel", "loop_parallel")
     _assert_view_matches_the_event_log(ui, "examples.loop_parallel", view)
     assert view["loops"] == [["measure", "4/4", "0", "done"]]
+    # The timeline names each mapped instance as Airflow does, by its city.
+    named = {row[8] for row in view["timeline"] if row[8].startswith("measure.body")}
+    assert {f"measure.body ({city}) log" for city in ("Paris", "Oslo", "Cairo", "Lima")} <= named
 
 
 def test_gates_view_shows_each_gate_with_its_answer(ui):
@@ -245,10 +251,22 @@ def test_the_view_refuses_anonymous_and_users_who_may_not_read_the_dag(ui):
     viewer = {"Authorization": f"Bearer {_token(manifest, 'viewer')}"}
     with httpx.Client(timeout=30) as http:
         for url in urls:
-            assert http.get(url).status_code == 401, url
+            anonymous = http.get(url)
+            if "/noetl/api/" in url:
+                assert anonymous.status_code == 401, url
+            else:  # a page: to Airflow's login page, which comes back to it
+                assert anonymous.status_code == 303, (url, anonymous.text)
+                assert "/auth/login" in anonymous.headers["location"], anonymous.headers
             assert http.get(url, headers=outsider).status_code == 403, url
-            assert http.get(url, cookies={"_token": "not-a-jwt"}).status_code in (401, 403), url
+            forged = http.get(url, cookies={"_token": "not-a-jwt"}).status_code
+            assert forged in (401, 403) if "/noetl/api/" in url else forged in (303, 403), url
             assert http.get(url, headers=viewer).status_code == 200, url
         state = http.get(urls[3], headers=viewer).json()
+    # In a browser with no session: the login page, not {"detail":"Not authenticated"}.
+    with Browser() as anonymous:
+        anonymous.goto(urls[0])
+        anonymous.wait_for("location.pathname.startsWith('/auth/login')")
+        anonymous.screenshot(ARTIFACTS / "noetl_view_anonymous.png")
+        assert "Not authenticated" not in anonymous.text()
     status = _status(ui, "examples.branching")
     assert {k: v for k, v in state.items() if k != "gate_history"} == status

@@ -9,6 +9,7 @@ import json
 import textwrap
 from argparse import Namespace
 from html.parser import HTMLParser
+from urllib.parse import unquote
 
 import pytest
 
@@ -49,15 +50,26 @@ class _Rows(HTMLParser):
         self.ids: list[str] = []
         self.events = 0
         self.links: list[str] = []
+        self.numbers: list[str] = []  # the first cell of each event row
+        self.texts: list[str] = []
+        self._cell = 0
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "tr" and attrs.get("class") == "event":
             self.events += 1
+            self._cell = 0
+        if tag == "td":
+            self._cell += 1
         if tag == "a" and attrs.get("class") == "log":
             self.links.append(attrs["href"])
         if "id" in attrs:
             self.ids.append(attrs["id"])
+
+    def handle_data(self, data):
+        self.texts.append(data)
+        if self._cell == 1 and len(self.numbers) < self.events:
+            self.numbers.append(data)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +129,15 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     ]
 
     for url in urls:
-        assert client.get(url).status_code == 401, url  # anonymous
+        anonymous = client.get(url, follow_redirects=False)
+        if "/api/" in url:
+            assert anonymous.status_code == 401, url  # the JSON API: no login page for a script
+        else:
+            # A page: Airflow's login page, which comes back here (not raw "Not authenticated").
+            assert anonymous.status_code == 303, (url, anonymous.text)
+            location = anonymous.headers["location"]
+            assert location.startswith("/auth/login") and "next=" in location, location
+            assert url.split("?")[0] in unquote(location), location
         assert client.get(url, headers=token("nobody")).status_code == 403, url
     viewer = token("viewer")
     responses = {url: client.get(url, headers=viewer) for url in urls}
@@ -142,6 +162,11 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     page = _Rows()
     page.feed(responses[urls[0]].text)
     assert page.events == len(rows)
+    # Events are numbered by their place in the run, 1..N, the N the header counts.
+    assert page.numbers == [str(n) for n in range(1, len(rows) + 1)]
+    assert f"{len(rows)} events" in responses[urls[0]].text
+    # A mapped instance is named as Airflow names it: by its item's label.
+    assert "measure.body (Oslo) log" in page.texts and "measure.body[1]" not in page.texts
     assert {"timeline", "steps", "loops", "results"} <= set(page.ids)
     assert (
         f"/dags/web.view/runs/{out.run_id.replace(':', '%3A').replace('+', '%2B')}/tasks/start?try_number=1"
@@ -152,6 +177,8 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     task_page.feed(responses[urls[1]].text)
     mapped = [r for r in rows if r.get("task_id") == "measure.body" and r.get("map_index") == 1]
     assert task_page.events == len(mapped) > 0
+    place = {r["event_id"]: str(n) for n, r in enumerate(rows, 1)}
+    assert task_page.numbers == [place[r["event_id"]] for r in mapped]  # the run's numbers
     assert all("/mapped/1" in link for link in task_page.links)
     # The UI leaves the placeholder in the tab's URL on an unmapped task's page.
     unmapped = client.get(f"{base}/tasks/start?map_index={{MAP_INDEX}}", headers=viewer)

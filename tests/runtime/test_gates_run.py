@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from tests.corpus import CORPUS
+from tests.corpus import seed
 from tests.harness.run_cli import noetlc_run, report_of
 
 ROOT = Path(__file__).resolve().parents[2]
 GATES = ROOT / "playbooks" / "gates.yaml"
-SEED = CORPUS / "seeds" / "gates_expense_approval.yaml"
+SEED = seed("gates_expense_approval")
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,13 @@ from airflow_plugin.templating.render import RenderError, render_value
 from airflow_plugin.tools.outcome import ToolCall
 from airflow_plugin.tools.python import run_python
 from noetl_compile.check import check_text
+from noetl_compile.engine_profiles import CANONICAL, NOETL5, EngineProfile
 from noetl_compile.python_surface import has_top_level_return, wrapped_source
 
 
-def call(code: str, generation: str | None = "noetl5", **inputs):
+def call(code: str, profile: EngineProfile = NOETL5, **inputs):
     return run_python(
-        ToolCall(step="s", task="s", config={"code": code, "input": inputs}, generation=generation)
+        ToolCall(step="s", task="s", config={"code": code, "input": inputs}, profile=profile)
     )
 
 
@@ -37,10 +38,10 @@ def test_a_top_level_return_is_the_result_of_a_function_of_args_and_input_data()
 def test_the_older_generations_keep_their_convention() -> None:
     # The April 2026 engine runs code at module level: a `return` there is a syntax error, and
     # `input_data` is no global of theirs.
-    old = call("return 1\n", generation=None)
+    old = call("return 1\n", profile=CANONICAL)
     assert not old.ok and "'return' outside function" in old.error["message"]
-    assert not call("result = input_data\n", generation=None, a=1).ok
-    assert call("result = {'a': a}\n", generation=None, a=1).data == {"a": 1}
+    assert not call("result = input_data\n", profile=CANONICAL, a=1).ok
+    assert call("result = {'a': a}\n", profile=CANONICAL, a=1).data == {"a": 1}
 
 
 def test_noetl5_line_rule_decides_the_wrapping() -> None:
@@ -123,9 +124,9 @@ def test_a_raised_exception_fails_the_call_with_noetl5s_process_result(capsys) -
     # Success is the exit code alone there: a returned `{status: error}` is a result.
     returned = call("return {'status': 'error', 'n': 1}\n")
     assert returned.ok and returned.data == {"status": "error", "n": 1}
-    assert not call("result = {'status': 'error'}\n", generation=None).ok
+    assert not call("result = {'status': 'error'}\n", profile=CANONICAL).ok
     # The older generations keep NoETL's python error document.
-    old = call("raise ValueError('bad input')\n", generation=None)
+    old = call("raise ValueError('bad input')\n", profile=CANONICAL)
     assert old.reported["status"] == "error" and old.reported["error"] == "bad input"
 
 
@@ -160,7 +161,7 @@ def test_a_pipeline_task_set_binds_plain_names_for_the_later_tasks() -> None:
             "code": "return {'n': n, 'total': total}\n",
         },
     ]
-    ran = run_pipeline(tasks, build_context(), step="s", generation="noetl5")
+    ran = run_pipeline(tasks, build_context(), step="s", profile=NOETL5)
     assert ran.status == "ok", ran.error
     assert ran.result["results"]["second"] == {"n": 2, "total": 20}
     assert ran.ctx_writes == {"total": 20}  # the plain name stays the step's

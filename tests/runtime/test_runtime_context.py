@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from airflow_plugin.templating.context import apply_ctx_writes, build_context, with_loop
 from airflow_plugin.templating.ids import execution_id_for
 from airflow_plugin.templating.render import render_value
+from noetl_compile.engine_profiles import CANONICAL, CASE_V2, NOETL5, V1
 
 
 def r(template, context):
@@ -45,7 +46,7 @@ def test_step_names_and_reserved_keys_are_not_shadowed():
     # canonical: a finished step's result is the execution variable of its name (NoETL 138c10ed
     # writes variables[step] = result over the workload's value)
     assert r("{{ workload.fetch }}", c) == {"rows": [1]}
-    v1 = build_context(workload={"fetch": "workload value"}, results={"fetch": {}}, dialect="v1")
+    v1 = build_context(workload={"fetch": "workload value"}, results={"fetch": {}}, profile=V1)
     assert r("{{ workload.fetch }}", v1) == "workload value"
     assert "result" not in c and "event" not in c  # reserved: only via workload.*
     assert r("{{ workload.result }}", c) == "w"
@@ -65,9 +66,9 @@ def test_execution_id_and_job_are_digit_strings():
 
 
 def test_vars_namespace_only_for_case_v2_or_when_given():
-    assert "vars" not in build_context(dialect="canonical")
-    assert build_context(dialect="case-v2")["vars"] == {}
-    assert r("{{ vars.user }}", build_context(dialect="case-v2", vars={"user": 3})) == 3
+    assert "vars" not in build_context(profile=CANONICAL)
+    assert build_context(profile=CASE_V2)["vars"] == {}
+    assert r("{{ vars.user }}", build_context(profile=CASE_V2, vars={"user": 3})) == 3
 
 
 def test_loop_names():
@@ -122,7 +123,7 @@ def test_canonical_result_has_noetls_context_alias():
     assert r("{{ s.context.a }}", c) == 1
     assert r("{{ s.context }}", c) == {"a": 1}
     assert r("{{ own.context }}", c) == {"b": 2}  # a result's own `context` key wins
-    v2 = build_context(results={"s": {"a": 1}}, dialect="case-v2")
+    v2 = build_context(results={"s": {"a": 1}}, profile=CASE_V2)
     assert render_value("{{ s.context | default('absent') }}", v2, strict=False) == "absent"
     # A filter expression's 'none' text becomes None, as NoETL's renderers coerce it (recorded:
     # case_v2/next_args); a plain path hands back the value as it is.
@@ -136,7 +137,7 @@ def test_execution_variables_merge_a_payloads_ctx_flat_in_canonical_only():
     workload = {"a": 1, "b": 2}
     request = {"ctx": {"a": 5, "z": 0}, "b": 3}
     assert execution_variables(workload, request) == {"a": 5, "b": 3, "z": 0}
-    assert execution_variables(workload, request, "case-v2") == {
+    assert execution_variables(workload, request, CASE_V2) == {
         "a": 1,
         "b": 3,
         "ctx": {"a": 5, "z": 0},
@@ -148,7 +149,7 @@ def test_entry_args_are_the_request_payload_without_run_controls():
 
     request = {"c": 3, "noetl_strict": True}
     assert entry_args(request) == {"c": 3}
-    assert entry_args(request, "v1") == {} and entry_args(request, "case-v2") == {}
+    assert entry_args(request, V1) == {} and entry_args(request, CASE_V2) == {}
 
 
 def test_canonical_ctx_holds_each_read_step_result_as_noetl_variables_do():
@@ -161,11 +162,9 @@ def test_canonical_ctx_holds_each_read_step_result_as_noetl_variables_do():
     # a later `set` of the step's name writes over it, as in NoETL's one variables store
     assert r("{{ ctx.start }}", build_context(results={"start": {}}, ctx={"start": 5})) == 5
     # other engines keep step results out of ctx
-    for dialect, generation in (("case-v2", None), ("v1", None), ("canonical", "noetl5")):
-        other = build_context(
-            workload={"w": 1}, results={"start": {"r": 1}}, dialect=dialect, generation=generation
-        )
-        assert r("{{ ctx }}", other) == {"w": 1}, (dialect, generation)
+    for profile in (CASE_V2, V1, NOETL5):
+        other = build_context(workload={"w": 1}, results={"start": {"r": 1}}, profile=profile)
+        assert r("{{ ctx }}", other) == {"w": 1}, profile.name
 
 
 def test_a_canonical_loop_item_writes_its_iterator_and_loop_index_into_ctx():
@@ -183,7 +182,7 @@ def test_a_canonical_loop_item_writes_its_iterator_and_loop_index_into_ctx():
 def test_case_v2_vars_are_bare_names_too():
     # dc55c492 stores `vars` in the execution variables its render context spreads to the top
     # level (recorded: tests/differential/cases/case_v2/vars_bare_in_args)
-    c = build_context(vars={"got": 3, "event": "x"}, dialect="case-v2", workload={"got": 0})
+    c = build_context(vars={"got": 3, "event": "x"}, profile=CASE_V2, workload={"got": 0})
     assert r("{{ got }}", c) == 3 and r("{{ vars.got }}", c) == 3
     assert "event" not in c  # reserved names keep their meaning
     canonical = build_context(vars={"got": 3}, workload={"got": 0})

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from airflow_plugin.runtime.pipeline import backoff_delay, run_pipeline
 from airflow_plugin.templating.context import build_context
+from noetl_compile.engine_profiles import CANONICAL, NOETL5
 
 
 def py(code, name=None, rules=None, **extra):
@@ -139,12 +142,46 @@ def test_retry_until_success_with_backoff(tmp_path, sleeps, backoff, delay, expe
 
 
 def test_retry_default_attempts_is_three_total_then_fail(tmp_path, sleeps):
-    rules = [{"when": "{{ output.status == 'error' }}", "then": {"do": "retry", "delay": 0.1}}]
+    rules = [
+        {
+            "when": "{{ output.status == 'error' }}",
+            "then": {"do": "retry", "backoff": "fixed", "delay": 0.1},
+        }
+    ]
     out = run([flaky(tmp_path / "n", 10, rules=rules)], sleeps)
     assert out.status == "failed"
     assert (tmp_path / "n").read_text() == "3"
     assert out.error["type"] == "ConnectionError" and out.error["attempts"] == 3
     assert list(sleeps) == [0.1, 0.1]  # no wait after the last attempt
+
+
+@pytest.mark.parametrize("profile", [CANONICAL, NOETL5], ids=lambda p: p.name)
+def test_a_retry_without_backoff_waits_as_its_engine_defaults(tmp_path, profile):
+    """138c10ed (task_sequence_executor.py:959) and NoETL 5 (task_sequence.rs) default a retry
+    rule's `backoff` to "none": no wait between tries, whatever `delay` says. noetlc waited
+    `delay` each try before the engine profiles named this default."""
+    rules = [{"when": "{{ output.status == 'error' }}", "then": {"do": "retry", "delay": 0.1}}]
+    waits = Sleeps()
+    out = run_pipeline(
+        [flaky(tmp_path / "n", 2, rules=rules)],
+        build_context(),
+        step="s",
+        sleep=waits,
+        profile=profile,
+    )
+    assert out.status == "ok" and (tmp_path / "n").read_text() == "3"
+    assert list(waits) == []
+    # The profile's field is what decides: an engine defaulting to `fixed` waits `delay`.
+    fixed = dataclasses.replace(profile, pipeline_retry_backoff="fixed")
+    waits = Sleeps()
+    run_pipeline(
+        [flaky(tmp_path / "m", 2, rules=rules)],
+        build_context(),
+        step="s",
+        sleep=waits,
+        profile=fixed,
+    )
+    assert list(waits) == [0.1, 0.1]
 
 
 def test_retry_sees_attempt_and_error(tmp_path, sleeps):

@@ -17,6 +17,7 @@ import yaml
 from airflow_plugin.hooks import postgres as pg_hook
 from airflow_plugin.tools import ToolCall, get_tool
 from airflow_plugin.tools import postgres as pg
+from noetl_compile.engine_profiles import CASE_V2
 from tests.corpus import CORPUS
 from tests.harness.postgres import CORPUS_POSTGRES_CONNECTIONS, airflow_conn_env
 
@@ -127,6 +128,7 @@ def _postgres_auth_names() -> set[str]:
     return names
 
 
+@pytest.mark.corpus
 def test_harness_covers_every_postgres_connection_name_of_the_corpus():
     found = _postgres_auth_names()
     assert {"pg_local", "pg_k8s"} <= found
@@ -249,7 +251,7 @@ def test_case_v2_result_has_one_entry_per_statement(pg_connections, pg_test_dsn,
         f"INSERT INTO \"{table}\" VALUES (1, 'a'), (2, 'b'); "
         f'SELECT id, name FROM "{table}" ORDER BY id'
     )
-    out = run({"auth": "pg_local", "command": commands}, generation="case-v2")
+    out = run({"auth": "pg_local", "command": commands}, profile=CASE_V2)
     assert out.ok
     assert out.data == {
         "command_0": {
@@ -283,7 +285,7 @@ def test_case_v2_failure_reports_the_failed_statement_and_rolls_back(
             "commands": f'INSERT INTO "{table}" VALUES (1); INSERT INTO "{table}" VALUES (1);'
             f'INSERT INTO "{table}" VALUES (3)',
         },
-        generation="case-v2",
+        profile=CASE_V2,
     )
     assert not out.ok
     assert out.error["type"] == "UniqueViolation" and out.error["statement_index"] == 1

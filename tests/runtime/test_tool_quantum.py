@@ -19,10 +19,10 @@ import pytest
 
 from airflow_plugin.tools import ToolCall, get_tool
 from noetl_compile.cli import main
-from tests.corpus import CORPUS
+from tests.corpus import seed
 
 ROOT = Path(__file__).resolve().parents[2]
-SWEEP_SEED = CORPUS / "seeds" / "spec_quantum_sweep.yaml"
+SWEEP_SEED = seed("spec_quantum_sweep")
 
 BELL = """OPENQASM 2.0;
 include "qelib1.inc";

@@ -1,0 +1,207 @@
+"""What an engine profile is: the behaviours in which NoETL's engines differ, one typed field
+each, and where an engine decides one (issue 29; the four engines: ``engine_profiles``).
+
+Each behaviour is a field of :class:`EngineProfile`; its metadata says what it decides (``doc``)
+and what noetlc does with it on Airflow (``airflow``). A profile cites, per field, the engine
+source line its value comes from (:class:`Source`), and refuses to exist without one.
+
+Standard library only: the runtime imports it (like ``step_contract``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Literal
+
+__all__ = ["Backoff", "EngineProfile", "LoopItems", "Source", "behaviours"]
+
+LoopItems = Literal["one item", "characters", "error"]
+Backoff = Literal["none", "fixed"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an engine decides one behaviour: ``where`` is ``path:line`` in the profile's
+    repository (``repo:path:line`` for an engine of several repositories), ``says`` what that
+    code does, ``differs`` (when set) how noetlc's value for this engine departs from it."""
+
+    where: str
+    says: str
+    differs: str = ""
+
+
+def _about(doc: str, airflow: str) -> dict[str, str]:
+    """A behaviour field's metadata: what it decides, what noetlc does with it on Airflow."""
+    return {"doc": doc, "airflow": airflow}
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One NoETL engine's behaviour, field by field (see the module docstring)."""
+
+    name: str
+    title: str
+    commits: Mapping[str, str]
+
+    # -- what a template sees ---------------------------------------------------------------
+    result_fallbacks: tuple[str, ...] = field(
+        metadata=_about(
+            "Keys a step result answers for itself when a template asks for a field the result "
+            "lacks (`{{ s.data.x }}` is `{{ s.x }}`).",
+            "templating/proxy.py wraps each step result with these fallbacks.",
+        )
+    )
+    request_ctx_flat: bool = field(
+        metadata=_about(
+            "A run request's `ctx` mapping is merged flat into the execution variables.",
+            "templating/context.execution_variables, for `noetlc run` and a DAG run's conf.",
+        )
+    )
+    entry_args_from_request: bool = field(
+        metadata=_about(
+            "The run request is handed to the entry step as its args (a request key overrides the "
+            "entry step's `input` key of that name).",
+            "operators/base.py lays the request (less noetlc's own `noetl_*` controls) over the "
+            "entry step's args.",
+        )
+    )
+    step_results_in_variables: bool = field(
+        metadata=_about(
+            "A finished step's result is also an execution variable (`{{ ctx.<step> }}`).",
+            "templating/context.build_context adds the results under ctx/workload.",
+        )
+    )
+    vars_namespace: bool = field(
+        metadata=_about(
+            "Every template sees a `vars` namespace (empty when no step wrote one).",
+            "build_context adds `vars` always (otherwise only when a step wrote vars).",
+        )
+    )
+    vars_flattened: bool = field(
+        metadata=_about(
+            "`vars` written by earlier steps are also bare names (`{{ got }}`).",
+            "build_context spreads them at the top level, under reserved names and step results.",
+        )
+    )
+    loop_item_in_variables: bool = field(
+        metadata=_about(
+            "Issuing a loop item writes the iterator and `loop_index` into the execution variables "
+            "(`{{ ctx.<iterator> }}` after the loop is the last item).",
+            "templating/context.loop_variables returns them as the iteration's ctx writes.",
+        )
+    )
+    args_as_bare_names: bool = field(
+        metadata=_about(
+            "Args arriving along a routing arc are bare names in the target step's templates.",
+            "runtime/step.py binds the incoming args by name (never over reserved names).",
+        )
+    )
+    collect_into_vars: bool = field(
+        metadata=_about(
+            "A case rule's `collect: {into}` writes `vars` (else ctx).",
+            "runtime/step_calls.py writes the collected value to vars (always when `vars` is in "
+            "the context).",
+        )
+    )
+    # -- routing and outcomes ---------------------------------------------------------------
+    case_result_own_action: bool = field(
+        metadata=_about(
+            "A case rule's `then.result` applies only as an action of its own (`{from: NAME}` "
+            "names a variable); else `result: {from: <template>}` replaces the step result.",
+            "runtime/step_case.py applies `result` accordingly.",
+        )
+    )
+    failed_call_takes_every_arc: bool = field(
+        metadata=_about(
+            "After a failed tool call the step's arcs are evaluated as after a successful one (an "
+            "arc without `when` is taken); else only an arc addressing the failure is.",
+            "runtime/step_case.route_arcs; the run still ends failed (operators/outcome.py).",
+        )
+    )
+    routed_failure_takes_next: bool = field(
+        metadata=_about(
+            "A case rule that routes a failed call also takes the step's plain `next`.",
+            "runtime/step.py routes along the arcs after such a rule.",
+        )
+    )
+    # -- loops ------------------------------------------------------------------------------
+    loop_string_items: LoopItems = field(
+        metadata=_about(
+            "What a `loop.in` that renders to a string iterates over.",
+            "runtime/loop.render_collection.",
+        )
+    )
+    loop_scalar_items: LoopItems = field(
+        metadata=_about(
+            "What a `loop.in` that renders to a number or boolean iterates over.",
+            "runtime/loop.render_collection.",
+        )
+    )
+    loop_results_capped: bool = field(
+        metadata=_about(
+            "A loop result keeps only the last NOETL_LOOP_RESULT_MAX_ITEMS (128) results, each cut "
+            "to a preview past NOETL_LOOP_RESULT_MAX_BYTES (65536).",
+            "runtime/loop.aggregate and operators/loop.py read the same variables.",
+        )
+    )
+    loop_omitted_count: bool = field(
+        metadata=_about(
+            "A loop result has `omitted_results_count` beside `results` and `stats`.",
+            "runtime/loop.aggregate.",
+        )
+    )
+    # -- tools ------------------------------------------------------------------------------
+    postgres_result_per_statement: bool = field(
+        metadata=_about(
+            "The postgres tool's result has one `command_N` entry per statement (else the last "
+            "statement's result).",
+            "tools/postgres.py.",
+        )
+    )
+    python_function_body: bool = field(
+        metadata=_about(
+            "The python tool runs code with a top-level `return` as a function body, gives "
+            "`input_data`, and reports a failure as the process's stderr (NoETL 5's convention).",
+            "tools/python.py.",
+        )
+    )
+    python_error_status_fails: bool = field(
+        metadata=_about(
+            "A python result dict with `status: error` fails the call.",
+            "tools/python.py returns a failed outcome whose step result is that dict.",
+        )
+    )
+    task_set_after_call: bool = field(
+        metadata=_about(
+            "A pipeline task's own `set` is rendered after the call, with `output` as its result; "
+            "a plain name is a variable of the later tasks.",
+            "runtime/pipeline.py.",
+        )
+    )
+    pipeline_retry_backoff: Backoff = field(
+        metadata=_about(
+            "The wait between tries of a pipeline `retry` rule that names no `backoff`: `none` "
+            "(0 s) or `fixed` (`delay` each try).",
+            "runtime/pipeline.backoff_delay.",
+        )
+    )
+
+    sources: Mapping[str, Source] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [name for name in behaviours() if name not in self.sources]
+        extra = sorted(set(self.sources) - set(behaviours()))
+        if missing or extra:
+            raise ValueError(
+                f"engine profile {self.name}: every behaviour cites its source "
+                f"(missing: {missing}, unknown: {extra})"
+            )
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "commits", MappingProxyType(dict(self.commits)))
+
+
+def behaviours() -> tuple[str, ...]:
+    """The behaviour fields of :class:`EngineProfile`, in declaration order."""
+    return tuple(f.name for f in fields(EngineProfile) if "doc" in f.metadata)

@@ -1,0 +1,518 @@
+"""What each NoETL engine does, as one frozen object per engine (issue 29).
+
+NoETL's engines differ in small ways a playbook notices: which names a template sees, what a
+loop returns, where a failed call routes. The runtime (``airflow_plugin``) reads those
+differences off an :class:`~.engine_behaviours.EngineProfile` and never asks which engine it is
+running for (``tests/test_engine_profiles.py`` holds it: no comparison with an engine's name in
+the plugin). A profile is chosen once per step payload, by :func:`profile_for` (the compiler
+asks :func:`profile_of` for a playbook).
+
+Each profile cites, per behaviour, the engine source line the value comes from (``path:line``
+in the engine's repository at the profile's commit). Where noetlc applies a value the engine's
+source does not show (a case nobody recorded against a live engine), the source says so in
+``differs``; docs/semantics.md's engine table (``engine_table``) shows both.
+
+Standard library only: the runtime imports it (like ``step_contract``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .engine_behaviours import EngineProfile, Source
+
+__all__ = [
+    "CANONICAL",
+    "CASE_V2",
+    "NOETL5",
+    "PROFILES",
+    "V1",
+    "EngineProfile",
+    "profile_for",
+    "profile_of",
+]
+
+_CANONICAL_FALLBACKS = ("data", "context")
+
+V1 = EngineProfile(
+    name="v1",
+    title="v1",
+    commits={"noetl/noetl": "58c2a16bc2a43bad5910e56a419ae27d9ab8d32f"},
+    result_fallbacks=("data", "result"),
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    step_results_in_variables=False,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=False,
+    args_as_bare_names=True,
+    collect_into_vars=False,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=False,
+    routed_failure_takes_next=False,
+    loop_string_items="error",
+    loop_scalar_items="error",
+    loop_results_capped=False,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=False,
+    python_error_status_fails=False,
+    pipeline_retry_backoff="none",
+    task_set_after_call=False,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/core/dsl/render.py:121",
+            "TaskResultProxy answers `data` and `result` with the result itself",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/server/api/broker/execute.py:64",
+            "the request payload is merged over the workload key by key; `ctx` is one more key",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/server/api/event/service/initial.py:69",
+            "the run starts at the `start` step with its own `with`/`input`, not the request",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/server/api/context/service.py:93",
+            "results are read by node name, not stored as workload variables",
+        ),
+        "vars_namespace": Source(
+            "noetl/core/dsl/render.py:114",
+            "the render context has no `vars` namespace (v1 has no `vars`)",
+        ),
+        "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
+        "loop_item_in_variables": Source(
+            "noetl/plugin/iterator/executor.py:117",
+            "the item is bound in the iteration's own context, not the workload",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/plugin/python/executor.py:126",
+            "a step's `with` (what a `next` entry passed) is rendered and bound by name",
+        ),
+        "collect_into_vars": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "v1 has no case rules, so no `collect`: noetlc writes ctx",
+        ),
+        "case_result_own_action": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "v1 has no case rules: transitions are `step`/`when`/`with`",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "each transition's `when` decides; noetlc takes after a failure only an arc whose "
+            "`when` addresses it (recorded: v1/error_when_route)",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/server/api/event/service/transitions.py:299",
+            "no case rules: a routed failure is an arc like any other",
+        ),
+        "loop_string_items": Source(
+            "noetl/plugin/iterator/utils.py:34",
+            "coerce_items parses a string as a JSON or Python list; other text is one item",
+            differs="noetlc fails the step on a string (no live recording of this case)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/plugin/iterator/utils.py:67",
+            "coerce_items wraps any other value as one item",
+            differs="noetlc fails the step on a scalar (no live recording of this case)",
+        ),
+        "loop_results_capped": Source(
+            "noetl/plugin/iterator/executor.py:228",
+            "`results` holds every iteration's result",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/plugin/iterator/executor.py:236",
+            "the iterator reports `results`, `items`, `count`",
+            differs="noetlc's loop result is `{results, stats, omitted_results_count}` (by "
+            "design: section 2's `v1-iterator-one-job`)",
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/plugin/postgres/execution.py:94",
+            "one `command_N` entry per statement, as the call's `data`",
+            differs="noetlc gives a v1 call the last statement's result (no live recording)",
+        ),
+        "python_function_body": Source(
+            "noetl/plugin/python/executor.py:41",
+            "execute_python_task runs the code as a module and calls `main`",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/worker/worker.py:936",
+            "the worker judges the tool's envelope; what `main` returned is its `data` "
+            "(noetl/plugin/python/executor.py:228), so a returned `status: error` is data",
+        ),
+        "task_set_after_call": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+    },
+)
+
+CASE_V2 = EngineProfile(
+    name="case-v2",
+    title="case-v2",
+    commits={"noetl/noetl": "dc55c49215151886a4239bfaeb46caaf36b6c84a"},
+    result_fallbacks=("data",),
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    step_results_in_variables=False,
+    vars_namespace=True,
+    vars_flattened=True,
+    loop_item_in_variables=False,
+    args_as_bare_names=False,
+    collect_into_vars=True,
+    case_result_own_action=True,
+    failed_call_takes_every_arc=False,
+    routed_failure_takes_next=True,
+    loop_string_items="characters",
+    loop_scalar_items="one item",
+    loop_results_capped=False,
+    loop_omitted_count=False,
+    postgres_result_per_statement=True,
+    python_function_body=False,
+    python_error_status_fails=True,
+    pipeline_retry_backoff="none",
+    task_set_after_call=False,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "step results are spread into the context as stored; `data` reads the tool "
+            "envelope's body",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/core/dsl/v2/engine.py:244",
+            "request keys are set one by one; `ctx` stays one variable",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/core/dsl/v2/engine.py:2163",
+            "the start command is created with the request as its args",
+            differs="noetlc hands the entry step no args (no live recording of a request key "
+            "that is also an entry `input` key)",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:269",
+            "mark_step_completed stores the result in step_results only",
+        ),
+        "vars_namespace": Source(
+            "noetl/core/dsl/v2/engine.py:378", "`vars` is the execution variables"
+        ),
+        "vars_flattened": Source(
+            "noetl/core/dsl/v2/engine.py:384",
+            "every variable (vars included) is spread to the top level",
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:360",
+            "loop variables are added to the variables in _create_command_for_step",
+            differs="noetlc binds the item in the iteration only (no live recording of "
+            "`ctx.<iterator>` after a case-v2 loop)",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/core/dsl/v2/engine.py:1174",
+            "_create_command_for_step hands args to the command, not to bare names",
+        ),
+        "collect_into_vars": Source(
+            "noetl/core/dsl/v2/engine.py:965",
+            "`collect.into` names the variable the pages collect into",
+        ),
+        "case_result_own_action": Source(
+            "noetl/core/dsl/v2/engine.py:945",
+            "_process_then_actions applies `result` only in an action of its own",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/core/dsl/v2/engine.py:1722",
+            "a failed step skips its structural `next`",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/worker/v2_worker_nats.py:1432",
+            "a case rule that handled the error ends the step CASE_HANDLED, so its `next` runs",
+        ),
+        "loop_string_items": Source(
+            "noetl/core/dsl/v2/engine.py:1198", "`list(collection)`: a string's characters"
+        ),
+        "loop_scalar_items": Source(
+            "noetl/core/dsl/v2/engine.py:1198", "a non-iterable is wrapped as one item"
+        ),
+        "loop_results_capped": Source(
+            "noetl/core/dsl/v2/engine.py:337",
+            "get_loop_aggregation returns every result",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/core/dsl/v2/engine.py:348", "the aggregation is `{results, stats}`"
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools/postgres/execution.py:151", '`results[f"command_{i}"]` per statement'
+        ),
+        "python_function_body": Source(
+            "noetl/tools/python/executor.py:640",
+            "the python tool runs the code as a module; failures are `{status: error, ...}`",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/worker/v2_worker_nats.py:1347",
+            "a tool response with `status: error` is a tool error",
+        ),
+        "task_set_after_call": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
+    },
+)
+
+CANONICAL = EngineProfile(
+    name="canonical",
+    title="canonical",
+    commits={"noetl/noetl": "138c10ed7706c3a3644807e9f48e06796295f3bd"},
+    result_fallbacks=_CANONICAL_FALLBACKS,
+    request_ctx_flat=True,
+    entry_args_from_request=True,
+    step_results_in_variables=True,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=True,
+    args_as_bare_names=False,
+    collect_into_vars=False,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=True,
+    routed_failure_takes_next=False,
+    loop_string_items="one item",
+    loop_scalar_items="one item",
+    loop_results_capped=True,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=False,
+    python_error_status_fails=True,
+    pipeline_retry_backoff="none",
+    task_set_after_call=False,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/core/dsl/v2/engine.py:400",
+            "a result's `context` is also its `data`; `data` falls back to the result",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/core/dsl/v2/engine.py:622", "Merge execution request ctx into variables"
+        ),
+        "entry_args_from_request": Source(
+            "noetl/core/dsl/v2/engine.py:6468",
+            "_issue_loop_commands(state, start_step, payload): the request is the entry args",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:659", "mark_step_completed: variables[step] = result"
+        ),
+        "vars_namespace": Source(
+            "noetl/core/dsl/v2/engine.py:619", "'vars' is removed in strict v10: use ctx"
+        ),
+        "vars_flattened": Source(
+            "noetl/core/dsl/v2/engine.py:5773", "step.vars is removed in strict v10"
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/core/dsl/v2/engine.py:4120",
+            "state.variables[iterator] = item; variables['loop_index'] = index",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/core/dsl/v2/engine.py:3447",
+            "_create_command_for_step hands arc args to the command as `args`",
+        ),
+        "collect_into_vars": Source(
+            "noetl/core/dsl/v2/engine.py:619",
+            "no `vars` in v10: collected pages land in ctx",
+        ),
+        "case_result_own_action": Source(
+            "noetl/core/dsl/v2/models.py:717",
+            "a v10 Step has no `case`; noetlc reads a rule's `result.from` as a template",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/core/dsl/v2/engine.py:5153",
+            "next arcs are evaluated on call.done and call.error alike",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/core/dsl/v2/engine.py:5153",
+            "no case rules: the arcs themselves route a failure",
+        ),
+        "loop_string_items": Source(
+            "noetl/core/dsl/v2/engine.py:1884",
+            "_normalize_loop_collection wraps a string as one item (never split or parsed)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/core/dsl/v2/engine.py:1896", "any other value is one item"
+        ),
+        "loop_results_capped": Source(
+            "noetl/core/dsl/v2/engine.py:45",
+            "NOETL_LOOP_RESULT_MAX_ITEMS (128) bounds the results kept",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/core/dsl/v2/engine.py:734", "loop state counts `omitted_results_count`"
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools/postgres/response.py:76",
+            "the last statement's result with `statement_count`",
+        ),
+        "python_function_body": Source(
+            "noetl/worker/v2_worker_nats.py:2415",
+            "execute_python_task_async runs the code as a module",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/worker/v2_worker_nats.py:2417",
+            "a python result with `status: error` is returned as the error response",
+        ),
+        "task_set_after_call": Source(
+            "noetl/worker/task_sequence_executor.py:952",
+            "a task's writes are its policy rule's `then.set` only",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/worker/task_sequence_executor.py:959",
+            '`backoff` defaults to "none": _calculate_delay waits 0 s',
+        ),
+    },
+)
+
+NOETL5 = EngineProfile(
+    name="noetl5",
+    title="NoETL 5",
+    commits={
+        "noetl/server": "d9ec700c116d4dddfdb581a344d44a86bd99324a",
+        "noetl/worker": "f6fae7ef2ddb3793ce1ec2d4e7af0966e07f4932",
+        "noetl/tools": "ded945468e67cf72e5547a039145f14a6866343b",
+    },
+    result_fallbacks=_CANONICAL_FALLBACKS,
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    step_results_in_variables=False,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=False,
+    args_as_bare_names=False,
+    collect_into_vars=False,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=True,
+    routed_failure_takes_next=False,
+    loop_string_items="one item",
+    loop_scalar_items="one item",
+    loop_results_capped=True,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=True,
+    python_error_status_fails=False,
+    pipeline_retry_backoff="none",
+    task_set_after_call=True,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1129",
+            "build_context exposes a step's user data with a synthetic `data` of itself",
+            differs="noetlc also answers `context` (138c10ed's alias)",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/server:src/handlers/execute.rs:1377",
+            "the request payload's keys override the workload's one by one",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/server:src/handlers/execute.rs:1377",
+            "the request payload goes into the start command's context, not its args",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1107",
+            "step results are top-level names and `steps.<name>`, not ctx variables",
+        ),
+        "vars_namespace": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1066",
+            "build_context has no `vars` namespace (the CLI's local profile has step `vars`)",
+        ),
+        "vars_flattened": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1151",
+            "only durable `set: ctx.*` writes overlay the context",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/server:orchestrate-core/src/input_binding.rs:86",
+            "a step's `input`/`args` feed its context as declared inputs, not arc bindings",
+        ),
+        "collect_into_vars": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1189",
+            "set mutations write ctx (apply_set_mutations)",
+        ),
+        "case_result_own_action": Source(
+            "noetl/worker:src/executor/case_evaluator.rs:109",
+            "case rules are evaluated against the context and the tool result; no "
+            "`then.result` action list",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "a failed step does not have its next.arcs evaluated; the run ends failed",
+            differs="noetlc evaluates the arcs as 138c10ed does (no live recording of NoETL 5)",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "no case rules on the server: a failed step ends its branch",
+        ),
+        "loop_string_items": Source(
+            "noetl/server:orchestrate-core/src/evaluator.rs:346",
+            "a JSON array text is parsed, any other string split on commas and newlines",
+            differs="noetlc iterates the string as one item (138c10ed)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/server:orchestrate-core/src/evaluator.rs:358",
+            "a number n iterates 0..n; null and booleans fail the step",
+            differs="noetlc iterates the value as one item (138c10ed)",
+        ),
+        "loop_results_capped": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results",
+            differs="noetlc keeps 138c10ed's cap",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results",
+            differs="noetlc keeps 138c10ed's `omitted_results_count`",
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools:src/tools/postgres.rs:331",
+            "the last statement's rows are the result",
+        ),
+        "python_function_body": Source(
+            "noetl/tools:src/tools/python.rs:111",
+            "code with a top-level return runs as `def __noetl_step__(args, input_data, **kw)`",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/tools:src/tools/python.rs:745",
+            "success is the process's exit code alone: a returned `status: error` is data",
+        ),
+        "task_set_after_call": Source(
+            "noetl/tools:src/tools/task_sequence.rs:301",
+            "a task's own `set` is read beside its call and rendered with its output",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/tools:src/tools/task_sequence.rs:767",
+            '`backoff` defaults to "none" (calc_retry_delay: 0 s)',
+        ),
+    },
+)
+
+PROFILES: Mapping[str, EngineProfile] = MappingProxyType(
+    {profile.name: profile for profile in (V1, CASE_V2, CANONICAL, NOETL5)}
+)
+
+
+def profile_of(dialect: str | None, generation: str | None = None) -> EngineProfile:
+    """The profile of a playbook read as ``dialect`` (and ``generation``): what the compiler
+    asks where its output depends on the engine, as the runtime asks :func:`profile_for`."""
+    return profile_for({"dialect": dialect, "generation": generation})
+
+
+def profile_for(payload: Mapping[str, Any]) -> EngineProfile:
+    """The engine whose semantics a step payload follows: its ``generation`` when it names a
+    profile (NoETL 5), else its ``dialect``; canonical when the payload names neither (the
+    contract's default). An unknown name is the payload validator's to report."""
+    for key in ("generation", "dialect"):
+        profile = PROFILES.get(payload.get(key) or "")
+        if profile is not None:
+            return profile
+    return CANONICAL
