@@ -137,7 +137,7 @@ def test_docs_page_tables_are_the_tables_data():
 def test_noetl5_postgres_connecting_with_its_own_keys_needs_no_auth(tmp_path, key):
     body = (
         "workload: {dsn: ''}\nworkflow:\n  - step: start\n    tool:\n      kind: postgres\n"
-        f'      {key}: "{{{{ workload.dsn }}}}"\n      query: SELECT 1\n'
+        f"      {key}: \"{{{{ workload.dsn }}}}\"\n      query: SELECT 1\n"
     )
     head = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\n"
     noetl5 = _diagnostics(tmp_path, head + "executor: {profile: local}\n" + body)
