@@ -266,11 +266,20 @@ def _withheld(result: FileResult, ir: IR) -> list[Diagnostic]:
     return out
 
 
+def _written_forms(secret: str) -> set[str]:
+    """``secret`` as the DAG text may spell it: as is, or inside a Python string literal of
+    either quote (`ab'cd` in a single-quoted literal is `ab\\'cd`; repr picks one quote only)."""
+    backslashed = secret.replace("\\", "\\\\")
+    single, double = backslashed.replace("'", "\\'"), backslashed.replace('"', '\\"')
+    forms = {secret, repr(secret)[1:-1], single, double, single.replace('"', '\\"')}
+    return forms
+
+
 def _written_secret(result: FileResult, text: str) -> Diagnostic | None:
     """An X601 finding whose secret the DAG text would hold (as written or as a literal)."""
     for d in result.diagnostics:
         secret = d.secret if d.code == "X601" and d.secret and d.secret.strip() else None
-        if secret and (secret in text or repr(secret)[1:-1] in text):
+        if secret and any(form in text for form in _written_forms(secret)):
             return Diagnostic(
                 "X601",
                 Severity.ERROR,

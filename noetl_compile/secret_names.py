@@ -1,11 +1,12 @@
 """Which key names hold a secret: X601's rules and Airflow's sensitive names.
 
-A standard-library leaf shared by the compiler and the runtime, so a key is a secret by one
+A leaf (standard library and ``lookalike``, itself a leaf) shared by the compiler and the runtime, so a key is a secret by one
 rule wherever it is asked: X601 (``check/security.py``) refuses a literal under it, compile
 masks its Param (``lower/credentials.py``), and the runtime's redaction (``airflow_plugin/
 hooks/redact.py``) masks its value in events, ``noetlc status`` and the NoETL view.
 
-* ``is_secret_key``: X601's rule, by words (`db_password`, `X-Api-Key`, `PGPASSWORD`; not
+* ``is_secret_key``: X601's rule, by words of the key as it reads (``lookalike.skeleton``: NFKC
+  and Unicode's confusables, so `pаssword` with a Cyrillic `а` is `password`) (`db_password`, `X-Api-Key`, `PGPASSWORD`; not
   `password_file`, `token_url`, `max_tokens`, `token_length`);
 * ``airflow_hides``: Airflow's secrets masker (``should_hide_value_for_key``) with its default
   names, a substring rule (any key holding `token`); Airflow masks only the *strings* under
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import re
+
+from .lookalike import skeleton
 
 __all__ = ["AIRFLOW_SENSITIVE_FIELDS", "airflow_hides", "is_secret_key"]
 
@@ -58,6 +61,9 @@ _PHRASES = (
     ("auth", "key"),
     ("totp", "seed"),
     ("otp", "seed"),
+    ("pin",),
+    ("pincode",),
+    ("pin", "code"),
     # Plurals: a list of them. Not `tokens` alone (`max_tokens` counts, it holds none).
     ("passwords",),
     ("passwds",),
@@ -122,6 +128,8 @@ def is_secret_key(key: object) -> bool:
     `Ocp-Apim-Subscription-Key` ...; `password_file`, `token_url`, `max_tokens` are not."""
     if not isinstance(key, str) or len(key) > 200:
         return False
+    if not key.isascii():  # `pаssword` (Cyrillic а), `ｐａｓｓｗｏｒｄ`: the key it imitates
+        key = skeleton(key)
     words = [w.lower() for w in _WORDS.findall(key)]
     if len(words) > 1 and words[-2:] == ["b", "64"]:  # `KeyB64`: base64, a neutral suffix
         words[-2:] = ["b64"]

@@ -275,3 +275,72 @@ def test_new_classes_leave_ordinary_text_alone(tmp_path):
         )
         == []
     )
+
+
+# -- issue 35: disguises -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "p\u0430ssword",
+        "t\u03bfken",
+        "\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44",
+        "pässword",
+        "pin",
+        "card_pin",
+        "PIN_CODE",
+    ],
+)
+def test_look_alike_and_pin_keys_name_credentials(key):
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize(
+    "key", ["spin", "pin_memory", "pinned", "ping", "descripción", "密码_count"]
+)
+def test_keys_near_those_are_not_credentials(key):
+    assert not is_secret_key(key)
+
+
+def test_mixed_script_keys_are_X603_at_the_key(tmp_path):
+    path = tmp_path / "playbook.yaml"
+    body = "workload:\n  p\u0430ssword: x\n  descripción: y\n  名前_id: z\n  region: eu\n"
+    path.write_text(HEADER + body + STEPS)
+    results, _ = check_paths([str(path)])
+    found = [(d.code, d.position.line, d.position.col) for d in results[0].diagnostics]
+    assert ("X603", 5, 3) in found
+    assert [f for f in found if f[0] == "X603"] == [("X603", 5, 3)]  # accents and Han+Latin pass
+    assert any("reads as `password`" in d.message for d in results[0].diagnostics)
+
+
+def test_entropy_flags_random_scalars_but_not_digests_ids_or_encoded_text(tmp_path):
+    aws = "Zk3QpW9xLmN2bV7tRy4uA8sD6fG1hJ0kL5zX2cV9"
+    found = x601(
+        tmp_path,
+        f"""\
+    workload:
+      value: {aws}
+      sha256: {aws}
+      requestId: {aws}
+      command_b64: U0VMRUNUIGlkLCBtZXNzYWdlIEZST00gcHVibGljLmRlbW8gTElNSVQgNTs=
+      name: customerOrdersSummary2024
+      uuid: 3f1c2b9e-8d7a-4c6b-9e5f-1a2b3c4d5e6f
+    """,
+    )
+    assert [(line, col) for line, col, _ in found] == [(5, 10)]
+    assert "high-entropy" in found[0][2]
+
+
+def test_constant_templates_do_not_hide_a_literal(tmp_path):
+    found = x601(
+        tmp_path,
+        """\
+    workload:
+      password: "s3cr3t-V4l{{ '' }}"
+      api_key: "{{ '' }}Zq8d7F6g5H4"
+      token: "{{ env.TOKEN }}"
+      secret: "{{ '' }}{{ env.SECRET }}"
+    """,
+    )
+    assert [(line, col) for line, col, _ in found] == [(5, 14), (6, 21)]

@@ -33,6 +33,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 COMPILER_LEAVES = {
     "noetl_compile.dag_ids",
     "noetl_compile.secret_names",
+    "noetl_compile.lookalike",  # read by secret_names: NFKC and Unicode's confusables
     "noetl_compile.engine_behaviours",
     "noetl_compile.engine_profiles",
     "noetl_compile.python_surface",

@@ -9,11 +9,13 @@ nested unbounded repeats), so a long code block costs one pass per pattern.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
 from ..secret_names import is_secret_key
+from .tokens import SHAPE_HINTS, SHAPE_LITERALS, TOKEN_SHAPES, random_token, token_user
 
 # Credential key names (`is_secret_key`) live in a leaf the runtime's redaction shares.
 
@@ -52,6 +54,7 @@ def is_reference(value: str) -> bool:
     return bool(_NAMED_REFERENCE.match(text)) and any(hint in text for hint in _NAME_HINTS)
 
 
+@functools.lru_cache(maxsize=4096)  # a long text repeats its candidates: judge each once
 def _literal(secret: str) -> bool:
     return (
         bool(secret.strip())
@@ -76,11 +79,53 @@ _TEMPLATE_LITERAL = re.compile(
 )
 
 
+# Templates whose output is a constant: `{{ '' }}`, `{{ "x" }}`, `{{ 42 }}`, `{# a comment #}`.
+# `"s3cr3t{{ '' }}"` renders to its literal text: it is judged as that literal.
+_CONSTANT_TEMPLATE = re.compile(
+    r"""\{\{-?+[ \t]{0,8}+(?:'(?P<s>[^'\n{}]{0,256}+)'|"(?P<d>[^"\n{}]{0,256}+)"|(?P<n>\d{1,32}+))"""
+    r"""[ \t]{0,8}+-?+\}\}|\{#[^#\n]{0,256}+#\}"""
+)
+
+
+def literal_text(value: str) -> str | None:
+    """What ``value`` renders to when every template in it is a constant, else None."""
+    if not _TEMPLATE.search(value):
+        return value
+    rendered = _CONSTANT_TEMPLATE.sub(
+        lambda m: m.group("s") or m.group("d") or m.group("n") or "", value
+    )
+    return None if _TEMPLATE.search(rendered) else rendered
+
+
+def _constant_parts(value: str) -> Finding | None:
+    """The first literal stretch of a value that is literal text plus constant templates (the
+    text the DAG file would hold as written), or None when a template depends on anything."""
+    rendered = literal_text(value)
+    if rendered is None or not rendered.strip() or is_reference(rendered.strip()):
+        return None
+    start = 0
+    for m in _CONSTANT_TEMPLATE.finditer(value):
+        if value[start : m.start()].strip():
+            break
+        start = m.end()
+    end = _CONSTANT_TEMPLATE.search(value, start)
+    stretch = value[start : end.start() if end else len(value)]
+    if not stretch.strip():  # only the templates hold text (`{{ 'x' }}`): the default rule
+        return None
+    lead = len(stretch) - len(stretch.lstrip())
+    return Finding(
+        start + lead, len(stretch.strip()), "a literal secret (its templates add constants)"
+    )
+
+
 def keyed_secret(value: str) -> Finding | None:
     """The secret in the literal value of a credential-named key, or None for a reference."""
     if not value.strip():
         return None
     if _TEMPLATE.search(value):
+        constant = _constant_parts(value)
+        if constant is not None:
+            return constant
         for match in _TEMPLATE_LITERAL.finditer(value):
             secret = match.group("secret")
             if _literal(secret):
@@ -101,10 +146,16 @@ def keyed_secret(value: str) -> Finding | None:
 # Secrets inside longer text. Bounded repeats keep every scan linear on long code blocks.
 # The password may hold slashes (`u:ab/cd@h`, unencoded) or be quoted (`u:'p w'@h`); a slash
 # right after a port (`https://h:8080/a@b`) is a path, not a password.
+# A password may hold any character: a quote inside (`u:ab'cd@h`), an `@` or a space when quoted.
 _URL_CREDENTIALS = re.compile(
     r"\b[a-z][a-z0-9+.-]{0,30}+://[^\s:/@'\"]{0,256}+:"
-    r"(?:(?P<q>['\"])(?P<quoted>[^'\"\n@]{1,256}+)(?P=q)|(?P<secret>[^\s@'\"]{1,256}+))@",
+    r"(?:'(?P<quoted>[^'\n]{1,256}+)'|\"(?P<dquoted>[^\"\n]{1,256}+)\"|(?P<secret>[^\s@'\"][^\s@]{0,255}+))@",
     re.IGNORECASE,
+)
+# `https://TOKEN@host/`: userinfo that is a user alone, reported when it reads as a token
+# (``_token_user``), not as a login name (`postgres://etl@db`).
+_URL_USER = re.compile(
+    r"\b[a-z][a-z0-9+.-]{0,30}+://(?P<secret>[^\s:/@'\"?#]{12,256}+)@", re.IGNORECASE
 )
 _PORT_PATH = re.compile(r"\d{1,5}+/")
 # `?api_key=x&`, `;Password=x;` (JDBC, ODBC, ADO.NET, Azure connection strings).
@@ -212,47 +263,25 @@ _HEADER_LINE = re.compile(
     r"\b(?:Authorization|Proxy-Authorization)\s*+:\s*+(?:Bearer|Basic|Token)\s++(?P<secret>[\w.~+/=-]{4,512}+)",
     re.IGNORECASE,
 )
-_TOKEN_SHAPES = (
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    (
-        "a GitHub token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
-    ),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,64}")),
-    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----")),
-    ("a Slack token", re.compile(r"\bxox[bpars]-[A-Za-z0-9-]{10,255}")),
-    ("a JSON web token", re.compile(r"\beyJ[\w-]{8,4096}\.eyJ[\w-]{8,8192}\.[\w-]{8,1024}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("a Stripe secret key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}")),
-    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}")),
-    ("a SendGrid API key", re.compile(r"\bSG\.[\w-]{16,32}\.[\w-]{16,64}")),
-    ("a Twilio API key", re.compile(r"\bSK[0-9a-f]{32}\b")),
-    ("an npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,64}\b")),
-    ("a PyPI token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,255}")),
-    ("a Square secret", re.compile(r"\bsq0(?:csp|atp)-[0-9A-Za-z_-]{22,64}")),
-    ("an Azure storage key", re.compile(r"\bAccountKey=[A-Za-z0-9+/=]{40,128}")),
-    (
-        "a Slack webhook URL",
-        re.compile(
-            r"hooks\.slack\.com/services/T[A-Z0-9]{6,16}/B[A-Z0-9]{6,16}/[A-Za-z0-9]{16,64}"
-        ),
-    ),
-    (
-        "a Discord webhook URL",
-        re.compile(r"discord(?:app)?\.com/api/webhooks/\d{5,32}/[\w-]{32,128}"),
-    ),
-)
-# Each shape's pattern starts with one of these. No `\b` here: an alternation whose branches all
-# start with a literal lets the regex engine skip to candidate characters (twice as fast), and a
-# wider prefilter only means the shapes themselves are searched more often.
-_SHAPE_HINTS = re.compile(
-    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|PRIVATE KEY|xox|eyJ|AIza|[sr]k_(?:live|test)_"
-    r"|sk-|SG\.|SK[0-9a-f]|npm_|hf_|pypi-|sq0|AccountKey|hooks\.slack|discord"
-)
 # Every credential key name holds one of these (lowercased): strings without any cannot hold a
 # `name=secret` or `name: "secret"` pair, so the name-based scans are skipped (most code and SQL).
 _KEY_HINTS = re.compile(r"pass|pw|secret|token|key|cred|auth|cookie")
+
+
+@functools.lru_cache(maxsize=8192)  # strings recur across steps and files
+def token_like(value: str) -> tuple[Finding, ...]:
+    """A whole scalar that reads as a random token (``tokens.random_token``), unless it names one."""
+    if not 20 <= len(value) <= 160:  # most scalars: a length test, nothing else
+        return ()
+    text = value.strip()
+    if not random_token(text) or is_reference(text):
+        return ()
+    start = value.index(text[0])
+    return (
+        Finding(
+            start, len(text), "a high-entropy string (a token or key) is written into the playbook"
+        ),
+    )
 
 
 def _after_command(value: str, option: int, command: str, words: list, ends: list[int]) -> bool:
@@ -273,7 +302,7 @@ def text_secrets(value: str) -> Iterator[Finding]:
     lowered = value.lower()
     named_key = _KEY_HINTS.search(lowered) is not None  # also true for `password`, `authorization`
     signed = "sig=" in lowered or "signature=" in lowered
-    shaped = _SHAPE_HINTS.search(value) is not None
+    shaped = SHAPE_HINTS.search(value) is not None
     commands = any(word in lowered for word in ("curl", "mysql", "sshpass"))
     schemed = "bearer" in lowered or "basic" in lowered
     pgpass = value.count(":") >= 4
@@ -314,8 +343,13 @@ def text_secrets(value: str) -> Iterator[Finding]:
                 yield from add(m.start("secret"), len(m.group("secret")), what.format(name=name))
 
     if "://" in value and "@" in value:
+        for m in _URL_USER.finditer(value):
+            if token_user(m.group("secret")) and _literal(m.group("secret")):
+                yield from add(
+                    m.start("secret"), len(m.group("secret")), "a URL's user is a literal token"
+                )
         for m in _URL_CREDENTIALS.finditer(value):
-            group = "quoted" if m.group("quoted") is not None else "secret"
+            group = next(g for g in ("quoted", "dquoted", "secret") if m.group(g) is not None)
             secret = m.group(group)
             if group == "secret" and _PORT_PATH.match(secret):
                 continue
@@ -413,6 +447,8 @@ def text_secrets(value: str) -> Iterator[Finding]:
     if "authorization" in lowered:
         yield from literal(_HEADER_LINE, "an Authorization header holds a literal secret")
     if shaped:
-        for what, pattern in _TOKEN_SHAPES:
+        for what, pattern in TOKEN_SHAPES:
+            if not any(literal in value for literal in SHAPE_LITERALS[what]):
+                continue
             for m in pattern.finditer(value):
                 yield from add(m.start(), len(m.group()), f"{what} is written into the playbook")

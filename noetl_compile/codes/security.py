@@ -26,4 +26,13 @@ RULES = (
         "trigger form, and the run request supplies the value. Templates are kept.",
         'before:  api_key: MY_VENDOR_KEY\nafter:   api_key: "{{ env.MY_VENDOR_KEY }}"   # or pass it with --conf',
     ),
+    rule(
+        "X603",
+        W,
+        "key mixes scripts",
+        "A key whose letters come from several scripts (a Cyrillic `а` in `pаssword`) reads "
+        "as another key; X601 judges it as the key it imitates (NFKC and Unicode's "
+        "confusable skeleton), and this warning names the look-alike.",
+        'before:  pаssword: x   # Cyrillic а\nafter:   password: "{{ env.DB_PASSWORD }}"',
+    ),
 )

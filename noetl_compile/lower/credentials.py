@@ -9,7 +9,7 @@ the detector said:
   `API_KEY`, `secretToken`...) never carries a literal into the DAG file. Its literal parts are
   left out (None) and compile says so (X602, with the key's position); templates stay, since
   they are resolved at run time (`{{ env.PG_PASSWORD }}`, `{{ secret... }}`), and so do empty
-  values. The run request (`noetlc run --conf`, the trigger form) supplies the value.
+  values; a literal beside templates that render constants (`"s3cr3t{{ '' }}"`) is a literal. The run request (`noetlc run --conf`, the trigger form) supplies the value.
 * a Param whose key Airflow itself treats as sensitive (its secrets masker's
   ``should_hide_value_for_key``: the words of ``[core] sensitive_var_conn_names``' defaults
   below) or that names a credential is emitted with ``format="password"``, the JSON-schema
@@ -23,16 +23,15 @@ and tests/test_credential_params.py checks them, and the rule, against the insta
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from ..check.secrets import literal_text
 from ..secret_names import airflow_hides, is_secret_key
 
 # Under a credential key, these entries of a mapping are the credential (`password: {default: x}`,
 # a Param declared in the workload); the same list as check/security.py's walk.
 _VALUE_KEYS = frozenset({"value", "default", "literal", "plain", "raw", "data", "current"})
-_TEMPLATE = re.compile(r"\{\{|\{%")
 
 
 def masked_in_form(key: str) -> bool:
@@ -74,7 +73,9 @@ def _maskable(value: Any) -> bool:
 def _has_literal(value: Any, *, credential: bool) -> bool:
     """Does ``value`` (under a credential key when ``credential``) hold literal credential text?"""
     if isinstance(value, str):
-        return credential and bool(value.strip()) and not _TEMPLATE.search(value)
+        # `"s3cr3t{{ '' }}"` is the literal `s3cr3t`: templates that render constants hide none.
+        rendered = literal_text(value) if credential else None
+        return rendered is not None and bool(rendered.strip())
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, (int, float)):
