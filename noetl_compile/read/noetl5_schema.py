@@ -21,6 +21,9 @@ from .playbook import METADATA_KEYS, PlaybookReader
 METADATA_KEYS_5 = METADATA_KEYS | {"exposes_as_mcp", "namespace", "annotations", "catalog"}
 # The local dialect's step keys beyond the schema's (the CLI's `Step` struct).
 LOCAL_STEP_KEYS = {"vars", "when", "case"}
+# What NoETL 5's server reads on a step beyond the canonical keys (orchestrate-core/src/
+# playbook.rs Step, noetl/server@d9ec700c): the `when` guard and the `args` sent to the worker.
+SERVER_STEP_KEYS = {"when", "args"}
 # A local `case` block (the CLI's `CaseCondition`): a `when` (or a Rhai condition) and `then`.
 LOCAL_CASE_KEYS = ("when", "rhai", "when_rhai", "then", "else")
 STEP_SPEC_KEYS = ("policy", "timeout")
