@@ -136,7 +136,7 @@ def read_document(
         )
     if dialect is None:
         dialect, mark = detect(root)
-        if mark is not None:
+        if mark is not None and mark.construct:
             _say_why(mark, sink)
     reader = READERS[dialect](document, sink)
     return reader.read(root)

@@ -2,14 +2,16 @@
 
 The generations share apiVersion and shape, so a canonical-shaped file is read as NoETL 5 when it
 holds something the April 2026 engine (138c10ed) did not read, and as that engine otherwise (the
-corpus keeps its meaning). The first mark found decides, and ``read_document`` says so (S118, at
-the construct) unless `--dialect` forced the reading. Each construct, and where NoETL 5 reads it
+corpus keeps its meaning). The first mark found decides (an explicit marker first); where a
+construct decided, ``read_document`` says so (S118, at the construct) unless `--dialect` forced
+the reading. Each construct, and where NoETL 5 reads it
 (noetl/server@d9ec700c unless named):
 
 - a key only NoETL 5's tool of its kind reads (``tool_catalogue.NOETL5_ONLY_FIELDS``, from
   ``noetl5_tools.py``: postgres `params`, http `timeout_seconds`, playbook `return_result`...);
-- python `code` that returns at its top level: NoETL 5's worker wraps the code in a function
-  (the April engine compiled it as a module, where `return` is a syntax error);
+- python `code` that returns at its top level, by NoETL 5's own rule (an unindented `return`
+  before any unindented def/class, ``python_surface.has_top_level_return``): NoETL 5's worker
+  then runs the code as a function body, the April engine as a module (a syntax error there);
 - a step-level `when` (`orchestrate-core/src/playbook.rs` Step.when, evaluated by
   ``evaluate_step_when``) and step-level `args` (Step.args, sent to the worker with the command);
 - a pipeline task in the label form `- fetch: {kind: http, ...}` (playbook.rs, the nested shape
@@ -18,9 +20,9 @@ the construct) unless `--dialect` forced the reading. Each construct, and where 
 
 from __future__ import annotations
 
-import ast
 from typing import Any, NamedTuple
 
+from ..python_surface import has_top_level_return
 from ..tool_catalogue import NOETL5_ONLY_FIELDS
 from .base import NOETL5_KINDS
 from .noetl5_schema import SCOPED_PREFIXES
@@ -30,13 +32,20 @@ class Mark(NamedTuple):
     reason: str  # what was found, as a sentence fragment
     container: Any  # the mapping holding it (its position is the diagnostic's)
     key: Any  # the key in ``container`` (None: the container itself)
+    # A marker the file declares (a NoETL 5 kind, `executor.profile: local`...) goes unremarked;
+    # a construct is said (S118), since the reading it decides can surprise.
+    construct: bool = False
 
 
 def noetl5_mark(root: Any) -> Mark | None:
     """The first NoETL 5 marker of a document, else the first construct only NoETL 5 reads."""
     if not isinstance(root, dict):
         return None
-    return _explicit(root) or _construct(root)
+    explicit = _explicit(root)
+    if explicit:
+        return explicit
+    found = _construct(root)
+    return found._replace(construct=True) if found else None
 
 
 def _steps(root: dict) -> list[dict]:
@@ -116,11 +125,13 @@ def _construct(root: dict) -> Mark | None:
                 )
     for tool in _tools(root):
         kind = tool.get("kind")
+        if not isinstance(kind, str):
+            continue  # a kind of another shape is the reader's S102
         for key in tool:
-            if key in NOETL5_ONLY_FIELDS.get(kind, ()):  # type: ignore[arg-type]
-                return Mark(f"`{key}`, which only NoETL 5's {kind} tool reads", tool, key)
+            if key in NOETL5_ONLY_FIELDS.get(kind, ()):
+                return Mark(f"`{key}` in a {kind} tool", tool, key)
         code = tool.get("code") if kind == "python" else None
-        if isinstance(code, str) and returns_at_top_level(code):
+        if isinstance(code, str) and has_top_level_return(code):
             return Mark(
                 "python `code` that returns at its top level (NoETL 5 runs it as a function body)",
                 tool,
@@ -129,25 +140,4 @@ def _construct(root: dict) -> Mark | None:
     return None
 
 
-def returns_at_top_level(code: str) -> bool:
-    """Whether ``code`` holds a `return` outside any function (in its own statements or their
-    blocks): the April engine's python tool refuses it, NoETL 5's wraps the code in a function."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    pending: list[ast.AST] = list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Return):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        pending += [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
-        for field in ("handlers", "cases"):  # a `try`'s handlers and a `match`'s cases
-            for block in getattr(node, field, ()):
-                pending += list(getattr(block, "body", ()))
-    return False
-
-
-__all__ = ["Mark", "label_form", "noetl5_mark", "returns_at_top_level"]
+__all__ = ["Mark", "label_form", "noetl5_mark"]
