@@ -153,7 +153,7 @@ NOT_EXECUTED: dict[str, str] = {
     "`tool.output`): read the step result by the step's name, as NoETL 5 does",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect guard of a cursor loop step is not lowered (the cursor's head "
+    "Step.when": "a step guard of a cursor loop step is not lowered (the cursor's head "
     "would have to skip its slots); NoETL 5's CLI reads it but runs no loop (its loop config is "
     "unused): guard the arc that leads to the loop step instead",
 }
