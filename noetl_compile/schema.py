@@ -18,6 +18,7 @@ What the schema says is what the engine accepts:
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -494,13 +495,18 @@ def _noetl5_step(*, local: bool) -> dict:
             },
         ]
     }
+    # Both runtimes route a `next` list (the server also a router naming no mode) by it.
+    spec["next_mode"] = _enum(ROUTER_MODES, "how a `next` list routes", template=False)
     if not local:  # the server's Step reads a `when` guard and `args` (r.SERVER_STEP_KEYS)
         properties.update({"when": WHEN, "args": OBJECT})
         assert {"when", "args"} == r.SERVER_STEP_KEYS
+        # A `next` list target `{step, when, args}` (NextSpec::Targets) passes its `args` on.
+        listed = copy.deepcopy(properties["next"]["anyOf"][1])
+        listed["items"]["anyOf"][1]["properties"]["args"] = OBJECT
+        properties["next"]["anyOf"][1] = listed
     if local:
         for key in r.LOCAL_STEP_KEYS:
             properties[key] = {"vars": OBJECT, "when": WHEN, "case": _local_cases(r)}[key]
-        spec["next_mode"] = _enum(ROUTER_MODES, "how a `next` list routes", template=False)
         entry = _object(
             {
                 "step": NAME,

@@ -720,6 +720,20 @@ CONSTRUCTS = {
         (7, 9),
         "S102",
     ),
+    "next_mode": (
+        "  - step: start\n    spec: {next_mode: inclusive}\n    tool: {kind: noop}\n"
+        "    next: [{step: end}]\n  - step: end\n    tool: {kind: noop}\n",
+        (6, 12),
+        "S114",
+    ),
+    # Alone, a `next` list target's `args` is case-v2's form (read so); beside a canonical mark
+    # (a scoped `set`) it is NoETL 5's NextSpec::Targets.
+    "next target args": (
+        "  - step: start\n    tool: {kind: noop}\n    set: {ctx.x: 1}\n"
+        "    next: [{step: end, args: {n: 1}}]\n  - step: end\n    tool: {kind: noop}\n",
+        (8, 24),
+        "S114",
+    ),
     "tool key": (
         "  - step: start\n    tool: {kind: postgres, host: db.internal, command: select 1}\n"
         "    next:\n      arcs:\n" + _END,
@@ -781,3 +795,26 @@ def test_server_forms_run_on_airflow(tmp_path_factory) -> None:
     assert steps["piped"]["result"]["results"]["double"] == {"x": 42}
     assert steps["unguarded"]["result"] == {"ran": True}
     assert report["ctx"]["letter"] == "Dear {{ customer | }},"
+
+
+def test_a_next_list_routes_by_next_mode_and_passes_target_args_on_airflow(tmp_path_factory):
+    """NoETL 5's server routes a `next` list of `{step, when, args}` targets by the step's
+    `spec.next_mode` (evaluator.rs evaluate_next_transitions): `inclusive` starts every matching
+    target, and a target's `args` reach the step it starts."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    (checked,), _ = check_paths([str(SERVER_FORMS / "next_mode_run.yaml")])
+    assert [(d.code, d.position.line) for d in checked.diagnostics] == [("S118", 14)]
+    assert checked.playbook.step("start").router.mode == "inclusive"
+    home = tmp_path_factory.mktemp("noetl5-next-mode-home")
+    result = noetlc_run(home, SERVER_FORMS / "next_mode_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "success",
+        "left": "success",
+        "right": "success",
+        "never": "skipped",
+    }
+    assert steps["left"]["result"] == {"side": "L"}

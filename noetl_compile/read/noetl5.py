@@ -239,6 +239,13 @@ class Noetl5Reader(CanonicalReader):
                 )
             elif args is not None:
                 step.input = args
+        spec, nxt = item.get("spec"), item.get("next")
+        mode = spec.get("next_mode") if isinstance(spec, YMap) else None
+        own = nxt.get("spec") if isinstance(nxt, YMap) else None
+        routed_by_own_mode = isinstance(own, YMap) and "mode" in own
+        if not local and mode in ("exclusive", "inclusive") and isinstance(nxt, YMap):
+            # The server's router takes the step's next_mode where it names no mode.
+            step.router.mode = step.router.mode if routed_by_own_mode else mode
         if local:
             if "vars" in item:
                 step.vars = self.mapping(item, "vars", f"`vars` of {label}")
@@ -265,22 +272,10 @@ class Noetl5Reader(CanonicalReader):
         spec = self.mapping(item, "spec", f"`spec` of {label}")
         if spec is None:
             return None
-        local = self.profile == "local"
-        known = STEP_SPEC_KEYS + (("next_mode",) if local else ())
-        if "next_mode" in spec and not local:
-            # Only the local runtime routes a `next` list by it; the server drops it.
-            advice, severity = CanonicalReader.step_spec_foreign["next_mode"]
-            self.report(
-                "S114",
-                self.key_pos(spec, "next_mode"),
-                f"`next_mode` is read only by NoETL's local runtime (`executor.profile: local`) "
-                f"(the spec of {label}): {advice}",
-                severity=severity,
-            )
-        self.free_form_keys(
-            spec, known + ("next_mode",), f"the spec of {label}"
-        )  # StepSpec is open
-        if "next_mode" in spec and local:
+        # Both runtimes route by `next_mode`: the CLI a `next` list, the server (evaluator.rs
+        # evaluate_next_transitions) a `next` list and a router without its own `spec.mode`.
+        self.free_form_keys(spec, STEP_SPEC_KEYS + ("next_mode",), f"the spec of {label}")
+        if "next_mode" in spec:  # StepSpec is open
             self.choice(
                 spec, "next_mode", ("exclusive", "inclusive"), f"`spec.next_mode` of {label}"
             )
@@ -395,8 +390,11 @@ class Noetl5Reader(CanonicalReader):
         return arc
 
     def read_next_list(self, item: YMap, value: YList, where: str) -> Router:
-        if self.profile != "local":
+        if self.profile != "local" and any(isinstance(e, YMap) and "then" in e for e in value):
+            # The server's list holds `{step, when, args}` targets only (playbook.rs NextSpec).
             return super().read_next_list(item, value, where)
+        # Both runtimes: `{step, when, args}` targets routed by `spec.next_mode` (the server's
+        # NextSpec::Targets, evaluator.rs evaluate_next_transitions; the CLI's list).
         return read_local_next_list(self, item, value, where)
 
 

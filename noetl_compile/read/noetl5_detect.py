@@ -15,7 +15,10 @@ the reading. Each construct, and where NoETL 5 reads it
 - a step-level `when` (`orchestrate-core/src/playbook.rs` Step.when, evaluated by
   ``evaluate_step_when``) and step-level `args` (Step.args, sent to the worker with the command);
 - a pipeline task in the label form `- fetch: {kind: http, ...}` (playbook.rs, the nested shape
-  of a pipeline item).
+  of a pipeline item);
+- `spec.next_mode` on a step, and `args` on a `next` list target `{step, when, args}` (playbook.rs
+  StepSpec.next_mode and NextSpec::Targets, routed by evaluator.rs evaluate_next_transitions;
+  the April engine rejected the one and dropped the other).
 """
 
 from __future__ import annotations
@@ -114,6 +117,13 @@ def _construct(root: dict) -> Mark | None:
             return Mark(f"a step-level `when` (step {name!r})", step, "when")
         if "args" in step:
             return Mark(f"step-level `args` (step {name!r})", step, "args")
+        spec = step.get("spec")
+        if isinstance(spec, dict) and "next_mode" in spec:
+            return Mark(f"`spec.next_mode` (step {name!r})", spec, "next_mode")
+        nxt = step.get("next")
+        for entry in nxt if isinstance(nxt, list) else ():
+            if isinstance(entry, dict) and "step" in entry and "args" in entry:
+                return Mark(f"`args` on a `next` list target (step {name!r})", entry, "args")
         tool = step.get("tool")
         for index, entry in enumerate(tool if isinstance(tool, list) else ()):
             found = label_form(entry)
