@@ -124,9 +124,10 @@ class Step(Node):
     end_loop_span: Any = None
     loop_result: Any = None  # v1 `result` of an end_loop step
     admit: Any = None
-    guard: Any = (
-        None  # NoETL 5 local `when`: the step runs only when it holds, else its branch ends
-    )
+    guard: Any = None  # NoETL 5 `when`: the step runs only when it holds, else its branch ends
+    # NoETL 5's server reading of a false `guard` (evaluate_step_when): the step is skipped and
+    # its arcs are taken (the local runtime ends the branch instead).
+    guard_walks_on: bool = False
     raw: Any = None  # the step mapping as written
 
     @property
@@ -154,6 +155,9 @@ class Playbook(Node):
     # own interpreter, with its dialect: step `vars`, `next` lists with `when`/`then`).
     generation: str | None = None
     profile: str | None = None
+    # Whether the engine renders workload values as templates: NoETL 5 hands them on as data
+    # (a `{{ }}` there is text), so check does not read them as templates.
+    workload_templates: bool = True
     raw: Any = None
     # `metadata.noetlc.fuse`: step fusion for this playbook (None: as `--fuse` says).
     fuse: bool | None = None

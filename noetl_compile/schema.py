@@ -18,6 +18,7 @@ What the schema says is what the engine accepts:
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -463,8 +464,8 @@ def _local_cases(r: Any) -> dict:
 
 def _noetl5_step(*, local: bool) -> dict:
     """A canonical step as NoETL 5 reads it (``read/noetl5.py``): a step needs only `step` (no
-    tool: a terminal or a router), `next.spec` adds `on_no_match`, a tool may carry `output`;
-    the local runtime (`executor.profile: local`) also reads step `vars` and `when`,
+    tool: a terminal or a router), `next.spec` adds `on_no_match`, a tool may carry `output`, a
+    step `when` and `args`, a pipeline item the label form; the local runtime (`executor.profile: local`) also reads step `vars` and `when`,
     `spec.next_mode` and `next` lists of `{step, when, args, then}` entries."""
     from .read import noetl5_schema as r
 
@@ -482,10 +483,30 @@ def _noetl5_step(*, local: bool) -> dict:
     spec = properties["spec"]["properties"]
     spec["policy"]["properties"].update({key: {} for key in r.STEP_POLICY_KEYS if key != "admit"})
     spec["timeout"] = {}
+    # A pipeline item may be the label form `- fetch: {kind: http, ...}` (one key: the label).
+    properties["tool"]["anyOf"][1]["items"] = {
+        "anyOf": [
+            {"$ref": "#/$defs/tool"},
+            {
+                "type": "object",
+                "minProperties": 1,
+                "maxProperties": 1,
+                "additionalProperties": {"$ref": "#/$defs/tool"},
+            },
+        ]
+    }
+    # Both runtimes route a `next` list (the server also a router naming no mode) by it.
+    spec["next_mode"] = _enum(ROUTER_MODES, "how a `next` list routes", template=False)
+    if not local:  # the server's Step reads a `when` guard and `args` (r.SERVER_STEP_KEYS)
+        properties.update({"when": WHEN, "args": OBJECT})
+        assert {"when", "args"} == r.SERVER_STEP_KEYS
+        # A `next` list target `{step, when, args}` (NextSpec::Targets) passes its `args` on.
+        listed = copy.deepcopy(properties["next"]["anyOf"][1])
+        listed["items"]["anyOf"][1]["properties"]["args"] = OBJECT
+        properties["next"]["anyOf"][1] = listed
     if local:
         for key in r.LOCAL_STEP_KEYS:
             properties[key] = {"vars": OBJECT, "when": WHEN, "case": _local_cases(r)}[key]
-        spec["next_mode"] = _enum(ROUTER_MODES, "how a `next` list routes", template=False)
         entry = _object(
             {
                 "step": NAME,

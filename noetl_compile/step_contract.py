@@ -120,8 +120,9 @@ class StepPayload(ContractPayload, total=False):
     contract does not name yet (documented in docs/lowering.md): step-level ``sink``/``retry``
     blocks (run by runtime.step), ``loop`` (runtime.loop and the loop operators), ``playbook``
     (the resolved child of a step-level nested call), ``generation`` (``noetl5``: the
-    playbook's NoETL 5 semantics), ``guard`` (a NoETL 5 local step `when`: false skips the step
-    and ends its branch)."""
+    playbook's NoETL 5 semantics), ``guard`` (a NoETL 5 step `when`: false skips the step and
+    ends its branch), ``guard_walks_on`` (true: NoETL 5's server reading of a false ``guard``,
+    ``evaluate_step_when``: the step is skipped and its arcs are taken, the walk goes on)."""
 
     sink: dict[str, Any]
     retry: dict[str, Any]
@@ -129,6 +130,7 @@ class StepPayload(ContractPayload, total=False):
     playbook: dict[str, Any]
     generation: str
     guard: Any
+    guard_walks_on: bool
 
 
 class RegionPayload(TypedDict):

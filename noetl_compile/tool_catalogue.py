@@ -22,7 +22,15 @@ from dataclasses import dataclass, replace
 from .noetl5_tools import TOOLS as NOETL5_TOOLS
 from .shell_surface import CONFIG_FIELDS as SHELL_FIELDS
 
-__all__ = ["CATALOGUE", "COMMON_FIELDS", "ToolField", "ToolKind", "fields_of", "kind_of"]
+__all__ = [
+    "CATALOGUE",
+    "COMMON_FIELDS",
+    "NOETL5_ONLY_FIELDS",
+    "ToolField",
+    "ToolKind",
+    "fields_of",
+    "kind_of",
+]
 
 
 @dataclass(frozen=True)
@@ -400,6 +408,14 @@ def _with_noetl5(entry: ToolKind) -> ToolKind:
     return replace(entry, fields=entry.fields + extra) if extra else entry
 
 
+# The keys only NoETL 5's tool of a kind reads (no earlier engine had them): a file holding one
+# is a NoETL 5 file (read/noetl5_detect.py).
+NOETL5_ONLY_FIELDS = {
+    kind: frozenset(k.name for k in NOETL5_TOOLS[kind].keys)
+    - {f.name for f in COMMON_FIELDS + entry.fields}
+    for kind, entry in CATALOGUE.items()
+    if kind in NOETL5_TOOLS and not entry.open
+}
 CATALOGUE = {kind: _with_noetl5(entry) for kind, entry in CATALOGUE.items()}
 
 

@@ -24,6 +24,7 @@ from noetl_compile.read.noetl5 import NOT_EXECUTED, SCHEMA_READ
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "tests" / "noetl5_dsl"
 PLAYBOOKS = FOLDER / "playbooks"
+SERVER_FORMS = FOLDER / "server_forms"
 SCHEMA = json.loads((FOLDER / "schema_paths.json").read_text(encoding="utf-8"))
 
 
@@ -309,8 +310,10 @@ def test_other_document_kinds_are_skipped_with_a_note() -> None:
         assert note.position.line == 3
 
 
-def test_detection_needs_an_explicit_marker() -> None:
-    """The generations share apiVersion and shape: only a NoETL 5 marker makes a file NoETL 5."""
+def test_detection_needs_a_marker_or_a_construct_only_noetl5_reads() -> None:
+    """The generations share apiVersion and shape: only a NoETL 5 marker, or a construct only
+    NoETL 5 reads (below and test_a_construct_only_noetl5_reads_decides_...), makes a file
+    NoETL 5."""
     plain = {"apiVersion": "noetl.io/v2", "workflow": [{"step": "start", "tool": {"kind": "noop"}}]}
     assert detect_dialect(plain) == "canonical"
     assert detect_dialect({**plain, "executor": {"profile": "local"}}) == "noetl5"
@@ -352,7 +355,8 @@ def test_unreachable_step_of_a_local_playbook_names_the_target_step_run() -> Non
 
 
 def test_cli_dialect_noetl5_reads_a_file_without_markers_as_noetl5(tmp_path: Path, capsys) -> None:
-    """A NoETL 5 playbook with no marker: the April reading rejects its `return` (C501);
+    """A NoETL 5 playbook with no marker: its top-level `return` makes it NoETL 5 (S119, info);
+    `--dialect canonical` forces the April reading, which rejects the `return` (C501), and
     `--dialect noetl5` reads it as NoETL 5 runs it."""
     from noetl_compile.cli import main
 
@@ -363,7 +367,9 @@ def test_cli_dialect_noetl5_reads_a_file_without_markers_as_noetl5(tmp_path: Pat
         "        return {'n': len(input_data)}\n",
         encoding="utf-8",
     )
-    assert main(["check", str(path), "--quiet"]) == 1
+    assert main(["check", str(path)]) == 0
+    assert "S119 [info] read as NoETL 5" in capsys.readouterr().out
+    assert main(["check", str(path), "--quiet", "--dialect", "canonical"]) == 1
     assert "C501" in capsys.readouterr().out
     assert main(["check", str(path), "--quiet", "--dialect", "noetl5"]) == 0
     assert capsys.readouterr().out == ""
@@ -684,3 +690,131 @@ def test_a_loop_steps_when_guards_the_loop_and_a_cursor_loops_is_reported(tmp_pa
     (checked,), _ = check_paths([str(path)])
     compiled, _ = compile_result(checked, path.name)
     assert '"guard": "{{ workload.go }}"' in compiled
+
+
+# One file per construct, no marker; (line of the construct, what the April engine says there).
+_HEAD = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\nworkflow:\n"
+_END = "        - step: end\n  - step: end\n    tool: {kind: noop}\n"
+CONSTRUCTS = {
+    "when": (
+        "  - step: start\n    when: '{{ 1 > 2 }}'\n    tool: {kind: noop}\n"
+        "    next:\n      arcs:\n" + _END,
+        (6, 5),
+        "S114",
+    ),
+    "args": (
+        "  - step: start\n    args: {n: 3}\n    tool: {kind: noop}\n"
+        "    next:\n      arcs:\n" + _END,
+        (6, 5),
+        "S114",
+    ),
+    "return": (
+        "  - step: start\n    tool:\n      kind: python\n      code: |\n"
+        "        n = len(args)\n        return {'n': n}\n"
+        "    next:\n      arcs:\n" + _END,
+        (8, 7),
+        "C501",
+    ),
+    "label form": (
+        "  - step: start\n    tool:\n      - fetch: {kind: noop}\n    next:\n      arcs:\n" + _END,
+        (7, 9),
+        "S102",
+    ),
+    "next_mode": (
+        "  - step: start\n    spec: {next_mode: inclusive}\n    tool: {kind: noop}\n"
+        "    next: [{step: end}]\n  - step: end\n    tool: {kind: noop}\n",
+        (6, 12),
+        "S114",
+    ),
+    # Alone, a `next` list target's `args` is case-v2's form (read so); beside a canonical mark
+    # (a scoped `set`) it is NoETL 5's NextSpec::Targets.
+    "next target args": (
+        "  - step: start\n    tool: {kind: noop}\n    set: {ctx.x: 1}\n"
+        "    next: [{step: end, args: {n: 1}}]\n  - step: end\n    tool: {kind: noop}\n",
+        (8, 24),
+        "S114",
+    ),
+    "tool key": (
+        "  - step: start\n    tool: {kind: postgres, host: db.internal, command: select 1}\n"
+        "    next:\n      arcs:\n" + _END,
+        (6, 28),
+        "C503",  # NoETL 5's postgres connects by `host`; the April one needs `auth`
+    ),
+}
+
+
+@pytest.mark.parametrize("construct", sorted(CONSTRUCTS))
+def test_a_construct_only_noetl5_reads_decides_and_s118_says_so_at_it(construct: str) -> None:
+    """Without --dialect, a file whose only NoETL 5 mark is the construct is read as NoETL 5 and
+    checks clean, with S119 (info) at the construct; `--dialect canonical` still forces the April
+    engine's reading, which rejects it (the false reject this detection removes)."""
+    body, (line, col), april = CONSTRUCTS[construct]
+    result = check_text(_HEAD + body, "t.yaml")
+    assert result.playbook.generation == "noetl5"
+    assert [(d.code, d.position.line, d.position.col) for d in result.diagnostics] == [
+        ("S119", line, col)
+    ]
+    assert "read as NoETL 5" in result.diagnostics[0].message
+    forced = check_text(_HEAD + body, "t.yaml", dialect="canonical")
+    assert forced.playbook.generation is None
+    assert april in {d.code for d in forced.diagnostics}, _codes(forced)
+    assert "S119" not in _codes(forced)
+
+
+def test_server_forms_check_clean_and_the_april_engine_rejects_them() -> None:
+    (result,), _ = check_paths([str(SERVER_FORMS / "forms_run.yaml")])
+    assert result.playbook.generation == "noetl5"
+    assert [(d.code, d.position.line) for d in result.diagnostics] == [("S119", 26)]
+    piped = result.playbook.step("piped")
+    assert [task.name for task in piped.pipeline] == ["double", "label"]
+    assert result.playbook.step("with_args").input == {"n": 3, "unit": "km"}
+    (forced,), _ = check_paths([str(SERVER_FORMS / "forms_run.yaml")], dialect="canonical")
+    assert _codes(forced) == Counter({"S114": 3, "C501": 3, "S102": 2, "T301": 1})
+
+
+def test_server_forms_run_on_airflow(tmp_path_factory) -> None:
+    """`noetlc run` on a real local Airflow: a false step `when` skips the step and the walk goes
+    on along its arc (NoETL 5's server), a true one runs it; step `args` reach the python tool;
+    the label form names the pipeline task; the workload's `{{ }}` stays text."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    (checked,), _ = check_paths([str(SERVER_FORMS / "forms_run.yaml")])
+    compiled, _ = compile_result(checked, "forms_run.yaml")
+    assert '"guard_walks_on": True' in compiled
+    home = tmp_path_factory.mktemp("noetl5-forms-home")
+    result = noetlc_run(home, SERVER_FORMS / "forms_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = report_of(result)
+    steps = report["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == dict.fromkeys(
+        ("start", "gated", "with_args", "piped", "unguarded", "end"), "success"
+    )
+    assert steps["gated"]["result"] is None  # skipped: its code never ran
+    assert steps["with_args"]["result"] == {"n": 6, "unit": "km"}
+    assert steps["piped"]["result"]["results"]["double"] == {"x": 42}
+    assert steps["unguarded"]["result"] == {"ran": True}
+    assert report["ctx"]["letter"] == "Dear {{ customer | }},"
+
+
+def test_a_next_list_routes_by_next_mode_and_passes_target_args_on_airflow(tmp_path_factory):
+    """NoETL 5's server routes a `next` list of `{step, when, args}` targets by the step's
+    `spec.next_mode` (evaluator.rs evaluate_next_transitions): `inclusive` starts every matching
+    target, and a target's `args` reach the step it starts."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    (checked,), _ = check_paths([str(SERVER_FORMS / "next_mode_run.yaml")])
+    assert [(d.code, d.position.line) for d in checked.diagnostics] == [("S119", 14)]
+    assert checked.playbook.step("start").router.mode == "inclusive"
+    home = tmp_path_factory.mktemp("noetl5-next-mode-home")
+    result = noetlc_run(home, SERVER_FORMS / "next_mode_run.yaml", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = report_of(result)["steps"]
+    assert {name: step["state"] for name, step in steps.items()} == {
+        "start": "success",
+        "left": "success",
+        "right": "success",
+        "never": "skipped",
+    }
+    assert steps["left"]["result"] == {"side": "L"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_compile.check import check_paths
+from noetl_compile.check import check_paths, check_text
 from noetl_compile.noetl5_tools import TOOLS, keys_of, not_run, rewrite_page
 from noetl_compile.tool_catalogue import fields_of
 
@@ -142,8 +142,13 @@ def test_noetl5_postgres_connecting_with_its_own_keys_needs_no_auth(tmp_path, ke
     head = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t, path: t}\n"
     noetl5 = _diagnostics(tmp_path, head + "executor: {profile: local}\n" + body)
     assert [d.message for d in noetl5 if d.code == "C503"] == []
-    # The April canonical engine refuses a postgres call without `auth`: still C503 there.
-    canonical = _diagnostics(tmp_path, head + body)
+    # Without a marker, the key itself makes the file NoETL 5 (S119 says so, at the key)...
+    detected = _diagnostics(tmp_path, head + body)
+    assert [(d.code, d.position.line) for d in detected if d.code in ("C503", "S119")] == [
+        ("S119", 9)
+    ]
+    # ...and the April canonical engine, forced, refuses a postgres call without `auth`: C503.
+    canonical = check_text(head + body, "t.yaml", dialect="canonical").diagnostics
     assert [d.code for d in canonical if d.code == "C503"] == ["C503"]
 
 

@@ -40,6 +40,7 @@ def test_compiler_and_runtime_read_one_defaults_table() -> None:
         "playbook",
         "generation",
         "guard",
+        "guard_walks_on",
     }
 
 
@@ -48,6 +49,7 @@ def test_a_key_added_to_the_contract_is_one_the_runtime_accepts() -> None:
     # it does not name is refused, naming the key.
     sample = {"desc": "d", "input": {}, "set": {}, "vars": {}, "case": [], "generation": "noetl5"}
     sample["guard"] = "{{ workload.enabled }}"
+    sample["guard_walks_on"] = True
     for key in sorted(step_contract.PAYLOAD_KEYS | step_contract.EXTENSION_KEYS):
         if key in sample:
             validate_payload({"step": "s", key: sample[key]})

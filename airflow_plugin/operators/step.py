@@ -127,7 +127,7 @@ class NoetlStepOperator(NoetlTask):
                 raise fail_task(step, exc) from exc
             except NoetlRuntimeError as exc:
                 raise fail_task(step, exc) from exc
-        if outcome.status == "skipped":
+        if outcome.status == "skipped" and not outcome.next_targets:
             from airflow.sdk.exceptions import AirflowSkipException
 
             # NoETL 5's local step `when` is false: the step does not run, its branch ends.

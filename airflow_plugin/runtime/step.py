@@ -349,13 +349,19 @@ def _execute(run: _StepRun) -> StepOutcome:
     payload, step = run.payload, run.step
     guard = payload.get("guard")
     # NoETL 5's local step `when` (noetl/cli): false -> the step does not run and its branch
-    # ends there; a guard that cannot be evaluated is false and noted, as an arc's.
+    # ends there; a guard that cannot be evaluated is false and noted, as an arc's. Its server
+    # (``guard_walks_on``, evaluate_step_when) skips the step and takes its arcs.
     if (
         guard is not None
         and run.phase == "step"
         and not evaluate_condition(guard, run.context, flavor="arc", field="when")
     ):
-        return StepOutcome(result=None, status="skipped")
+        if not payload.get("guard_walks_on"):
+            return StepOutcome(result=None, status="skipped")
+        run.route_arcs(
+            with_values(run.context, event={"name": "step.skipped", "step": step}), failed=False
+        )
+        return _outcome(run, None, "skipped", None, 0)
     if payload.get("case"):
         matched = run.match_case("step.enter", run.context, failed=False)
         if matched is not None:

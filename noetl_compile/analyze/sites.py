@@ -63,7 +63,8 @@ def template_sites(playbook: Playbook) -> list[TemplateSite]:
 def _template_sites(playbook: Playbook) -> list[TemplateSite]:
     sites: list[TemplateSite] = []
     root = playbook.raw if isinstance(playbook.raw, dict) else {}
-    for section in ("workload", "keychain", "executor"):
+    sections = ("workload", "keychain", "executor")
+    for section in sections if playbook.workload_templates else sections[1:]:
         found: list[tuple[YStr, str]] = []
         _walk(root.get(section), section, found)
         sites += [TemplateSite(value, None, field) for value, field in found]

@@ -6,7 +6,7 @@ One family of the diagnostic catalogue; ``rules.py`` assembles the families into
 
 from __future__ import annotations
 
-from .entry import E, W, rule
+from .entry import E, I, W, rule
 
 RULES = (
     rule(
@@ -164,5 +164,22 @@ RULES = (
         "           next: {arcs: [{step: b}]}\n"
         "after:   tool:\n           kind: python\n           code: result = 1\n"
         "         next: {arcs: [{step: b}]}",
+    ),
+    rule(
+        "S119",
+        I,
+        "read as NoETL 5 because of a construct only NoETL 5 reads",
+        "The generations share apiVersion and shape, so a canonical-shaped file is read as "
+        "NoETL's April 2026 engine (138c10ed) unless it holds something only NoETL 5 reads: a "
+        "step-level `when` or `args`, python `code` that returns at its top level, a pipeline "
+        "task in the label form `- fetch: {kind: http, ...}`, a step's `spec.next_mode`, a key "
+        "only a NoETL 5 tool reads "
+        "(postgres `params`, http `timeout_seconds`, playbook `return_result`...), or an explicit "
+        "marker (`executor.profile: local`, a NoETL 5 tool kind...). The note names the construct "
+        "that decided, at its position. `--dialect canonical` forces the April reading (where "
+        "these constructs are errors), `--dialect noetl5` the NoETL 5 one.",
+        "# nothing to fix when the file is NoETL 5; for the April 2026 engine, e.g.\n"
+        'before:  - step: load\n           when: "{{ workload.enabled }}"\n'
+        "after:   - step: load\n           spec: {policy: {admit: {rules: [...]}}}",
     ),
 )

@@ -231,6 +231,8 @@ def step_payload(
         payload["generation"] = playbook.generation
     if step.guard is not None:
         payload["guard"] = plain(step.guard)
+        if step.guard_walks_on:
+            payload["guard_walks_on"] = True
     if step.desc:
         payload["desc"] = str(step.desc)
     payload["input"] = plain(step.input) if isinstance(step.input, Mapping) else {}

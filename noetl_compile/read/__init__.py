@@ -10,10 +10,11 @@ from typing import Any
 
 from ..ast import Playbook
 from ..diagnostics import DiagnosticSink, Position
-from ..load import Document, YMap
+from ..load import Document, YList, YMap, span_of
 from .canonical import CanonicalReader
 from .case_v2 import CaseV2Reader
-from .noetl5 import Noetl5Reader, noetl5_marker
+from .noetl5 import Noetl5Reader
+from .noetl5_detect import Mark, noetl5_mark
 from .v1 import V1Reader
 
 READERS = {
@@ -36,16 +37,22 @@ _V1_MARKS = {"type": 3, "end_loop": 3, "with": 2, "data": 1, "save": 2, "task": 
 
 
 def detect_dialect(root: Any) -> str:
-    """Best guess of a file's generation; ties between the two v2 generations go to canonical.
-    A canonical file with a NoETL 5 marker is "noetl5"; `executor.profile: local` is one
-    whatever else the file holds (the CLI's dialect mixes in `vars` and `next` lists)."""
+    """Best guess of a file's generation; ties between the two v2 generations go to canonical."""
+    return detect(root)[0]
+
+
+def detect(root: Any) -> tuple[str, Mark | None]:
+    """The file's generation, and for "noetl5" the mark that decided (``noetl5_detect.py``).
+    A canonical file with a NoETL 5 marker or construct is "noetl5"; `executor.profile: local`
+    is one whatever else the file holds (the CLI's dialect mixes in `vars` and `next` lists)."""
     if not isinstance(root, dict):
-        return "canonical"
+        return "canonical", None
     executor = root.get("executor")
     if isinstance(executor, dict) and executor.get("profile") == "local":
-        return "noetl5"
+        return "noetl5", noetl5_mark(root)
     dialect = _detect_generation(root)
-    return "noetl5" if dialect == "canonical" and noetl5_marker(root) else dialect
+    mark = noetl5_mark(root) if dialect == "canonical" else None
+    return ("noetl5", mark) if mark else (dialect, None)
 
 
 def _detect_generation(root: dict) -> str:
@@ -127,5 +134,26 @@ def read_document(
             root.value_span("apiVersion").position,
             f"unsupported apiVersion {api!r}; expected one of {', '.join(SUPPORTED_API_VERSIONS)}",
         )
-    reader = READERS[dialect or detect_dialect(root)](document, sink)
+    if dialect is None:
+        dialect, mark = detect(root)
+        if mark is not None and mark.construct:
+            _say_why(mark, sink)
+    reader = READERS[dialect](document, sink)
     return reader.read(root)
+
+
+def _say_why(mark: Mark, sink: DiagnosticSink) -> None:
+    """S119 (info) at the construct that made the file NoETL 5."""
+    container, key = mark.container, mark.key
+    span = None
+    if isinstance(container, YMap) and key in container:
+        span = container.key_span(key)
+    elif isinstance(container, YList) and isinstance(key, int):
+        span = container.item_span(key)
+    span = span or span_of(container)
+    sink.add(
+        "S119",
+        span.position if span else Position(1, 1),
+        f"read as NoETL 5: the file uses {mark.reason}, which only NoETL 5 reads",
+        hint="`--dialect canonical` reads it as NoETL's April 2026 engine (138c10ed) instead",
+    )

@@ -192,7 +192,8 @@ class CanonicalReader(PlaybookReader):
                 self.report("S102", self.pos(item, "tool"), f"the pipeline of {label} is empty")
                 return
             tasks, names = [], set()
-            for index, entry in enumerate(tool):
+            for index, raw in enumerate(tool):
+                entry, named = self.pipeline_entry(raw)
                 if not isinstance(entry, YMap) or "kind" not in entry:
                     found = (
                         ", ".join(map(str, entry))
@@ -206,7 +207,7 @@ class CanonicalReader(PlaybookReader):
                         f"(found: {found})",
                     )
                     continue
-                task = self.read_task(entry, f"task {index + 1} of {label}")
+                task = self.read_task(entry, f"task {index + 1} of {label}", name=named)
                 task.name = task.name or f"task_{index}"
                 if task.name in names:
                     self.report(
@@ -222,6 +223,10 @@ class CanonicalReader(PlaybookReader):
                 self.report("S101", self.pos(item, "tool"), f"the tool of {label} needs `kind`")
                 return
             step.tool = self.read_task(tool, f"the tool of {label}")
+
+    def pipeline_entry(self, entry: Any) -> tuple[Any, str | None]:
+        """A pipeline item's task mapping and the name its form gives it (None: its `name`)."""
+        return entry, None
 
     def read_task(self, tool: YMap, label: str, *, name: str | None = None) -> Task:
         if "eval" in tool:

@@ -5,8 +5,10 @@ arcs}`, tool pipelines, `set`) and adds keys to it; its JSON Schema at noetl/noe
 (`noetl/core/dsl/playbook.schema.json`, 2026-07-27) is the authority. Its semantics differ from
 the April 2026 engine's in places (python code runs wrapped in a function taking `input_data`
 and `args`, `credential` names the credential, a pipeline task's `set` binds plain names), so a
-file is read as NoETL 5 only when it says so (``noetl5_marker``) or `--dialect noetl5` forces
-it; the corpus of the April engine keeps its own meaning.
+file is read as NoETL 5 only when it says so or uses a construct only NoETL 5 reads
+(``noetl5_detect.py``: a step `when` or `args`, a top-level `return` in python code, a pipeline's
+label form, a key only a NoETL 5 tool reads), or `--dialect noetl5` forces it; the corpus of the
+April engine keeps its own meaning.
 
 `executor.profile: local` selects the CLI's own interpreter (`noetl run FILE -r local`), whose
 dialect also reads step `vars` (values of the step result, read as `vars.NAME`), a step `when`
@@ -26,8 +28,9 @@ from typing import Any, ClassVar
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
 from ..load import YList, YMap
-from .base import NOETL5_KINDS, did_you_mean, edit_distance
+from .base import did_you_mean, edit_distance
 from .canonical import ARC_KEYS, STEP_FOREIGN, STEP_KEYS, CanonicalReader
+from .noetl5_detect import label_form, noetl5_mark
 from .noetl5_local import read_local_case, read_local_next_list
 from .noetl5_schema import (
     EXECUTOR_POLICY_KEYS,
@@ -45,6 +48,7 @@ from .noetl5_schema import (
     OUTPUT_STORE_KEYS,
     SCHEMA_READ,
     SCOPED_PREFIXES,
+    SERVER_STEP_KEYS,
     STEP_POLICY_KEYS,
     STEP_SPEC_KEYS,
     STORE_KINDS,
@@ -56,45 +60,10 @@ E, W = Severity.ERROR, Severity.WARNING
 
 
 def noetl5_marker(root: Any) -> str | None:
-    """What makes a document NoETL 5 (a key or value the April 2026 engine did not have), or
-    None. Only explicit markers: the generations share apiVersion and shape."""
-    if not isinstance(root, dict):
-        return None
-    executor = root.get("executor")
-    if isinstance(executor, dict) and executor.get("profile") == "local":
-        return "`executor.profile: local`"
-    metadata = root.get("metadata")
-    if isinstance(metadata, dict) and "exposes_as_mcp" in metadata:
-        return "`metadata.exposes_as_mcp`"
-    steps = root.get("workflow") if isinstance(root.get("workflow"), list) else []
-    tools: list[Any] = []
-    for step in steps:
-        if not isinstance(step, dict):
-            continue
-        nxt = step.get("next")
-        spec = nxt.get("spec") if isinstance(nxt, dict) else None
-        if isinstance(spec, dict) and "on_no_match" in spec:
-            return "`next.spec.on_no_match`"
-        tool = step.get("tool")
-        tools += tool if isinstance(tool, list) else [tool]
-        if isinstance(tool, list):
-            for task in tool:
-                values = task.get("set") if isinstance(task, dict) else None
-                if isinstance(values, dict) and any(
-                    isinstance(k, str) and not k.startswith(SCOPED_PREFIXES) for k in values
-                ):
-                    return "a pipeline task's `set` of a plain name"
-    workbook = root.get("workbook") if isinstance(root.get("workbook"), list) else []
-    tools += [task.get("tool") for task in workbook if isinstance(task, dict)]
-    for tool in tools:
-        kind = tool.get("kind") if isinstance(tool, dict) else None
-        if isinstance(kind, str) and kind in NOETL5_KINDS:
-            return f"tool kind {tool['kind']!r}"
-        path = tool.get("path") if kind == "playbook" else None
-        if isinstance(path, str) and path.startswith(("./", "../")):
-            # A catalog path never starts so: NoETL 5 reads it as a file beside the caller.
-            return "a nested playbook called by file path"
-    return None
+    """What makes a document NoETL 5 (an explicit marker, or a construct only NoETL 5 reads:
+    ``noetl5_detect.py``), or None."""
+    mark = noetl5_mark(root)
+    return mark.reason if mark else None
 
 
 def route_to_final_step(playbook: Playbook, final: str) -> None:
@@ -126,8 +95,10 @@ def route_to_final_step(playbook: Playbook, final: str) -> None:
 
 class Noetl5Reader(CanonicalReader):
     generation = "noetl5"
-    step_keys: ClassVar[set[str]] = STEP_KEYS
-    step_foreign: ClassVar[dict[str, tuple[str, Severity]]] = STEP_FOREIGN
+    step_keys: ClassVar[set[str]] = STEP_KEYS | SERVER_STEP_KEYS
+    step_foreign: ClassVar[dict[str, tuple[str, Severity]]] = {
+        k: v for k, v in STEP_FOREIGN.items() if k not in SERVER_STEP_KEYS
+    }
     next_spec_keys: ClassVar[tuple[str, ...]] = NEXT_SPEC_KEYS_5
     # NoETL 5's schema requires only `step`: a step without a tool is a terminal or a router.
     tool_required = False
@@ -149,6 +120,7 @@ class Noetl5Reader(CanonicalReader):
         playbook = PlaybookReader.read(self, root)
         playbook.generation = self.generation
         playbook.profile = self.profile
+        playbook.workload_templates = False
         final = self._final_step(playbook)
         if final is not None:
             route_to_final_step(playbook, final)
@@ -241,44 +213,69 @@ class Noetl5Reader(CanonicalReader):
     def read_step(self, item: YMap, name: str) -> Step:
         step = super().read_step(item, name)
         label = f"step {name!r}"
-        if self.profile == "local":
+        local = self.profile == "local"
+        if "when" in item:
+            guard = item["when"]
+            if not isinstance(guard, (str, bool)):
+                self.report("S102", self.pos(item, "when"), f"`when` of {label} must be a template")
+            elif step.loop is not None and step.loop.cursor is not None:
+                # A cursor loop's head claims no guard: not lowered for it.
+                self.not_executed(item, "when", "Step.when", label)
+            else:
+                step.guard = guard  # a loop's head evaluates it before the loop starts
+                # The server (evaluator.rs evaluate_step_when, orchestrator.rs): a false guard
+                # skips the step and its arcs are taken; the CLI ends the branch.
+                step.guard_walks_on = not local
+        if "args" in item and not local:
+            # Step.args: sent to the worker with the command (handlers/execute.rs), where the
+            # step's tool reads them as its `args` when it declares none; read as step input.
+            args = self.mapping(item, "args", f"`args` of {label}")
+            if args is not None and step.input is not None:
+                self.report(
+                    "S103",
+                    self.key_pos(item, "args"),
+                    f"{label} has both `args` and `input`: the step's input is its `input`, "
+                    f"these `args` are not read; keep one",
+                )
+            elif args is not None:
+                step.input = args
+        spec, nxt = item.get("spec"), item.get("next")
+        mode = spec.get("next_mode") if isinstance(spec, YMap) else None
+        own = nxt.get("spec") if isinstance(nxt, YMap) else None
+        routed_by_own_mode = isinstance(own, YMap) and "mode" in own
+        if not local and mode in ("exclusive", "inclusive") and isinstance(nxt, YMap):
+            # The server's router takes the step's next_mode where it names no mode.
+            step.router.mode = step.router.mode if routed_by_own_mode else mode
+        if local:
             if "vars" in item:
                 step.vars = self.mapping(item, "vars", f"`vars` of {label}")
-            if "when" in item:
-                guard = item["when"]
-                if not isinstance(guard, (str, bool)):
-                    self.report(
-                        "S102", self.pos(item, "when"), f"`when` of {label} must be a template"
-                    )
-                elif step.loop is not None and step.loop.cursor is not None:
-                    # A cursor loop's head claims no guard: not lowered for it.
-                    self.not_executed(item, "when", "Step.when", label)
-                else:
-                    step.guard = guard  # a loop's head evaluates it before the loop starts
             if "case" in item:
                 read_local_case(self, item, step, label)
         return step
+
+    def pipeline_entry(self, entry: Any) -> tuple[Any, str | None]:
+        """NoETL 5's label form `- fetch: {kind: http, ...}` (playbook.rs, the nested shape of
+        a pipeline item): the task, named by its label."""
+        found = label_form(entry)
+        if not found or not isinstance(found[1], YMap) or "name" in found[1]:
+            return (found[1], found[0]) if found else (entry, None)
+        label, task = found
+        # The task as the flat form writes it (`name` first), positions kept: the lowering and
+        # the runtime name a pipeline task by its `name`.
+        named = YMap({"name": label, **task})
+        named.span = task.span
+        named.key_spans = {"name": entry.key_spans.get(label), **task.key_spans}
+        named.value_spans = {"name": entry.key_spans.get(label), **task.value_spans}
+        return named, label
 
     def read_step_spec(self, item: YMap, label: str) -> Any:
         spec = self.mapping(item, "spec", f"`spec` of {label}")
         if spec is None:
             return None
-        local = self.profile == "local"
-        known = STEP_SPEC_KEYS + (("next_mode",) if local else ())
-        if "next_mode" in spec and not local:
-            # Only the local runtime routes a `next` list by it; the server drops it.
-            advice, severity = CanonicalReader.step_spec_foreign["next_mode"]
-            self.report(
-                "S114",
-                self.key_pos(spec, "next_mode"),
-                f"`next_mode` is read only by NoETL's local runtime (`executor.profile: local`) "
-                f"(the spec of {label}): {advice}",
-                severity=severity,
-            )
-        self.free_form_keys(
-            spec, known + ("next_mode",), f"the spec of {label}"
-        )  # StepSpec is open
-        if "next_mode" in spec and local:
+        # Both runtimes route by `next_mode`: the CLI a `next` list, the server (evaluator.rs
+        # evaluate_next_transitions) a `next` list and a router without its own `spec.mode`.
+        self.free_form_keys(spec, STEP_SPEC_KEYS + ("next_mode",), f"the spec of {label}")
+        if "next_mode" in spec:  # StepSpec is open
             self.choice(
                 spec, "next_mode", ("exclusive", "inclusive"), f"`spec.next_mode` of {label}"
             )
@@ -393,8 +390,11 @@ class Noetl5Reader(CanonicalReader):
         return arc
 
     def read_next_list(self, item: YMap, value: YList, where: str) -> Router:
-        if self.profile != "local":
+        if self.profile != "local" and any(isinstance(e, YMap) and "then" in e for e in value):
+            # The server's list holds `{step, when, args}` targets only (playbook.rs NextSpec).
             return super().read_next_list(item, value, where)
+        # Both runtimes: `{step, when, args}` targets routed by `spec.next_mode` (the server's
+        # NextSpec::Targets, evaluator.rs evaluate_next_transitions; the CLI's list).
         return read_local_next_list(self, item, value, where)
 
 

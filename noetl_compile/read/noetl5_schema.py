@@ -21,6 +21,9 @@ from .playbook import METADATA_KEYS, PlaybookReader
 METADATA_KEYS_5 = METADATA_KEYS | {"exposes_as_mcp", "namespace", "annotations", "catalog"}
 # The local dialect's step keys beyond the schema's (the CLI's `Step` struct).
 LOCAL_STEP_KEYS = {"vars", "when", "case"}
+# What NoETL 5's server reads on a step beyond the canonical keys (orchestrate-core/src/
+# playbook.rs Step, noetl/server@d9ec700c): the `when` guard and the `args` sent to the worker.
+SERVER_STEP_KEYS = {"when", "args"}
 # A local `case` block (the CLI's `CaseCondition`): a `when` (or a Rhai condition) and `then`.
 LOCAL_CASE_KEYS = ("when", "rhai", "when_rhai", "then", "else")
 STEP_SPEC_KEYS = ("policy", "timeout")
@@ -150,7 +153,7 @@ NOT_EXECUTED: dict[str, str] = {
     "`tool.output`): read the step result by the step's name, as NoETL 5 does",
     "ToolOutput.inline_max_bytes": "the event log keeps its own preview size",
     "ToolOutput.preview_max_bytes": "the event log keeps its own preview size",
-    "Step.when": "a local-dialect guard of a cursor loop step is not lowered (the cursor's head "
+    "Step.when": "a step guard of a cursor loop step is not lowered (the cursor's head "
     "would have to skip its slots); NoETL 5's CLI reads it but runs no loop (its loop config is "
     "unused): guard the arc that leads to the loop step instead",
 }
