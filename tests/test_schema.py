@@ -56,6 +56,9 @@ NOT_STRUCTURAL = {
     "S115": "a warning: the playbook runs from its first step",
     "S116": "a warning: a NoETL 5 key that is read but not executed on Airflow is valid structure",
     "S117": "a warning: `result` beside `next` in one case-v2 action is valid structure the engine ignores",
+    "S118": "routing in the wrong place (`next` under `tool:` or `loop:`, `arcs` beside `next`): "
+    "a tool's and a loop's settings are the checker's (the schema stops at `kind`), and an "
+    "unknown step key is one the schema allows (S103)",
     "S119": "an info: the file is read as NoETL 5, and its structure is that generation's",
     "Y001": "not YAML: there is no document to validate",
     "Y002": "a duplicate key is gone once the YAML is a JSON value",
