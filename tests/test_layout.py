@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # airflow_plugin's floors, bottom up. A module may import its own package and any package of a
 # lower floor; packages on one floor stand beside each other and never import one another.
 FLOORS: tuple[tuple[str, ...], ...] = (
+    ("compat",),  # every difference between the supported Airflow versions (imports it lazily)
     ("errors",),  # NoetlRuntimeError and its families
     ("hooks",),  # connections, secrets, database pools, SQL text, values, state folder
     ("templating",),  # what a template sees: proxy, render, context, ids

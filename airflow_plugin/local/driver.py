@@ -10,13 +10,15 @@ playbook run needs it:
   and defers until the child finishes. ``dag.test()`` has no scheduler to start the child, so
   its inline trigger would wait forever. Here, when a task defers, every queued run of a DAG of
   this command is driven to the end first (recursively), then the trigger runs and finds it done;
-* **gates**: a human-in-the-loop task parks in ``awaiting_input``; ``dag.test()`` waits for an
-  answer forever. Here a ``--signal`` answers it through Airflow's own response path (the
-  ``hitl_detail`` row written as the REST API writes it, then ``handle_event_submit``: the task
-  resumes into ``execute_complete``); a gate with no signal whose deadline is near (at most
-  ``gate_wait`` seconds) waits for it, then Airflow's scheduler sweep
-  (``check_awaiting_input_timeouts``) applies the timeout rule (defaults, or
-  ``HITLTimeoutError``); any other gate fails with a message naming the ``--signal`` to give;
+* **gates**: a human-in-the-loop task parks in ``awaiting_input`` (Airflow 3.3; before, it defers
+  to ``HITLTrigger``, and the driver keeps that deferral aside as the gate); ``dag.test()`` waits
+  for an answer forever. Here a ``--signal`` answers it through Airflow's own response path (the
+  ``hitl_detail`` row written as the REST API writes it, then ``handle_event_submit`` with the
+  event the trigger would send: the task resumes into ``execute_complete``); a gate with no
+  signal whose deadline is near (at most ``gate_wait`` seconds) waits for it, then the timeout
+  rule applies (defaults, or ``HITLTimeoutError``: Airflow's scheduler sweep
+  ``check_awaiting_input_timeouts`` on 3.3, what ``HITLTrigger`` does on its deadline before);
+  any other gate fails with a message naming the ``--signal`` to give;
 * **no idle polling**: nothing sleeps unless an Airflow retry is waiting for its delay; a run
   where nothing can start any more ends instead of spinning;
 * **progress**: a listener hears about every task instance that finished (skips included, which
@@ -38,10 +40,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from airflow.models.dagrun import DagRun
-from airflow.sdk import timezone
 from airflow.utils.state import DagRunState, TaskInstanceState
 from airflow.utils.types import DagRunTriggeredByType, DagRunType
 
+from ..compat import awaiting_input_state, is_hitl_trigger, timezone
 from ..events import Event, MemoryRecorder, Recorder
 from .report import FINISHED, TaskRow
 
@@ -110,6 +112,17 @@ def _error_text(error: BaseException | None) -> str | None:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+def _ti_key(ti: Any) -> tuple[str, str, str, int]:
+    return (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+
+
+def _trigger_deadline(message: Any) -> Any:
+    """The answer deadline a deferred gate's ``HITLTrigger`` holds (None: no timeout)."""
+    from airflow.sdk.serde import deserialize
+
+    return deserialize(message.trigger_kwargs).get("timeout_datetime")
+
+
 class Driver:
     """Creates and drives runs of the given DAGs (dag_id -> SDK DAG) in this process."""
 
@@ -140,13 +153,16 @@ class Driver:
         self.gate_wait = gate_wait
         self._sweeper: Any = None
         self.live: Any = None  # live.Live: start lines and heartbeats, when set
+        # Gates parked as a deferral to HITLTrigger (Airflow < 3.3): ti key -> its DeferTask.
+        self._parked: dict[tuple[str, str, str, int], Any] = {}
 
     # -- set-up -------------------------------------------------------------------------------
 
     def sync(self) -> None:
         """Write the dags folder's DAGs to the DB (what the DAG processor would do)."""
         from airflow.dag_processing.bundles.manager import DagBundlesManager
-        from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+
+        from ..compat import bundle_dag_bag, sync_bag_to_db
 
         manager = DagBundlesManager()
         manager.sync_bundles_to_db(session=self.session)
@@ -154,9 +170,7 @@ class Driver:
         for bundle in manager.get_all_dag_bundles():
             if not bundle.is_initialized:
                 bundle.initialize()
-            bag = BundleDagBag(
-                dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name
-            )
+            bag = bundle_dag_bag(bundle.path, bundle.name)
             if bag.import_errors:
                 problems = "; ".join(f"{k}: {v}" for k, v in bag.import_errors.items())
                 raise RuntimeError(f"a compiled DAG file does not import: {problems}")
@@ -212,7 +226,7 @@ class Driver:
 
     def _scheduler_dag(self, dag_id: str) -> Any:
         if dag_id not in self._serialized:
-            from airflow.serialization.serialized_objects import DagSerialization
+            from ..compat import DagSerialization
 
             dag = self.dags[dag_id]
             dag.validate()
@@ -300,7 +314,12 @@ class Driver:
     def _unblock(self, run: DagRun, tis: list[Any], idle: int) -> None:
         """Nothing is ready: wait for a retry delay, fail a gate, or end a run that is stuck."""
         waiting = [ti for ti in tis if _state(ti.state) not in FINISHED]
-        gates = [ti for ti in waiting if ti.state == TaskInstanceState.AWAITING_INPUT]
+        awaiting = awaiting_input_state()
+        gates = [
+            ti
+            for ti in waiting
+            if (awaiting is not None and ti.state == awaiting) or self._parked_defer(ti) is not None
+        ]
         retries = [ti for ti in waiting if ti.state == TaskInstanceState.UP_FOR_RETRY]
         if gates:
             for ti in gates:
@@ -334,11 +353,15 @@ class Driver:
                 return
             self._respond(ti, detail, chosen, values)
             return
-        deadline = ti.trigger_timeout
+        parked = self._parked_defer(ti)
+        deadline = ti.trigger_timeout if parked is None else _trigger_deadline(parked)
         now = timezone.utcnow()
         if deadline is not None and (deadline - now).total_seconds() <= self.gate_wait:
             if now <= deadline:
                 time.sleep(min(MAX_RETRY_WAIT, (deadline - now).total_seconds() + 0.05))
+                return
+            if parked is not None:
+                self._time_out_parked(ti, detail, parked)
                 return
             self._sweep()
             return
@@ -364,9 +387,57 @@ class Driver:
         detail.chosen_options = chosen
         detail.params_input = values
         self.session.add(detail)
-        handle_event_submit(
-            TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=self.session
-        )
+        if self._parked.pop(_ti_key(ti), None) is not None:
+            # A gate deferred to HITLTrigger (Airflow < 3.3): the event its trigger would send
+            # on finding this answer (the trigger asks the supervisor, which a run in this
+            # process does not have).
+            payload = {
+                "chosen_options": chosen,
+                "params_input": values,
+                "responded_at": detail.responded_at,
+                "responded_by_user": detail.responded_by,
+                "timedout": False,
+            }
+        else:
+            payload = detail.as_resume_event_payload()
+        handle_event_submit(TriggerEvent(payload), task_instance=ti, session=self.session)
+        self.session.commit()
+
+    def _parked_defer(self, ti: Any) -> Any:
+        return self._parked.get(_ti_key(ti))
+
+    def _time_out_parked(self, ti: Any, detail: Any, message: Any) -> None:
+        """A deferred gate's deadline passed: what ``HITLTrigger._handle_timeout`` does (the
+        defaults recorded as the answer, else a timeout failure), resumed the same way."""
+        from airflow.models.trigger import handle_event_submit
+        from airflow.sdk.serde import deserialize
+        from airflow.triggers.base import TriggerEvent
+
+        self._parked.pop(_ti_key(ti), None)
+        kwargs = deserialize(message.trigger_kwargs)
+        defaults = kwargs.get("defaults")
+        if defaults is None:
+            payload: dict[str, Any] = {
+                "error": "The timeout has passed, and the response has not yet been received.",
+                "error_type": "timeout",
+            }
+        else:
+            params = {
+                key: spec.get("value") if isinstance(spec, Mapping) else spec
+                for key, spec in (kwargs.get("params") or {}).items()
+            }
+            detail.chosen_options = list(defaults)
+            detail.params_input = params
+            detail.responded_at = timezone.utcnow()
+            self.session.add(detail)
+            payload = {
+                "chosen_options": list(defaults),
+                "params_input": params,
+                "responded_by_user": None,
+                "responded_at": detail.responded_at,
+                "timedout": True,
+            }
+        handle_event_submit(TriggerEvent(payload), task_instance=ti, session=self.session)
         self.session.commit()
 
     def _sweep(self) -> None:
@@ -413,6 +484,9 @@ class Driver:
                 self.errors[key] = _error_text(outcome.error) or "failed"
             message = outcome.msg if outcome is not None else None
             if ti.state == TaskInstanceState.DEFERRED and isinstance(message, DeferTask):
+                if is_hitl_trigger(message.classpath):  # a gate: answered by _unblock
+                    self._parked[key] = message
+                    return
                 self.drive_children(parent=(run.dag_id, run.run_id))
                 if self._resume(ti, message):
                     continue

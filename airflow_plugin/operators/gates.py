@@ -29,16 +29,19 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.providers.standard.operators.hitl import HITLEntryOperator, HITLOperator
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.providers.standard.sensors.time_delta import WaitSensor
 
+from ..compat import hitl_operators
 from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
 from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads
+
+# On Airflow 3.0 (no HITL operators) stand-ins that refuse construction naming the version.
+HITLOperator, HITLEntryOperator = hitl_operators()
 
 __all__ = [
     "APPROVE",
@@ -225,7 +228,7 @@ class _HumanGate(_GateRuntime):
         # HITLOperator.execute writes these to the hitl_detail row the UI and API show.
         self.subject = str(texts.get("subject", self.step))
         self.body = None if texts.get("body") is None else str(texts["body"])
-        from airflow.sdk import timezone
+        from ..compat import timezone
 
         deadline = timezone.utcnow() + self.response_timeout if self.response_timeout else None
         self.paused(
@@ -373,7 +376,7 @@ class NoetlInputOperator(HITLEntryOperator, _HumanGate):
 
 def _moment(event: Any, fallback: Any) -> Any:
     """The time a timer fired for (the trigger's event), else ``fallback``."""
-    from airflow.sdk import timezone
+    from ..compat import timezone
 
     if isinstance(event, datetime):
         return event
@@ -412,7 +415,7 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
         self.reads = reads
 
     def execute(self, context: Any) -> Any:
-        from airflow.sdk import timezone
+        from ..compat import timezone
 
         until = timezone.utcnow() + self.time_to_wait
         self.paused(context, {"duration": self.tool["duration"], "until": until.isoformat()})
@@ -432,8 +435,7 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
         return self.execute_complete(context, until)
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
-        from airflow.sdk import timezone
-
+        from ..compat import timezone
         from ..runtime.gates import sleep_result
 
         result = sleep_result(_moment(event, timezone.utcnow()))
@@ -457,7 +459,7 @@ class NoetlWaitUntilSensor(DateTimeSensorAsync, _GateRuntime):
         self.reads = reads
 
     def execute(self, context: Any) -> Any:
-        from airflow.sdk import timezone
+        from ..compat import timezone
 
         until = self.render_texts(context, ("until",)).get("until")
         try:
