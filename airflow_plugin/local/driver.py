@@ -336,13 +336,19 @@ class Driver:
         """Answer a waiting gate from --signal, wait out a near deadline, or fail it."""
         from airflow.models.hitl import HITLDetail
 
-        from ..runtime.gates import GateAnswerError, answer_syntax, parse_answer
+        from ..runtime.gates import GateAnswerError, answer_syntax, param_defaults, parse_answer
 
         detail = self.session.get(HITLDetail, ti.id)
         if detail is None:
             self._fail(run, ti, "waits for input but has no human-in-the-loop request")
             return
-        params = detail.params or {}
+        # Airflow 3.1 writes the DAG's params into the request beside the gate's own: the answer
+        # is about the gate's, and carries the others' values unchanged (the HITL operator
+        # checks that it has every one).
+        task = self.dags[run.dag_id].task_dict.get(ti.task_id)
+        own = (getattr(task, "tool", None) or {}).get("params") or {}
+        params = {k: v for k, v in (detail.params or {}).items() if k in own}
+        others = param_defaults({k: v for k, v in (detail.params or {}).items() if k not in own})
         syntax = answer_syntax(ti.task_id, list(detail.options or []), params)
         answers = self.signals.get(ti.task_id)
         if answers:
@@ -351,7 +357,7 @@ class Driver:
             except GateAnswerError as exc:
                 self._fail(run, ti, f"--signal {ti.task_id}: {exc}; answer with {syntax}")
                 return
-            self._respond(ti, detail, chosen, values)
+            self._respond(ti, detail, chosen, {**others, **values})
             return
         parked = self._parked_defer(ti)
         deadline = ti.trigger_timeout if parked is None else _trigger_deadline(parked)

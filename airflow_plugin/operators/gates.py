@@ -352,16 +352,21 @@ class NoetlInputOperator(HITLEntryOperator, _HumanGate):
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
         from ..runtime.gates import GateAnswerError, input_result, typed_values
 
+        own = self.tool["params"]
         if "error" not in event:
             # Typed before Airflow validates against the form's schema: an API client (or a
             # form) may send "0.2" for a number, which is 0.2 downstream, never a string.
+            given = dict(event.get("params_input") or {})
+            # Airflow 3.1's request holds the DAG's params beside the gate's own (its operator
+            # params include them, and it checks the answer has every one): they pass through.
+            dag_level = {k: v for k, v in given.items() if k not in own and k in self.params}
             try:
-                typed = typed_values(self.tool["params"], event.get("params_input") or {})
+                typed = typed_values(own, {k: v for k, v in given.items() if k not in dag_level})
             except GateAnswerError as exc:
                 raise fail_task(self.step, ValueError(f"the answer does not fit: {exc}")) from exc
-            event = {**event, "params_input": typed}
+            event = {**event, "params_input": {**dag_level, **typed}}
         answer = self.answer(context, event)
-        values = dict(answer["params_input"] or {})
+        values = {k: v for k, v in (answer["params_input"] or {}).items() if k in own}
         timed_out = bool(event.get("timedout"))
         result = input_result(
             values, answer["responded_by_user"], answer["responded_at"], timed_out
