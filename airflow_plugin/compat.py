@@ -12,7 +12,12 @@ imports Airflow: the hooks import it and still work without Airflow.
 | ``conf`` | ``airflow.sdk.conf`` | ``airflow.configuration.conf`` |
 | ``timezone`` | ``airflow.sdk.timezone`` | ``airflow.sdk.timezone`` (3.1), ``airflow.utils.timezone`` (3.0) |
 | a paused child of a nested call | ``TriggerDagRunOperator(fail_when_dag_is_paused=True)`` | the operator checks it itself (:func:`paused_check_builtin`) |
-| a parked approve/input gate | ``awaiting_input`` (3.3), deferred to ``HITLTrigger`` (3.2, 3.1) | none on 3.0 (:data:`HITL_GATES`) |
+| ``import_string`` | ``airflow.sdk._shared.module_loading`` | ``airflow.utils.module_loading`` |
+| ``DagSerialization``, ``ParamValidationError`` | as named | ``SerializedDAG``; ``airflow.exceptions`` |
+| a bundle's bag and its sync to the DB | ``airflow.dag_processing.dagbag`` | ``airflow.models.dagbag`` (3.1), ``DagBag.sync_to_db`` (3.0) |
+| a deferral's trigger kwargs, a resumed one's ``next_kwargs`` | serde-serialized | as they are |
+| ``dag.test()``'s ``_run_task``, ``create_dagrun`` | ``task=``, ``triggering_user_name=`` | the same on 3.1; ``ti.task``, no user on 3.0 |
+| a parked approve/input gate | ``awaiting_input`` (3.3), deferred to ``HITLTrigger`` (3.2, 3.1) | none on 3.0 (:func:`hitl_gates`) |
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ __all__ = [
     "mask_secret",
     "masker_redact",
     "paused_check_builtin",
+    "resume_kwargs",
+    "run_test_task",
+    "run_user",
+    "sync_bag",
+    "trigger_kwargs",
     "version_text",
 ]
 
@@ -62,13 +72,13 @@ _MOVED: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "conf": (("airflow.sdk", "conf"), ("airflow.configuration", "conf")),
     "timezone": (("airflow.sdk", "timezone"), ("airflow.utils", "timezone")),
+    "import_string": (
+        ("airflow.sdk._shared.module_loading", "import_string"),
+        ("airflow.utils.module_loading", "import_string"),
+    ),
     "DagSerialization": (
         ("airflow.serialization.serialized_objects", "DagSerialization"),
         ("airflow.serialization.serialized_objects", "SerializedDAG"),
-    ),
-    "sync_bag_to_db": (
-        ("airflow.dag_processing.dagbag", "sync_bag_to_db"),
-        ("airflow.models.dagbag", "sync_bag_to_db"),
     ),
     "ParamValidationError": (
         ("airflow.sdk.exceptions", "ParamValidationError"),
@@ -174,8 +184,7 @@ def hitl_operators() -> tuple[type, type]:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             raise RuntimeError(
                 f"approve/input gates need Airflow's human-in-the-loop operators (Airflow 3.1 or "
-                f"later); this is Airflow {version_text()}: upgrade Airflow, or replace the gate "
-                "(`noetlc check --airflow-version` reports such gates before deployment)"
+                f"later); this is Airflow {version_text()}: upgrade Airflow, or replace the gate"
             )
 
     return _NoHITL, _NoHITL
@@ -189,9 +198,63 @@ def bundle_dag_bag(folder: Any, bundle_name: str) -> Any:
         from airflow.dag_processing.dagbag import BundleDagBag
 
         return BundleDagBag(dag_folder=folder, bundle_path=folder, bundle_name=bundle_name)
-    from airflow.models.dagbag import BundleDagBag
+    if airflow_version() >= (3, 1):
+        from airflow.models.dagbag import BundleDagBag
 
-    return BundleDagBag(dag_folder=folder, bundle_path=folder)
+        return BundleDagBag(dag_folder=folder, bundle_path=folder)
+    from airflow.models.dagbag import DagBag  # 3.0: the plain bag reads a bundle's folder
+
+    return DagBag(dag_folder=folder, bundle_path=folder, include_examples=False)
+
+
+def sync_bag(bag: Any, bundle_name: str, bundle_version: str | None) -> None:
+    """Write a bag's DAGs to the metadata DB as the DAG processor does (``sync_bag_to_db``:
+    ``airflow.dag_processing.dagbag`` from 3.2, ``airflow.models.dagbag`` on 3.1; the bag's
+    own ``sync_to_db`` on 3.0)."""
+    if airflow_version() >= (3, 2):
+        from airflow.dag_processing.dagbag import sync_bag_to_db
+    elif airflow_version() >= (3, 1):
+        from airflow.models.dagbag import sync_bag_to_db
+    else:
+        bag.sync_to_db(bundle_name, bundle_version)
+        return
+    sync_bag_to_db(bag, bundle_name, bundle_version)
+
+
+def run_user(name: str) -> dict[str, str]:
+    """``create_dagrun``'s keyword naming who triggered a run (3.1+; 3.0 has none)."""
+    return {"triggering_user_name": name} if airflow_version() >= (3, 1) else {}
+
+
+def run_test_task(ti: Any, task: Any) -> Any:
+    """One task instance through ``dag.test()``'s ``_run_task`` (no inline triggerer); it takes
+    the task as an argument from 3.1, from ``ti.task`` on 3.0."""
+    from airflow.sdk.definitions.dag import _run_task
+
+    if airflow_version() >= (3, 1):
+        return _run_task(ti=ti, task=task, run_triggerer=False)
+    ti.task = task
+    return _run_task(ti=ti, run_triggerer=False)
+
+
+def trigger_kwargs(message: Any) -> dict[str, Any]:
+    """A deferral's (``DeferTask``) trigger arguments: serde-serialized from 3.2, as they are
+    before (``dag.test()`` passes them straight to the trigger there)."""
+    if airflow_version() >= (3, 2):
+        from airflow.sdk.serde import deserialize
+
+        return dict(deserialize(message.trigger_kwargs))
+    return dict(message.trigger_kwargs or {})
+
+
+def resume_kwargs(payload: Any) -> dict[str, Any]:
+    """A deferred task's ``next_kwargs`` for a trigger event's payload, as ``dag.test()`` writes
+    them: serde-serialized from 3.2; the payload itself before (the column serializes it)."""
+    if airflow_version() >= (3, 2):
+        from airflow.sdk.serde import serialize
+
+        return {"event": serialize(payload)}
+    return {"event": payload}
 
 
 def in_process_comms() -> type | None:

@@ -43,7 +43,7 @@ from airflow.models.dagrun import DagRun
 from airflow.utils.state import DagRunState, TaskInstanceState
 from airflow.utils.types import DagRunTriggeredByType, DagRunType
 
-from ..compat import awaiting_input_state, is_hitl_trigger, timezone
+from ..compat import awaiting_input_state, is_hitl_trigger, run_user, timezone
 from ..events import Event, MemoryRecorder, Recorder
 from .report import FINISHED, TaskRow
 
@@ -118,9 +118,9 @@ def _ti_key(ti: Any) -> tuple[str, str, str, int]:
 
 def _trigger_deadline(message: Any) -> Any:
     """The answer deadline a deferred gate's ``HITLTrigger`` holds (None: no timeout)."""
-    from airflow.sdk.serde import deserialize
+    from ..compat import trigger_kwargs
 
-    return deserialize(message.trigger_kwargs).get("timeout_datetime")
+    return trigger_kwargs(message).get("timeout_datetime")
 
 
 class Driver:
@@ -162,7 +162,7 @@ class Driver:
         """Write the dags folder's DAGs to the DB (what the DAG processor would do)."""
         from airflow.dag_processing.bundles.manager import DagBundlesManager
 
-        from ..compat import bundle_dag_bag, sync_bag_to_db
+        from ..compat import bundle_dag_bag, sync_bag
 
         manager = DagBundlesManager()
         manager.sync_bundles_to_db(session=self.session)
@@ -174,7 +174,7 @@ class Driver:
             if bag.import_errors:
                 problems = "; ".join(f"{k}: {v}" for k, v in bag.import_errors.items())
                 raise RuntimeError(f"a compiled DAG file does not import: {problems}")
-            sync_bag_to_db(bag, bundle.name, bundle.version)
+            sync_bag(bag, bundle.name, bundle.version)
         self._unpause()
 
     def synced(self) -> bool:
@@ -247,7 +247,7 @@ class Driver:
             conf=dict(conf),
             run_type=DagRunType.MANUAL,
             triggered_by=DagRunTriggeredByType.TEST,
-            triggering_user_name="noetlc",
+            **run_user("noetlc"),
             state=DagRunState.RUNNING,
             start_date=now,
             session=self.session,
@@ -416,11 +416,12 @@ class Driver:
         """A deferred gate's deadline passed: what ``HITLTrigger._handle_timeout`` does (the
         defaults recorded as the answer, else a timeout failure), resumed the same way."""
         from airflow.models.trigger import handle_event_submit
-        from airflow.sdk.serde import deserialize
         from airflow.triggers.base import TriggerEvent
 
+        from ..compat import trigger_kwargs
+
         self._parked.pop(_ti_key(ti), None)
-        kwargs = deserialize(message.trigger_kwargs)
+        kwargs = trigger_kwargs(message)
         defaults = kwargs.get("defaults")
         if defaults is None:
             payload: dict[str, Any] = {
@@ -473,12 +474,13 @@ class Driver:
                 self.live.task_finished()
 
     def _run_task(self, dag: Any, run: DagRun, ti: Any, task: Any, key: tuple) -> None:
-        from airflow.sdk.definitions.dag import _run_task
         from airflow.sdk.execution_time.comms import DeferTask
+
+        from ..compat import run_test_task
 
         while True:
             try:
-                outcome = _run_task(ti=ti, task=task, run_triggerer=False)
+                outcome = run_test_task(ti, task)
             except Exception as exc:  # one task's crash is that task's failure, not the command's
                 log.exception("task %s failed to run", ti.task_id)
                 self.errors[key] = _error_text(exc) or "failed"
@@ -502,10 +504,10 @@ class Driver:
         """Run the deferral's trigger inline; True when the task is ready to resume."""
         from uuid import UUID
 
-        from airflow.sdk._shared.module_loading import import_string
         from airflow.sdk.api.datamodels._generated import TaskInstance as TaskInstanceSDK
         from airflow.sdk.execution_time.supervisor import InProcessTestSupervisor
-        from airflow.sdk.serde import deserialize, serialize
+
+        from ..compat import import_string, resume_kwargs, trigger_kwargs
 
         sdk_ti = TaskInstanceSDK(
             id=UUID(str(ti.id)),
@@ -517,7 +519,7 @@ class Driver:
             dag_version_id=UUID(str(ti.dag_version_id)),
         )
         try:
-            trigger = import_string(message.classpath)(**deserialize(message.trigger_kwargs))
+            trigger = import_string(message.classpath)(**trigger_kwargs(message))
             event = InProcessTestSupervisor.run_trigger_in_process(trigger=trigger, ti=sdk_ti)
         except Exception as exc:  # a broken trigger fails its task, not the command
             log.exception("trigger of %s failed", ti.task_id)
@@ -528,7 +530,7 @@ class Driver:
             self.session.commit()
             return False
         ti.next_method = message.next_method
-        ti.next_kwargs = {"event": serialize(event.payload)} if event else message.next_kwargs
+        ti.next_kwargs = resume_kwargs(event.payload) if event else message.next_kwargs
         ti.state = TaskInstanceState.SCHEDULED
         self.session.merge(ti)
         self.session.commit()
