@@ -40,6 +40,7 @@ def readme_lines() -> list[str]:
 def environment(home: Path, airflow_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "NOETL"))}
     env.update(NOETLC_HOME=str(home), AIRFLOW_HOME=str(airflow_home), PATH=f"{BIN}:{env['PATH']}")
+    env["NOETLC_WARM"] = "0"  # no warm runner left behind (as the tests run `noetlc run`)
     return env
 
 
