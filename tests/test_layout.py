@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # airflow_plugin's floors, bottom up. A module may import its own package and any package of a
 # lower floor; packages on one floor stand beside each other and never import one another.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("errors",),  # NoetlRuntimeError and its families
+    # NoetlRuntimeError and its families | every difference between the supported Airflow
+    # versions (it imports Airflow lazily, so the hooks use it without Airflow installed)
+    ("errors", "compat"),
     ("hooks",),  # connections, secrets, database pools, SQL text, values, state folder
     ("templating",),  # what a template sees: proxy, render, context, ids
     ("tools", "events", "drivers"),  # tool executors | the event log | cursor drivers

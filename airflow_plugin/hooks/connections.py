@@ -139,8 +139,6 @@ def mask(value: Any) -> None:
     """Register a secret with Airflow's log masker (a no-op outside Airflow)."""
     if not value or not isinstance(value, str):
         return
-    try:
-        from airflow.sdk.log import mask_secret
-    except ImportError:  # pragma: no cover
-        return
+    from ..compat import mask_secret
+
     mask_secret(value)

@@ -97,11 +97,9 @@ def mask_secret_values(value: Any, *, key: str | None = None) -> None:
 
 
 def _mask(text: str) -> None:
-    try:
-        from airflow.sdk.log import mask_secret
-    except Exception:  # noqa: BLE001 - no Airflow: events still get the key rules
-        return
-    mask_secret(text)
+    from ..compat import mask_secret
+
+    mask_secret(text)  # a no-op without Airflow: events still get the key rules
 
 
 def _redact_text(text: str) -> str:
@@ -130,12 +128,9 @@ def _masker() -> Any:
     Airflow. Looked up once per process."""
     global _MASKER
     if _MASKER is False:
-        try:
-            from airflow.sdk.log import redact as masker_redact
-        except Exception:  # noqa: BLE001 - no Airflow (or a broken one): key rules only
-            _MASKER = None
-        else:
-            _MASKER = masker_redact
+        from ..compat import masker_redact
+
+        _MASKER = masker_redact()  # None without Airflow: key rules only
     return _MASKER
 
 

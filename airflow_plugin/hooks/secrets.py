@@ -217,7 +217,8 @@ def _from_airflow(provider: str, name: str) -> str:
     places = _airflow_places(name)
     try:
         from airflow.sdk import Connection, Variable
-        from airflow.sdk.exceptions import AirflowNotFoundException, AirflowRuntimeError, ErrorType
+
+        from ..compat import AirflowNotFoundException, AirflowRuntimeError, ErrorType
     except ImportError as exc:  # pragma: no cover - the runtime is installed with Airflow
         raise SecretUnavailable(provider, name, places, reason="backend_error", cause=exc) from None
 

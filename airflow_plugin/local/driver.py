@@ -10,13 +10,15 @@ playbook run needs it:
   and defers until the child finishes. ``dag.test()`` has no scheduler to start the child, so
   its inline trigger would wait forever. Here, when a task defers, every queued run of a DAG of
   this command is driven to the end first (recursively), then the trigger runs and finds it done;
-* **gates**: a human-in-the-loop task parks in ``awaiting_input``; ``dag.test()`` waits for an
-  answer forever. Here a ``--signal`` answers it through Airflow's own response path (the
-  ``hitl_detail`` row written as the REST API writes it, then ``handle_event_submit``: the task
-  resumes into ``execute_complete``); a gate with no signal whose deadline is near (at most
-  ``gate_wait`` seconds) waits for it, then Airflow's scheduler sweep
-  (``check_awaiting_input_timeouts``) applies the timeout rule (defaults, or
-  ``HITLTimeoutError``); any other gate fails with a message naming the ``--signal`` to give;
+* **gates**: a human-in-the-loop task parks in ``awaiting_input`` (Airflow 3.3; before, it defers
+  to ``HITLTrigger``, and the driver keeps that deferral aside as the gate); ``dag.test()`` waits
+  for an answer forever. Here a ``--signal`` answers it through Airflow's own response path (the
+  ``hitl_detail`` row written as the REST API writes it, then ``handle_event_submit`` with the
+  event the trigger would send: the task resumes into ``execute_complete``); a gate with no
+  signal whose deadline is near (at most ``gate_wait`` seconds) waits for it, then the timeout
+  rule applies (defaults, or ``HITLTimeoutError``: Airflow's scheduler sweep
+  ``check_awaiting_input_timeouts`` on 3.3, what ``HITLTrigger`` does on its deadline before);
+  any other gate fails with a message naming the ``--signal`` to give;
 * **no idle polling**: nothing sleeps unless an Airflow retry is waiting for its delay; a run
   where nothing can start any more ends instead of spinning;
 * **progress**: a listener hears about every task instance that finished (skips included, which
@@ -38,10 +40,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from airflow.models.dagrun import DagRun
-from airflow.sdk import timezone
 from airflow.utils.state import DagRunState, TaskInstanceState
 from airflow.utils.types import DagRunTriggeredByType, DagRunType
 
+from ..compat import awaiting_input_state, is_hitl_trigger, run_user, timezone
 from ..events import Event, MemoryRecorder, Recorder
 from .report import FINISHED, TaskRow
 
@@ -110,6 +112,17 @@ def _error_text(error: BaseException | None) -> str | None:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+def _ti_key(ti: Any) -> tuple[str, str, str, int]:
+    return (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+
+
+def _trigger_deadline(message: Any) -> Any:
+    """The answer deadline a deferred gate's ``HITLTrigger`` holds (None: no timeout)."""
+    from ..compat import trigger_kwargs
+
+    return trigger_kwargs(message).get("timeout_datetime")
+
+
 class Driver:
     """Creates and drives runs of the given DAGs (dag_id -> SDK DAG) in this process."""
 
@@ -140,13 +153,16 @@ class Driver:
         self.gate_wait = gate_wait
         self._sweeper: Any = None
         self.live: Any = None  # live.Live: start lines and heartbeats, when set
+        # Gates parked as a deferral to HITLTrigger (Airflow < 3.3): ti key -> its DeferTask.
+        self._parked: dict[tuple[str, str, str, int], Any] = {}
 
     # -- set-up -------------------------------------------------------------------------------
 
     def sync(self) -> None:
         """Write the dags folder's DAGs to the DB (what the DAG processor would do)."""
         from airflow.dag_processing.bundles.manager import DagBundlesManager
-        from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+
+        from ..compat import bundle_dag_bag, sync_bag
 
         manager = DagBundlesManager()
         manager.sync_bundles_to_db(session=self.session)
@@ -154,13 +170,11 @@ class Driver:
         for bundle in manager.get_all_dag_bundles():
             if not bundle.is_initialized:
                 bundle.initialize()
-            bag = BundleDagBag(
-                dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name
-            )
+            bag = bundle_dag_bag(bundle.path, bundle.name)
             if bag.import_errors:
                 problems = "; ".join(f"{k}: {v}" for k, v in bag.import_errors.items())
                 raise RuntimeError(f"a compiled DAG file does not import: {problems}")
-            sync_bag_to_db(bag, bundle.name, bundle.version)
+            sync_bag(bag, bundle.name, bundle.version)
         self._unpause()
 
     def synced(self) -> bool:
@@ -212,7 +226,7 @@ class Driver:
 
     def _scheduler_dag(self, dag_id: str) -> Any:
         if dag_id not in self._serialized:
-            from airflow.serialization.serialized_objects import DagSerialization
+            from ..compat import DagSerialization
 
             dag = self.dags[dag_id]
             dag.validate()
@@ -233,7 +247,7 @@ class Driver:
             conf=dict(conf),
             run_type=DagRunType.MANUAL,
             triggered_by=DagRunTriggeredByType.TEST,
-            triggering_user_name="noetlc",
+            **run_user("noetlc"),
             state=DagRunState.RUNNING,
             start_date=now,
             session=self.session,
@@ -300,7 +314,12 @@ class Driver:
     def _unblock(self, run: DagRun, tis: list[Any], idle: int) -> None:
         """Nothing is ready: wait for a retry delay, fail a gate, or end a run that is stuck."""
         waiting = [ti for ti in tis if _state(ti.state) not in FINISHED]
-        gates = [ti for ti in waiting if ti.state == TaskInstanceState.AWAITING_INPUT]
+        awaiting = awaiting_input_state()
+        gates = [
+            ti
+            for ti in waiting
+            if (awaiting is not None and ti.state == awaiting) or self._parked_defer(ti) is not None
+        ]
         retries = [ti for ti in waiting if ti.state == TaskInstanceState.UP_FOR_RETRY]
         if gates:
             for ti in gates:
@@ -317,13 +336,19 @@ class Driver:
         """Answer a waiting gate from --signal, wait out a near deadline, or fail it."""
         from airflow.models.hitl import HITLDetail
 
-        from ..runtime.gates import GateAnswerError, answer_syntax, parse_answer
+        from ..runtime.gates import GateAnswerError, answer_syntax, param_defaults, parse_answer
 
         detail = self.session.get(HITLDetail, ti.id)
         if detail is None:
             self._fail(run, ti, "waits for input but has no human-in-the-loop request")
             return
-        params = detail.params or {}
+        # Airflow 3.1 writes the DAG's params into the request beside the gate's own: the answer
+        # is about the gate's, and carries the others' values unchanged (the HITL operator
+        # checks that it has every one).
+        task = self.dags[run.dag_id].task_dict.get(ti.task_id)
+        own = (getattr(task, "tool", None) or {}).get("params") or {}
+        params = {k: v for k, v in (detail.params or {}).items() if k in own}
+        others = param_defaults({k: v for k, v in (detail.params or {}).items() if k not in own})
         syntax = answer_syntax(ti.task_id, list(detail.options or []), params)
         answers = self.signals.get(ti.task_id)
         if answers:
@@ -332,13 +357,17 @@ class Driver:
             except GateAnswerError as exc:
                 self._fail(run, ti, f"--signal {ti.task_id}: {exc}; answer with {syntax}")
                 return
-            self._respond(ti, detail, chosen, values)
+            self._respond(ti, detail, chosen, {**others, **values})
             return
-        deadline = ti.trigger_timeout
+        parked = self._parked_defer(ti)
+        deadline = ti.trigger_timeout if parked is None else _trigger_deadline(parked)
         now = timezone.utcnow()
         if deadline is not None and (deadline - now).total_seconds() <= self.gate_wait:
             if now <= deadline:
                 time.sleep(min(MAX_RETRY_WAIT, (deadline - now).total_seconds() + 0.05))
+                return
+            if parked is not None:
+                self._time_out_parked(ti, detail, parked)
                 return
             self._sweep()
             return
@@ -364,9 +393,58 @@ class Driver:
         detail.chosen_options = chosen
         detail.params_input = values
         self.session.add(detail)
-        handle_event_submit(
-            TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=self.session
-        )
+        if self._parked.pop(_ti_key(ti), None) is not None:
+            # A gate deferred to HITLTrigger (Airflow < 3.3): the event its trigger would send
+            # on finding this answer (the trigger asks the supervisor, which a run in this
+            # process does not have).
+            payload = {
+                "chosen_options": chosen,
+                "params_input": values,
+                "responded_at": detail.responded_at,
+                "responded_by_user": detail.responded_by,
+                "timedout": False,
+            }
+        else:
+            payload = detail.as_resume_event_payload()
+        handle_event_submit(TriggerEvent(payload), task_instance=ti, session=self.session)
+        self.session.commit()
+
+    def _parked_defer(self, ti: Any) -> Any:
+        return self._parked.get(_ti_key(ti))
+
+    def _time_out_parked(self, ti: Any, detail: Any, message: Any) -> None:
+        """A deferred gate's deadline passed: what ``HITLTrigger._handle_timeout`` does (the
+        defaults recorded as the answer, else a timeout failure), resumed the same way."""
+        from airflow.models.trigger import handle_event_submit
+        from airflow.triggers.base import TriggerEvent
+
+        from ..compat import trigger_kwargs
+
+        self._parked.pop(_ti_key(ti), None)
+        kwargs = trigger_kwargs(message)
+        defaults = kwargs.get("defaults")
+        if defaults is None:
+            payload: dict[str, Any] = {
+                "error": "The timeout has passed, and the response has not yet been received.",
+                "error_type": "timeout",
+            }
+        else:
+            params = {
+                key: spec.get("value") if isinstance(spec, Mapping) else spec
+                for key, spec in (kwargs.get("params") or {}).items()
+            }
+            detail.chosen_options = list(defaults)
+            detail.params_input = params
+            detail.responded_at = timezone.utcnow()
+            self.session.add(detail)
+            payload = {
+                "chosen_options": list(defaults),
+                "params_input": params,
+                "responded_by_user": None,
+                "responded_at": detail.responded_at,
+                "timedout": True,
+            }
+        handle_event_submit(TriggerEvent(payload), task_instance=ti, session=self.session)
         self.session.commit()
 
     def _sweep(self) -> None:
@@ -396,12 +474,13 @@ class Driver:
                 self.live.task_finished()
 
     def _run_task(self, dag: Any, run: DagRun, ti: Any, task: Any, key: tuple) -> None:
-        from airflow.sdk.definitions.dag import _run_task
         from airflow.sdk.execution_time.comms import DeferTask
+
+        from ..compat import run_test_task
 
         while True:
             try:
-                outcome = _run_task(ti=ti, task=task, run_triggerer=False)
+                outcome = run_test_task(ti, task)
             except Exception as exc:  # one task's crash is that task's failure, not the command's
                 log.exception("task %s failed to run", ti.task_id)
                 self.errors[key] = _error_text(exc) or "failed"
@@ -413,6 +492,9 @@ class Driver:
                 self.errors[key] = _error_text(outcome.error) or "failed"
             message = outcome.msg if outcome is not None else None
             if ti.state == TaskInstanceState.DEFERRED and isinstance(message, DeferTask):
+                if is_hitl_trigger(message.classpath):  # a gate: answered by _unblock
+                    self._parked[key] = message
+                    return
                 self.drive_children(parent=(run.dag_id, run.run_id))
                 if self._resume(ti, message):
                     continue
@@ -422,10 +504,10 @@ class Driver:
         """Run the deferral's trigger inline; True when the task is ready to resume."""
         from uuid import UUID
 
-        from airflow.sdk._shared.module_loading import import_string
         from airflow.sdk.api.datamodels._generated import TaskInstance as TaskInstanceSDK
         from airflow.sdk.execution_time.supervisor import InProcessTestSupervisor
-        from airflow.sdk.serde import deserialize, serialize
+
+        from ..compat import import_string, resume_kwargs, trigger_kwargs
 
         sdk_ti = TaskInstanceSDK(
             id=UUID(str(ti.id)),
@@ -437,7 +519,7 @@ class Driver:
             dag_version_id=UUID(str(ti.dag_version_id)),
         )
         try:
-            trigger = import_string(message.classpath)(**deserialize(message.trigger_kwargs))
+            trigger = import_string(message.classpath)(**trigger_kwargs(message))
             event = InProcessTestSupervisor.run_trigger_in_process(trigger=trigger, ti=sdk_ti)
         except Exception as exc:  # a broken trigger fails its task, not the command
             log.exception("trigger of %s failed", ti.task_id)
@@ -448,7 +530,7 @@ class Driver:
             self.session.commit()
             return False
         ti.next_method = message.next_method
-        ti.next_kwargs = {"event": serialize(event.payload)} if event else message.next_kwargs
+        ti.next_kwargs = resume_kwargs(event.payload) if event else message.next_kwargs
         ti.state = TaskInstanceState.SCHEDULED
         self.session.merge(ti)
         self.session.commit()

@@ -41,17 +41,13 @@ def ensure_db(home: Home) -> bool:
     The home is a cache: a DB without our marker (a first run that died half-way) or made by
     another Airflow version is replaced rather than migrated. Returns True when it created one.
     """
-    import airflow
+    from ..compat import version_text
 
     try:
         marker = json.loads(home.marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         marker = None
-    if (
-        home.db.exists()
-        and isinstance(marker, dict)
-        and marker.get("airflow") == airflow.__version__
-    ):
+    if home.db.exists() and isinstance(marker, dict) and marker.get("airflow") == version_text():
         return False
     home.synced.unlink(missing_ok=True)
     for suffix in ("", "-journal", "-wal", "-shm"):
@@ -61,7 +57,7 @@ def ensure_db(home: Home) -> bool:
     started = time.monotonic()
     db.initdb()
     log.info("created the metadata DB in %.1fs", time.monotonic() - started)
-    record = {"airflow": airflow.__version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    record = {"airflow": version_text(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     temporary = home.marker.with_suffix(".tmp")
     temporary.write_text(json.dumps(record) + "\n", encoding="utf-8")
     os.replace(temporary, home.marker)
@@ -113,7 +109,9 @@ def run_conf(dag: Any, conf: Mapping[str, Any], sets: list[list[str]]) -> dict[s
 def gate_signals(dags: Mapping[str, Any], items: list[list[str]]) -> dict[str, list[str]]:
     """``--signal GATE=VALUE`` pairs -> gate -> answers; a GATE that is no approve/input gate
     of this run's DAGs is a usage error naming the gates there are."""
-    from airflow.providers.standard.operators.hitl import HITLOperator
+    from ..compat import hitl_operators
+
+    HITLOperator, _ = hitl_operators()
 
     gates = sorted(
         {
@@ -270,8 +268,7 @@ def _stop_listeners() -> None:
 
 
 def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str], err: IO[str]):
-    from airflow.exceptions import ParamValidationError
-
+    from ..compat import ParamValidationError
     from ..events import NullRecorder, default_recorder, flush, set_default_recorder
     from ..templating.ids import execution_id_for
     from .driver import Driver, RunRecorder

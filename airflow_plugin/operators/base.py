@@ -20,8 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.branch import BranchMixIn
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, DownstreamTasksSkipped
 
+from ..compat import (
+    AirflowException,
+    AirflowFailException,
+    DownstreamTasksSkipped,
+    in_process_comms,
+)
 from ..errors import NoetlRuntimeError, fails_task
 from ..templating.ids import execution_id_for
 from .lineage import LineageMixin
@@ -50,12 +55,12 @@ def runs_in_process() -> bool:
     """True under ``dag.test()`` / ``noetlc run``: every task instance runs one after another in
     this process through the in-process Execution API, and no scheduler exists to start other
     DAG runs."""
-    try:
-        from airflow.sdk.execution_time import task_runner
-        from airflow.sdk.execution_time.supervisor import InProcessSupervisorComms
-    except ImportError:  # pragma: no cover - an Airflow without the in-process runner
+    comms = in_process_comms()
+    if comms is None:
         return False
-    return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), InProcessSupervisorComms)
+    from airflow.sdk.execution_time import task_runner
+
+    return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), comms)
 
 
 def fail_task(step: str, exc: BaseException) -> AirflowException:

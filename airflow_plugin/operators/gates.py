@@ -29,16 +29,19 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.providers.standard.operators.hitl import HITLEntryOperator, HITLOperator
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.providers.standard.sensors.time_delta import WaitSensor
 
+from ..compat import hitl_operators
 from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
 from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, step_output
 from .loop import validate_reads
+
+# On Airflow 3.0 (no HITL operators) stand-ins that refuse construction naming the version.
+HITLOperator, HITLEntryOperator = hitl_operators()
 
 __all__ = [
     "APPROVE",
@@ -225,7 +228,7 @@ class _HumanGate(_GateRuntime):
         # HITLOperator.execute writes these to the hitl_detail row the UI and API show.
         self.subject = str(texts.get("subject", self.step))
         self.body = None if texts.get("body") is None else str(texts["body"])
-        from airflow.sdk import timezone
+        from ..compat import timezone
 
         deadline = timezone.utcnow() + self.response_timeout if self.response_timeout else None
         self.paused(
@@ -349,16 +352,21 @@ class NoetlInputOperator(HITLEntryOperator, _HumanGate):
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
         from ..runtime.gates import GateAnswerError, input_result, typed_values
 
+        own = self.tool["params"]
         if "error" not in event:
             # Typed before Airflow validates against the form's schema: an API client (or a
             # form) may send "0.2" for a number, which is 0.2 downstream, never a string.
+            given = dict(event.get("params_input") or {})
+            # Airflow 3.1's request holds the DAG's params beside the gate's own (its operator
+            # params include them, and it checks the answer has every one): they pass through.
+            dag_level = {k: v for k, v in given.items() if k not in own and k in self.params}
             try:
-                typed = typed_values(self.tool["params"], event.get("params_input") or {})
+                typed = typed_values(own, {k: v for k, v in given.items() if k not in dag_level})
             except GateAnswerError as exc:
                 raise fail_task(self.step, ValueError(f"the answer does not fit: {exc}")) from exc
-            event = {**event, "params_input": typed}
+            event = {**event, "params_input": {**dag_level, **typed}}
         answer = self.answer(context, event)
-        values = dict(answer["params_input"] or {})
+        values = {k: v for k, v in (answer["params_input"] or {}).items() if k in own}
         timed_out = bool(event.get("timedout"))
         result = input_result(
             values, answer["responded_by_user"], answer["responded_at"], timed_out
@@ -373,7 +381,7 @@ class NoetlInputOperator(HITLEntryOperator, _HumanGate):
 
 def _moment(event: Any, fallback: Any) -> Any:
     """The time a timer fired for (the trigger's event), else ``fallback``."""
-    from airflow.sdk import timezone
+    from ..compat import timezone
 
     if isinstance(event, datetime):
         return event
@@ -412,7 +420,7 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
         self.reads = reads
 
     def execute(self, context: Any) -> Any:
-        from airflow.sdk import timezone
+        from ..compat import timezone
 
         until = timezone.utcnow() + self.time_to_wait
         self.paused(context, {"duration": self.tool["duration"], "until": until.isoformat()})
@@ -432,8 +440,7 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
         return self.execute_complete(context, until)
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
-        from airflow.sdk import timezone
-
+        from ..compat import timezone
         from ..runtime.gates import sleep_result
 
         result = sleep_result(_moment(event, timezone.utcnow()))
@@ -457,7 +464,7 @@ class NoetlWaitUntilSensor(DateTimeSensorAsync, _GateRuntime):
         self.reads = reads
 
     def execute(self, context: Any) -> Any:
-        from airflow.sdk import timezone
+        from ..compat import timezone
 
         until = self.render_texts(context, ("until",)).get("until")
         try:

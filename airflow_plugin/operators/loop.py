@@ -159,7 +159,7 @@ IN_PROCESS_MAX_CHUNKS = 256
 
 
 def max_map_length() -> int:
-    from airflow.sdk import conf
+    from ..compat import conf
 
     try:
         return max(1, conf.getint("core", "max_map_length"))
@@ -181,7 +181,7 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             if not guard_holds(self.payload, inputs):
-                from airflow.sdk.exceptions import AirflowSkipException
+                from ..compat import AirflowSkipException
 
                 # The body and the tail (none_failed_min_one_success) are skipped with the
                 # head: the loop's branch ends here, as a plain step's does.
@@ -289,7 +289,7 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
 
 
 def _max_active_tasks() -> int:
-    from airflow.sdk import conf
+    from ..compat import conf
 
     try:
         return max(1, conf.getint("core", "max_active_tasks_per_dag"))

@@ -14,9 +14,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from airflow.providers.standard.operators.trigger_dagrun import DagIsPaused, TriggerDagRunOperator
-from airflow.sdk.exceptions import AirflowRuntimeError
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 
+from ..compat import AirflowRuntimeError, DagIsPaused, dag_is_paused, paused_check_builtin
 from ..errors import NoetlRuntimeError
 from ..runtime.catalog import dag_id_for_path
 from ..runtime.payload import validate_payload
@@ -84,8 +84,10 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         kwargs.setdefault("poke_interval", 5)
         # A paused child DAG would take the run and never start it: the step would wait for ever.
         # Compiled DAGs are created unpaused (``is_paused_upon_creation=False``), so a paused
-        # child is someone's decision; the step fails at once saying so (``_trigger``).
-        kwargs.setdefault("fail_when_dag_is_paused", True)
+        # child is someone's decision; the step fails at once saying so (``_trigger``). Before
+        # Airflow 3.2 the operator cannot ask; execute() checks the child itself.
+        if paused_check_builtin():
+            kwargs.setdefault("fail_when_dag_is_paused", True)
         super().__init__(
             trigger_dag_id=trigger_dag_id or static or UNRESOLVED_DAG_ID,
             logical_date=None,
@@ -180,6 +182,8 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         with self.recording(context):
             call = ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
         try:
+            if not paused_check_builtin() and dag_is_paused(dag_id):
+                raise DagIsPaused(dag_id=dag_id)
             return super().execute(context)  # raises DagRunTriggerException: the trigger itself
         except (DagIsPaused, AirflowRuntimeError) as exc:
             error = _trigger_error(dag_id, exc)

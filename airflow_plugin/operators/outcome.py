@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
 
+from ..compat import AirflowFailException
 from .base import XCOM_RETURN_KEY, is_noetl_output
 
 __all__ = ["NoetlOutcomeOperator", "failed_calls"]

@@ -128,7 +128,7 @@ class NoetlStepOperator(NoetlTask):
             except NoetlRuntimeError as exc:
                 raise fail_task(step, exc) from exc
         if outcome.status == "skipped" and not outcome.next_targets:
-            from airflow.sdk.exceptions import AirflowSkipException
+            from ..compat import AirflowSkipException
 
             # NoETL 5's local step `when` is false: the step does not run, its branch ends.
             raise AirflowSkipException(f"step {step!r}: its `when` guard is false")
