@@ -167,6 +167,14 @@ class EngineProfile:
             "tools/python.py.",
         )
     )
+    python_input_undefined_blank: bool = field(
+        metadata=_about(
+            "An input of a python tool that still holds a template is rendered again by the tool "
+            "with Jinja's default undefined: an undefined name (`{{ error }}`) is `''`; a field of "
+            "an undefined name keeps its text.",
+            "tools/python.py renders such an input with templating/render.render_blank_undefined.",
+        )
+    )
     python_error_status_fails: bool = field(
         metadata=_about(
             "A python result dict with `status: error` fails the call.",

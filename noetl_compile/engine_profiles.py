@@ -58,6 +58,7 @@ V1 = EngineProfile(
     loop_omitted_count=True,
     postgres_result_per_statement=False,
     python_function_body=False,
+    python_input_undefined_blank=False,
     python_error_status_fails=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
@@ -137,6 +138,11 @@ V1 = EngineProfile(
             "noetl/plugin/python/executor.py:41",
             "execute_python_task runs the code as a module and calls `main`",
         ),
+        "python_input_undefined_blank": Source(
+            "noetl/worker/worker.py:324",
+            "the worker hands the python plugin a StrictUndefined environment: rendering an "
+            "undefined name fails and the input keeps its text (plugin/python/executor.py:141)",
+        ),
         "python_error_status_fails": Source(
             "noetl/worker/worker.py:936",
             "the worker judges the tool's envelope; what `main` returned is its `data` "
@@ -175,6 +181,7 @@ CASE_V2 = EngineProfile(
     loop_omitted_count=False,
     postgres_result_per_statement=True,
     python_function_body=False,
+    python_input_undefined_blank=True,
     python_error_status_fails=True,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
@@ -251,6 +258,11 @@ CASE_V2 = EngineProfile(
             "noetl/tools/python/executor.py:640",
             "the python tool runs the code as a module; failures are `{status: error, ...}`",
         ),
+        "python_input_undefined_blank": Source(
+            "noetl/tools/python/executor.py:479",
+            "each text input is rendered with the worker's Environment(loader=BaseLoader()) "
+            "(v2_worker_nats.py:1739), whose default undefined renders ''",
+        ),
         "python_error_status_fails": Source(
             "noetl/worker/v2_worker_nats.py:1347",
             "a tool response with `status: error` is a tool error",
@@ -288,6 +300,7 @@ CANONICAL = EngineProfile(
     loop_omitted_count=True,
     postgres_result_per_statement=False,
     python_function_body=False,
+    python_input_undefined_blank=True,
     python_error_status_fails=True,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
@@ -358,6 +371,11 @@ CANONICAL = EngineProfile(
             "noetl/worker/v2_worker_nats.py:2415",
             "execute_python_task_async runs the code as a module",
         ),
+        "python_input_undefined_blank": Source(
+            "noetl/tools/python/executor.py:504",
+            "each text input is rendered with the worker's Environment(loader=BaseLoader()) "
+            "(v2_worker_nats.py:2389), whose default undefined renders ''",
+        ),
         "python_error_status_fails": Source(
             "noetl/worker/v2_worker_nats.py:2417",
             "a python result with `status: error` is returned as the error response",
@@ -399,6 +417,7 @@ NOETL5 = EngineProfile(
     loop_omitted_count=True,
     postgres_result_per_statement=False,
     python_function_body=True,
+    python_input_undefined_blank=False,
     python_error_status_fails=False,
     pipeline_retry_backoff="none",
     task_set_after_call=True,
@@ -480,6 +499,12 @@ NOETL5 = EngineProfile(
         "python_function_body": Source(
             "noetl/tools:src/tools/python.rs:111",
             "code with a top-level return runs as `def __noetl_step__(args, input_data, **kw)`",
+        ),
+        "python_input_undefined_blank": Source(
+            "noetl/tools:src/template/engine.rs:46",
+            "templates render with minijinja's Chainable undefined: an undefined name or field is ''",
+            differs="noetlc keeps the text of an input it cannot render (no live recording of "
+            "NoETL 5's python inputs)",
         ),
         "python_error_status_fails": Source(
             "noetl/tools:src/tools/python.rs:745",

@@ -51,6 +51,7 @@ __all__ = [
     "environment",
     "evaluate_condition",
     "has_template",
+    "render_blank_undefined",
     "render_value",
     "to_jsonable",
 ]
@@ -93,17 +94,17 @@ class RenderIssue:
     step (``input.city``, ``next.arcs[0].when``); ``expression``: the template; ``cause``: why.
     """
 
-    kind: Literal["unrendered", "guard"]
+    kind: Literal["unrendered", "guard", "blank"]
     field: str
     expression: str
     cause: str
 
     def describe(self, step: str) -> str:
-        what = (
-            "kept its template text (lenient rendering)"
-            if self.kind == "unrendered"
-            else "could not be evaluated and counts as false"
-        )
+        what = {
+            "unrendered": "kept its template text (lenient rendering)",
+            "guard": "could not be evaluated and counts as false",
+            "blank": "rendered with its undefined names as '' (the engine's python tool does)",
+        }[self.kind]
         return f"step {step!r} field {self.field or '?'}: {self.expression!r} {what}: {self.cause}"
 
 
@@ -123,7 +124,9 @@ def collect_issues() -> Iterator[list[RenderIssue]]:
         _issues.reset(token)
 
 
-def _note(kind: Literal["unrendered", "guard"], field: str, template: str, exc: BaseException):
+def _note(
+    kind: Literal["unrendered", "guard", "blank"], field: str, template: str, exc: BaseException
+):
     found = _issues.get()
     if found is not None:
         cause = exc.cause if isinstance(exc, RenderError) else exc
@@ -311,6 +314,42 @@ def _render_string(
         _note("unrendered", field, text, exc)
         return text
     if not coerce or _TOJSON.search(text):
+        return rendered
+    return coerce_rendered(rendered)
+
+
+@functools.lru_cache(maxsize=1)
+def _blank_environment() -> SandboxedEnvironment:
+    """The runtime's environment with Jinja's default undefined (an undefined name renders
+    ''), as NoETL's worker hands its python tool (``python_input_undefined_blank``)."""
+    env = _NoetlEnvironment(undefined=Undefined, autoescape=False, keep_trailing_newline=True)
+    env.filters.update(environment().filters)
+    return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _blank_template(source: str):
+    return _blank_environment().from_string(source)
+
+
+def render_blank_undefined(text: str, context: Mapping[str, Any], field: str = "") -> Any:
+    """Render ``text`` as NoETL's python tool renders a text input: undefined names are ''
+    (a field of an undefined name still fails, and the text stays: the first rendering's
+    ``unrendered`` note stands), then coerced like any rendered text. A rendering that went
+    through replaces that note with a ``blank`` one at the same field: the user still hears
+    that a name was undefined, and what the value became."""
+    try:
+        rendered = _blank_template(text).render(context)
+    except Exception:  # noqa: BLE001 - as the engine: any failure keeps the text
+        return text
+    found = _issues.get()
+    if found is not None:
+        earlier = [i for i in found if i.kind == "unrendered" and i.expression == text]
+        for issue in earlier:
+            found.remove(issue)
+        where = earlier[0].field if earlier else field
+        found.append(RenderIssue("blank", where, text, f"it rendered {rendered!r}"))
+    if _TOJSON.search(text):
         return rendered
     return coerce_rendered(rendered)
 

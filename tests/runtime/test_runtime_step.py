@@ -235,9 +235,12 @@ def test_v1_arc_bindings_are_bare_names_of_the_target_step():
     args = {"a": "x", "workload": "y"}
     out = execute_step(p, inputs(args=args, results={"a": {"n": 1}}, workload={"k": 5}))
     assert out.result == [1, 5]
-    # other dialects read them as `args.<name>` only
+    # other dialects read them as `args.<name>` only: `{{ city }}` is undefined, which the
+    # canonical python tool renders as '' (python_input_undefined_blank)
     p = payload("b", input={"v": "{{ city }}"}, tool=py("result = v"))
-    assert execute_step(p, inputs(args={"city": "Oslo"})).result == "{{ city }}"
+    assert execute_step(p, inputs(args={"city": "Oslo"})).result == ""
+    p = payload("b", input={"v": "{{ args.city }}"}, tool=py("result = v"))
+    assert execute_step(p, inputs(args={"city": "Oslo"})).result == "Oslo"
 
 
 def test_lenient_input_keeps_unresolvable_template():
@@ -912,3 +915,19 @@ def test_v1_iterator_order_by_is_a_stable_sort_before_limit():
     loop["in"], loop["order_by"] = [1, "x"], "{{ item }}"
     with pytest.raises(StepFailed, match="loop.order_by keys cannot be compared"):
         render_collection(payload("loop", dialect="v1", loop=loop), inputs())
+
+
+def test_python_input_undefined_name_renders_blank_where_the_engine_python_tool_does():
+    """138c10ed / dc55c492: the python tool renders a text input again with Jinja's default
+    undefined, so `{{ error }}` on a success is ''; a field of an undefined name keeps its text;
+    v1's worker hands the tool StrictUndefined, so the text stays (profile field
+    python_input_undefined_blank). Either way the run says so."""
+    code = "result = {'e': e, 'f': f, 'mixed': mixed}"
+    step_input = {"e": "{{ error }}", "f": "{{ nowhere.value }}", "mixed": "x={{ error }}"}
+    for dialect in ("canonical", "case-v2"):
+        out = execute_step(payload(dialect=dialect, input=step_input, tool=py(code)), inputs())
+        assert out.result == {"e": "", "f": "{{ nowhere.value }}", "mixed": "x="}, dialect
+        assert any("rendered with its undefined names as ''" in i for i in out.issues)
+        assert any("'{{ nowhere.value }}' kept its template text" in i for i in out.issues)
+    v1 = execute_step(payload(dialect="v1", input=step_input, tool=py(code)), inputs())
+    assert v1.result == step_input
