@@ -188,6 +188,15 @@ class EngineProfile:
             "runtime/pipeline.py.",
         )
     )
+    pipeline_last_task_promoted: bool = field(
+        metadata=_about(
+            "Templates read a tool pipeline's step result with the last task's result laid "
+            "under the record (`{**last, **record}`): `{{ fetch.has_more }}` after a multi-task "
+            "pipeline reads the last task's `has_more`; the record's own keys win.",
+            "templating/proxy.promoted, applied by context.build_context and runtime/step_calls "
+            "(the stored result stays the record).",
+        )
+    )
     pipeline_retry_backoff: Backoff = field(
         metadata=_about(
             "The wait between tries of a pipeline `retry` rule that names no `backoff`: `none` "

@@ -60,6 +60,7 @@ V1 = EngineProfile(
     python_function_body=False,
     python_input_undefined_blank=False,
     python_error_status_fails=False,
+    pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     sources={
@@ -152,6 +153,10 @@ V1 = EngineProfile(
             "noetl/plugin/tool/execution.py:17",
             "execute_task runs one task by type: no task sequences (pipelines are canonical)",
         ),
+        "pipeline_last_task_promoted": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
         "pipeline_retry_backoff": Source(
             "noetl/plugin/tool/execution.py:17",
             "execute_task runs one task by type: no task sequences (pipelines are canonical)",
@@ -183,6 +188,7 @@ CASE_V2 = EngineProfile(
     python_function_body=False,
     python_input_undefined_blank=True,
     python_error_status_fails=True,
+    pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     sources={
@@ -271,6 +277,10 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
         ),
+        "pipeline_last_task_promoted": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
         "pipeline_retry_backoff": Source(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
@@ -302,6 +312,7 @@ CANONICAL = EngineProfile(
     python_function_body=False,
     python_input_undefined_blank=True,
     python_error_status_fails=True,
+    pipeline_last_task_promoted=True,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     sources={
@@ -384,6 +395,11 @@ CANONICAL = EngineProfile(
             "noetl/worker/task_sequence_executor.py:952",
             "a task's writes are its policy rule's `then.set` only",
         ),
+        "pipeline_last_task_promoted": Source(
+            "noetl/core/dsl/v2/engine.py:4543",
+            "_promoted_data = {**_last_result, **response_data}: so {{ fetch_with_limit.has_more "
+            "}} works for multi-tool sequences (its comment: pagination routing)",
+        ),
         "pipeline_retry_backoff": Source(
             "noetl/worker/task_sequence_executor.py:959",
             '`backoff` defaults to "none": _calculate_delay waits 0 s',
@@ -419,6 +435,7 @@ NOETL5 = EngineProfile(
     python_function_body=True,
     python_input_undefined_blank=False,
     python_error_status_fails=False,
+    pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=True,
     sources={
@@ -513,6 +530,11 @@ NOETL5 = EngineProfile(
         "task_set_after_call": Source(
             "noetl/tools:src/tools/task_sequence.rs:301",
             "a task's own `set` is read beside its call and rendered with its output",
+        ),
+        "pipeline_last_task_promoted": Source(
+            "noetl/tools:src/tools/task_sequence.rs:838",
+            "build_pipeline_result: the result is the labelled task results, nothing promoted",
+            differs="noetlc's pipeline result is 138c10ed's record `{status, _prev, results, ctx}`",
         ),
         "pipeline_retry_backoff": Source(
             "noetl/tools:src/tools/task_sequence.rs:767",

@@ -106,11 +106,12 @@ class CallLoop:
         self, outcome: ToolOutcome, result: Any, failed: bool, attempt: int
     ) -> None:
         after = dict(self.context)
-        after[self.step] = wrap_result(result)
+        promote = self.profile.pipeline_last_task_promoted
+        after[self.step] = wrap_result(result, promote=promote)
         after = with_values(
             after,
             output=outcome_envelope(outcome, attempt=attempt),
-            result=wrap_result(result),
+            result=wrap_result(result, promote=promote),
             response=response_view(result),
             # The full envelope (formal spec 3.3), read body first: v1 sinks write
             # `{{ this.profile_score }}` for the result's own field.

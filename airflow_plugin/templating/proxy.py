@@ -124,12 +124,15 @@ def promoted(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**last, **value} if isinstance(last, Mapping) else value
 
 
-def wrap_result(value: Any, fallbacks: tuple[str, ...] = ("data",)) -> Any:
-    """Wrap a step result for use in a render context (dicts only)."""
+def wrap_result(
+    value: Any, fallbacks: tuple[str, ...] = ("data",), *, promote: bool = False
+) -> Any:
+    """Wrap a step result for use in a render context (dicts only); ``promote``: a pipeline
+    record reads the last task's fields (the profile's ``pipeline_last_task_promoted``)."""
     if isinstance(value, ResultProxy):
         return value
     if isinstance(value, Mapping):
-        return ResultProxy(promoted(value), fallbacks)
+        return ResultProxy(promoted(value) if promote else value, fallbacks)
     return value
 
 

@@ -931,3 +931,14 @@ def test_python_input_undefined_name_renders_blank_where_the_engine_python_tool_
         assert any("'{{ nowhere.value }}' kept its template text" in i for i in out.issues)
     v1 = execute_step(payload(dialect="v1", input=step_input, tool=py(code)), inputs())
     assert v1.result == step_input
+
+
+def test_pipeline_promotion_is_the_profiles():
+    """NoETL 5's pipeline result is the labelled task results, nothing promoted
+    (task_sequence.rs build_pipeline_result): `{{ s.saved }}` is undefined there."""
+    steps = [py("result = {'id': 1}", name="shape"), py("result = {'saved': 1}", name="save")]
+    guard = arcs({"step": "next", "when": "{{ s.saved == 1 }}"})
+    canonical = execute_step(payload(pipeline=steps, routing=guard), inputs())
+    assert canonical.next_steps == ["next"]
+    noetl5 = execute_step(payload(pipeline=steps, routing=guard, generation="noetl5"), inputs())
+    assert noetl5.next_steps == []
