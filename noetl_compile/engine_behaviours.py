@@ -105,6 +105,14 @@ class EngineProfile:
             "the context).",
         )
     )
+    output_data_own_data: bool = field(
+        metadata=_about(
+            "In a step's arcs and `set`, `output.data` is the result's own `data` field when it "
+            "has one (else the result).",
+            "runtime/step_calls.after_call_context builds `output` so (a pipeline policy rule's "
+            "`output` is the task's call envelope, unchanged).",
+        )
+    )
     # -- routing and outcomes ---------------------------------------------------------------
     case_result_own_action: bool = field(
         metadata=_about(

@@ -49,6 +49,7 @@ V1 = EngineProfile(
     loop_item_in_variables=False,
     args_as_bare_names=True,
     collect_into_vars=False,
+    output_data_own_data=False,
     case_result_own_action=False,
     failed_call_takes_every_arc=False,
     routed_failure_takes_next=False,
@@ -96,6 +97,10 @@ V1 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/server/api/event/service/transitions.py:299",
             "v1 has no case rules, so no `collect`: noetlc writes ctx",
+        ),
+        "output_data_own_data": Source(
+            "noetl/core/dsl/render.py:114",
+            "the render context has no `output` namespace: noetlc's `output.data` is the result",
         ),
         "case_result_own_action": Source(
             "noetl/server/api/event/service/transitions.py:299",
@@ -177,6 +182,7 @@ CASE_V2 = EngineProfile(
     loop_item_in_variables=False,
     args_as_bare_names=False,
     collect_into_vars=True,
+    output_data_own_data=False,
     case_result_own_action=True,
     failed_call_takes_every_arc=False,
     routed_failure_takes_next=True,
@@ -231,6 +237,10 @@ CASE_V2 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/core/dsl/v2/engine.py:965",
             "`collect.into` names the variable the pages collect into",
+        ),
+        "output_data_own_data": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "the render context has no `output` namespace: noetlc's `output.data` is the result",
         ),
         "case_result_own_action": Source(
             "noetl/core/dsl/v2/engine.py:945",
@@ -301,6 +311,7 @@ CANONICAL = EngineProfile(
     loop_item_in_variables=True,
     args_as_bare_names=False,
     collect_into_vars=False,
+    output_data_own_data=True,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
     routed_failure_takes_next=False,
@@ -347,6 +358,10 @@ CANONICAL = EngineProfile(
         "collect_into_vars": Source(
             "noetl/core/dsl/v2/engine.py:619",
             "no `vars` in v10: collected pages land in ctx",
+        ),
+        "output_data_own_data": Source(
+            "noetl/core/dsl/v2/engine.py:413",
+            '_build_output_view: output["data"] = step_result.get("data", step_result)',
         ),
         "case_result_own_action": Source(
             "noetl/core/dsl/v2/models.py:717",
@@ -424,6 +439,7 @@ NOETL5 = EngineProfile(
     loop_item_in_variables=False,
     args_as_bare_names=False,
     collect_into_vars=False,
+    output_data_own_data=True,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
     routed_failure_takes_next=False,
@@ -474,6 +490,10 @@ NOETL5 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/server:orchestrate-core/src/state.rs:1189",
             "set mutations write ctx (apply_set_mutations)",
+        ),
+        "output_data_own_data": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:58",
+            "output_namespace: the user data, with `data` added only where it has none",
         ),
         "case_result_own_action": Source(
             "noetl/worker:src/executor/case_evaluator.rs:109",

@@ -108,9 +108,15 @@ class CallLoop:
         after = dict(self.context)
         promote = self.profile.pipeline_last_task_promoted
         after[self.step] = wrap_result(result, promote=promote)
+        output = outcome_envelope(outcome, attempt=attempt)
+        data = output["data"]
+        if self.profile.output_data_own_data and isinstance(data, Mapping) and "data" in data:
+            # The engine's arc/set `output.data` is the result's own `data` when it has one
+            # (138c10ed engine.py:414, `step_result.get("data", step_result)`).
+            output["data"] = data["data"]
         after = with_values(
             after,
-            output=outcome_envelope(outcome, attempt=attempt),
+            output=output,
             result=wrap_result(result, promote=promote),
             response=response_view(result),
             # The full envelope (formal spec 3.3), read body first: v1 sinks write

@@ -942,3 +942,19 @@ def test_pipeline_promotion_is_the_profiles():
     assert canonical.next_steps == ["next"]
     noetl5 = execute_step(payload(pipeline=steps, routing=guard, generation="noetl5"), inputs())
     assert noetl5.next_steps == []
+
+
+def test_arc_output_data_is_the_results_own_data_where_the_engine_reads_it_so():
+    """138c10ed engine.py:413 (`output.data` = `step_result.get("data", step_result)`): a result
+    with its own `data` key hands that to `output.data` in the step's arcs and `set`; a result
+    without one is `output.data` itself. v1 has no `output`: noetlc keeps the result."""
+    guard = arcs({"step": "next", "when": "{{ output.data.status == 'ready' }}"})
+    own = py("result = {'data': {'status': 'ready'}, 'status': 'ok'}")
+    out = execute_step(
+        payload(tool=own, routing=guard, set={"ctx.s": "{{ output.data }}"}), inputs()
+    )
+    assert out.next_steps == ["next"] and out.ctx_writes == {"s": {"status": "ready"}}
+    plain = py("result = {'status': 'ready'}")
+    assert execute_step(payload(tool=plain, routing=guard), inputs()).next_steps == ["next"]
+    v1 = execute_step(payload(dialect="v1", tool=own, routing=guard), inputs())
+    assert v1.next_steps == []
