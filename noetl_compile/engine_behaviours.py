@@ -67,6 +67,15 @@ class EngineProfile:
             "entry step's args.",
         )
     )
+    result_envelope_fields: bool = field(
+        metadata=_about(
+            "A step result answers the fields of the engine's hydrated result envelope it lacks: "
+            "`status` (`COMPLETED`, after a call that succeeded) and, for a list, text or number "
+            "result, `data` (the value itself: `{{ ids.data }}`).",
+            "templating/proxy.wrap_result (ResultProxy for a mapping, ValueResult for the rest; "
+            "a boolean or null result stays plain).",
+        )
+    )
     step_results_in_variables: bool = field(
         metadata=_about(
             "A finished step's result is also an execution variable (`{{ ctx.<step> }}`).",

@@ -43,6 +43,7 @@ V1 = EngineProfile(
     result_fallbacks=("data", "result"),
     request_ctx_flat=False,
     entry_args_from_request=False,
+    result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
     vars_flattened=False,
@@ -76,6 +77,10 @@ V1 = EngineProfile(
         "entry_args_from_request": Source(
             "noetl/server/api/event/service/initial.py:69",
             "the run starts at the `start` step with its own `with`/`input`, not the request",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/core/dsl/render.py:121",
+            "TaskResultProxy answers `data`/`result` for a mapping only; no envelope `status`",
         ),
         "step_results_in_variables": Source(
             "noetl/server/api/context/service.py:93",
@@ -176,6 +181,7 @@ CASE_V2 = EngineProfile(
     result_fallbacks=("data",),
     request_ctx_flat=False,
     entry_args_from_request=False,
+    result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=True,
     vars_flattened=True,
@@ -212,6 +218,10 @@ CASE_V2 = EngineProfile(
             "the start command is created with the request as its args",
             differs="noetlc hands the entry step no args (no live recording of a request key "
             "that is also an entry `input` key)",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "step results are spread into the context as stored: no hydrated envelope",
         ),
         "step_results_in_variables": Source(
             "noetl/core/dsl/v2/engine.py:269",
@@ -305,6 +315,7 @@ CANONICAL = EngineProfile(
     result_fallbacks=_CANONICAL_FALLBACKS,
     request_ctx_flat=True,
     entry_args_from_request=True,
+    result_envelope_fields=True,
     step_results_in_variables=True,
     vars_namespace=False,
     vars_flattened=False,
@@ -337,6 +348,11 @@ CANONICAL = EngineProfile(
         "entry_args_from_request": Source(
             "noetl/core/dsl/v2/engine.py:6468",
             "_issue_loop_commands(state, start_step, payload): the request is the entry args",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/core/dsl/v2/engine.py:312",
+            "_merge_hydrated_step_result: a mapping gets `status` by default (the compact "
+            "result's, COMPLETED: v2_worker_nats.py:2076), anything else `{data: value, status}`",
         ),
         "step_results_in_variables": Source(
             "noetl/core/dsl/v2/engine.py:659", "mark_step_completed: variables[step] = result"
@@ -433,6 +449,7 @@ NOETL5 = EngineProfile(
     result_fallbacks=_CANONICAL_FALLBACKS,
     request_ctx_flat=False,
     entry_args_from_request=False,
+    result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
     vars_flattened=False,
@@ -467,6 +484,11 @@ NOETL5 = EngineProfile(
         "entry_args_from_request": Source(
             "noetl/server:src/handlers/execute.rs:1377",
             "the request payload goes into the start command's context, not its args",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1129",
+            "build_context exposes a step's user data with a synthetic `data` of itself: no "
+            "envelope `status`",
         ),
         "step_results_in_variables": Source(
             "noetl/server:orchestrate-core/src/state.rs:1107",

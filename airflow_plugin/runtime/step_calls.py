@@ -107,7 +107,8 @@ class CallLoop:
     ) -> None:
         after = dict(self.context)
         promote = self.profile.pipeline_last_task_promoted
-        after[self.step] = wrap_result(result, promote=promote)
+        own = wrap_result(result, promote=promote, envelope=self.profile.result_envelope_fields)
+        after[self.step] = own
         output = outcome_envelope(outcome, attempt=attempt)
         data = output["data"]
         if self.profile.output_data_own_data and isinstance(data, Mapping) and "data" in data:

@@ -139,9 +139,9 @@ def build_context(
     workload = dict(workload or {})
     results = dict(results or {})
     fallbacks = profile.result_fallbacks
-    promote = profile.pipeline_last_task_promoted
+    promote, envelope = profile.pipeline_last_task_promoted, profile.result_envelope_fields
     shown = {
-        name: wrap_result(reveal(value), fallbacks, promote=promote)
+        name: wrap_result(reveal(value), fallbacks, promote=promote, envelope=envelope)
         for name, value in results.items()
     }
     variables: dict[str, Any] = dict(workload)

@@ -41,7 +41,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import NoetlFailure
 from .filters5 import NOETL5_FILTERS
-from .proxy import ResultProxy, unwrap
+from .proxy import ResultProxy, ValueResult, unwrap
 
 __all__ = [
     "RenderError",
@@ -451,7 +451,11 @@ def evaluate_condition(
 
 def to_jsonable(value: Any) -> Any:
     """Plain JSON data for XCom and events (datetimes as ISO text, unknown objects as str)."""
-    value = unwrap(value) if isinstance(value, (ResultProxy, Mapping, list, tuple)) else value
+    value = (
+        unwrap(value)
+        if isinstance(value, (ResultProxy, Mapping, list, tuple, ValueResult))
+        else value
+    )
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):

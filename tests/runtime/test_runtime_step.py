@@ -958,3 +958,34 @@ def test_arc_output_data_is_the_results_own_data_where_the_engine_reads_it_so():
     assert execute_step(payload(tool=plain, routing=guard), inputs()).next_steps == ["next"]
     v1 = execute_step(payload(dialect="v1", tool=own, routing=guard), inputs())
     assert v1.next_steps == []
+
+
+def test_a_canonical_result_answers_the_envelope_fields_it_lacks():
+    """138c10ed engine.py:312 hydrates a step result as `{data: value, status, ...}` for a list
+    or scalar and sets `status` by default on a mapping: `{{ ids.data }}` is the list and
+    `{{ s.status }}` COMPLETED (profile field result_envelope_fields); v1 has neither."""
+    p = payload(
+        "b",
+        input={
+            "d": "{{ ids.data }}",
+            "n": "{{ ids | length }}",
+            "first": "{{ ids[0] }}",
+            "text": "{{ word.data }}",
+            "num": "{{ count.data + 1 }}",
+            "st": "{{ a.status }}",
+            "own": "{{ failed.status }}",
+        },
+        tool=py("result = [d, n, first, text, num, st, own]"),
+    )
+    results = {
+        "ids": [1, 2, 3],
+        "word": "hi",
+        "count": 4,
+        "a": {"x": 1},
+        "failed": {"status": "error", "error": "boom"},
+    }
+    out = execute_step(p, inputs(results=results))
+    assert out.result == [[1, 2, 3], 3, 1, "hi", 5, "COMPLETED", "error"]
+    assert type(out.result[0]) is list and type(out.result[3]) is str
+    v1 = execute_step({**p, "dialect": "v1"}, inputs(results=results))
+    assert v1.result[0] == "{{ ids.data }}" and v1.result[5] == "{{ a.status }}"
