@@ -156,6 +156,14 @@ class EngineProfile:
             "runtime/loop.render_collection.",
         )
     )
+    loop_result_is_list: bool = field(
+        metadata=_about(
+            "`{{ loop_step.result }}` is the plain list of the item results (the engine's loop "
+            "result is that list), not the loop record.",
+            "templating/proxy.ResultProxy answers `result` of a loop record `{results, stats}` "
+            "with its `results`.",
+        )
+    )
     loop_results_capped: bool = field(
         metadata=_about(
             "A loop result keeps only the last NOETL_LOOP_RESULT_MAX_ITEMS (128) results, each cut "

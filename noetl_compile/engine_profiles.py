@@ -56,6 +56,7 @@ V1 = EngineProfile(
     routed_failure_takes_next=False,
     loop_string_items="error",
     loop_scalar_items="error",
+    loop_result_is_list=True,
     loop_results_capped=False,
     loop_omitted_count=True,
     postgres_result_per_statement=False,
@@ -130,6 +131,11 @@ V1 = EngineProfile(
             "coerce_items wraps any other value as one item",
             differs="noetlc fails the step on a scalar (no live recording of this case)",
         ),
+        "loop_result_is_list": Source(
+            "noetl/core/dsl/render.py:148",
+            "a list step result is rendered as `{'result': value}` so `{{ step.result | length }}` "
+            "counts the items; the iterator's result is that list (plugin/iterator/executor.py:228)",
+        ),
         "loop_results_capped": Source(
             "noetl/plugin/iterator/executor.py:228",
             "`results` holds every iteration's result",
@@ -194,6 +200,7 @@ CASE_V2 = EngineProfile(
     routed_failure_takes_next=True,
     loop_string_items="characters",
     loop_scalar_items="one item",
+    loop_result_is_list=False,
     loop_results_capped=False,
     loop_omitted_count=False,
     postgres_result_per_statement=True,
@@ -270,6 +277,10 @@ CASE_V2 = EngineProfile(
         "loop_scalar_items": Source(
             "noetl/core/dsl/v2/engine.py:1198", "a non-iterable is wrapped as one item"
         ),
+        "loop_result_is_list": Source(
+            "noetl/core/dsl/v2/engine.py:348",
+            "the aggregation is `{results, stats}`: no `result` field",
+        ),
         "loop_results_capped": Source(
             "noetl/core/dsl/v2/engine.py:337",
             "get_loop_aggregation returns every result",
@@ -328,6 +339,7 @@ CANONICAL = EngineProfile(
     routed_failure_takes_next=False,
     loop_string_items="one item",
     loop_scalar_items="one item",
+    loop_result_is_list=False,
     loop_results_capped=True,
     loop_omitted_count=True,
     postgres_result_per_statement=False,
@@ -398,6 +410,10 @@ CANONICAL = EngineProfile(
         "loop_scalar_items": Source(
             "noetl/core/dsl/v2/engine.py:1896", "any other value is one item"
         ),
+        "loop_result_is_list": Source(
+            "noetl/core/dsl/v2/engine.py:734",
+            "the loop result is a record (`results`, `stats`, `omitted_results_count`)",
+        ),
         "loop_results_capped": Source(
             "noetl/core/dsl/v2/engine.py:45",
             "NOETL_LOOP_RESULT_MAX_ITEMS (128) bounds the results kept",
@@ -462,6 +478,7 @@ NOETL5 = EngineProfile(
     routed_failure_takes_next=False,
     loop_string_items="one item",
     loop_scalar_items="one item",
+    loop_result_is_list=False,
     loop_results_capped=True,
     loop_omitted_count=True,
     postgres_result_per_statement=False,
@@ -540,6 +557,10 @@ NOETL5 = EngineProfile(
             "noetl/server:orchestrate-core/src/evaluator.rs:358",
             "a number n iterates 0..n; null and booleans fail the step",
             differs="noetlc iterates the value as one item (138c10ed)",
+        ),
+        "loop_result_is_list": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results: no `result` field",
         ),
         "loop_results_capped": Source(
             "noetl/server:orchestrate-core/src/state.rs:810",

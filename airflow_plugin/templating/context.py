@@ -139,10 +139,13 @@ def build_context(
     workload = dict(workload or {})
     results = dict(results or {})
     fallbacks = profile.result_fallbacks
-    promote, envelope = profile.pipeline_last_task_promoted, profile.result_envelope_fields
+    views = {
+        "promote": profile.pipeline_last_task_promoted,
+        "envelope": profile.result_envelope_fields,
+        "loop_list": profile.loop_result_is_list,
+    }
     shown = {
-        name: wrap_result(reveal(value), fallbacks, promote=promote, envelope=envelope)
-        for name, value in results.items()
+        name: wrap_result(reveal(value), fallbacks, **views) for name, value in results.items()
     }
     variables: dict[str, Any] = dict(workload)
     if profile.step_results_in_variables:

@@ -26,21 +26,27 @@ class ResultProxy(Mapping):
     ``.result``: NoETL's v1 result proxy answered both with the result itself); with
     ``envelope``, a result without its own ``status`` answers :data:`ENVELOPE_STATUS`."""
 
-    __slots__ = ("_envelope", "_fallbacks", "_value")
+    __slots__ = ("_envelope", "_fallbacks", "_loop_list", "_value")
 
     def __init__(
         self,
         value: Mapping[str, Any],
         fallbacks: tuple[str, ...] = ("data",),
         envelope: bool = False,
+        loop_list: bool = False,
     ):
         self._value = value
         self._fallbacks = fallbacks
         self._envelope = envelope
+        self._loop_list = loop_list
 
     def __getitem__(self, key: str) -> Any:
         if key in self._value:
             return _wrap_nested(self._value[key])
+        if key == "result" and self._loop_list and _is_loop_aggregate(self._value):
+            # v1: the iterator step's result is the plain list of item results, and
+            # `{{ step.result }}` that list (58c2a16b render.py:148, `{'result': value}`).
+            return list(self._value["results"])
         if key in self._fallbacks:
             # Result without a ``data`` key: ``{{ s.data.x }}`` means ``{{ s.x }}``.
             return self
@@ -164,6 +170,14 @@ def _wrap_nested(value: Any) -> Any:
     return value
 
 
+_LOOP_AGGREGATE = frozenset({"results", "stats"})
+
+
+def _is_loop_aggregate(value: Mapping[str, Any]) -> bool:
+    """A loop step's aggregate ``{results, stats[, omitted_results_count]}``."""
+    return _LOOP_AGGREGATE <= value.keys() and isinstance(value.get("results"), list)
+
+
 _PIPELINE_RECORD = frozenset({"status", "_prev", "results", "ctx"})
 
 
@@ -190,15 +204,18 @@ def wrap_result(
     *,
     promote: bool = False,
     envelope: bool = False,
+    loop_list: bool = False,
 ) -> Any:
     """Wrap a step result for use in a render context; ``promote``: a pipeline record reads the
     last task's fields (the profile's ``pipeline_last_task_promoted``); ``envelope``: the
     result answers the hydrated envelope's ``status`` (and, for a list, text or number,
-    ``data``) as the engine's does (``result_envelope_fields``)."""
+    ``data``) as the engine's does (``result_envelope_fields``); ``loop_list``: a loop
+    aggregate's ``result`` is its plain list of results (``loop_result_is_list``)."""
     if isinstance(value, ResultProxy):
         return value
     if isinstance(value, Mapping):
-        return ResultProxy(promoted(value) if promote else value, fallbacks, envelope)
+        shown = promoted(value) if promote else value
+        return ResultProxy(shown, fallbacks, envelope, loop_list)
     return _value_result(value) if envelope else value
 
 

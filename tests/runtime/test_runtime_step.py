@@ -989,3 +989,19 @@ def test_a_canonical_result_answers_the_envelope_fields_it_lacks():
     assert type(out.result[0]) is list and type(out.result[3]) is str
     v1 = execute_step({**p, "dialect": "v1"}, inputs(results=results))
     assert v1.result[0] == "{{ ids.data }}" and v1.result[5] == "{{ a.status }}"
+
+
+def test_a_v1_loop_steps_result_field_is_the_plain_list_of_results():
+    """58c2a16b renders a list step result as `{'result': value}` (render.py:148), and the
+    iterator's result is the list of item results: `{{ city_loop.result | length }}` counts the
+    items, not the keys of noetlc's loop record (profile field loop_result_is_list)."""
+    record = {"results": [{"t": 1}, {"t": 2}], "stats": {"total": 2}, "omitted_results_count": 0}
+    p = payload(
+        "b",
+        dialect="v1",
+        input={"n": "{{ city_loop.result | length }}", "first": "{{ city_loop.result[0].t }}"},
+        tool=py("result = [n, first]"),
+    )
+    assert execute_step(p, inputs(results={"city_loop": record})).result == [2, 1]
+    canonical = execute_step({**p, "dialect": "canonical"}, inputs(results={"city_loop": record}))
+    assert canonical.result[0] == 0  # no `result` field: the python tool renders length 0
