@@ -61,3 +61,78 @@ def test_a_pipeline_step_field_reads_the_last_task_for_pagination(run_playbook):
     assert run.states["done"] == "skipped", run.states
     # the stored result stays NoETL's record
     assert "has_more" not in run.xcom["start"]["result"]
+
+
+def test_canonical_references_resolve_to_the_engines_values(run_playbook):
+    """References 138c10ed resolves that noetlc used to keep as text: `{{ ids.data }}` of a list
+    result and `{{ a.status }}` of a result without one (engine.py:312 hydrated envelope,
+    result_envelope_fields), `output.data.status` in an arc guard where the result has its own
+    `data` (engine.py:413, output_data_own_data), `{{ error }}` in a python input on a success
+    ('' in the engine's python tool, python_input_undefined_blank)."""
+    run = run_playbook(
+        "canonical_refs",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: canonical_refs, path: references/canonical_refs}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "result = [3, 1, 2]"}
+            next: [{step: probe}]
+          - step: probe
+            tool: {kind: python, code: "result = {'data': {'status': 'ready'}, 'n': 1}"}
+            next:
+              arcs:
+                - {step: use, when: "{{ output.data.status == 'ready' }}"}
+                - {step: other}
+          - step: use
+            tool:
+              kind: python
+              input:
+                ids: "{{ start.data }}"
+                count: "{{ start.data | length }}"
+                st: "{{ probe.status }}"
+                err: "{{ error }}"
+              code: "result = {'ids': ids, 'count': count, 'st': st, 'err': err}"
+          - step: other
+            tool: {kind: python, code: "result = 'other'"}
+        """,
+    )
+    assert run.state == "success", run.states
+    assert run.states["other"] == "skipped"
+    assert run.xcom["use"]["result"] == {"ids": [3, 1, 2], "count": 3, "st": "COMPLETED", "err": ""}
+    assert run.xcom["start"]["result"] == [3, 1, 2]  # the stored result stays the value
+
+
+def test_a_v1_loop_result_is_the_plain_list(run_playbook):
+    """58c2a16b: `{{ loop.result }}` of an iterator step is the plain list of item results
+    (render.py:148), so `| length` counts the items (loop_result_is_list)."""
+    run = run_playbook(
+        "v1_loop_result",
+        """
+        apiVersion: noetl.io/v1
+        kind: Playbook
+        metadata: {name: v1_loop_result, path: references/v1_loop_result}
+        workload: {items: [1, 2, 3]}
+        workflow:
+          - step: start
+            next: [{step: loop}]
+          - step: loop
+            type: iterator
+            collection: '{{ workload.items }}'
+            element: item
+            task:
+              type: python
+              code: "def main(x):\\n    return {'sq': int(x) * int(x)}\\n"
+              with: {x: '{{ item }}'}
+            next: [{step: count}]
+          - step: count
+            type: python
+            with: {n: '{{ loop.result | length }}', last: '{{ loop.result[2].sq }}'}
+            code: "def main(n, last):\\n    return {'n': n, 'last': last}\\n"
+            next: [{step: end}]
+          - step: end
+        """,
+    )
+    assert run.state == "success", run.states
+    assert run.xcom["count"]["result"] == {"n": 3, "last": 9}
