@@ -35,6 +35,7 @@ COMPILER_LEAVES = {
     "noetl_compile.secret_names",
     "noetl_compile.engine_behaviours",
     "noetl_compile.engine_profiles",
+    "noetl_compile.engine_noetl5",
     "noetl_compile.python_surface",
     "noetl_compile.quantum_surface",
     "noetl_compile.shell_surface",
