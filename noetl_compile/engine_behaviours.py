@@ -67,6 +67,15 @@ class EngineProfile:
             "entry step's args.",
         )
     )
+    result_envelope_fields: bool = field(
+        metadata=_about(
+            "A step result answers the fields of the engine's hydrated result envelope it lacks: "
+            "`status` (`COMPLETED`, after a call that succeeded) and, for a list, text or number "
+            "result, `data` (the value itself: `{{ ids.data }}`).",
+            "templating/proxy.wrap_result (ResultProxy for a mapping, ValueResult for the rest; "
+            "a boolean or null result stays plain).",
+        )
+    )
     step_results_in_variables: bool = field(
         metadata=_about(
             "A finished step's result is also an execution variable (`{{ ctx.<step> }}`).",
@@ -105,6 +114,14 @@ class EngineProfile:
             "the context).",
         )
     )
+    output_data_own_data: bool = field(
+        metadata=_about(
+            "In a step's arcs and `set`, `output.data` is the result's own `data` field when it "
+            "has one (else the result).",
+            "runtime/step_calls.after_call_context builds `output` so (a pipeline policy rule's "
+            "`output` is the task's call envelope, unchanged).",
+        )
+    )
     # -- routing and outcomes ---------------------------------------------------------------
     case_result_own_action: bool = field(
         metadata=_about(
@@ -139,6 +156,14 @@ class EngineProfile:
             "runtime/loop.render_collection.",
         )
     )
+    loop_result_is_list: bool = field(
+        metadata=_about(
+            "`{{ loop_step.result }}` is the plain list of the item results (the engine's loop "
+            "result is that list), not the loop record.",
+            "templating/proxy.ResultProxy answers `result` of a loop record `{results, stats}` "
+            "with its `results`.",
+        )
+    )
     loop_results_capped: bool = field(
         metadata=_about(
             "A loop result keeps only the last NOETL_LOOP_RESULT_MAX_ITEMS (128) results, each cut "
@@ -167,6 +192,14 @@ class EngineProfile:
             "tools/python.py.",
         )
     )
+    python_input_undefined_blank: bool = field(
+        metadata=_about(
+            "An input of a python tool that still holds a template is rendered again by the tool "
+            "with Jinja's default undefined: an undefined name (`{{ error }}`) is `''`; a field of "
+            "an undefined name keeps its text.",
+            "tools/python.py renders such an input with templating/render.render_blank_undefined.",
+        )
+    )
     python_error_status_fails: bool = field(
         metadata=_about(
             "A python result dict with `status: error` fails the call.",
@@ -178,6 +211,15 @@ class EngineProfile:
             "A pipeline task's own `set` is rendered after the call, with `output` as its result; "
             "a plain name is a variable of the later tasks.",
             "runtime/pipeline.py.",
+        )
+    )
+    pipeline_last_task_promoted: bool = field(
+        metadata=_about(
+            "Templates read a tool pipeline's step result with the last task's result laid "
+            "under the record (`{**last, **record}`): `{{ fetch.has_more }}` after a multi-task "
+            "pipeline reads the last task's `has_more`; the record's own keys win.",
+            "templating/proxy.promoted, applied by context.build_context and runtime/step_calls "
+            "(the stored result stays the record).",
         )
     )
     pipeline_retry_backoff: Backoff = field(

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .engine_behaviours import EngineProfile, Source
+from .engine_noetl5 import NOETL5
 
 __all__ = [
     "CANONICAL",
@@ -43,22 +44,27 @@ V1 = EngineProfile(
     result_fallbacks=("data", "result"),
     request_ctx_flat=False,
     entry_args_from_request=False,
+    result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
     vars_flattened=False,
     loop_item_in_variables=False,
     args_as_bare_names=True,
     collect_into_vars=False,
+    output_data_own_data=False,
     case_result_own_action=False,
     failed_call_takes_every_arc=False,
     routed_failure_takes_next=False,
     loop_string_items="error",
     loop_scalar_items="error",
+    loop_result_is_list=True,
     loop_results_capped=False,
     loop_omitted_count=True,
     postgres_result_per_statement=False,
     python_function_body=False,
+    python_input_undefined_blank=False,
     python_error_status_fails=False,
+    pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     sources={
@@ -73,6 +79,10 @@ V1 = EngineProfile(
         "entry_args_from_request": Source(
             "noetl/server/api/event/service/initial.py:69",
             "the run starts at the `start` step with its own `with`/`input`, not the request",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/core/dsl/render.py:121",
+            "TaskResultProxy answers `data`/`result` for a mapping only; no envelope `status`",
         ),
         "step_results_in_variables": Source(
             "noetl/server/api/context/service.py:93",
@@ -94,6 +104,10 @@ V1 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/server/api/event/service/transitions.py:299",
             "v1 has no case rules, so no `collect`: noetlc writes ctx",
+        ),
+        "output_data_own_data": Source(
+            "noetl/core/dsl/render.py:114",
+            "the render context has no `output` namespace: noetlc's `output.data` is the result",
         ),
         "case_result_own_action": Source(
             "noetl/server/api/event/service/transitions.py:299",
@@ -118,6 +132,11 @@ V1 = EngineProfile(
             "coerce_items wraps any other value as one item",
             differs="noetlc fails the step on a scalar (no live recording of this case)",
         ),
+        "loop_result_is_list": Source(
+            "noetl/core/dsl/render.py:148",
+            "a list step result is rendered as `{'result': value}` so `{{ step.result | length }}` "
+            "counts the items; the iterator's result is that list (plugin/iterator/executor.py:228)",
+        ),
         "loop_results_capped": Source(
             "noetl/plugin/iterator/executor.py:228",
             "`results` holds every iteration's result",
@@ -137,12 +156,21 @@ V1 = EngineProfile(
             "noetl/plugin/python/executor.py:41",
             "execute_python_task runs the code as a module and calls `main`",
         ),
+        "python_input_undefined_blank": Source(
+            "noetl/worker/worker.py:324",
+            "the worker hands the python plugin a StrictUndefined environment: rendering an "
+            "undefined name fails and the input keeps its text (plugin/python/executor.py:141)",
+        ),
         "python_error_status_fails": Source(
             "noetl/worker/worker.py:936",
             "the worker judges the tool's envelope; what `main` returned is its `data` "
             "(noetl/plugin/python/executor.py:228), so a returned `status: error` is data",
         ),
         "task_set_after_call": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+        "pipeline_last_task_promoted": Source(
             "noetl/plugin/tool/execution.py:17",
             "execute_task runs one task by type: no task sequences (pipelines are canonical)",
         ),
@@ -160,22 +188,27 @@ CASE_V2 = EngineProfile(
     result_fallbacks=("data",),
     request_ctx_flat=False,
     entry_args_from_request=False,
+    result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=True,
     vars_flattened=True,
     loop_item_in_variables=False,
     args_as_bare_names=False,
     collect_into_vars=True,
+    output_data_own_data=False,
     case_result_own_action=True,
     failed_call_takes_every_arc=False,
     routed_failure_takes_next=True,
     loop_string_items="characters",
     loop_scalar_items="one item",
+    loop_result_is_list=False,
     loop_results_capped=False,
     loop_omitted_count=False,
     postgres_result_per_statement=True,
     python_function_body=False,
+    python_input_undefined_blank=True,
     python_error_status_fails=True,
+    pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     sources={
@@ -193,6 +226,10 @@ CASE_V2 = EngineProfile(
             "the start command is created with the request as its args",
             differs="noetlc hands the entry step no args (no live recording of a request key "
             "that is also an entry `input` key)",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "step results are spread into the context as stored: no hydrated envelope",
         ),
         "step_results_in_variables": Source(
             "noetl/core/dsl/v2/engine.py:269",
@@ -219,6 +256,10 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/engine.py:965",
             "`collect.into` names the variable the pages collect into",
         ),
+        "output_data_own_data": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "the render context has no `output` namespace: noetlc's `output.data` is the result",
+        ),
         "case_result_own_action": Source(
             "noetl/core/dsl/v2/engine.py:945",
             "_process_then_actions applies `result` only in an action of its own",
@@ -237,6 +278,10 @@ CASE_V2 = EngineProfile(
         "loop_scalar_items": Source(
             "noetl/core/dsl/v2/engine.py:1198", "a non-iterable is wrapped as one item"
         ),
+        "loop_result_is_list": Source(
+            "noetl/core/dsl/v2/engine.py:348",
+            "the aggregation is `{results, stats}`: no `result` field",
+        ),
         "loop_results_capped": Source(
             "noetl/core/dsl/v2/engine.py:337",
             "get_loop_aggregation returns every result",
@@ -251,11 +296,20 @@ CASE_V2 = EngineProfile(
             "noetl/tools/python/executor.py:640",
             "the python tool runs the code as a module; failures are `{status: error, ...}`",
         ),
+        "python_input_undefined_blank": Source(
+            "noetl/tools/python/executor.py:479",
+            "each text input is rendered with the worker's Environment(loader=BaseLoader()) "
+            "(v2_worker_nats.py:1739), whose default undefined renders ''",
+        ),
         "python_error_status_fails": Source(
             "noetl/worker/v2_worker_nats.py:1347",
             "a tool response with `status: error` is a tool error",
         ),
         "task_set_after_call": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
+        "pipeline_last_task_promoted": Source(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
         ),
@@ -273,22 +327,27 @@ CANONICAL = EngineProfile(
     result_fallbacks=_CANONICAL_FALLBACKS,
     request_ctx_flat=True,
     entry_args_from_request=True,
+    result_envelope_fields=True,
     step_results_in_variables=True,
     vars_namespace=False,
     vars_flattened=False,
     loop_item_in_variables=True,
     args_as_bare_names=False,
     collect_into_vars=False,
+    output_data_own_data=True,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
     routed_failure_takes_next=False,
     loop_string_items="one item",
     loop_scalar_items="one item",
+    loop_result_is_list=False,
     loop_results_capped=True,
     loop_omitted_count=True,
     postgres_result_per_statement=False,
     python_function_body=False,
+    python_input_undefined_blank=True,
     python_error_status_fails=True,
+    pipeline_last_task_promoted=True,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     sources={
@@ -302,6 +361,11 @@ CANONICAL = EngineProfile(
         "entry_args_from_request": Source(
             "noetl/core/dsl/v2/engine.py:6468",
             "_issue_loop_commands(state, start_step, payload): the request is the entry args",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/core/dsl/v2/engine.py:312",
+            "_merge_hydrated_step_result: a mapping gets `status` by default (the compact "
+            "result's, COMPLETED: v2_worker_nats.py:2076), anything else `{data: value, status}`",
         ),
         "step_results_in_variables": Source(
             "noetl/core/dsl/v2/engine.py:659", "mark_step_completed: variables[step] = result"
@@ -324,6 +388,10 @@ CANONICAL = EngineProfile(
             "noetl/core/dsl/v2/engine.py:619",
             "no `vars` in v10: collected pages land in ctx",
         ),
+        "output_data_own_data": Source(
+            "noetl/core/dsl/v2/engine.py:413",
+            '_build_output_view: output["data"] = step_result.get("data", step_result)',
+        ),
         "case_result_own_action": Source(
             "noetl/core/dsl/v2/models.py:717",
             "a v10 Step has no `case`; noetlc reads a rule's `result.from` as a template",
@@ -343,6 +411,10 @@ CANONICAL = EngineProfile(
         "loop_scalar_items": Source(
             "noetl/core/dsl/v2/engine.py:1896", "any other value is one item"
         ),
+        "loop_result_is_list": Source(
+            "noetl/core/dsl/v2/engine.py:734",
+            "the loop result is a record (`results`, `stats`, `omitted_results_count`)",
+        ),
         "loop_results_capped": Source(
             "noetl/core/dsl/v2/engine.py:45",
             "NOETL_LOOP_RESULT_MAX_ITEMS (128) bounds the results kept",
@@ -358,6 +430,11 @@ CANONICAL = EngineProfile(
             "noetl/worker/v2_worker_nats.py:2415",
             "execute_python_task_async runs the code as a module",
         ),
+        "python_input_undefined_blank": Source(
+            "noetl/tools/python/executor.py:504",
+            "each text input is rendered with the worker's Environment(loader=BaseLoader()) "
+            "(v2_worker_nats.py:2389), whose default undefined renders ''",
+        ),
         "python_error_status_fails": Source(
             "noetl/worker/v2_worker_nats.py:2417",
             "a python result with `status: error` is returned as the error response",
@@ -366,132 +443,14 @@ CANONICAL = EngineProfile(
             "noetl/worker/task_sequence_executor.py:952",
             "a task's writes are its policy rule's `then.set` only",
         ),
+        "pipeline_last_task_promoted": Source(
+            "noetl/core/dsl/v2/engine.py:4543",
+            "_promoted_data = {**_last_result, **response_data}: so {{ fetch_with_limit.has_more "
+            "}} works for multi-tool sequences (its comment: pagination routing)",
+        ),
         "pipeline_retry_backoff": Source(
             "noetl/worker/task_sequence_executor.py:959",
             '`backoff` defaults to "none": _calculate_delay waits 0 s',
-        ),
-    },
-)
-
-NOETL5 = EngineProfile(
-    name="noetl5",
-    title="NoETL 5",
-    commits={
-        "noetl/server": "d9ec700c116d4dddfdb581a344d44a86bd99324a",
-        "noetl/worker": "f6fae7ef2ddb3793ce1ec2d4e7af0966e07f4932",
-        "noetl/tools": "ded945468e67cf72e5547a039145f14a6866343b",
-    },
-    result_fallbacks=_CANONICAL_FALLBACKS,
-    request_ctx_flat=False,
-    entry_args_from_request=False,
-    step_results_in_variables=False,
-    vars_namespace=False,
-    vars_flattened=False,
-    loop_item_in_variables=False,
-    args_as_bare_names=False,
-    collect_into_vars=False,
-    case_result_own_action=False,
-    failed_call_takes_every_arc=True,
-    routed_failure_takes_next=False,
-    loop_string_items="one item",
-    loop_scalar_items="one item",
-    loop_results_capped=True,
-    loop_omitted_count=True,
-    postgres_result_per_statement=False,
-    python_function_body=True,
-    python_error_status_fails=False,
-    pipeline_retry_backoff="none",
-    task_set_after_call=True,
-    sources={
-        "result_fallbacks": Source(
-            "noetl/server:orchestrate-core/src/state.rs:1129",
-            "build_context exposes a step's user data with a synthetic `data` of itself",
-            differs="noetlc also answers `context` (138c10ed's alias)",
-        ),
-        "request_ctx_flat": Source(
-            "noetl/server:src/handlers/execute.rs:1377",
-            "the request payload's keys override the workload's one by one",
-        ),
-        "entry_args_from_request": Source(
-            "noetl/server:src/handlers/execute.rs:1377",
-            "the request payload goes into the start command's context, not its args",
-        ),
-        "step_results_in_variables": Source(
-            "noetl/server:orchestrate-core/src/state.rs:1107",
-            "step results are top-level names and `steps.<name>`, not ctx variables",
-        ),
-        "vars_namespace": Source(
-            "noetl/server:orchestrate-core/src/state.rs:1066",
-            "build_context has no `vars` namespace (the CLI's local profile has step `vars`)",
-        ),
-        "vars_flattened": Source(
-            "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
-        ),
-        "loop_item_in_variables": Source(
-            "noetl/server:orchestrate-core/src/state.rs:1151",
-            "only durable `set: ctx.*` writes overlay the context",
-        ),
-        "args_as_bare_names": Source(
-            "noetl/server:orchestrate-core/src/input_binding.rs:86",
-            "a step's `input`/`args` feed its context as declared inputs, not arc bindings",
-        ),
-        "collect_into_vars": Source(
-            "noetl/server:orchestrate-core/src/state.rs:1189",
-            "set mutations write ctx (apply_set_mutations)",
-        ),
-        "case_result_own_action": Source(
-            "noetl/worker:src/executor/case_evaluator.rs:109",
-            "case rules are evaluated against the context and the tool result; no "
-            "`then.result` action list",
-        ),
-        "failed_call_takes_every_arc": Source(
-            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
-            "a failed step does not have its next.arcs evaluated; the run ends failed",
-            differs="noetlc evaluates the arcs as 138c10ed does (no live recording of NoETL 5)",
-        ),
-        "routed_failure_takes_next": Source(
-            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
-            "no case rules on the server: a failed step ends its branch",
-        ),
-        "loop_string_items": Source(
-            "noetl/server:orchestrate-core/src/evaluator.rs:346",
-            "a JSON array text is parsed, any other string split on commas and newlines",
-            differs="noetlc iterates the string as one item (138c10ed)",
-        ),
-        "loop_scalar_items": Source(
-            "noetl/server:orchestrate-core/src/evaluator.rs:358",
-            "a number n iterates 0..n; null and booleans fail the step",
-            differs="noetlc iterates the value as one item (138c10ed)",
-        ),
-        "loop_results_capped": Source(
-            "noetl/server:orchestrate-core/src/state.rs:810",
-            "iteration results are pushed onto the step's results",
-            differs="noetlc keeps 138c10ed's cap",
-        ),
-        "loop_omitted_count": Source(
-            "noetl/server:orchestrate-core/src/state.rs:810",
-            "iteration results are pushed onto the step's results",
-            differs="noetlc keeps 138c10ed's `omitted_results_count`",
-        ),
-        "postgres_result_per_statement": Source(
-            "noetl/tools:src/tools/postgres.rs:331",
-            "the last statement's rows are the result",
-        ),
-        "python_function_body": Source(
-            "noetl/tools:src/tools/python.rs:111",
-            "code with a top-level return runs as `def __noetl_step__(args, input_data, **kw)`",
-        ),
-        "python_error_status_fails": Source(
-            "noetl/tools:src/tools/python.rs:745",
-            "success is the process's exit code alone: a returned `status: error` is data",
-        ),
-        "task_set_after_call": Source(
-            "noetl/tools:src/tools/task_sequence.rs:301",
-            "a task's own `set` is read beside its call and rendered with its output",
-        ),
-        "pipeline_retry_backoff": Source(
-            "noetl/tools:src/tools/task_sequence.rs:767",
-            '`backoff` defaults to "none" (calc_retry_delay: 0 s)',
         ),
     },
 )

@@ -275,9 +275,9 @@ def run_iteration(
             # iteration's call.done: `r.shout` of `{{ loop.results }}` reads the last task's
             # field, as it would for a single tool.
             result = outcome.result
-            record = iteration_record(
-                index, outcome, promoted(result) if isinstance(result, Mapping) else result
-            )
+            if isinstance(result, Mapping) and profile_for(payload).pipeline_last_task_promoted:
+                result = promoted(result)
+            record = iteration_record(index, outcome, result)
     except StepFailed as exc:
         loop_event(
             payload,

@@ -112,11 +112,19 @@ class CallLoop:
         self, outcome: ToolOutcome, result: Any, failed: bool, attempt: int
     ) -> None:
         after = dict(self.context)
-        after[self.step] = wrap_result(result)
+        promote = self.profile.pipeline_last_task_promoted
+        own = wrap_result(result, promote=promote, envelope=self.profile.result_envelope_fields)
+        after[self.step] = own
+        output = outcome_envelope(outcome, attempt=attempt)
+        data = output["data"]
+        if self.profile.output_data_own_data and isinstance(data, Mapping) and "data" in data:
+            # The engine's arc/set `output.data` is the result's own `data` when it has one
+            # (138c10ed engine.py:414, `step_result.get("data", step_result)`).
+            output["data"] = data["data"]
         after = with_values(
             after,
-            output=outcome_envelope(outcome, attempt=attempt),
-            result=wrap_result(result),
+            output=output,
+            result=wrap_result(result, promote=promote),
             response=response_view(result),
             # The full envelope (formal spec 3.3), read body first: v1 sinks write
             # `{{ this.profile_score }}` for the result's own field.

@@ -139,7 +139,14 @@ def build_context(
     workload = dict(workload or {})
     results = dict(results or {})
     fallbacks = profile.result_fallbacks
-    shown = {name: wrap_result(reveal(value), fallbacks) for name, value in results.items()}
+    views = {
+        "promote": profile.pipeline_last_task_promoted,
+        "envelope": profile.result_envelope_fields,
+        "loop_list": profile.loop_result_is_list,
+    }
+    shown = {
+        name: wrap_result(reveal(value), fallbacks, **views) for name, value in results.items()
+    }
     variables: dict[str, Any] = dict(workload)
     if profile.step_results_in_variables:
         # NoETL's canonical engine stores each finished step's result as an execution variable

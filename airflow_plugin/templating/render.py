@@ -41,7 +41,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import NoetlFailure
 from .filters5 import NOETL5_FILTERS
-from .proxy import ResultProxy, unwrap
+from .proxy import ResultProxy, ValueResult, unwrap
 
 __all__ = [
     "RenderError",
@@ -52,6 +52,7 @@ __all__ = [
     "evaluate_condition",
     "has_template",
     "noted_issues",
+    "render_blank_undefined",
     "render_value",
     "to_jsonable",
 ]
@@ -94,17 +95,17 @@ class RenderIssue:
     step (``input.city``, ``next.arcs[0].when``); ``expression``: the template; ``cause``: why.
     """
 
-    kind: Literal["unrendered", "guard"]
+    kind: Literal["unrendered", "guard", "blank"]
     field: str
     expression: str
     cause: str
 
     def describe(self, step: str) -> str:
-        what = (
-            "kept its template text (lenient rendering)"
-            if self.kind == "unrendered"
-            else "could not be evaluated and counts as false"
-        )
+        what = {
+            "unrendered": "kept its template text (lenient rendering)",
+            "guard": "could not be evaluated and counts as false",
+            "blank": "rendered with its undefined names as '' (the engine's python tool does)",
+        }[self.kind]
         return f"step {step!r} field {self.field or '?'}: {self.expression!r} {what}: {self.cause}"
 
 
@@ -131,7 +132,9 @@ def noted_issues() -> list[RenderIssue]:
     return found if found is not None else []
 
 
-def _note(kind: Literal["unrendered", "guard"], field: str, template: str, exc: BaseException):
+def _note(
+    kind: Literal["unrendered", "guard", "blank"], field: str, template: str, exc: BaseException
+):
     found = _issues.get()
     if found is not None:
         cause = exc.cause if isinstance(exc, RenderError) else exc
@@ -323,6 +326,42 @@ def _render_string(
     return coerce_rendered(rendered)
 
 
+@functools.lru_cache(maxsize=1)
+def _blank_environment() -> SandboxedEnvironment:
+    """The runtime's environment with Jinja's default undefined (an undefined name renders
+    ''), as NoETL's worker hands its python tool (``python_input_undefined_blank``)."""
+    env = _NoetlEnvironment(undefined=Undefined, autoescape=False, keep_trailing_newline=True)
+    env.filters.update(environment().filters)
+    return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _blank_template(source: str):
+    return _blank_environment().from_string(source)
+
+
+def render_blank_undefined(text: str, context: Mapping[str, Any], field: str = "") -> Any:
+    """Render ``text`` as NoETL's python tool renders a text input: undefined names are ''
+    (a field of an undefined name still fails, and the text stays: the first rendering's
+    ``unrendered`` note stands), then coerced like any rendered text. A rendering that went
+    through replaces that note with a ``blank`` one at the same field: the user still hears
+    that a name was undefined, and what the value became."""
+    try:
+        rendered = _blank_template(text).render(context)
+    except Exception:  # noqa: BLE001 - as the engine: any failure keeps the text
+        return text
+    found = _issues.get()
+    if found is not None:
+        earlier = [i for i in found if i.kind == "unrendered" and i.expression == text]
+        for issue in earlier:
+            found.remove(issue)
+        where = earlier[0].field if earlier else field
+        found.append(RenderIssue("blank", where, text, f"it rendered {rendered!r}"))
+    if _TOJSON.search(text):
+        return rendered
+    return coerce_rendered(rendered)
+
+
 def render_value(
     value: Any, context: Mapping[str, Any], *, strict: bool, coerce: bool = True, field: str = ""
 ) -> Any:
@@ -420,7 +459,11 @@ def evaluate_condition(
 
 def to_jsonable(value: Any) -> Any:
     """Plain JSON data for XCom and events (datetimes as ISO text, unknown objects as str)."""
-    value = unwrap(value) if isinstance(value, (ResultProxy, Mapping, list, tuple)) else value
+    value = (
+        unwrap(value)
+        if isinstance(value, (ResultProxy, Mapping, list, tuple, ValueResult))
+        else value
+    )
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):

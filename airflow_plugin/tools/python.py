@@ -3,7 +3,10 @@
 Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
 
 * inputs — the tool's ``args`` and ``input`` with the step's ``input`` laid over them — become
-  global variables of the code, and are also available whole as ``input`` / ``args``;
+  global variables of the code, and are also available whole as ``input`` / ``args``; where the
+  engine's python tool renders its text inputs again with Jinja's default undefined
+  (``python_input_undefined_blank``), an input still holding a template is rendered so: an
+  undefined name is '' (noted as a warning);
 * ``context`` (the render context as plain data), ``json``, ``os``, ``datetime``, ``uuid`` are
   preset globals; ``libs: {alias: module}`` or ``{alias: {from, import}}`` adds more;
 * the result is the value of a top-level ``result = ...``; otherwise, for v1 playbooks, the return
@@ -61,7 +64,7 @@ from noetl_compile.python_surface import has_top_level_return, wrapped_source
 from ..errors import NoetlConfigError
 from ..hooks.redact import redact
 from ..templating.context import PROTECTED_KEY
-from ..templating.render import to_jsonable
+from ..templating.render import has_template, render_blank_undefined, to_jsonable
 from .code_scope import CodeScope
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .registry import ToolNotAvailable
@@ -85,6 +88,19 @@ def merged_inputs(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> d
         if isinstance(layer, Mapping):
             merged.update(layer)
     return {key: _coerce_json_text(value) for key, value in merged.items()}
+
+
+def _blank_undefined(inputs: dict[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """NoETL's python tool renders each text input again with Jinja's default undefined
+    (138c10ed tools/python/executor.py:504): a template lenient rendering kept as text because
+    a name is undefined (``{{ error }}`` on a success) arrives as '' (nested values are not
+    rendered again there, nor here)."""
+    return {
+        key: render_blank_undefined(value, context, field=f"input.{key}")
+        if isinstance(value, str) and has_template(value)
+        else value
+        for key, value in inputs.items()
+    }
 
 
 def _coerce_json_text(value: Any) -> Any:
@@ -509,6 +525,8 @@ def run_python(call: ToolCall) -> ToolOutcome:
         return _failed(exc, error, **meta())
 
     inputs = merged_inputs(config, call.step_input)
+    if call.profile.python_input_undefined_blank:
+        inputs = _blank_undefined(inputs, call.context)
     namespace: dict[str, Any] = {
         "__name__": "__noetl_python__",
         "__builtins__": __builtins__,

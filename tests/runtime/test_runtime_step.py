@@ -235,9 +235,12 @@ def test_v1_arc_bindings_are_bare_names_of_the_target_step():
     args = {"a": "x", "workload": "y"}
     out = execute_step(p, inputs(args=args, results={"a": {"n": 1}}, workload={"k": 5}))
     assert out.result == [1, 5]
-    # other dialects read them as `args.<name>` only
+    # other dialects read them as `args.<name>` only: `{{ city }}` is undefined, which the
+    # canonical python tool renders as '' (python_input_undefined_blank)
     p = payload("b", input={"v": "{{ city }}"}, tool=py("result = v"))
-    assert execute_step(p, inputs(args={"city": "Oslo"})).result == "{{ city }}"
+    assert execute_step(p, inputs(args={"city": "Oslo"})).result == ""
+    p = payload("b", input={"v": "{{ args.city }}"}, tool=py("result = v"))
+    assert execute_step(p, inputs(args={"city": "Oslo"})).result == "Oslo"
 
 
 def test_lenient_input_keeps_unresolvable_template():
@@ -912,3 +915,93 @@ def test_v1_iterator_order_by_is_a_stable_sort_before_limit():
     loop["in"], loop["order_by"] = [1, "x"], "{{ item }}"
     with pytest.raises(StepFailed, match="loop.order_by keys cannot be compared"):
         render_collection(payload("loop", dialect="v1", loop=loop), inputs())
+
+
+def test_python_input_undefined_name_renders_blank_where_the_engine_python_tool_does():
+    """138c10ed / dc55c492: the python tool renders a text input again with Jinja's default
+    undefined, so `{{ error }}` on a success is ''; a field of an undefined name keeps its text;
+    v1's worker hands the tool StrictUndefined, so the text stays (profile field
+    python_input_undefined_blank). Either way the run says so."""
+    code = "result = {'e': e, 'f': f, 'mixed': mixed}"
+    step_input = {"e": "{{ error }}", "f": "{{ nowhere.value }}", "mixed": "x={{ error }}"}
+    for dialect in ("canonical", "case-v2"):
+        out = execute_step(payload(dialect=dialect, input=step_input, tool=py(code)), inputs())
+        assert out.result == {"e": "", "f": "{{ nowhere.value }}", "mixed": "x="}, dialect
+        assert any("rendered with its undefined names as ''" in i for i in out.issues)
+        assert any("'{{ nowhere.value }}' kept its template text" in i for i in out.issues)
+    v1 = execute_step(payload(dialect="v1", input=step_input, tool=py(code)), inputs())
+    assert v1.result == step_input
+
+
+def test_pipeline_promotion_is_the_profiles():
+    """NoETL 5's pipeline result is the labelled task results, nothing promoted
+    (task_sequence.rs build_pipeline_result): `{{ s.saved }}` is undefined there."""
+    steps = [py("result = {'id': 1}", name="shape"), py("result = {'saved': 1}", name="save")]
+    guard = arcs({"step": "next", "when": "{{ s.saved == 1 }}"})
+    canonical = execute_step(payload(pipeline=steps, routing=guard), inputs())
+    assert canonical.next_steps == ["next"]
+    noetl5 = execute_step(payload(pipeline=steps, routing=guard, generation="noetl5"), inputs())
+    assert noetl5.next_steps == []
+
+
+def test_arc_output_data_is_the_results_own_data_where_the_engine_reads_it_so():
+    """138c10ed engine.py:413 (`output.data` = `step_result.get("data", step_result)`): a result
+    with its own `data` key hands that to `output.data` in the step's arcs and `set`; a result
+    without one is `output.data` itself. v1 has no `output`: noetlc keeps the result."""
+    guard = arcs({"step": "next", "when": "{{ output.data.status == 'ready' }}"})
+    own = py("result = {'data': {'status': 'ready'}, 'status': 'ok'}")
+    out = execute_step(
+        payload(tool=own, routing=guard, set={"ctx.s": "{{ output.data }}"}), inputs()
+    )
+    assert out.next_steps == ["next"] and out.ctx_writes == {"s": {"status": "ready"}}
+    plain = py("result = {'status': 'ready'}")
+    assert execute_step(payload(tool=plain, routing=guard), inputs()).next_steps == ["next"]
+    v1 = execute_step(payload(dialect="v1", tool=own, routing=guard), inputs())
+    assert v1.next_steps == []
+
+
+def test_a_canonical_result_answers_the_envelope_fields_it_lacks():
+    """138c10ed engine.py:312 hydrates a step result as `{data: value, status, ...}` for a list
+    or scalar and sets `status` by default on a mapping: `{{ ids.data }}` is the list and
+    `{{ s.status }}` COMPLETED (profile field result_envelope_fields); v1 has neither."""
+    p = payload(
+        "b",
+        input={
+            "d": "{{ ids.data }}",
+            "n": "{{ ids | length }}",
+            "first": "{{ ids[0] }}",
+            "text": "{{ word.data }}",
+            "num": "{{ count.data + 1 }}",
+            "st": "{{ a.status }}",
+            "own": "{{ failed.status }}",
+        },
+        tool=py("result = [d, n, first, text, num, st, own]"),
+    )
+    results = {
+        "ids": [1, 2, 3],
+        "word": "hi",
+        "count": 4,
+        "a": {"x": 1},
+        "failed": {"status": "error", "error": "boom"},
+    }
+    out = execute_step(p, inputs(results=results))
+    assert out.result == [[1, 2, 3], 3, 1, "hi", 5, "COMPLETED", "error"]
+    assert type(out.result[0]) is list and type(out.result[3]) is str
+    v1 = execute_step({**p, "dialect": "v1"}, inputs(results=results))
+    assert v1.result[0] == "{{ ids.data }}" and v1.result[5] == "{{ a.status }}"
+
+
+def test_a_v1_loop_steps_result_field_is_the_plain_list_of_results():
+    """58c2a16b renders a list step result as `{'result': value}` (render.py:148), and the
+    iterator's result is the list of item results: `{{ city_loop.result | length }}` counts the
+    items, not the keys of noetlc's loop record (profile field loop_result_is_list)."""
+    record = {"results": [{"t": 1}, {"t": 2}], "stats": {"total": 2}, "omitted_results_count": 0}
+    p = payload(
+        "b",
+        dialect="v1",
+        input={"n": "{{ city_loop.result | length }}", "first": "{{ city_loop.result[0].t }}"},
+        tool=py("result = [n, first]"),
+    )
+    assert execute_step(p, inputs(results={"city_loop": record})).result == [2, 1]
+    canonical = execute_step({**p, "dialect": "canonical"}, inputs(results={"city_loop": record}))
+    assert canonical.result[0] == 0  # no `result` field: the python tool renders length 0

@@ -1,0 +1,164 @@
+"""NoETL 5's engine profile (issue 29): the engine of three Rust repositories (noetl/server,
+noetl/worker, noetl/tools), cited as ``repo:path:line``; ``engine_profiles`` holds it beside the
+three Python engines of noetl/noetl.
+
+Standard library only: the runtime imports it (like ``step_contract``).
+"""
+
+from __future__ import annotations
+
+from .engine_behaviours import EngineProfile, Source
+
+__all__ = ["NOETL5"]
+
+NOETL5 = EngineProfile(
+    name="noetl5",
+    title="NoETL 5",
+    commits={
+        "noetl/server": "d9ec700c116d4dddfdb581a344d44a86bd99324a",
+        "noetl/worker": "f6fae7ef2ddb3793ce1ec2d4e7af0966e07f4932",
+        "noetl/tools": "ded945468e67cf72e5547a039145f14a6866343b",
+    },
+    result_fallbacks=("data", "context"),  # the canonical profile's (138c10ed)
+    request_ctx_flat=False,
+    entry_args_from_request=False,
+    result_envelope_fields=False,
+    step_results_in_variables=False,
+    vars_namespace=False,
+    vars_flattened=False,
+    loop_item_in_variables=False,
+    args_as_bare_names=False,
+    collect_into_vars=False,
+    output_data_own_data=True,
+    case_result_own_action=False,
+    failed_call_takes_every_arc=True,
+    routed_failure_takes_next=False,
+    loop_string_items="one item",
+    loop_scalar_items="one item",
+    loop_result_is_list=False,
+    loop_results_capped=True,
+    loop_omitted_count=True,
+    postgres_result_per_statement=False,
+    python_function_body=True,
+    python_input_undefined_blank=False,
+    python_error_status_fails=False,
+    pipeline_last_task_promoted=False,
+    pipeline_retry_backoff="none",
+    task_set_after_call=True,
+    sources={
+        "result_fallbacks": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1129",
+            "build_context exposes a step's user data with a synthetic `data` of itself",
+            differs="noetlc also answers `context` (138c10ed's alias)",
+        ),
+        "request_ctx_flat": Source(
+            "noetl/server:src/handlers/execute.rs:1377",
+            "the request payload's keys override the workload's one by one",
+        ),
+        "entry_args_from_request": Source(
+            "noetl/server:src/handlers/execute.rs:1377",
+            "the request payload goes into the start command's context, not its args",
+        ),
+        "result_envelope_fields": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1129",
+            "build_context exposes a step's user data with a synthetic `data` of itself: no "
+            "envelope `status`",
+        ),
+        "step_results_in_variables": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1107",
+            "step results are top-level names and `steps.<name>`, not ctx variables",
+        ),
+        "vars_namespace": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1066",
+            "build_context has no `vars` namespace (the CLI's local profile has step `vars`)",
+        ),
+        "vars_flattened": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "loop_item_in_variables": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1151",
+            "only durable `set: ctx.*` writes overlay the context",
+        ),
+        "args_as_bare_names": Source(
+            "noetl/server:orchestrate-core/src/input_binding.rs:86",
+            "a step's `input`/`args` feed its context as declared inputs, not arc bindings",
+        ),
+        "collect_into_vars": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1189",
+            "set mutations write ctx (apply_set_mutations)",
+        ),
+        "output_data_own_data": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:58",
+            "output_namespace: the user data, with `data` added only where it has none",
+        ),
+        "case_result_own_action": Source(
+            "noetl/worker:src/executor/case_evaluator.rs:109",
+            "case rules are evaluated against the context and the tool result; no "
+            "`then.result` action list",
+        ),
+        "failed_call_takes_every_arc": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "a failed step does not have its next.arcs evaluated; the run ends failed",
+            differs="noetlc evaluates the arcs as 138c10ed does (no live recording of NoETL 5)",
+        ),
+        "routed_failure_takes_next": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "no case rules on the server: a failed step ends its branch",
+        ),
+        "loop_string_items": Source(
+            "noetl/server:orchestrate-core/src/evaluator.rs:346",
+            "a JSON array text is parsed, any other string split on commas and newlines",
+            differs="noetlc iterates the string as one item (138c10ed)",
+        ),
+        "loop_scalar_items": Source(
+            "noetl/server:orchestrate-core/src/evaluator.rs:358",
+            "a number n iterates 0..n; null and booleans fail the step",
+            differs="noetlc iterates the value as one item (138c10ed)",
+        ),
+        "loop_result_is_list": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results: no `result` field",
+        ),
+        "loop_results_capped": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results",
+            differs="noetlc keeps 138c10ed's cap",
+        ),
+        "loop_omitted_count": Source(
+            "noetl/server:orchestrate-core/src/state.rs:810",
+            "iteration results are pushed onto the step's results",
+            differs="noetlc keeps 138c10ed's `omitted_results_count`",
+        ),
+        "postgres_result_per_statement": Source(
+            "noetl/tools:src/tools/postgres.rs:331",
+            "the last statement's rows are the result",
+        ),
+        "python_function_body": Source(
+            "noetl/tools:src/tools/python.rs:111",
+            "code with a top-level return runs as `def __noetl_step__(args, input_data, **kw)`",
+        ),
+        "python_input_undefined_blank": Source(
+            "noetl/tools:src/template/engine.rs:46",
+            "templates render with minijinja's Chainable undefined: an undefined name or field is ''",
+            differs="noetlc keeps the text of an input it cannot render (no live recording of "
+            "NoETL 5's python inputs)",
+        ),
+        "python_error_status_fails": Source(
+            "noetl/tools:src/tools/python.rs:745",
+            "success is the process's exit code alone: a returned `status: error` is data",
+        ),
+        "task_set_after_call": Source(
+            "noetl/tools:src/tools/task_sequence.rs:301",
+            "a task's own `set` is read beside its call and rendered with its output",
+        ),
+        "pipeline_last_task_promoted": Source(
+            "noetl/tools:src/tools/task_sequence.rs:838",
+            "build_pipeline_result: the result is the labelled task results, nothing promoted",
+            differs="noetlc's pipeline result is 138c10ed's record `{status, _prev, results, ctx}`",
+        ),
+        "pipeline_retry_backoff": Source(
+            "noetl/tools:src/tools/task_sequence.rs:767",
+            '`backoff` defaults to "none" (calc_retry_delay: 0 s)',
+        ),
+    },
+)
