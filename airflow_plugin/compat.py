@@ -18,6 +18,7 @@ imports Airflow: the hooks import it and still work without Airflow.
 | a deferral's trigger kwargs, a resumed one's ``next_kwargs`` | serde-serialized | as they are |
 | ``dag.test()``'s ``_run_task``, ``create_dagrun`` | ``task=``, ``triggering_user_name=`` | the same on 3.1; ``ti.task``, no user on 3.0 |
 | a parked approve/input gate | ``awaiting_input`` (3.3), deferred to ``HITLTrigger`` (3.2, 3.1) | none on 3.0 (:func:`hitl_gates`) |
+| a deployment's waiting gates, by its API server's version | :func:`gate_wait_states` | the same |
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ import functools
 import importlib
 from typing import Any
 
+from noetl_compile.airflow_versions import gate_wait_states as _gate_wait_states
+from noetl_compile.airflow_versions import has_hitl
+
 __all__ = [
     "airflow_version",
     "awaiting_input_state",
     "bundle_dag_bag",
     "dag_is_paused",
+    "gate_wait_states",
     "hitl_gates",
     "hitl_operators",
     "in_process_comms",
@@ -166,8 +171,17 @@ def is_hitl_trigger(classpath: str | None) -> bool:
 
 def hitl_gates() -> bool:
     """Whether this Airflow has the human-in-the-loop operators (3.1+; on 3.0 the provider's
-    module refuses to import with ``AirflowOptionalProviderFeatureException``)."""
-    return airflow_version() >= (3, 1)
+    module refuses to import with ``AirflowOptionalProviderFeatureException``); the compiler's
+    table (``noetl_compile.airflow_versions``) says so for both."""
+    return has_hitl(airflow_version())
+
+
+def gate_wait_states(server_version: str) -> tuple[str, ...]:
+    """The task-instance states in which a deployment's gate waits for its answer, for the
+    version its API server reports (``GET /api/v2/version``; the CLI talking to it may run
+    another Airflow, or none): ``awaiting_input`` on 3.3, ``deferred`` to ``HITLTrigger`` on 3.2
+    and 3.1, none on 3.0."""
+    return _gate_wait_states(server_version)
 
 
 def hitl_operators() -> tuple[type, type]:

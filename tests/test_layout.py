@@ -33,6 +33,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 )
 # What airflow_plugin may take from the compiler: standard-library leaves.
 COMPILER_LEAVES = {
+    "noetl_compile.airflow_versions",  # the supported Airflow versions and what each runs
     "noetl_compile.dag_ids",
     "noetl_compile.secret_names",
     "noetl_compile.lookalike",  # read by secret_names: NFKC and Unicode's confusables

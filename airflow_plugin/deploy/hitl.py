@@ -1,7 +1,10 @@
 """Gates of a deployment, through Airflow's REST API: `noetlc gates` and `noetlc signal`.
 
-Airflow 3.3 keeps a waiting gate as a ``hitl_detail`` row of a task instance in
-``awaiting_input``; the API lists them (``GET /api/v2/dags/~/dagRuns/~/hitlDetails``) and takes
+Airflow keeps a waiting gate as a ``hitl_detail`` row of a task instance, in ``awaiting_input``
+on 3.3 and ``deferred`` (to ``HITLTrigger``) on 3.1 and 3.2: which one is asked of
+``compat.gate_wait_states`` with the version the API server reports (``GET /api/v2/version``),
+as the CLI may run another Airflow than the deployment, or none. 3.0 has no gates. The API lists
+them (``GET /api/v2/dags/~/dagRuns/~/hitlDetails``) and takes
 an answer (``PATCH .../taskInstances/{task}/{map_index}/hitlDetails``), which resumes the task.
 A gate is named by its NoETL execution (``templating.ids.execution_id_for(dag_id, run_id)``, what
 `noetlc run` and the event log print) or by ``--dag``/``--run``, and by its step (task id).
@@ -26,6 +29,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ..compat import gate_wait_states
 from ..runtime.gates import GateAnswerError, parse_answer
 from ..templating.ids import execution_id_for
 from .rest import AirflowApiError, AirflowClient
@@ -130,9 +134,23 @@ def _list(api: AirflowClient, params: dict[str, Any]) -> list[dict[str, Any]]:
     return [_gate_row(d) for d in details]
 
 
+def _wait_states(api: AirflowClient) -> list[str]:
+    """The states a waiting gate is in on this deployment's Airflow; a deployment without gates
+    (Airflow 3.0) is told as such rather than as a missing endpoint."""
+    about = _request(api, "GET", "version") or {}
+    version = str(about.get("version") or "")
+    states = gate_wait_states(version)
+    if not states:
+        raise GateCommandError(
+            f"Airflow {version} at {api.base_url} has no approve/input gates (they need "
+            "Airflow 3.1 or later)"
+        )
+    return list(states)
+
+
 def waiting_gates(api: AirflowClient) -> list[dict[str, Any]]:
     """Every gate waiting for an answer, oldest first."""
-    rows = _list(api, {"response_received": False, "state": "awaiting_input"})
+    rows = _list(api, {"response_received": False, "state": _wait_states(api)})
     return sorted(rows, key=lambda r: str(r["since"] or ""))
 
 
@@ -144,6 +162,7 @@ def find_gate(
     run_id: str | None = None,
 ) -> dict[str, Any]:
     """The gate ``gate`` of one execution (or of ``dag_id``/``run_id``), answered or not."""
+    _wait_states(api)
     if dag_id and run_id:
         path = "/".join(
             quote(str(p), safe="")
