@@ -132,6 +132,7 @@ def run_check(args: argparse.Namespace) -> int:
         connections=load_connections(args.connections),
         jobs=max(1, args.jobs),
         exclude=args.exclude,
+        airflow=args.airflow_version,
     )
     diagnostics = select_codes(
         problems + [d for r in results for d in r.diagnostics], select, ignore

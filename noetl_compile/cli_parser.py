@@ -40,6 +40,15 @@ def _version() -> str:
     return f"noetlc {__version__}"
 
 
+def _airflow_version(text: str) -> tuple[int, int]:
+    from .airflow_versions import VersionError, parse_version
+
+    try:
+        return parse_version(text)
+    except VersionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_front_end_options(command: argparse.ArgumentParser) -> None:
     """The options `check` and `compile` share: what to read and which findings count."""
     command.add_argument(
@@ -84,6 +93,13 @@ def _add_front_end_options(command: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="connection names the deployment has (R203): a list or mapping in YAML/JSON, or "
         "the output of `airflow connections export` (json, yaml or env); see README",
+    )
+    command.add_argument(
+        "--airflow-version",
+        type=_airflow_version,
+        metavar="X.Y",
+        help="the Airflow the DAG files are for (3.0-3.3; X.Y.Z too): what it cannot run is "
+        "reported (C518); default: the installed Airflow, else the newest supported",
     )
 
 

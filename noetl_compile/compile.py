@@ -141,13 +141,14 @@ def compile_paths(
     exclude: Sequence[str] = (),
     fuse: bool = False,
     schedule_on_assets: bool = False,
+    airflow: tuple[int, int] | None = None,
 ) -> CompileReport:
     from .emit.python import emit_python
     from .lower import dag_id_for
 
     paths = list(paths)
     results, problems = check_paths(
-        paths, dialect=dialect, connections=connections, exclude=exclude
+        paths, dialect=dialect, connections=connections, exclude=exclude, airflow=airflow
     )
     # A document of another kind (a NoETL Subscription...) was skipped with a note (E003).
     skipped = {r.path for r in results if r.playbook is None and not r.has_errors}
@@ -323,6 +324,7 @@ def run(args: argparse.Namespace, connections: set[str] | None = None) -> int:
         exclude=args.exclude,
         fuse=getattr(args, "fuse", False),
         schedule_on_assets=getattr(args, "schedule_on_assets", False),
+        airflow=getattr(args, "airflow_version", None),
     )
     diagnostics = sorted(report.diagnostics, key=lambda d: d.sort_key)
     if diagnostics:

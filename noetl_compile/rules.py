@@ -34,7 +34,7 @@ def severity_of(code: str) -> Severity:
 
 # The docs page that teaches what a rule checks (the site under docs/; README links it).
 _DOCS = {
-    **dict.fromkeys(("C505", "C506", "C507", "C508", "C509", "C510"), "docs/gates.md"),
+    **dict.fromkeys(("C505", "C506", "C507", "C508", "C509", "C510", "C518"), "docs/gates.md"),
     "C511": "docs/quantum.md",
     "C512": "docs/cursor-loops.md",
     **dict.fromkeys(("C502", "C503", "C504", "C513", "C515", "C516"), "docs/tools/index.md"),

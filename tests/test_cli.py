@@ -221,3 +221,36 @@ def test_unknown_arc_target_is_a_warning_where_the_engine_skips_it(
         # The arc is left out: `end` is the step's only route, as NoETL's engine takes it.
         dag = next(compiled.glob("*.py")).read_text()
         assert "'nowhere'" not in dag and '"nowhere"' not in dag
+
+
+def test_a_gate_is_refused_for_airflow_3_0_at_check_and_compile(tmp_path, capsys):
+    gates = str(ROOT / "playbooks" / "gates.yaml")
+    code, out = run(capsys, "check", gates, "--quiet", "--airflow-version", "3.0")
+    lines = out.out.splitlines()
+    assert code == 1 and lines and all(" C518 [error] " in line for line in lines)
+    assert all("cannot run on Airflow 3.0" in line for line in lines)
+    assert run(capsys, "check", gates, "--quiet", "--airflow-version", "3.1.8")[0] == 0
+    code, out = run(
+        capsys, "compile", gates, "-o", str(tmp_path / "30"), "--airflow-version", "3.0"
+    )
+    assert code == 1 and " C518 " in out.out
+    assert not list((tmp_path / "30").glob("*.py"))
+    # The files are the same for every version that can run them: the version is checked, not
+    # written (a folder compiled under 3.1 stays current under 3.3: `compile --check`).
+    for version in ("3.1", "3.3"):
+        code, out = run(
+            capsys, "compile", gates, "-o", str(tmp_path / version), "--airflow-version", version
+        )
+        assert code == 0, out.out
+    written = {p.name: p.read_bytes() for p in (tmp_path / "3.1").glob("*.py")}
+    assert written and written == {p.name: p.read_bytes() for p in (tmp_path / "3.3").glob("*.py")}
+
+
+def test_an_unsupported_airflow_version_is_a_usage_error(files, capsys):
+    for text, message in (
+        ("2.10", "Airflow 2.10 is not supported (supported: 3.0, 3.1, 3.2, 3.3)"),
+        ("3", "'3' is not an Airflow version (X.Y or X.Y.Z)"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(["check", str(files), "--airflow-version", text])
+        assert exc.value.code == 2 and message in capsys.readouterr().err

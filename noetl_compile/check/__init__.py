@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..airflow_versions import default_target
 from ..ast import Playbook
 from ..diagnostics import Diagnostic, DiagnosticSink, Position, Severity
 from ..discover import Found, find_files, looks_like_playbook
@@ -145,14 +146,20 @@ def check_text(text: str, path: str = "<string>", *, dialect: str | None = None)
 
 
 def check_results(
-    results: list[FileResult], connections: set[str] | None = None, *, resolve_nested: bool = True
+    results: list[FileResult],
+    connections: set[str] | None = None,
+    *,
+    resolve_nested: bool = True,
+    airflow: tuple[int, int] | None = None,
 ) -> Project:
     """Run every rule family on every read playbook (adds to each result's diagnostics).
 
     Nested playbook calls can only be resolved once every file of the run is read; with
     ``resolve_nested=False`` they are left in the returned project for the caller to resolve.
+    ``airflow`` is the Airflow (major, minor) the DAGs are for (default: the installed one, else
+    the newest supported; ``airflow_versions.default_target``).
     """
-    project = Project(connections=connections)
+    project = Project(connections=connections, airflow=airflow or default_target())
     for result in results:
         if result.playbook is None:
             continue
@@ -189,12 +196,13 @@ def check_paths(
     dialect: str | None = None,
     connections: set[str] | None = None,
     exclude: Iterable[str] = (),
+    airflow: tuple[int, int] | None = None,
 ) -> tuple[list[FileResult], list[Diagnostic]]:
     """Read and check every playbook under ``paths``; also returns the run's problems: E001
     for a missing path, E003 notes for YAML files skipped as not playbooks."""
     found = find_files(list(paths), tuple(exclude))
     results, notes = _read_found(found.files, found.named, dialect)
-    check_results(results, connections)
+    check_results(results, connections, airflow=airflow)
     return results, _found_problems(found) + notes
 
 
@@ -208,15 +216,21 @@ class FileReport:
 
 
 def _check_chunk(
-    files: list[str], named: set[str], dialect: str | None, connections: set[str] | None
+    files: list[str],
+    named: set[str],
+    dialect: str | None,
+    connections: set[str] | None,
+    airflow: tuple[int, int] | None = None,
 ):
     results, notes = _read_found(files, named, dialect)
-    project = check_results(results, connections, resolve_nested=False)
+    project = check_results(results, connections, resolve_nested=False, airflow=airflow)
     reports = [FileReport(r.path, r.document.text, r.diagnostics) for r in results]
     return reports, project.claims, project.nested_calls, notes
 
 
-def _check_in_workers(files: list[str], named: set[str], jobs: int, dialect, connections) -> list:
+def _check_in_workers(
+    files: list[str], named: set[str], jobs: int, dialect, connections, airflow
+) -> list:
     """One chunk per worker. A worker that dies (a crash in a C extension, the OOM killer)
     breaks the pool instead of hanging it; its files are then checked one per process, so only
     the file that kills its process is lost, as an E002 finding."""
@@ -231,7 +245,8 @@ def _check_in_workers(files: list[str], named: set[str], jobs: int, dialect, con
     broken: list[str] = []
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         futures = [
-            pool.submit(_check_chunk, chunk, named, dialect, connections) for chunk in chunks
+            pool.submit(_check_chunk, chunk, named, dialect, connections, airflow)
+            for chunk in chunks
         ]
         for chunk, future in zip(chunks, futures):
             try:
@@ -242,7 +257,9 @@ def _check_in_workers(files: list[str], named: set[str], jobs: int, dialect, con
         with ProcessPoolExecutor(1, mp_context=context) as alone:
             try:
                 parts.append(
-                    alone.submit(_check_chunk, [path], named, dialect, connections).result()
+                    alone.submit(
+                        _check_chunk, [path], named, dialect, connections, airflow
+                    ).result()
                 )
             except BrokenProcessPool:
                 crash = Diagnostic(
@@ -269,6 +286,7 @@ def report_paths(
     connections: set[str] | None = None,
     jobs: int = 1,
     exclude: Iterable[str] = (),
+    airflow: tuple[int, int] | None = None,
 ) -> tuple[list[FileReport], list[Diagnostic]]:
     """`noetlc check`: ``check_paths`` spread over ``jobs`` forked processes for large runs.
 
@@ -278,9 +296,9 @@ def report_paths(
     found = find_files(list(paths), tuple(exclude))
     files, named = found.files, found.named
     if jobs > 1 and len(files) >= 16 * jobs and _can_fork():
-        parts = _check_in_workers(files, named, jobs, dialect, connections)
+        parts = _check_in_workers(files, named, jobs, dialect, connections, airflow)
     else:
-        parts = [_check_chunk(files, named, dialect, connections)]
+        parts = [_check_chunk(files, named, dialect, connections, airflow)]
     notes = sorted((note for part in parts for note in part[3]), key=lambda d: d.sort_key)
     problems = _found_problems(found) + notes
     reports = sorted((report for part in parts for report in part[0]), key=lambda r: r.path)

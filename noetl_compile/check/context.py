@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..airflow_versions import NEWEST
 from ..analyze.flowgraph import StepGraph
 from ..analyze.sites import TemplateSite, template_sites
 from ..ast import Playbook
@@ -45,6 +46,9 @@ class Project:
     connections: set[str] | None = None  # from --connections; None = not checked
     nested_calls: list[NestedCall] = field(default_factory=list)
     claims: list[CatalogClaim] = field(default_factory=list)
+    # The Airflow (major, minor) the DAG files are for (`--airflow-version`): what it cannot run
+    # is reported at check time (airflow_versions), never left to fail when a run gets there.
+    airflow: tuple[int, int] = NEWEST
 
 
 _UNSCANNED = object()

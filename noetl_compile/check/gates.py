@@ -10,6 +10,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..airflow_versions import has_hitl, version_label
 from ..read.base import ROUTING_KEYS, did_you_mean, is_template, type_name
 from .context import CheckContext
 
@@ -89,6 +90,15 @@ def check_gate(ctx: CheckContext, tool: Any, label: str) -> None:
         )
         return
     _check_keys(ctx, tool, gate, label)
+    if gate != "sleep" and not has_hitl(ctx.project.airflow):
+        ctx.report(
+            "C518",
+            ctx.pos(tool, "gate"),
+            f"the {gate} gate {label} cannot run on Airflow {version_label(ctx.project.airflow)}: "
+            "approve/input gates need Airflow's human-in-the-loop operators (Airflow 3.1 or later)",
+            hint="compile for the Airflow 3.1+ that will run it (`--airflow-version`), or replace "
+            "the gate (a sleep gate, a step that polls for the decision)",
+        )
     if gate == "sleep":
         _check_sleep(ctx, tool, label)
         return

@@ -144,4 +144,14 @@ RULES = (
         "`env` a mapping and `timeout_seconds` a positive number.",
         'tool: {kind: shell, cmds: ["echo hello"], env: {MODE: test}, timeout_seconds: 60}',
     ),
+    rule(
+        "C518",
+        E,
+        "gate needs a newer Airflow",
+        "An approve/input gate waits through Airflow's human-in-the-loop operators, which Airflow "
+        "3.0 does not have: the DAG file would fail to import there. The Airflow a DAG folder is "
+        "for is `--airflow-version` (default: the installed one, else the newest supported).",
+        "noetlc compile playbooks/ -o dags/ --airflow-version 3.1   # a deployment on 3.1 or "
+        "later\n# or, on Airflow 3.0: a sleep gate, or a step that polls for the decision",
+    ),
 )
