@@ -226,7 +226,13 @@ CATALOGUE: dict[str, ToolKind] = {
             "[i * i for i in range(n)]}",
             "An exception fails the call; as in NoETL the step's result is then "
             "`{id, status: error, error: <the exception's text>}` (a fresh `id` per call), and "
-            "the type, message and traceback are in `{{ error }}` and `{{ output.py }}`.",
+            "the type, message and traceback are in `{{ error }}` and `{{ output.py }}`. The "
+            "traceback starts at the code's own frame and quotes its lines; it is in the task "
+            "log whether the failure fails the task (nothing handles it: the task instance is "
+            "failed, what follows is `upstream_failed`) or the playbook's routing takes it (the "
+            "task succeeds so the route runs, and its log says the call failed). A later step's "
+            "template that cannot render because it reads the failed step names it: `its "
+            "producer step 'transform' failed (ZeroDivisionError: division by zero)`.",
         ),
         ToolKind(
             "shell",

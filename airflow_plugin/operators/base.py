@@ -40,6 +40,7 @@ __all__ = [
     "NoetlTask",
     "NoetlTaskMixin",
     "fail_task",
+    "failure_summary",
     "is_noetl_output",
     "step_output",
 ]
@@ -61,6 +62,15 @@ def runs_in_process() -> bool:
     from airflow.sdk.execution_time import task_runner
 
     return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), comms)
+
+
+def failure_summary(error: Any) -> str:
+    """``Type: message`` of a step output's ``error`` (what a consumer says of its producer)."""
+    if not isinstance(error, Mapping):
+        return "its call failed"
+    kind, message = error.get("type"), error.get("message")
+    text = ": ".join(str(part) for part in (kind, message) if part)
+    return text or "its call failed"
 
 
 def fail_task(step: str, exc: BaseException) -> AirflowException:
@@ -137,10 +147,14 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
 
         reads = self.reads or {}
         results: dict[str, Any] = {}
+        failed: dict[str, str] = {}
         for name, task_id in (reads.get("results") or {}).items():
             output = output_of(task_id)
             if output is not None:
                 results[name] = output.get("result")
+                if output.get("status") == "error":
+                    # A template reading this step's result that cannot render names it.
+                    failed[name] = failure_summary(output.get("error"))
         # A step inside a cyclic region or a v1 loop body ran inside that task: its result is
         # one entry of the task's `results`.
         for name, task_id in (reads.get("region_results") or {}).items():
@@ -185,6 +199,8 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
             "args": args,
             "execution_id": self.execution_id(context),
         }
+        if failed:
+            inputs["failed_steps"] = failed
         conf = getattr(context.get("dag_run"), "conf", None) or {}
         if "noetl_strict" in conf:
             inputs["strict"] = bool(conf["noetl_strict"])

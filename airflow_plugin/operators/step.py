@@ -30,7 +30,7 @@ from noetl_compile.step_contract import READS_KEYS
 
 from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
-from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, step_output
+from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, failure_summary, step_output
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
@@ -132,6 +132,19 @@ class NoetlStepOperator(NoetlTask):
 
             # NoETL 5's local step `when` is false: the step does not run, its branch ends.
             raise AirflowSkipException(f"step {step!r}: its `when` guard is false")
+        if outcome.status == "error":
+            # The call failed and the playbook's routing took the failure (an arc, a case rule,
+            # the engine's failed-call routing): the task succeeds so that route runs, but its
+            # log still shows what failed and where, as an unhandled failure's does.
+            error = outcome.error or {}
+            self.log.error(
+                "NoETL step %s: its call failed (%s); the routing took the failure, the run goes "
+                "on to %s%s",
+                step,
+                failure_summary(error),
+                outcome.next_steps or "no step",
+                f":\n{error['traceback']}" if error.get("traceback") else "",
+            )
         output = step_output(outcome)
         self.log.info(
             "NoETL step %s finished (%s); next: %s", step, outcome.status, outcome.next_steps

@@ -181,6 +181,9 @@ class _StepRun(CaseRules, CallLoop):
         self.sleep = sleep
         self.strict = strict_mode(inputs)
         self.execution_id = str(inputs.get("execution_id", 0))
+        # step -> "Type: message" of each read step whose call failed (its task went on along
+        # an arc): a template of this step that cannot render names that producer.
+        self.failed_steps: dict[str, str] = dict(inputs.get("failed_steps") or {})
         self.ctx_writes: dict[str, Any] = {}
         self.vars_writes: dict[str, Any] = {}
         self.fired: set[int] = set()
@@ -335,7 +338,7 @@ def execute_step(
     ``payload``: the compiler's step payload, validated once by the operator that carries it
     (``payload.validate_payload``, at DAG parse), not again per call or iteration.
     ``inputs``: ``{workload, results, ctx, vars, execution_id, args?, loop?, strict?, run_index?,
-    step_names?}`` pulled by the caller. ``phase``: ``step`` or ``iteration`` (one loop iteration:
+    step_names?, failed_steps?}`` pulled by the caller. ``phase``: ``step`` or ``iteration`` (one loop iteration:
     no routing). ``sleep``: used for retry backoff (tests inject a recorder).
     Raises :class:`StepFailed` for an unhandled failure, ``ToolNotAvailable`` for a tool kind this
     runtime cannot execute.

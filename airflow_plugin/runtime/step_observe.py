@@ -6,8 +6,10 @@ step, field and expression, reported as ``TemplateWarning`` events, fatal in str
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..errors import error_record
@@ -27,12 +29,30 @@ class StepRunView(Protocol):
     step_run_id: str
     strict: bool
     arcs: Any
+    failed_steps: dict[str, str]
 
     def emit(self, name: str, entity: str, status: str, **fields: Any) -> None: ...
 
 
+# A name in a template expression; linear (one character class, no nesting).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def with_producer(issue: RenderIssue, failed_steps: dict[str, str]) -> RenderIssue:
+    """The issue, its cause naming each step it reads whose call failed: the template could not
+    render because that producer has no result, which is what a user must fix first."""
+    if not failed_steps:
+        return issue
+    named = dict.fromkeys(n for n in _NAME.findall(issue.expression) if n in failed_steps)
+    if not named:
+        return issue
+    producers = "; ".join(f"step {name!r} failed ({failed_steps[name]})" for name in named)
+    return replace(issue, cause=f"{issue.cause}; its producer {producers}")
+
+
 def _warn(run: StepRunView, issue: RenderIssue, status: str) -> None:
     """One render issue: a warning in the task log and a ``TemplateWarning`` event."""
+    issue = with_producer(issue, getattr(run, "failed_steps", {}))
     log.warning("NoETL %s", issue.describe(run.step))
     run.emit(
         names.TEMPLATE_WARNING,
@@ -52,7 +72,7 @@ def _report_issues(run: StepRunView, issues: list[RenderIssue]) -> list[str]:
     """Log each issue loudly, report it as an event; in strict mode fail the step."""
     messages = []
     for issue in issues:
-        message = issue.describe(run.step)
+        message = with_producer(issue, getattr(run, "failed_steps", {})).describe(run.step)
         messages.append(message)
         _warn(run, issue, "error" if run.strict else "success")
     if messages and run.strict:

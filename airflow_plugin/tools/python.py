@@ -46,7 +46,6 @@ import contextlib
 import datetime
 import importlib
 import inspect
-import io
 import json
 import os
 import sys
@@ -62,11 +61,11 @@ from urllib.parse import urlsplit
 from noetl_compile.python_surface import has_top_level_return, wrapped_source
 
 from ..errors import NoetlConfigError
-from ..hooks.redact import redact
 from ..templating.context import PROTECTED_KEY
 from ..templating.render import has_template, render_blank_undefined, to_jsonable
 from .code_scope import CodeScope
 from .outcome import ToolCall, ToolOutcome, error_from_exception
+from .python_failure import Tee, failed, failed_code, failed_noetl5, quote_source
 from .registry import ToolNotAvailable
 
 __all__ = ["SCRIPT_ROOT_ENV", "load_script", "merged_inputs", "run_python", "script_root"]
@@ -399,76 +398,12 @@ def _summary(namespace: dict[str, Any], before: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _failed(exc: BaseException, error: dict[str, Any], **meta: Any) -> ToolOutcome:
-    """A failure whose step result is NoETL's python error document ``{id, status, error}``
-    (a fresh id per call, the exception's text); ``error`` keeps the type and traceback."""
-    reported = {"id": str(uuid.uuid4()), "status": "error", "error": str(exc)}
-    return ToolOutcome.failure(error, reported=reported, **meta)
-
-
-class _Tee(io.TextIOBase):
-    """Writes to the task's own stream (its log) and keeps a copy (NoETL 5's stdout/stderr)."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.copy = io.StringIO()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self.copy.write(text)
-        return self.stream.write(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-
-def _user_traceback(exc: BaseException, filename: str) -> str:
-    """The traceback from the playbook code's first frame on, as the python3 process NoETL 5
-    runs would print it (the runtime's own frames above it left out)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
-
-
-def _failed_noetl5(
-    exc: BaseException, out: _Tee, err: _Tee, filename: str, **meta: Any
-) -> ToolOutcome:
-    """A failure as NoETL 5's python tool reports it (noetl/tools ``python.rs``): the code runs
-    in a ``python3`` process, so an exception (or a syntax error) exits it with code 1, and
-    ``sys.exit(n)`` with n; the traceback is on stderr after what the code printed. Its
-    ``ToolResult`` is ``{status: error, exit_code, stdout, stderr, data: {stdout, stderr}}`` with
-    the error "Python script exited with code N": the step result here, as the shell tool's
-    (``{{ step.stderr }}``, ``{{ step.exit_code }}``), with the structured error (exception type,
-    message, traceback) as ``error``. Output is redacted as the shell tool's is."""
-    code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
-    if isinstance(exc, SystemExit) and code == 0:
-        code = 1  # an exit without a code still ends the script before its result
-    stdout = redact(out.copy.getvalue())
-    trace = _user_traceback(exc, filename)
-    stderr = redact(err.copy.getvalue() + trace)
-    error = error_from_exception(exc, kind=KIND)
-    error["message"] = redact(f"Python script exited with code {code}: {type(exc).__name__}: {exc}")
-    error["traceback"] = redact(trace)
-    error["exit_code"] = code
-    data = {
-        "status": "error",
-        "exit_code": code,
-        "stdout": stdout,
-        "stderr": stderr,
-        "data": {"stdout": stdout, "stderr": stderr},
-    }
-    return ToolOutcome.failure(error, data=data, **meta)
-
-
 def _run_noetl5(
     compiled: types.CodeType,
     namespace: dict[str, Any],
     inputs: dict[str, Any],
-    out: _Tee,
-    err: _Tee,
+    out: Tee,
+    err: Tee,
 ):
     """NoETL 5's python tool (noetl/tools ``python.rs``): the code (wrapped in a function when it
     has a top-level ``return``, see ``noetl_compile.python_surface``) binds ``result``; when that
@@ -500,10 +435,10 @@ def run_python(call: ToolCall) -> ToolOutcome:
     except ToolNotAvailable:
         raise
     except Exception as exc:  # noqa: BLE001 - bad base64 etc. is a tool error
-        return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
+        return failed(exc, error_from_exception(exc, kind=KIND), **meta())
     if code is None:
         missing = NoetlConfigError("python tool needs `code` (or `code_b64`)")
-        return _failed(
+        return failed(
             missing, {"kind": KIND, "type": "ConfigError", "message": str(missing)}, **meta()
         )
 
@@ -519,10 +454,10 @@ def run_python(call: ToolCall) -> ToolOutcome:
         error["column"] = exc.offset
         error["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))
         if noetl5:
-            failed = _failed_noetl5(exc, _Tee(sys.stdout), _Tee(sys.stderr), filename, **meta())
-            failed.error.update(line=error["line"], column=error["column"])
-            return failed
-        return _failed(exc, error, **meta())
+            exited = failed_noetl5(exc, Tee(sys.stdout), Tee(sys.stderr), filename, **meta())
+            exited.error.update(line=error["line"], column=error["column"])
+            return exited
+        return failed(exc, error, **meta())
 
     inputs = merged_inputs(config, call.step_input)
     if call.profile.python_input_undefined_blank:
@@ -543,7 +478,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
     try:
         namespace.update(_load_libs(config.get("libs")))
     except Exception as exc:  # noqa: BLE001
-        return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
+        return failed(exc, error_from_exception(exc, kind=KIND), **meta())
     namespace.update(inputs)  # explicit bindings win over the presets
     preset = dict(namespace)
     before = namespace.get("result", _UNSET)
@@ -551,9 +486,13 @@ def run_python(call: ToolCall) -> ToolOutcome:
     try:
         scope = CodeScope.from_config(config)  # NoETL 5's env, cwd, timeout_seconds
     except NoetlConfigError as exc:
-        return _failed(exc, {"kind": KIND, "type": "ConfigError", "message": str(exc)}, **meta())
+        return failed(exc, {"kind": KIND, "type": "ConfigError", "message": str(exc)}, **meta())
 
-    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
+    if not noetl5:
+        # Its traceback quotes the playbook code's lines, as a file's would (NoETL 5's stderr
+        # keeps the process's text, without them).
+        quote_source(filename, code)
+    out, err = Tee(sys.stdout), Tee(sys.stderr)
     try:
         with scope:
             if noetl5:
@@ -569,8 +508,8 @@ def run_python(call: ToolCall) -> ToolOutcome:
                     value = _summary(namespace, preset)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure of user code is data
         if noetl5:
-            return _failed_noetl5(exc, out, err, filename, **meta())
-        return _failed(exc, error_from_exception(exc, kind=KIND), **meta())
+            return failed_noetl5(exc, out, err, filename, **meta())
+        return failed_code(exc, filename, **meta())
 
     value = to_jsonable(value)
     # NoETL's v1 worker judges the tool's own envelope {id, status, data}: what `main` returned

@@ -1,0 +1,160 @@
+"""A failed step is an Airflow failure under ``dag.test()`` (issue 32, item 1): a call that fails
+and that nothing in the playbook handles is a failed task instance with the tool's traceback in
+its task log, what follows is ``upstream_failed`` (never runs), the run fails and the event log
+says error for that step. A failure the playbook's routing takes (here the canonical engine's
+plain ``next``) keeps its task successful so the route runs, as NoETL goes on, while its log
+still holds the traceback and a template of the next step that cannot render names the failed
+producer."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from airflow_plugin.events import MemoryRecorder, set_default_recorder
+from noetl_compile.cli import main
+
+# The code's own line, as Python's traceback quotes it: the task log holds the real traceback.
+RAISING_LINE = "ratio = 1 / n"
+
+
+@pytest.fixture
+def run_playbook(airflow_db, run_dag, tmp_path):
+    def run(name: str, yaml_text: str):
+        source = tmp_path / f"{name}.yaml"
+        source.write_text(textwrap.dedent(yaml_text))
+        out = tmp_path / "dags"
+        assert main(["compile", str(source), "-o", str(out)]) == 0
+        (dag_file,) = out.glob("*.py")
+        recorder = MemoryRecorder()
+        previous = set_default_recorder(recorder)
+        try:
+            return run_dag(dag_file.read_text(), f"failedtask.{name}"), recorder
+        finally:
+            set_default_recorder(previous)
+
+    return run
+
+
+def _task_log(capfd) -> str:
+    """What the tasks logged: ``dag.test()`` writes each task's log to the process's output."""
+    captured = capfd.readouterr()
+    return captured.out + captured.err
+
+
+def _step_finished(recorder: MemoryRecorder, step: str) -> list:
+    return [e for e in recorder.named("StepFinished") if e.step == step]
+
+
+def test_an_unhandled_failure_in_the_middle_is_a_failed_task_with_its_traceback(
+    run_playbook, capfd
+):
+    # v1: a plain `next` does not take a failed call (profile.failed_call_takes_every_arc is
+    # false), so nothing handles transform's ZeroDivisionError.
+    out, recorder = run_playbook(
+        "unhandled_middle",
+        f"""
+        apiVersion: noetl.io/v1
+        kind: Playbook
+        name: unhandled_middle
+        path: failedtask/unhandled_middle
+        workflow:
+          - step: start
+            type: python
+            code: "def main():\\n    return {{'n': 0}}\\n"
+            next: [{{step: transform}}]
+          - step: transform
+            type: python
+            with: {{n: '{{{{ start.n }}}}'}}
+            code: "def main(n):\\n    {RAISING_LINE}\\n    return {{'ratio': ratio}}\\n"
+            next: [{{step: load}}]
+          - step: load
+            type: python
+            with: {{ratio: '{{{{ transform.ratio }}}}'}}
+            code: "def main(ratio):\\n    return {{'loaded': ratio + 1}}\\n"
+            next: [{{step: end}}]
+          - step: end
+        """,
+    )
+    log = _task_log(capfd)
+    assert out.state == "failed", out.states
+    assert out.states["start"] == "success"
+    assert out.states["transform"] == "failed"
+    # Never ran: Airflow's trigger rules, not a confusing error of its own.
+    assert out.states["load"] == "upstream_failed"
+    assert out.states["end"] == "upstream_failed"
+    # The task log holds the tool's traceback, down to the playbook code's line and the cause.
+    assert "NoETL step transform tool error:\nTraceback (most recent call last):" in log
+    assert RAISING_LINE in log
+    assert "ZeroDivisionError: division by zero" in log
+    # ... and Airflow's failure line names the step and the cause once.
+    assert (
+        "AirflowFailException: step 'transform' failed: tool: ZeroDivisionError: division by zero"
+        in log
+    )
+    (finished,) = _step_finished(recorder, "transform")
+    assert finished.status == "error"
+    assert finished.data["error"]["type"] == "ZeroDivisionError"
+    assert not [e for e in recorder.named("StepStarted") if e.step == "load"]
+
+
+def test_a_failure_the_routing_takes_keeps_its_task_and_says_why_the_next_cannot_render(
+    run_playbook, capfd, caplog
+):
+    # Canonical (138c10ed): a plain `next` takes a failed call and the run goes on, to end
+    # failed (final_status/unconditional_next_after_raise): today's route, unchanged.
+    out, recorder = run_playbook(
+        "handled_middle",
+        f"""
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {{name: handled_middle, path: failedtask/handled_middle}}
+        workflow:
+          - step: extract
+            tool: {{kind: python, code: "result = {{'n': 0}}"}}
+            next: [{{step: transform}}]
+          - step: transform
+            tool:
+              kind: python
+              input: {{n: "{{{{ extract.n }}}}"}}
+              code: "{RAISING_LINE}\\nresult = {{'ratio': ratio}}"
+            next: [{{step: load}}]
+          - step: load
+            tool:
+              kind: python
+              input: {{ratio: "{{{{ transform.ratio }}}}"}}
+              code: "result = {{'loaded': ratio}}"
+        """,
+    )
+    log = _task_log(capfd)
+    assert out.states == {
+        "extract": "success",
+        "transform": "success",
+        "load": "success",
+        "noetl_outcome": "failed",
+    }
+    assert out.state == "failed"
+    assert out.xcom["transform"]["status"] == "error"
+    # The task that went on still logs what failed, with the traceback.
+    assert (
+        "NoETL step transform: its call failed (ZeroDivisionError: division by zero); the "
+        "routing took the failure, the run goes on to ['load']:\nTraceback" in log
+    )
+    assert RAISING_LINE in log
+    (finished,) = _step_finished(recorder, "transform")
+    assert finished.status == "error"
+    # The consumer's template names the producer that failed, in its log and its event.
+    warnings = [e for e in recorder.named("TemplateWarning") if e.step == "load"]
+    assert warnings and all("step 'transform' failed" in e.data["cause"] for e in warnings), [
+        (e.step, e.data) for e in recorder.named("TemplateWarning")
+    ]
+    # The runtime's warning (its logger; pytest's capture holds it where a worker writes it to
+    # the task log).
+    assert (
+        "NoETL step 'load' field tool.input.ratio: '{{ transform.ratio }}' rendered with its "
+        "undefined names as ''"
+    ) in caplog.text
+    assert (
+        "its producer step 'transform' failed (ZeroDivisionError: division by zero)" in caplog.text
+    )
