@@ -42,7 +42,7 @@ NOETL5 = EngineProfile(
     python_function_body=True,
     python_input_undefined_blank=False,
     python_error_status_fails=False,
-    pipeline_last_task_promoted=False,
+    pipeline_last_task_promoted=True,
     pipeline_retry_backoff="none",
     task_set_after_call=True,
     sources={
@@ -154,7 +154,10 @@ NOETL5 = EngineProfile(
         "pipeline_last_task_promoted": Source(
             "noetl/tools:src/tools/task_sequence.rs:838",
             "build_pipeline_result: the result is the labelled task results, nothing promoted",
-            differs="noetlc's pipeline result is 138c10ed's record `{status, _prev, results, ctx}`",
+            differs="noetlc's pipeline result is still 138c10ed's record `{status, _prev, results, "
+            "ctx}` (NoETL 5's flat labelled shape is not yet a profile field), so it keeps "
+            "laying the last task's fields under it: `{{ step.field }}` of the last task reads as "
+            "it did before the profiles",
         ),
         "pipeline_retry_backoff": Source(
             "noetl/tools:src/tools/task_sequence.rs:767",

@@ -26,10 +26,12 @@ def canonical(steps: str) -> str:
     return CANONICAL + textwrap.dedent(steps)
 
 
-def findings(tmp_path, text: str, prefix: str = "C") -> list[tuple[str, int, int, str]]:
+def findings(
+    tmp_path, text: str, prefix: str = "C", dialect: str | None = None
+) -> list[tuple[str, int, int, str]]:
     path = tmp_path / "playbook.yaml"
     path.write_text(textwrap.dedent(text))
-    results, problems = check_paths([str(path)])
+    results, problems = check_paths([str(path)], dialect=dialect)
     assert not problems
     return [
         (d.code, d.position.line, d.position.col, d.message)
@@ -57,7 +59,11 @@ def test_module_level_return_is_reported_inside_the_block(tmp_path):
             print(data)
             return data
     """)
-    assert findings(tmp_path, text) == [
+    # Unmarked, a top-level `return` reads the file as NoETL 5 (S119), whose python tool wraps the
+    # code in a function; read as the April 2026 engine, the same code does not compile.
+    assert findings(tmp_path, text) == []
+    assert [d[0] for d in findings(tmp_path, text, prefix="S119")] == ["S119"]
+    assert findings(tmp_path, text, dialect="canonical") == [
         (
             "C501",
             12,
@@ -112,7 +118,7 @@ def test_double_quoted_code_maps_through_escapes(tmp_path):
           kind: python
           code: "x = {\"a\": 1}\nreturn x\n"
     """)
-    assert findings(tmp_path, text) == [
+    assert findings(tmp_path, text, dialect="canonical") == [
         (
             "C501",
             10,
