@@ -7,6 +7,7 @@ import pytest
 from airflow_plugin.runtime.payload import validate_payload
 from airflow_plugin.runtime.step import StepFailed, execute_step, routing_targets
 from airflow_plugin.tools import ToolNotAvailable
+from noetl_compile.engine_profiles import NOETL5, profile_for
 
 
 def py(code, **extra):
@@ -934,14 +935,19 @@ def test_python_input_undefined_name_renders_blank_where_the_engine_python_tool_
 
 
 def test_pipeline_promotion_is_the_profiles():
-    """NoETL 5's pipeline result is the labelled task results, nothing promoted
-    (task_sequence.rs build_pipeline_result): `{{ s.saved }}` is undefined there."""
+    """A pipeline's step result reads the last task's fields (`{{ s.saved }}`) where the profile's
+    `pipeline_last_task_promoted` is on: canonical (138c10ed engine.py:4543) and, until NoETL 5's
+    flat labelled result shape is a profile field of its own, NoETL 5 (its source entry says how
+    task_sequence.rs build_pipeline_result differs)."""
     steps = [py("result = {'id': 1}", name="shape"), py("result = {'saved': 1}", name="save")]
     guard = arcs({"step": "next", "when": "{{ s.saved == 1 }}"})
-    canonical = execute_step(payload(pipeline=steps, routing=guard), inputs())
-    assert canonical.next_steps == ["next"]
-    noetl5 = execute_step(payload(pipeline=steps, routing=guard, generation="noetl5"), inputs())
-    assert noetl5.next_steps == []
+    for generation in (None, "noetl5"):
+        profile = profile_for({"generation": generation} if generation else {})
+        assert profile.pipeline_last_task_promoted
+        marks = {"generation": generation} if generation else {}
+        out = execute_step(payload(pipeline=steps, routing=guard, **marks), inputs())
+        assert out.next_steps == ["next"], generation
+    assert "labelled" in NOETL5.sources["pipeline_last_task_promoted"].differs
 
 
 def test_arc_output_data_is_the_results_own_data_where_the_engine_reads_it_so():
