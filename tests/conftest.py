@@ -155,15 +155,39 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def _not_run_for_the_corpus(terminalreporter) -> int:
-    from tests import corpus
+def _skipped_for(terminalreporter, why: str) -> list[str]:
+    """The reasons of the skips whose reason holds ``why``."""
 
     def reason(report) -> str:  # a skip's longrepr is (path, line, "Skipped: <reason>")
         longrepr = report.longrepr
         return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
 
     reports = terminalreporter.stats.get("skipped", [])
-    return sum(1 for report in reports if corpus.SKIP_REASON in reason(report))
+    return [reason(report) for report in reports if why in reason(report)]
+
+
+def _not_run_for_the_corpus(terminalreporter) -> int:
+    from tests import corpus
+
+    return len(_skipped_for(terminalreporter, corpus.SKIP_REASON))
+
+
+def _not_run_for_noetl5(terminalreporter) -> None:
+    """The NoETL 5 differential tests skipped because its CLI could not be installed: said as
+    loudly as the corpus (a session fixture's skip is reported once per test that needs it)."""
+    from tests.harness.noetl5 import SKIP_REASON
+
+    reasons = _skipped_for(terminalreporter, SKIP_REASON)
+    if not reasons:
+        return
+    terminalreporter.section("NoETL 5 CLI", red=True, bold=True)
+    detail = reasons[0].split(SKIP_REASON, 1)[1].lstrip(": ")
+    terminalreporter.write_line(
+        f"{len(reasons)} tests NOT RUN: they compare with {SKIP_REASON.split(' (')[0]}, which "
+        f"cannot be installed here ({detail}). Run tests/noetl5 where PyPI is reachable.",
+        red=True,
+        bold=True,
+    )
 
 
 @pytest.hookimpl(trylast=True)  # after the durations, so the count is among the last lines
@@ -173,6 +197,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from tests import corpus
     from tests.corpus_run.test_corpus_run import summary_lines
 
+    _not_run_for_noetl5(terminalreporter)
     terminalreporter.section("NoETL corpus run")
     for line in summary_lines():
         terminalreporter.write_line(line)
