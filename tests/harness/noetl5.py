@@ -20,7 +20,9 @@ import sys
 from pathlib import Path
 
 NOETL_VERSION = "5.3.2"
-SKIP_REASON = f"NoETL {NOETL_VERSION}'s CLI (`pip install noetl=={NOETL_VERSION}`) cannot be installed"
+SKIP_REASON = (
+    f"NoETL {NOETL_VERSION}'s CLI (`pip install noetl=={NOETL_VERSION}`) cannot be installed"
+)
 VENV = Path(os.environ.get("NOETL5_VENV", Path.home() / ".cache" / "noetlc-tests" / "noetl5-venv"))
 
 
@@ -55,5 +57,3 @@ def ensure_noetl5(venv: Path = VENV) -> Path:
                     f"cannot install noetl=={NOETL_VERSION} into {venv}:\n{pip.stdout}{pip.stderr}"
                 )
     return venv / "bin" / "noetl"
-
-
