@@ -55,10 +55,10 @@ def demo_services() -> tuple[ModuleType, type, Callable[[], Path]]:
 
 def local_runner() -> SimpleNamespace:
     """What `noetlc run` drives: the managed Airflow home (``Home``, ``default_home``,
-    ``locked``) and the child process that runs the DAG there (``Child``,
+    ``locked``, ``claim``: a free run slot of it) and the child process that runs the DAG there (``Child``,
     ``child_environment``), and the warm runner of `noetlc run --warm` (``Warm``, and
     ``stop_warm`` for `noetlc run --stop`)."""
-    from airflow_plugin.local.home import Home, default_home, locked
+    from airflow_plugin.local.home import Home, claim, default_home, locked
     from airflow_plugin.local.launch import Child, child_environment
     from airflow_plugin.local.warm import Warm, stop_command
 
@@ -66,6 +66,7 @@ def local_runner() -> SimpleNamespace:
         Home=Home,
         default_home=default_home,
         locked=locked,
+        claim=claim,
         Child=Child,
         child_environment=child_environment,
         Warm=Warm,

@@ -89,12 +89,24 @@ def run_run(args: argparse.Namespace) -> int:
         raise UsageError(f"run takes one playbook file, not a folder: {args.playbook}")
     if not os.path.isfile(args.playbook):
         raise UsageError(f"no such playbook file: {args.playbook}")
-    # A sign of life before the slow part (reading and compiling, Airflow's import and start:
-    # seconds), on stderr so that stdout stays the step lines (or --json's one object).
-    print(f"noetlc: running {args.playbook} (starting Airflow)", file=sys.stderr, flush=True)
-    _check_overrides(args.playbook, args.dialect, sets, set_new, conf)
     if importlib.util.find_spec("airflow") is None:
         raise UsageError("`noetlc run` needs Apache Airflow: pip install 'noetlc[airflow]'")
+    from .plugin_seam import local_runner
+
+    local = local_runner()
+    home = local.Home(Path(args.home).expanduser() if args.home else local.default_home())
+    try:
+        home.prepare()
+    except OSError as exc:
+        raise UsageError(f"cannot use {home.root} as the Airflow home: {exc.strerror}") from None
+    # airflow_plugin/local/warm.py; None: opted out. It starts with slot 0's environment.
+    warm = local.Warm.of(args.warm, home, local.child_environment(home))
+    # A sign of life before the slow part (compiling, and Airflow's import and start unless the
+    # warm runner serves the run: seconds), on stderr so that stdout stays the step lines (or
+    # --json's one object). It says which of the two happens.
+    how = "served by the warm runner" if warm is not None and warm.ready else "starting Airflow"
+    print(f"noetlc: running {args.playbook} ({how})", file=sys.stderr, flush=True)
+    _check_overrides(args.playbook, args.dialect, sets, set_new, conf)
     from .connections import ConnectionsError, env_connection_ids, load_connections_file
 
     names, conn_env = None, {}
@@ -104,21 +116,19 @@ def run_run(args: argparse.Namespace) -> int:
         except ConnectionsError as exc:
             raise UsageError(str(exc)) from None
         names, conn_env = connections.names | env_connection_ids(os.environ), connections.env
-    from .plugin_seam import local_runner
 
-    local = local_runner()
-    home = local.Home(Path(args.home).expanduser() if args.home else local.default_home())
-    try:
-        home.prepare()
-    except OSError as exc:
-        raise UsageError(f"cannot use {home.root} as the Airflow home: {exc.strerror}") from None
+    def waiting(slots: int) -> None:
+        print(
+            f"noetlc: all {slots} run slots of {home.root} are busy; waiting for one "
+            f"(NOETLC_RUN_SLOTS sets how many runs of one home run at once)",
+            file=sys.stderr,
+        )
 
-    def waiting() -> None:
-        print(f"noetlc: waiting for another run in {home.root}", file=sys.stderr)
-
-    with local.locked(home, on_wait=waiting) as lock_fd:
-        env = local.child_environment(home, connections=conn_env, strict=args.strict)
-        log = home.new_log(os.path.splitext(os.path.basename(args.playbook))[0])
+    # A slot of the home: its own metadata DB and dags folder (airflow_plugin/local/home.py),
+    # so runs of one home run at once and never write each other's DB.
+    with local.claim(home, on_wait=waiting) as (slot, lock_fd):
+        env = local.child_environment(slot, connections=conn_env, strict=args.strict)
+        log = slot.new_log(os.path.splitext(os.path.basename(args.playbook))[0])
         run = {
             "conf": conf,
             "set": sets + set_new,
@@ -126,21 +136,29 @@ def run_run(args: argparse.Namespace) -> int:
             "json": args.json,
             "started_at": started_at,
         }
-        warm = local.Warm.of(args.warm, home, env)  # airflow_plugin/local/warm.py; None: opted out
         if warm is not None and warm.ready:
             work = {"playbook": args.playbook, "dialect": args.dialect, "json": args.json}
             work["fuse"] = args.fuse
             names_list = sorted(names) if names is not None else None
             code = warm.run(
-                log, lock_fd, {"compile": {"args": work, "names": names_list, "run": run}}
+                slot,
+                env,
+                log,
+                lock_fd,
+                {"compile": {"args": work, "names": names_list, "run": run}},
             )
             if code is not None:
                 return code
+            print(
+                "noetlc: the warm runner is gone or runs other code; starting Airflow",
+                file=sys.stderr,
+                flush=True,
+            )
         child = local.Child(env, log, lock_fd)
         try:
             request = compile_for_run(
                 args.playbook,
-                str(home.dags),
+                str(slot.dags),
                 names,
                 dialect=args.dialect,
                 as_json=args.json,

@@ -160,29 +160,6 @@ def test_second_run_reuses_the_home_and_json_is_one_object(first_run, home):
     assert Path(report["log"]).is_file()
 
 
-def test_a_second_command_waits_for_the_home_lock(first_run, home):
-    assert first_run.returncode == 0, first_run.stderr
-    environ = {k: v for k, v in os.environ.items() if k != "NOETL_STRICT"}
-    environ["NOETLC_HOME"] = str(home)
-    with locked(Home(home)):
-        process = subprocess.Popen(
-            [sys.executable, "-m", "noetl_compile", "run", str(PLAYBOOKS / "hello_world.yaml")],
-            cwd=ROOT,
-            env=environ,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert process.stderr is not None
-        started = process.stderr.readline()  # the run's first line, at once
-        waiting = process.stderr.readline()  # written before the command blocks
-    out, err = process.communicate(timeout=TIMEOUT)
-    assert started.startswith("noetlc: running ")
-    assert f"waiting for another run in {home}" in waiting
-    assert process.returncode == 0, err
-    assert "end    success" in out
-
-
 # -- what a run reports ------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """``python -m airflow_plugin.local --log FILE``: the Airflow side of `noetlc run`.
 
-Started by ``launch.Child`` with the managed home's environment and the home lock inherited.
+Started by ``launch.Child`` with the environment of a slot of the managed home and that slot's
+lock inherited.
 It works in two phases so the slow part overlaps the compiler in the parent process:
 
 1. before it knows what to run: move Airflow's output off the terminal (file descriptors 1 and 2
@@ -28,7 +29,7 @@ import traceback
 from pathlib import Path
 from typing import IO, NoReturn
 
-from .home import Home
+from .home import slot_of
 from .runner import UsageProblem, execute
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
     log_path = Path(args.log)
     out, err = _claim_terminal(log_path)
-    home = Home(Path(os.environ["AIRFLOW_HOME"]))
+    home = slot_of(os.environ, Path(os.environ["AIRFLOW_HOME"]))
     code = EXIT_FAILED
     try:
         import airflow  # noqa: F401 - phase 1: the import and the API warm-up overlap the compile

@@ -212,8 +212,8 @@ class Driver:
         self.session.commit()
 
     def fail_stale_runs(self) -> int:
-        """Runs left running or queued by a command that was killed (the home lock says that
-        nothing else runs now): mark them failed so no child lookup ever picks them up."""
+        """Runs left running or queued by a command that was killed (the slot's lock says that
+        nothing else runs on this DB now): mark them failed so no child lookup ever picks them up."""
         from sqlalchemy import select
 
         stale = self.session.scalars(

@@ -1,7 +1,7 @@
 """The CLI side of `noetlc run`: start the Airflow process, hand it the run, wait.
 
 The child (``python -m airflow_plugin.local``) is started *before* the compiler runs, with the
-home lock inherited: its Airflow import and Execution API warm-up (about 2 s) overlap the
+slot lock inherited: its Airflow import and Execution API warm-up (about 2 s) overlap the
 compile, and it waits on stdin for the run request. If the compile fails the request never
 comes; the child sees EOF and leaves. Its exit status is the command's.
 

@@ -14,8 +14,8 @@ with no file in the dags folder; no run (deleted, its task instances and XComs w
 schema's cascades); no event (its recorder keeps them in memory, and the process-wide recorder
 is reset afterwards so that each fork reads its own environment's event log); no thread (the
 in-process Execution API's event-loop thread is shut down and its transport forgotten: each
-fork starts its own). It runs under the home lock, so it never overlaps a user's run, and it
-never touches the user's compiled DAG files.
+fork starts its own). It runs under slot 0's lock, so it never shares a DB with a user's run,
+and it never touches the user's compiled DAG files.
 """
 
 from __future__ import annotations

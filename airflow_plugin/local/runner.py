@@ -8,11 +8,13 @@ finishes, and the report at the end. Airflow is imported here, never by the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import json
 import logging
 import os
+import shutil
 import signal
 import time
 from collections.abc import Mapping
@@ -36,32 +38,79 @@ class UsageProblem(Exception):
 
 
 def ensure_db(home: Home) -> bool:
-    """Create the metadata DB unless this home already has one for this Airflow version.
+    """Create the metadata DB unless this slot of the home already has one for this Airflow
+    version.
 
     The home is a cache: a DB without our marker (a first run that died half-way) or made by
-    another Airflow version is replaced rather than migrated. Returns True when it created one.
+    another Airflow version is replaced rather than migrated. A slot's new DB is a copy of the
+    home's template when there is one of this version (milliseconds), else ``initdb`` (seconds),
+    which then leaves the template for the next slot. Returns True when it created one.
     """
     from ..compat import version_text
 
-    try:
-        marker = json.loads(home.marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        marker = None
-    if home.db.exists() and isinstance(marker, dict) and marker.get("airflow") == version_text():
+    version = version_text()
+    if home.db.exists() and _marked(home.marker, version):
         return False
     home.synced.unlink(missing_ok=True)
     for suffix in ("", "-journal", "-wal", "-shm"):
         Path(f"{home.db}{suffix}").unlink(missing_ok=True)
-    from airflow.utils import db
+    from airflow import settings
 
     started = time.monotonic()
-    db.initdb()
-    log.info("created the metadata DB in %.1fs", time.monotonic() - started)
-    record = {"airflow": version_text(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    temporary = home.marker.with_suffix(".tmp")
-    temporary.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    os.replace(temporary, home.marker)
+    template_marker = home.template.with_suffix(".json")
+    if home.template.exists() and _marked(template_marker, version):
+        # Under this slot's lock; the template is never written in place (os.replace), so a
+        # plain copy is a consistent DB. Connections opened before (to the file just removed)
+        # are dropped.
+        temporary = home.db.with_name(f".{home.db.name}.{os.getpid()}.tmp")
+        shutil.copyfile(home.template, temporary)
+        os.replace(temporary, home.db)
+        if settings.engine is not None:
+            settings.engine.dispose()
+        log.info("copied the template DB in %.2fs", time.monotonic() - started)
+    else:
+        from airflow.utils import db
+
+        db.initdb()
+        log.info("created the metadata DB in %.1fs", time.monotonic() - started)
+        _keep_template(home, version)
+    _write_marker(home.marker, version)
     return True
+
+
+def _marked(marker: Path, version: str) -> bool:
+    try:
+        record = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("airflow") == version
+
+
+def _write_marker(marker: Path, version: str) -> None:
+    record = {"airflow": version, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    temporary = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    os.replace(temporary, marker)
+
+
+def _keep_template(home: Home, version: str) -> None:
+    """The DB ``initdb`` just made, before any run wrote to it, as the home's template (SQLite's
+    backup API: a consistent copy of a DB in WAL mode). Two slots racing both write one; the
+    last ``os.replace`` wins, both are the same pristine DB."""
+    import sqlite3
+
+    temporary = home.template.with_name(f".{home.template.name}.{os.getpid()}.tmp")
+    try:
+        with (
+            contextlib.closing(sqlite3.connect(home.db)) as source,
+            contextlib.closing(sqlite3.connect(temporary)) as copy,
+        ):
+            source.backup(copy)
+        os.replace(temporary, home.template)
+        _write_marker(home.template.with_suffix(".json"), version)
+    except (OSError, sqlite3.Error):
+        log.warning("could not keep a template DB; new slots run initdb", exc_info=True)
+        temporary.unlink(missing_ok=True)
 
 
 def _import_dag(dag_id: str, path: str) -> tuple[Any, dict[str, Any]]:
@@ -279,7 +328,10 @@ def execute(request: Mapping[str, Any], home: Home, log_path: Path, out: IO[str]
     progress_stream = err if as_json else out
     _one_fsync_per_checkpoint()
     if ensure_db(home):
-        err.write(f"noetlc: created the local Airflow home {home.root} (first run only)\n")
+        if home.slot == 0:
+            err.write(f"noetlc: created the local Airflow home {home.root} (first run only)\n")
+        else:  # a run beside another one: its own DB (home.py says why), made once per slot
+            err.write(f"noetlc: set up run slot {home.slot} of {home.root} (once per slot)\n")
     dags: dict[str, Any] = {}
     payloads: dict[str, dict[str, Any]] = {}
     for dag_id, path in request["dags"].items():

@@ -12,8 +12,9 @@ pid first (so Ctrl-C in the CLI reaches it) and its exit status last.
 
 Isolation: every run is a fresh fork of a runner that never ran a playbook, so whatever a run
 does to its process (modules a python step imports, a crash, ``os._exit``, a segfault) dies with
-it; the runner only sees an exit status. The home lock travels with the run, as with a cold
-child, so one run at a time per home still holds.
+it; the runner only sees an exit status. The lock of the run's slot (``home.claim``) travels
+with the run, as with a cold child; the runner does not wait for a fork, so runs in other slots
+run at the same time (``_Serving``), and ``warm_fork.py`` points each fork at its slot's DB.
 
 Life cycle: the first run of a home finds no runner, runs cold as today and starts one in the
 background for the next run; the runner leaves after ``NOETLC_WARM_IDLE`` seconds without a run
@@ -48,6 +49,7 @@ from typing import Any
 
 from .home import Home, code_stamp
 from .launch import EXIT_INTERRUPTED
+from .warm_fork import become_run
 
 __all__ = [
     "ENV_WARM",
@@ -85,6 +87,7 @@ def enabled(flag: bool | None, environ: Mapping[str, str] | None = None) -> bool
 
 
 def socket_path(home: Home) -> Path:
+    """One runner per home, whichever slot: the name derives from the home's root."""
     digest = hashlib.sha256(str(home.root.resolve()).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"noetlc-warm-{os.getuid()}-{digest}.sock"
 
@@ -150,8 +153,9 @@ def serve_run(
     lock_fd: int,
     work: Mapping[str, Any],
 ) -> int | None:
-    """Run ``work`` in a fork of the home's warm runner: ``{"request": ...}`` (compiled already)
-    or ``{"compile": {"args", "names", "run"}}`` (the fork compiles, with the compiler imported
+    """Run ``work`` in a fork of the home's warm runner, in the slot ``home`` is (the CLI holds
+    its lock, ``lock_fd``; ``env`` is that slot's): ``{"request": ...}`` (compiled already) or
+    ``{"compile": {"args", "names", "run"}}`` (the fork compiles, with the compiler imported
     there); the run's exit status, or None when no runner (of this code) answers, and the caller
     runs cold."""
     sock = _connect(home)
@@ -160,7 +164,7 @@ def serve_run(
     with sock:
         try:
             hello = {"fingerprint": fingerprint(), "env": dict(env), "cwd": os.getcwd()}
-            hello.update(log=str(log), **work)
+            hello.update(log=str(log), slot=home.slot, **work)
             sys.stdout.flush()
             sys.stderr.flush()
             _send(sock, hello, [1, 2, lock_fd])
@@ -217,18 +221,22 @@ def stop(home: Home, timeout: float = 10.0) -> bool:
 
 
 class Warm:
-    """The CLI's handle on the home's runner for one run (``noetl_compile.run_cli.run_run``)."""
+    """The CLI's handle on the home's runner for one run (``noetl_compile.run_cli.run_run``).
+    ``env``: the environment the runner starts with (the home's slot 0, where it rehearses);
+    each run sends its own slot's."""
 
     def __init__(self, home: Home, env: Mapping[str, str]) -> None:
-        self.home, self.env = home, env
+        self.home, self.env = home.at(0), env
         self.ready = socket_path(home).exists()
 
     @classmethod
     def of(cls, flag: bool | None, home: Home, env: Mapping[str, str]) -> Warm | None:
         return cls(home, env) if enabled(flag, env) else None
 
-    def run(self, log: Path, lock_fd: int, work: Mapping[str, Any]) -> int | None:
-        code = serve_run(self.home, self.env, log, lock_fd, work)
+    def run(
+        self, slot: Home, env: Mapping[str, str], log: Path, lock_fd: int, work: Mapping[str, Any]
+    ) -> int | None:
+        code = serve_run(slot, env, log, lock_fd, work)
         if code is None or code in (0, 1, 2, EXIT_INTERRUPTED):
             return code
         # As launch.Child.run says it of a cold child: a run that died (os._exit, a signal).
@@ -263,57 +271,6 @@ def _peer_uid(conn: socket.socket) -> int:
     return struct.unpack("3i", creds)[1]
 
 
-def _child(message: Mapping[str, Any], fds: list[int], home: Home) -> None:
-    """In the fork: become the cold child of this run (``__main__``), then leave."""
-    out_fd, err_fd, lock_fd = fds
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    os.close(out_fd)
-    os.close(err_fd)
-    del lock_fd  # held open until this process ends: the home stays locked for the run
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.environ.clear()
-    os.environ.update(message["env"])
-    os.chdir(message["cwd"])
-    try:
-        from airflow import settings
-
-        if settings.engine is not None:
-            settings.engine.dispose(close=False)  # connections of the runner are not ours
-    except Exception:  # noqa: BLE001, S110 - a fresh pool is an optimisation, not a requirement
-        pass
-    _forget_inherited_transport()
-    request = message.get("request")
-    if request is None:
-        request = _compile(home, message["compile"])
-    _run(Path(message["log"]), home, request)
-
-
-_INHERITED: list[Any] = []
-
-
-def _forget_inherited_transport() -> None:
-    """The Execution API transport of the runner (its rehearsal), if it kept one, talks to an
-    event-loop thread that did not follow the fork: a request through it would wait forever.
-    The fork builds its own; the inherited one is kept referenced so its finalizer (which waits
-    on that loop) never runs here."""
-    try:
-        from airflow.sdk.execution_time.supervisor import in_process_api_server
-
-        api = in_process_api_server()
-        slot = type(api).__dict__.get("transport")
-        if slot is None or not hasattr(slot, "__get__"):
-            return
-        try:
-            _INHERITED.append(slot.__get__(api, type(api)))
-        except AttributeError:
-            return  # never built in the runner: nothing to forget
-        del api.transport
-    except Exception:  # noqa: BLE001, S110 - the fork then runs with what it has
-        pass
-
-
 def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
     """The CLI's compile step (``noetl_compile.run_compile.compile_for_run``), here where the
     compiler is imported already: its diagnostics go to the CLI's stdout/stderr (fds 1 and 2 are
@@ -335,36 +292,6 @@ def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
         os._exit(NOT_COMPILED)  # the playbook does not compile; the diagnostics were printed
     request.update(spec["run"])
     return request
-
-
-def _run(log_path: Path, home: Home, request: Mapping[str, Any]) -> None:
-    """What ``__main__.main`` does after its warm-up, with the same exit statuses."""
-    import logging
-    import traceback
-
-    from .__main__ import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, _claim_terminal
-    from .runner import UsageProblem, execute
-
-    logging.root.handlers.clear()  # the runner's log handler writes to the runner's log
-    out, err = _claim_terminal(log_path)
-    code = EXIT_FAILED
-    try:
-        code = execute(request, home, log_path, out, err)
-    except UsageProblem as exc:
-        err.write(f"noetlc: error: {exc}\n")
-        code = EXIT_USAGE
-    except KeyboardInterrupt:
-        err.write(f"noetlc: interrupted\nAirflow log: {log_path}\n")
-        code = EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - said once, in one line; the traceback is in the log
-        traceback.print_exc()
-        err.write(f"noetlc: error: {type(exc).__name__}: {exc}\nAirflow log: {log_path}\n")
-    finally:
-        for stream in (out, err, sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        logging.shutdown()
-    os._exit(code)
 
 
 # What every run imports after the fork (measured: about 0.3 s of a warm hello_world run, and
@@ -482,66 +409,130 @@ def serve(home: Home, idle: float) -> None:
         server.bind(str(path))
     finally:
         os.umask(old_umask)
-    server.listen(4)
-    server.settimeout(idle)
+    server.listen(16)
     log.info("ready in %.1fs (execution API: %s) on %s", time.monotonic() - started, api, path)
-    served = 0
-    try:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                log.info("idle for %.0fs after %d run(s); leaving", idle, served)
-                return
-            with conn:
-                conn.settimeout(None)
-                if _peer_uid(conn) != os.getuid():
-                    continue
-                try:
-                    message, fds = _recv(conn)
-                except (OSError, ConnectionError, ValueError):
-                    continue
-                if message.get("stop"):
-                    _send(conn, {"stopping": True})
-                    log.info("stopped after %d run(s)", served)
+    _Serving(home, server, path, guard, mine, log).loop(idle)
+
+
+class _Serving:
+    """The runner's loop: one thread, never blocked by a run. Each run is a fork that the loop
+    hands the connection's descriptors to and then forgets until its pidfd says it ended, so
+    runs of one home run at the same time (each in the slot its CLI claimed). A stop, or a
+    client of other code, ends the listening at once (the socket is removed and the one-runner
+    guard released, so a new runner may start) and the runs in flight still get their exit
+    statuses before the process leaves."""
+
+    def __init__(self, home: Home, server: socket.socket, path: Path, guard: int, mine: str, log):
+        import selectors
+
+        self.home, self.server, self.path, self.guard = home, server, path, guard
+        self.mine, self.log = mine, log
+        self.chooser = selectors.DefaultSelector()
+        self.chooser.register(server, selectors.EVENT_READ, None)
+        self.running: dict[int, tuple[socket.socket, int, float]] = {}  # pidfd -> conn, pid, t0
+        self.listening = True
+        self.served = 0
+
+    def loop(self, idle: float) -> None:
+        try:
+            while self.listening or self.running:
+                ready = self.chooser.select(None if self.running else idle)
+                if not ready:
+                    self.log.info("idle for %.0fs after %d run(s); leaving", idle, self.served)
                     return
-                if message.get("fingerprint") != mine or len(fds) != 3:
-                    for fd in fds:
-                        os.close(fd)
-                    _send(conn, {"stale": True})
-                    log.info("code changed on disk; leaving")
-                    return
-                sys.stdout.flush()  # nothing of the runner's may reach the run's terminal
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    server.close()
-                    try:
-                        _child(message, fds, home)
-                    finally:
-                        os._exit(1)  # run_request leaves with os._exit; this is a safety net
-                for fd in fds:
-                    os.close(fd)
-                with contextlib.suppress(OSError):
-                    _send(conn, {"pid": pid})
-                began = time.monotonic()
-                _, status, usage = os.wait4(pid, 0)
-                code = os.waitstatus_to_exitcode(status)
-                served += 1
-                log.info(
-                    "run %d (pid %d) exited %d: %.2f s wall, %.2f s CPU",
-                    served,
-                    pid,
-                    code,
-                    time.monotonic() - began,
-                    usage.ru_utime + usage.ru_stime,
-                )
-                with contextlib.suppress(OSError):
-                    _send(conn, {"exit": code})
-    finally:
-        server.close()
+                for key, _ in ready:
+                    if key.data is None:
+                        self._accept()
+                    else:
+                        self._finished(key.data)
+        finally:
+            self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        if not self.listening:
+            return
+        self.listening = False
+        with contextlib.suppress(KeyError, ValueError):
+            self.chooser.unregister(self.server)
+        self.server.close()
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            self.path.unlink()
+        os.close(self.guard)  # a new runner may start while these runs finish
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.server.accept()
+        except OSError:
+            return
+        conn.settimeout(None)
+        try:
+            if _peer_uid(conn) != os.getuid():
+                conn.close()
+                return
+            message, fds = _recv(conn)
+        except (OSError, ConnectionError, ValueError):
+            conn.close()
+            return
+        if message.get("stop") or message.get("fingerprint") != self.mine or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            stop = bool(message.get("stop"))
+            with contextlib.suppress(OSError):
+                _send(conn, {"stopping": True} if stop else {"stale": True})
+            conn.close()
+            why = "stopped" if stop else "code changed on disk"
+            self.log.info("%s after %d run(s), %d in flight", why, self.served, len(self.running))
+            self._stop_listening()
+            return
+        sys.stdout.flush()  # nothing of the runner's may reach the run's terminal
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            self._in_the_fork(conn)
+            try:
+                become_run(message, fds, self.home, _compile)
+            finally:
+                os._exit(1)  # become_run leaves with os._exit; this is a safety net
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            _send(conn, {"pid": pid})
+        pidfd = os.pidfd_open(pid)
+        self.running[pidfd] = (conn, pid, time.monotonic())
+        import selectors
+
+        self.chooser.register(pidfd, selectors.EVENT_READ, pidfd)
+
+    def _in_the_fork(self, conn: socket.socket) -> None:
+        """Nothing of the runner's stays open in a run: not the socket, not the one-runner
+        guard (its lock would outlive the runner), not the connections of other runs."""
+        self.chooser.close()
+        self.server.close()
+        if self.listening:
+            os.close(self.guard)
+        for pidfd, (other, _, _) in self.running.items():
+            other.close()
+            os.close(pidfd)
+        conn.close()
+
+    def _finished(self, pidfd: int) -> None:
+        conn, pid, began = self.running.pop(pidfd)
+        self.chooser.unregister(pidfd)
+        os.close(pidfd)
+        _, status, usage = os.wait4(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        self.served += 1
+        self.log.info(
+            "run %d (pid %d) exited %d: %.2f s wall, %.2f s CPU",
+            self.served,
+            pid,
+            code,
+            time.monotonic() - began,
+            usage.ru_utime + usage.ru_stime,
+        )
+        with contextlib.suppress(OSError):
+            _send(conn, {"exit": code})
+        conn.close()
 
 
 def main(argv: list[str] | None = None) -> None:
