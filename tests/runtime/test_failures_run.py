@@ -11,19 +11,12 @@ import textwrap
 import pytest
 
 from noetl_compile.cli import main
+from tests.harness.compiled import playbook_runner
 
 
 @pytest.fixture
 def run_playbook(airflow_db, run_dag, tmp_path):
-    def run(name: str, yaml_text: str, conf=None):
-        source = tmp_path / f"{name}.yaml"
-        source.write_text(textwrap.dedent(yaml_text))
-        out = tmp_path / "dags"
-        assert main(["compile", str(source), "-o", str(out)]) == 0
-        (dag_file,) = out.glob("*.py")
-        return run_dag(dag_file.read_text(), f"failures.{name}", conf)
-
-    return run
+    return playbook_runner(run_dag, tmp_path, "failures")
 
 
 def _failure_messages(capfd) -> list[str]:

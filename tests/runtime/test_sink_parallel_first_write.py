@@ -15,7 +15,7 @@ import duckdb
 import psycopg
 import pytest
 
-from noetl_compile.cli import main
+from tests.harness.compiled import compile_playbook
 
 ITEMS = 50
 RUNS = 10
@@ -65,13 +65,7 @@ workflow:
 
 @pytest.fixture
 def compiled(airflow_db, tmp_path: Path) -> tuple[str, str]:
-    source = tmp_path / "sink_race.yaml"
-    source.write_text(PLAYBOOK)
-    out = tmp_path / "dags"
-    assert main(["compile", str(source), "-o", str(out)]) == 0
-    (dag_file,) = out.glob("*.py")
-    text = dag_file.read_text()
-    return text, text.split('dag_id="', 1)[1].split('"', 1)[0]
+    return compile_playbook(PLAYBOOK, tmp_path, "sink_race")
 
 
 def test_parallel_items_upsert_into_a_new_duckdb_table(compiled, run_dag, tmp_path, capsys):
@@ -138,13 +132,7 @@ workflow:
 def test_parallel_items_create_one_postgres_table(
     airflow_db, run_dag, tmp_path, pg_connections, pg_test_dsn, capsys
 ):
-    source_file = tmp_path / "pg_create_race.yaml"
-    source_file.write_text(PG_PLAYBOOK)
-    out_dir = tmp_path / "dags"
-    assert main(["compile", str(source_file), "-o", str(out_dir)]) == 0
-    (dag_file,) = out_dir.glob("*.py")
-    source = dag_file.read_text()
-    dag_id = source.split('dag_id="', 1)[1].split('"', 1)[0]
+    source, dag_id = compile_playbook(PG_PLAYBOOK, tmp_path, "pg_create_race")
     tables = [f"race_{uuid.uuid4().hex[:10]}" for _ in range(RUNS)]
     try:
         for attempt, table in enumerate(tables):
@@ -264,13 +252,7 @@ def test_the_guides_canonical_pipeline_sink_runs(airflow_db, run_dag, tmp_path, 
     guide = Path(__file__).resolve().parents[2] / "docs" / "writing-playbooks.md"
     blocks = re.findall(r"```yaml\n(.*?)```", guide.read_text(encoding="utf-8"), re.DOTALL)
     (block,) = [b for b in blocks if "path: guide/orders_canonical" in b]
-    source = tmp_path / "guide.yaml"
-    source.write_text(block)
-    out_dir = tmp_path / "dags"
-    assert main(["compile", str(source), "-o", str(out_dir)]) == 0
-    (dag_file,) = out_dir.glob("*.py")
-    text = dag_file.read_text()
-    out = run_dag(text, text.split('dag_id="', 1)[1].split('"', 1)[0])
+    out = run_dag(*compile_playbook(block, tmp_path, "guide"))
     assert out.state == "success", out.states
     record = out.xcom["report"]["result"]
     assert record["_prev"]["rows"] == [{"rows_written": 2}]
