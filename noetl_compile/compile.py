@@ -143,8 +143,9 @@ def compile_paths(
     schedule_on_assets: bool = False,
     airflow: tuple[int, int] | None = None,
 ) -> CompileReport:
-    from .emit.python import emit_python
-    from .lower import dag_id_for
+    # lower and emit are imported only when a playbook gets that far (below): a run of files
+    # that all fail check answers as fast as `check` (`noetlc run` of a broken playbook).
+    from .dag_ids import dag_id_for_path
 
     paths = list(paths)
     results, problems = check_paths(
@@ -161,7 +162,8 @@ def compile_paths(
     for result in results:
         if result.playbook is not None:
             stem = os.path.basename(result.path).rsplit(".", 1)[0]
-            report.dag_ids[result.path] = dag_id_for(result.playbook, stem)
+            # lower.dag_id_for, without importing the lowering
+            report.dag_ids[result.path] = dag_id_for_path(result.playbook.catalog_key or stem)
         findings = select_codes(result.diagnostics, select, ignore)
         report.diagnostics.extend(findings)
         if result.path in skipped:
@@ -185,6 +187,8 @@ def compile_paths(
             report.diagnostics.append(_lowering_failed(result.path, exc))
     if schedule_on_assets:
         schedule_on_tables([ir for *_, ir in lowered])
+    if lowered:
+        from .emit.python import emit_python
     for result, display, name, dag_id, ir in lowered:
         try:
             text = emit_python(ir)

@@ -16,7 +16,7 @@ import sys
 
 from .diagnostics import Diagnostic
 
-__all__ = ["NOT_COMPILED", "called_playbooks", "compile_for_run"]
+__all__ = ["NOT_COMPILED", "called_playbooks", "compile_for_run", "place_dags"]
 
 # `noetlc run`'s exit status when the playbook does not compile (the CLI's EXIT_FINDINGS).
 NOT_COMPILED = 1
@@ -113,13 +113,30 @@ def compile_for_run(
         text = FORMATTERS["concise"](diagnostics, report.sources)
         (sys.stderr if as_json else sys.stdout).write(text)
         (sys.stderr if as_json else sys.stdout).flush()
-    keep = {os.path.abspath(f.output) for f in report.files}
+    _prune(dags, {os.path.abspath(f.output) for f in report.files})
+    return {
+        "dag_id": parent.dag_id,
+        "dags": {f.dag_id: os.path.abspath(f.output) for f in report.files},
+    }
+
+
+def _prune(dags: str, keep: set[str]) -> None:
     for folder, _, files in os.walk(dags):
         for name in files:
             path = os.path.abspath(os.path.join(folder, name))
             if name.endswith(".py") and path not in keep:
                 os.remove(path)  # a DAG of an earlier run: the bundle sync would parse it
-    return {
-        "dag_id": parent.dag_id,
-        "dags": {f.dag_id: os.path.abspath(f.output) for f in report.files},
-    }
+
+
+def place_dags(request: dict, compiled: str, dags: str) -> None:
+    """Move the DAG files ``compile_for_run`` wrote into ``compiled`` to the same places under
+    ``dags`` (a run slot's dags folder, which then holds exactly these DAGs) and point
+    ``request["dags"]`` at them: a cold `noetlc run` compiles before it holds a slot."""
+    placed = {}
+    for dag_id, path in request["dags"].items():
+        target = os.path.join(os.path.abspath(dags), os.path.relpath(path, compiled))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(path, target)
+        placed[dag_id] = target
+    _prune(dags, set(placed.values()))
+    request["dags"] = placed

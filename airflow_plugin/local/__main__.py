@@ -1,13 +1,12 @@
 """``python -m airflow_plugin.local --log FILE``: the Airflow side of `noetlc run`.
 
 Started by ``launch.Child`` with the environment of a slot of the managed home and that slot's
-lock inherited.
-It works in two phases so the slow part overlaps the compiler in the parent process:
+lock inherited. It works in two phases:
 
 1. before it knows what to run: move Airflow's output off the terminal (file descriptors 1 and 2
    point at the run's log file from here on; the report goes to saved copies of the real
    ones), import Airflow and build the in-process Execution API (``warmup``);
-2. it reads the run request, a JSON object, from stdin (EOF without one: the compile failed,
+2. it reads the run request, a JSON object, from stdin (EOF without one: the CLI gave up,
    exit quietly): ``{"dag_id", "dags": {dag_id: file}, "conf", "set": [[key, raw]], "json"}``
    and hands it to ``runner.execute``.
 

@@ -1,9 +1,10 @@
 """The CLI side of `noetlc run`: start the Airflow process, hand it the run, wait.
 
-The child (``python -m airflow_plugin.local``) is started *before* the compiler runs, with the
-slot lock inherited: its Airflow import and Execution API warm-up (about 2 s) overlap the
-compile, and it waits on stdin for the run request. If the compile fails the request never
-comes; the child sees EOF and leaves. Its exit status is the command's.
+The child (``python -m airflow_plugin.local``) is started once the playbook compiled and the run
+holds a slot of the home, with that slot's lock inherited; it imports Airflow, warms up the
+Execution API and reads the run request from stdin. Its exit status is the command's. (It used to
+start before the compile, to overlap its import with it; on a loaded machine the import took the
+CPU the compile needed, and a compile error came seconds after `check` would have said it.)
 
 Pure Python: imported by ``noetl_compile.run_cli`` (through plugin_seam) without Airflow.
 """
@@ -67,13 +68,6 @@ class Child:
             env=dict(env),
             pass_fds=(lock_fd,),
         )
-
-    def abandon(self) -> None:
-        """No run after all (compile errors). The child touches nothing before it has a request,
-        so it is stopped rather than left to finish importing Airflow."""
-        self._close_stdin()
-        self.process.terminate()
-        self._wait()
 
     def run(self, request: Mapping[str, Any]) -> int:
         try:

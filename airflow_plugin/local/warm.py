@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import json
 import os
+import selectors
 import signal
 import socket
 import struct
@@ -423,8 +424,6 @@ class _Serving:
     statuses before the process leaves."""
 
     def __init__(self, home: Home, server: socket.socket, path: Path, guard: int, mine: str, log):
-        import selectors
-
         self.home, self.server, self.path, self.guard = home, server, path, guard
         self.mine, self.log = mine, log
         self.chooser = selectors.DefaultSelector()
@@ -499,8 +498,6 @@ class _Serving:
             _send(conn, {"pid": pid})
         pidfd = os.pidfd_open(pid)
         self.running[pidfd] = (conn, pid, time.monotonic())
-        import selectors
-
         self.chooser.register(pidfd, selectors.EVENT_READ, pidfd)
 
     def _in_the_fork(self, conn: socket.socket) -> None:
