@@ -156,3 +156,48 @@ def test_one_warm_runner_serves_two_runs_at_once(warm_home, tmp_path):
     assert {a["run_id"], b["run_id"]} <= _runs_in(Home(warm_home).db) | _runs_in(
         Home(warm_home, 1).db
     )
+
+
+BROKEN = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata:
+  name: broken
+  path: tests/broken
+workflow:
+  - step: start
+    tool:
+      kind: python
+      code: |
+        result = 1
+    next:
+      arcs:
+        - step: strat
+"""
+
+
+def test_a_playbook_that_does_not_compile_needs_no_slot_and_no_airflow(tmp_path):
+    """Compiled before any slot is taken or any Airflow process starts: with the one slot of
+    the home busy, the command still answers at once with check's finding, and no run log (each
+    Airflow process of a run writes one) appears."""
+    home = tmp_path / "home"
+    playbook = tmp_path / "broken.yaml"
+    playbook.write_text(BROKEN)
+    Home(home).prepare()
+    with locked(Home(home)):
+        done = subprocess.run(
+            [sys.executable, "-m", "noetl_compile", "run", str(playbook)],
+            cwd=ROOT,
+            env=_environ(home, NOETLC_RUN_SLOTS="1"),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    assert "R201 [error] step 'start' routes to unknown step 'strat'" in done.stdout
+    assert "not run: the playbook does not compile" in done.stdout
+    assert "waiting" not in done.stderr
+    assert list((home / "logs" / "runs").glob("*.log")) == []
+    assert not (home / "airflow.db").exists()
+    assert list(home.glob(".compile-*")) == []  # the staging folder is gone too
