@@ -157,6 +157,28 @@ def test_one_warm_runner_serves_two_runs_at_once(warm_home, tmp_path):
         Home(warm_home, 1).db
     )
 
+    # A stop while a run is in flight: the socket goes at once (a new runner may start), the
+    # run goes on and still gets its exit status from the runner that forked it.
+    started, release = tmp_path / "c.started", tmp_path / "release"
+    waiter = tmp_path / "rendezvous_c.yaml"
+    waiter.write_text(
+        RENDEZVOUS.format(me="c", mine=str(started), theirs=str(release), patience=TIMEOUT / 2)
+    )
+    process = _start(warm_home, waiter, **warm)
+    deadline = time.monotonic() + TIMEOUT / 2
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    stopped = noetlc_run(warm_home, "--stop")
+    assert "stopped the warm runner" in stopped.stdout
+    assert not socket_path(Home(warm_home)).exists()
+    assert process.poll() is None  # still running
+    release.touch()
+    out, err = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, err
+    assert "went away" not in err
+    assert json.loads(out)["steps"]["start"]["state"] == "success"
+
 
 BROKEN = """\
 apiVersion: noetl.io/v2

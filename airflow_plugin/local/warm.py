@@ -496,7 +496,13 @@ class _Serving:
             os.close(fd)
         with contextlib.suppress(OSError):
             _send(conn, {"pid": pid})
-        pidfd = os.pidfd_open(pid)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            # No pidfd (Linux before 5.3): this run is waited for here, as runners did before
+            # they served runs at once; correct, only not concurrent.
+            self._report(conn, pid, time.monotonic())
+            return
         self.running[pidfd] = (conn, pid, time.monotonic())
         self.chooser.register(pidfd, selectors.EVENT_READ, pidfd)
 
@@ -516,6 +522,9 @@ class _Serving:
         conn, pid, began = self.running.pop(pidfd)
         self.chooser.unregister(pidfd)
         os.close(pidfd)
+        self._report(conn, pid, began)
+
+    def _report(self, conn: socket.socket, pid: int, began: float) -> None:
         _, status, usage = os.wait4(pid, 0)
         code = os.waitstatus_to_exitcode(status)
         self.served += 1
