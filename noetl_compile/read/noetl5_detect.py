@@ -40,14 +40,17 @@ class Mark(NamedTuple):
     construct: bool = False
 
 
-def noetl5_mark(root: Any) -> Mark | None:
-    """The first NoETL 5 marker of a document, else the first construct only NoETL 5 reads."""
+def noetl5_mark(root: Any, *, without_args: bool = False) -> Mark | None:
+    """The first NoETL 5 marker of a document, else the first construct only NoETL 5 reads.
+
+    ``without_args``: step `args` and `next` target `args` do not count (the file reads as
+    case-v2 by them, whose engine reads them too)."""
     if not isinstance(root, dict):
         return None
     explicit = _explicit(root)
     if explicit:
         return explicit
-    found = _construct(root)
+    found = _construct(root, without_args)
     return found._replace(construct=True) if found else None
 
 
@@ -110,19 +113,19 @@ def _explicit(root: dict) -> Mark | None:
     return None
 
 
-def _construct(root: dict) -> Mark | None:
+def _construct(root: dict, without_args: bool = False) -> Mark | None:
     for step in _steps(root):
         name = step.get("step")
         if "when" in step:
             return Mark(f"a step-level `when` (step {name!r})", step, "when")
-        if "args" in step:
+        if "args" in step and not without_args:
             return Mark(f"step-level `args` (step {name!r})", step, "args")
         spec = step.get("spec")
         if isinstance(spec, dict) and "next_mode" in spec:
             return Mark(f"`spec.next_mode` (step {name!r})", spec, "next_mode")
         nxt = step.get("next")
         for entry in nxt if isinstance(nxt, list) else ():
-            if isinstance(entry, dict) and "step" in entry and "args" in entry:
+            if isinstance(entry, dict) and "step" in entry and "args" in entry and not without_args:
                 return Mark(f"`args` on a `next` list target (step {name!r})", entry, "args")
         tool = step.get("tool")
         for index, entry in enumerate(tool if isinstance(tool, list) else ()):
