@@ -15,10 +15,20 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["Backoff", "EngineProfile", "LoopItems", "Source", "behaviours"]
+__all__ = [
+    "Backoff",
+    "EngineProfile",
+    "LoopItems",
+    "NoopResult",
+    "Source",
+    "SqlShape",
+    "behaviours",
+]
 
 LoopItems = Literal["one item", "characters", "error"]
 Backoff = Literal["none", "fixed"]
+SqlShape = Literal["statement record", "columns and rows"]
+NoopResult = Literal["noop record", "ok message"]
 
 
 @dataclass(frozen=True)
@@ -227,6 +237,50 @@ class EngineProfile:
             "The wait between tries of a pipeline `retry` rule that names no `backoff`: `none` "
             "(0 s) or `fixed` (`delay` each try).",
             "runtime/pipeline.backoff_delay.",
+        )
+    )
+    pipeline_result_labelled: bool = field(
+        metadata=_about(
+            "A tool pipeline's step result is its tasks' results by label, flat (`{fetch: "
+            "{..}, save: {..}}`, plus `_context_updates` when a policy rule's `set` wrote; a "
+            "failed pipeline `{labeled_results, failed_task}` with the task's index); else the "
+            "task-sequence record `{status, _prev, results, ctx}`.",
+            "runtime/pipeline.run_pipeline builds the one or the other.",
+        )
+    )
+    # -- result shapes of the tools ----------------------------------------------------------
+    sql_result_shape: SqlShape = field(
+        metadata=_about(
+            "What a postgres/duckdb call returns: `statement record` `{status, rows, row_count, "
+            "columns, statement_count}` (no result set: `row_count` and a `message`; numeric "
+            "values as JSON numbers), or `columns and rows` `{columns, rows, row_count}` for a "
+            "SELECT/WITH (postgres: `{columns: [], rows: [], row_count: 0}` when empty), "
+            "`{affected_rows}` for any other statement, numeric values as exact decimal text and "
+            "rows as lists under `as_objects: false`.",
+            "tools/sql.columns_and_rows reshapes the tools' record; hooks/values writes exact "
+            "decimals.",
+        )
+    )
+    http_result_keys: tuple[str, ...] = field(
+        metadata=_about(
+            "The keys of an http call's result (`body` is the parsed body again, as `data`).",
+            "tools/http.py keeps these keys of its full result.",
+        )
+    )
+    noop_result: NoopResult = field(
+        metadata=_about(
+            "A noop without `result`: `noop record` `{status: noop, step}` (a `message` added), "
+            "or `ok message` `{status: ok, message}` (`message` defaults to `noop`).",
+            "tools/noop.py.",
+        )
+    )
+    playbook_call_waits: bool = field(
+        metadata=_about(
+            "A `kind: playbook` call without `return_result`/`return_step` waits for the child "
+            "and returns its last step's result; else it starts the child and returns "
+            "`{status: started, execution_id, path, async: true}` at once.",
+            "runtime/nested.py (inline) and operators/nested.py (a triggered child DAG run, not "
+            "waited for).",
         )
     )
 

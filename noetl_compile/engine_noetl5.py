@@ -42,9 +42,14 @@ NOETL5 = EngineProfile(
     python_function_body=True,
     python_input_undefined_blank=False,
     python_error_status_fails=False,
-    pipeline_last_task_promoted=True,
+    pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=True,
+    pipeline_result_labelled=True,
+    sql_result_shape="columns and rows",
+    http_result_keys=("status_code", "headers", "data", "body"),
+    noop_result="ok message",
+    playbook_call_waits=False,
     sources={
         "result_fallbacks": Source(
             "noetl/server:orchestrate-core/src/state.rs:1129",
@@ -153,15 +158,42 @@ NOETL5 = EngineProfile(
         ),
         "pipeline_last_task_promoted": Source(
             "noetl/tools:src/tools/task_sequence.rs:838",
-            "build_pipeline_result: the result is the labelled task results, nothing promoted",
-            differs="noetlc's pipeline result is still 138c10ed's record `{status, _prev, results, "
-            "ctx}` (NoETL 5's flat labelled shape is not yet a profile field), so it keeps "
-            "laying the last task's fields under it: `{{ step.field }}` of the last task reads as "
-            "it did before the profiles",
+            "build_pipeline_result: the result is the labelled task results, nothing promoted "
+            "(`{{ step.<label>.field }}` reads a task)",
         ),
         "pipeline_retry_backoff": Source(
             "noetl/tools:src/tools/task_sequence.rs:767",
             '`backoff` defaults to "none" (calc_retry_delay: 0 s)',
+        ),
+        "pipeline_result_labelled": Source(
+            "noetl/tools:src/tools/task_sequence.rs:848",
+            "build_pipeline_result: the labelled task results as the result's map, "
+            "`_context_updates` added when a policy rule's `set` wrote; a failed pipeline's data "
+            "is `{labeled_results, failed_task}` (line 681)",
+        ),
+        "sql_result_shape": Source(
+            "noetl/tools:src/tools/postgres.rs:336",
+            "a SELECT/WITH gives `{columns, rows, row_count}` (`{columns: [], rows: [], "
+            "row_count: 0}` when empty), any other statement `{affected_rows}` (line 383); "
+            "numeric as its exact decimal text (line 697); duckdb.rs:287/301 the same (an "
+            "empty duckdb result keeps its column names)",
+            differs="a statement that is not a SELECT/WITH but returns rows (`INSERT ... "
+            "RETURNING`) also keeps `columns`/`rows`/`row_count` beside `affected_rows` (NoETL 5 "
+            "drops the rows)",
+        ),
+        "http_result_keys": Source(
+            "noetl/tools:src/tools/http.rs:320",
+            "build_response_data: `{status_code, headers, data, body}`, `body` the same parsed "
+            "payload as `data`",
+        ),
+        "noop_result": Source(
+            "noetl/tools:src/tools/noop.rs:60",
+            "the config's `result`, else `{status: ok, message}` (message defaults to `noop`)",
+        ),
+        "playbook_call_waits": Source(
+            "noetl/tools:src/tools/playbook.rs:387",
+            "without `return_step` and `return_result` the call returns `{status: started, "
+            "execution_id, path, async: true}` as soon as the child is started",
         ),
     },
 )

@@ -67,6 +67,11 @@ V1 = EngineProfile(
     pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
+    pipeline_result_labelled=False,
+    sql_result_shape="statement record",
+    http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
+    noop_result="noop record",
+    playbook_call_waits=True,
     sources={
         "result_fallbacks": Source(
             "noetl/core/dsl/render.py:121",
@@ -178,6 +183,28 @@ V1 = EngineProfile(
             "noetl/plugin/tool/execution.py:17",
             "execute_task runs one task by type: no task sequences (pipelines are canonical)",
         ),
+        "pipeline_result_labelled": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+        "sql_result_shape": Source(
+            "noetl/plugin/postgres/execution.py:126",
+            "the postgres result is `{status, rows, row_count, columns}`, a statement "
+            "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_result_keys": Source(
+            "noetl/plugin/http/response.py:29",
+            "the response data: status code, headers, url, elapsed, the parsed body as `data`",
+        ),
+        "noop_result": Source(
+            "noetl/plugin/tool/execution.py:88",
+            "v1 has no noop tool (a step without `type` routes only): noetlc's noop record",
+        ),
+        "playbook_call_waits": Source(
+            "noetl/plugin/tool/execution.py:89",
+            "execute_playbook_task posts the child's execution and returns its start response",
+            differs="noetlc waits for the child and returns its last step's result (no live recording of a nested v1 call)",
+        ),
     },
 )
 
@@ -211,6 +238,11 @@ CASE_V2 = EngineProfile(
     pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
+    pipeline_result_labelled=False,
+    sql_result_shape="statement record",
+    http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
+    noop_result="noop record",
+    playbook_call_waits=True,
     sources={
         "result_fallbacks": Source(
             "noetl/core/dsl/v2/engine.py:379",
@@ -317,6 +349,28 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
         ),
+        "pipeline_result_labelled": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
+        "sql_result_shape": Source(
+            "noetl/tools/postgres/execution.py:183",
+            "the postgres result is `{status, rows, row_count, columns}`, a statement "
+            "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_result_keys": Source(
+            "noetl/tools/http/response.py:29",
+            "the response data: status code, headers, url, elapsed, the parsed body as `data`",
+        ),
+        "noop_result": Source(
+            "noetl/core/dsl/v2/models.py:170",
+            "the tool kinds of case-v2 have no noop: noetlc's noop record",
+        ),
+        "playbook_call_waits": Source(
+            "noetl/worker/v2_worker_nats.py:2267",
+            "without `return_step` the worker returns `{status: started, execution_id, path, async: true}`",
+            differs="noetlc waits for the child and returns its last step's result (no live recording of a nested case-v2 call)",
+        ),
     },
 )
 
@@ -350,6 +404,11 @@ CANONICAL = EngineProfile(
     pipeline_last_task_promoted=True,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
+    pipeline_result_labelled=False,
+    sql_result_shape="statement record",
+    http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
+    noop_result="noop record",
+    playbook_call_waits=True,
     sources={
         "result_fallbacks": Source(
             "noetl/core/dsl/v2/engine.py:400",
@@ -451,6 +510,28 @@ CANONICAL = EngineProfile(
         "pipeline_retry_backoff": Source(
             "noetl/worker/task_sequence_executor.py:959",
             '`backoff` defaults to "none": _calculate_delay waits 0 s',
+        ),
+        "pipeline_result_labelled": Source(
+            "noetl/worker/task_sequence_executor.py:98",
+            "the sequence result is `{status, _prev, results}` (the error, `remaining_actions` added)",
+        ),
+        "sql_result_shape": Source(
+            "noetl/tools/postgres/execution.py:525",
+            "the postgres result is `{status, rows, row_count, columns}`, a statement "
+            "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_result_keys": Source(
+            "noetl/tools/http/response.py:41",
+            "the response data: status code, headers, url, elapsed, the parsed body as `data`",
+        ),
+        "noop_result": Source(
+            "noetl/worker/v2_worker_nats.py:2723",
+            "a noop tool returns `{status: noop, step}`",
+        ),
+        "playbook_call_waits": Source(
+            "noetl/worker/v2_worker_nats.py:3039",
+            "without `return_step` the worker returns `{status: started, execution_id, path, async: true}`",
+            differs="noetlc waits for the child and returns its last step's result (no live recording of a nested canonical call)",
         ),
     },
 )

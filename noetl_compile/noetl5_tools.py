@@ -69,10 +69,6 @@ _PY = "src/tools/python.rs"
 _NOOP = "src/tools/noop.rs"
 _PB = "src/tools/playbook.rs"
 
-_AS_OBJECTS = (
-    "a result-shape choice (rows as lists); result shapes are the engine profile's, not yet "
-    "switched per engine: rows stay objects"
-)
 _PB_RUNTIME = (
     "nested calls on Airflow run the child's DAG (catalog path); this key of NoETL 5's "
     "server-side playbook call is not acted on yet"
@@ -132,9 +128,8 @@ TOOLS: dict[str, N5Tool] = {
                     "as_objects",
                     "boolean",
                     "true",
-                    "rows as `{column: value}` objects (false: as lists)",
+                    "rows as `{column: value}` objects (false: as lists in column order)",
                     _src(_PG, 61),
-                    _AS_OBJECTS,
                 ),
             ),
         ),
@@ -167,7 +162,6 @@ TOOLS: dict[str, N5Tool] = {
                     "true",
                     "rows as objects (false: as lists)",
                     _src(_DUCK, 34),
-                    _AS_OBJECTS,
                 ),
             ),
         ),
@@ -305,7 +299,7 @@ TOOLS: dict[str, N5Tool] = {
                     "message",
                     "string",
                     "noop",
-                    "the message of the result (Airflow: added to today's `{status: noop, step}`)",
+                    "the message of the default result `{status: ok, message}`",
                     _src(_NOOP, 17),
                 ),
                 N5Key(
@@ -321,7 +315,8 @@ TOOLS: dict[str, N5Tool] = {
             "playbook",
             "without `return_step`/`return_result`: `{status: started, execution_id, path, "
             "async: true}` at once; `return_result: true`: the child's result (of `result_step`, "
-            "else its last); `return_step`: the child's status payload",
+            "else its last); `return_step`: the child's status payload (on Airflow: the named "
+            "step's result, docs/semantics.md)",
             _src(_PB, 387),
             (
                 N5Key("path", "string", "-", "the child's catalog path", _src(_PB, 19)),
@@ -370,7 +365,6 @@ TOOLS: dict[str, N5Tool] = {
                     "false",
                     "wait for the child and return its result",
                     _src(_PB, 55),
-                    _PB_RUNTIME,
                 ),
                 N5Key(
                     "result_step",
@@ -378,7 +372,6 @@ TOOLS: dict[str, N5Tool] = {
                     "-",
                     "the child step whose result `return_result` returns",
                     _src(_PB, 63),
-                    _PB_RUNTIME,
                 ),
                 N5Key(
                     "timeout",

@@ -394,8 +394,9 @@ def test_local_dialect_routing_runs_on_airflow(tmp_path_factory) -> None:
         "left": "success",
         "right": "success",
     }
-    assert steps["begin"]["result"] == {"status": "noop", "step": "begin"}
-    assert steps["left"]["result"] == {"status": "noop", "step": "left"}
+    # NoETL 5's noop result (noetl/tools noop.rs:60).
+    assert steps["begin"]["result"] == {"status": "ok", "message": "noop"}
+    assert steps["left"]["result"] == {"status": "ok", "message": "noop"}
     assert steps["router"]["result"] is None and steps["right"]["result"] is None
 
 
@@ -414,12 +415,13 @@ def test_python_convention_task_set_and_filters_run_on_airflow(tmp_path_factory)
         ("start", "with_main", "printed", "end"), "success"
     )
     start = steps["start"]["result"]
-    assert start["results"]["split_names"] == {
+    # NoETL 5's pipeline result: the task results by label, flat (task_sequence.rs:838).
+    assert start["split_names"] == {
         "names": ["alpha", "beta", "gamma"],
         "count": 3,
         "same": True,
     }
-    assert start["results"]["describe"] == {
+    assert start["describe"] == {
         "count": 3,  # `extracted`, the first task's `set`
         "first": "alpha",
         "keys": ["mode", "depth"],
@@ -792,7 +794,11 @@ def test_server_forms_run_on_airflow(tmp_path_factory) -> None:
     )
     assert steps["gated"]["result"] is None  # skipped: its code never ran
     assert steps["with_args"]["result"] == {"n": 6, "unit": "km"}
-    assert steps["piped"]["result"]["results"]["double"] == {"x": 42}
+    # By label (task_sequence.rs:838); the bare noop task's result is NoETL 5's (noop.rs:60).
+    assert steps["piped"]["result"] == {
+        "double": {"x": 42},
+        "label": {"status": "ok", "message": "noop"},
+    }
     assert steps["unguarded"]["result"] == {"ran": True}
     assert report["ctx"]["letter"] == "Dear {{ customer | }},"
 

@@ -99,8 +99,11 @@ _IP_TYPES = (
 )
 
 
-def jsonable_value(value: Any) -> Any:
-    """One database value as plain JSON data (the table in the module docstring)."""
+def jsonable_value(value: Any, exact_decimals: bool = False) -> Any:
+    """One database value as plain JSON data (the table in the module docstring).
+
+    ``exact_decimals``: a finite Decimal is its exact decimal text (``"12.50"``), as NoETL 5's
+    tools hand numeric values on (the engine profile's ``sql_result_shape``)."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -108,6 +111,8 @@ def jsonable_value(value: Any) -> Any:
             return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, decimal.Decimal):
+        if exact_decimals and value.is_finite():
+            return format(value, "f")  # positional, never exponent notation: "0.0000001"
         return _decimal(value)
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
@@ -118,13 +123,13 @@ def jsonable_value(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "\\x" + bytes(value).hex()
     if isinstance(value, Mapping):
-        return {str(key): jsonable_value(item) for key, item in value.items()}
+        return {str(key): jsonable_value(item, exact_decimals) for key, item in value.items()}
     if _is_range(value):
         return _range_text(value)
     if _is_multirange(value):
         return "{" + ",".join(_range_text(item) for item in value) + "}"
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable_value(item) for item in value]
+        return [jsonable_value(item, exact_decimals) for item in value]
     return str(value)
 
 

@@ -18,7 +18,9 @@ NoETL runs these on the worker, inside one command; so do we, inside one Airflow
 * rule ``set``: ``ctx.x``/``step.x``/bare ``x`` become ctx writes (returned, and visible to later
   tasks), ``iter.x`` stays in the pipeline's iteration scope.
 
-The step result is NoETL's task-sequence record, with no merge of the last task's result:
+The step result (NoETL 5: ``profile.pipeline_result_labelled``, the task results by label, flat,
+``_context_updates`` when a rule's ``set`` wrote; failed: ``{labeled_results, failed_task}``) is
+otherwise NoETL's task-sequence record, with no merge of the last task's result:
 ``{status: ok|break|failed, _prev, results, ctx}``; ``results`` and ``_prev`` hold successful
 tasks only (a failed task that a rule lets continue leaves no entry); ``ctx`` holds the
 pipeline's ``set`` writes; ``break`` adds ``remaining_actions`` (the tasks not run) and
@@ -364,6 +366,7 @@ def run_pipeline(
     error: dict[str, Any] | None = None  # noetlc's full error: events, logs
     record: dict[str, Any] = {}  # what NoETL adds to the result: failed_task/error, remaining
     task_vars: dict[str, Any] = {}  # NoETL 5 task `set` plain names, for the later tasks
+    rule_writes: dict[str, Any] = {}  # policy rules' `set`, keyed as written (_context_updates)
 
     def failed(label: str, full: dict[str, Any], noetl: dict[str, Any] | None) -> None:
         nonlocal status, error, record
@@ -441,6 +444,7 @@ def run_pipeline(
             rendered = render_value(
                 action["set"], rule_context, strict=False, field=f"tool.{label}.policy.set"
             )
+            rule_writes.update(rendered)
             new_ctx, new_iter = split_set(rendered)
             ctx_writes.update(new_ctx)
             iter_scope.update(new_iter)
@@ -502,13 +506,16 @@ def run_pipeline(
         # "continue", and unknown verbs (the parser rejects them; the engine continues)
         i += 1
 
-    result: dict[str, Any] = {
-        "status": status,
-        "_prev": prev,
-        "results": results,
-        "ctx": dict(ctx_writes),
-        **record,
-    }
+    if profile.pipeline_result_labelled:
+        result = _labelled(results, rule_writes, status, record, labels)
+    else:
+        result = {
+            "status": status,
+            "_prev": prev,
+            "results": results,
+            "ctx": dict(ctx_writes),
+            **record,
+        }
     return PipelineResult(
         status=status,
         result=result,
@@ -517,6 +524,26 @@ def run_pipeline(
         error=error,
         trace=trace,
     )
+
+
+def _labelled(
+    results: Mapping[str, Any],
+    rule_writes: Mapping[str, Any],
+    status: str,
+    record: Mapping[str, Any],
+    labels: Sequence[str],
+) -> dict[str, Any]:
+    """NoETL 5's pipeline result (noetl/tools ded94546 task_sequence.rs:838): the task results
+    by label, flat, with ``_context_updates`` (the policy rules' ``set``, keyed as written) when
+    one wrote; a failed pipeline's is ``{labeled_results, failed_task}``, the task's index."""
+    if status == "failed":
+        failed = record.get("failed_task")
+        index = labels.index(failed) if failed in labels else None
+        return {"labeled_results": dict(results), "failed_task": index}
+    flat: dict[str, Any] = dict(results)
+    if rule_writes:
+        flat["_context_updates"] = dict(rule_writes)
+    return flat
 
 
 def _int(value: Any, default: int) -> int:

@@ -18,7 +18,8 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5, NoETL ``tools/duckdb``):
   first 5 rows as lists) — plus the keys the postgres tool gives for the last statement
   (``status``, ``rows`` as dicts, ``row_count``, ``columns``, ``statement_count``) and
   ``database``. A DML statement without RETURNING gives ``rows: []`` and ``row_count`` = rows
-  changed, as on postgres.
+  changed, as on postgres. NoETL 5 playbooks (``profile.sql_result_shape``) get NoETL 5's
+  ``{columns, rows, row_count}`` / ``{affected_rows}`` instead (``sql.columns_and_rows``).
 
 As for postgres, all statements of a call run in one transaction (committed at the end, rolled
 back on error); a script that manages its own transactions (``BEGIN``/``COMMIT``) runs as written.
@@ -54,7 +55,16 @@ from ..hooks.sqltext import (
 from ..hooks.tables import StatementError
 from ..hooks.values import jsonable_row
 from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import ResultLimits, collect_rows, read_params, read_sql, render_context, result_limits
+from .sql import (
+    ResultLimits,
+    collect_rows,
+    columns_and_rows,
+    engine_limits,
+    read_params,
+    read_sql,
+    render_context,
+    result_limits,
+)
 
 __all__ = [
     "ExtensionNotInstalled",
@@ -394,8 +404,13 @@ def run_duckdb(call: ToolCall) -> ToolOutcome:
                     "statement_count": 0,
                 }
             else:
-                result = execute_statements(con, statements, params=params)
+                limits = engine_limits("DUCKDB", call.profile)
+                result = execute_statements(con, statements, limits=limits, params=params)
     except (duckdb.Error, StatementError, ExtensionNotInstalled) as exc:
         return failure(exc, database=database)
+    if call.profile.sql_result_shape == "columns and rows":
+        # NoETL 5's shape (duckdb.rs:287): an empty SELECT keeps its column names.
+        last = statements[-1] if statements else ""
+        return ToolOutcome.success(columns_and_rows(result, last, config, empty_columns=False))
     result["database"] = database
     return ToolOutcome.success(result)

@@ -41,7 +41,8 @@ Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/
   overrides ``auth_type``. When the URL is a relative path and the connection has a host, they
   are joined (``schema`` is the protocol, as for Airflow's HttpHook; default http). A connection
   that does not exist, or lacks the secret its type needs, is a ConfigError failure naming it.
-* **Result** ``{status_code, headers, url, elapsed, data}``: response headers (lower-case names),
+* **Result** ``{status_code, headers, url, elapsed, data}`` (NoETL 5: ``{status_code, headers,
+  data, body}``, the engine profile's ``http_result_keys``): response headers (lower-case names),
   ``data`` parsed as JSON when the Content-Type says JSON or the body is a JSON object/array,
   else text. Non-2xx is a failure whose step result is NoETL's ``{id, status: "error", data:
   <that same result>}`` (templates read an error body as ``{{ s.data.data }}``, and
@@ -185,14 +186,20 @@ def _body(response: httpx.Response) -> Any:
     return text
 
 
-def _result(response: httpx.Response, secrets: list[str]) -> dict[str, Any]:
-    return {
+def _result(response: httpx.Response, secrets: list[str], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The call's result: the engine's keys (``profile.http_result_keys``) of everything this
+    tool knows of the response; ``body`` is the parsed body again (NoETL 5's alias of ``data``,
+    http.rs:320)."""
+    data = _body(response)
+    full: dict[str, Any] = {
         "status_code": response.status_code,
         "headers": dict(response.headers),
         "url": _scrub(safe_url(response.url), secrets),
         "elapsed": response.elapsed.total_seconds(),
-        "data": _body(response),
+        "data": data,
+        "body": data,
     }
+    return {key: full[key] for key in keys if key in full}
 
 
 def _excerpt(result: Mapping[str, Any], secrets: list[str]) -> str:
@@ -308,7 +315,7 @@ def run_http(call: ToolCall) -> ToolOutcome:
         # httpx refuses a value it cannot encode (a header with a newline, a non-JSON body).
         return _config_failure(_scrub(f"http request cannot be built: {exc}", secrets), started)
 
-    result = _result(response, secrets)
+    result = _result(response, secrets, call.profile.http_result_keys)
     meta = {
         "http": {"status": response.status_code, "headers": dict(result["headers"])},
         "duration_ms": _ms(started),

@@ -1,8 +1,9 @@
 """``kind: noop`` — a step that only routes (the canonical parser demands a tool on every step).
 
-NoETL 5's noop (noetl/tools ded94546 ``noop.rs``) reads ``result`` (the tool's result, as given)
-and ``message``: a ``result`` is the step's result here too, and a ``message`` is added to this
-runtime's ``{status: noop, step}``.
+A ``result`` is the step's result as given (NoETL 5's noop, noetl/tools ded94546 ``noop.rs:60``).
+Without one, the engine's noop result (``profile.noop_result``): the Python engines'
+``{status: noop, step}`` (138c10ed v2_worker_nats.py:2723; a ``message`` added), or NoETL 5's
+``{status: ok, message}`` with ``message`` defaulting to ``noop``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ def run_noop(call: ToolCall) -> ToolOutcome:
     config = call.config
     if config.get("result") is not None:
         return ToolOutcome.success(config["result"])
+    message = config.get("message")
+    if call.profile.noop_result == "ok message":
+        return ToolOutcome.success(
+            {"status": "ok", "message": "noop" if message is None else message}
+        )
     result = {"status": "noop", "step": call.step}
-    if config.get("message") is not None:
-        result["message"] = config["message"]
+    if message is not None:
+        result["message"] = message
     return ToolOutcome.success(result)

@@ -19,6 +19,10 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
   ``row_count`` the server's count of rows affected (-1 for DDL, as psycopg reports it; recorded
   from NoETL 138c10ed, tests/differential/cases/tools_postgres). Results are capped like NoETL's
   (``NOETL_POSTGRES_MAX_RESULT_ROWS``/``_BYTES``, 1,000 rows / 1 MiB), with ``truncated: true``.
+* NoETL 5 playbooks (``call.profile.sql_result_shape``) get NoETL 5's shape (noetl/tools
+  ded94546 postgres.rs:336): ``{columns, rows, row_count}`` for a SELECT/WITH (``{columns: [],
+  rows: [], row_count: 0}`` when empty), ``{affected_rows}`` otherwise, numeric values as exact
+  decimal text, rows as lists under ``as_objects: false`` (``sql.columns_and_rows``).
 * case-v2 playbooks (``call.profile.postgres_result_per_statement``) get dc55c492's shape, one
   entry per statement: ``{command_0: {status, rows, row_count, columns} | {status, row_count,
   message}, command_1: ...}`` (each entry capped as above); a failed statement's step result is
@@ -85,7 +89,16 @@ from ..hooks.sqltext import (
 )
 from ..hooks.tables import StatementError
 from .outcome import ToolCall, ToolOutcome, tool_error
-from .sql import ResultLimits, collect_rows, read_params, read_sql, render_context, result_limits
+from .sql import (
+    ResultLimits,
+    collect_rows,
+    columns_and_rows,
+    engine_limits,
+    read_params,
+    read_sql,
+    render_context,
+    result_limits,
+)
 
 __all__ = [
     "execute_statements",
@@ -408,14 +421,19 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         return ToolOutcome.success(
             {}
             if per_statement
-            else {
-                "status": "success",
-                "rows": [],
-                "row_count": 0,
-                "columns": [],
-                "statement_count": 0,
-            }
+            else _shaped(
+                call,
+                statements,
+                {
+                    "status": "success",
+                    "rows": [],
+                    "row_count": 0,
+                    "columns": [],
+                    "statement_count": 0,
+                },
+            )
         )
+    limits = engine_limits("POSTGRES", call.profile)
     pooled = config.get("pool", True) is not False
     item = enlisted(target)
     if item is not None and not any(needs_autocommit(statement) for statement in statements):
@@ -423,12 +441,17 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         # completion, or not at all (hooks/pg_item.py).
         try:
             return ToolOutcome.success(
-                execute_statements(
-                    item.connection(),
+                _shaped(
+                    call,
                     statements,
-                    savepoint=True,
-                    per_statement=per_statement,
-                    params=params,
+                    execute_statements(
+                        item.connection(),
+                        statements,
+                        limits=limits,
+                        savepoint=True,
+                        per_statement=per_statement,
+                        params=params,
+                    ),
                 )
             )
         except (psycopg.Error, StatementError) as exc:
@@ -437,7 +460,7 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
         try:
             with connect(target, pooled=pooled) as conn:
                 result = execute_statements(
-                    conn, statements, per_statement=per_statement, params=params
+                    conn, statements, limits=limits, per_statement=per_statement, params=params
                 )
         except (psycopg.Error, StatementError) as exc:
             if attempt == 1 and pooled and _dead_before_first_statement(exc):
@@ -446,8 +469,20 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
                 # pool was discarded with the connection. Once more on a fresh connection.
                 continue
             return failure(exc, target=target, per_statement=per_statement)
-        return ToolOutcome.success(result)
+        return ToolOutcome.success(_shaped(call, statements, result))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _shaped(call: ToolCall, statements: Sequence[str], result: dict[str, Any]) -> dict[str, Any]:
+    """The call's result in its engine's shape (``profile.sql_result_shape``): the record
+    above, or NoETL 5's ``{columns, rows, row_count}`` / ``{affected_rows}``."""
+    if (
+        call.profile.sql_result_shape != "columns and rows"
+        or call.profile.postgres_result_per_statement
+    ):
+        return result
+    last = statements[-1] if statements else ""
+    return columns_and_rows(result, last, call.config, empty_columns=True)
 
 
 def _target(config: Any, step_input: Any) -> PgTarget:

@@ -34,11 +34,11 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..hooks.sqltext import SqlConfigError, split_statements
+from ..hooks.sqltext import SqlConfigError, first_keyword, split_statements
 from ..hooks.values import jsonable_value
 
 __all__ = [
@@ -47,6 +47,8 @@ __all__ = [
     "SINK_ALIASES",
     "ResultLimits",
     "collect_rows",
+    "columns_and_rows",
+    "engine_limits",
     "has_sql",
     "read_params",
     "read_sql",
@@ -258,6 +260,8 @@ class ResultLimits:
 
     max_rows: int = 1000
     max_bytes: int = 1024 * 1024
+    # Numeric values as exact decimal text (NoETL 5's tools), not JSON numbers.
+    exact_decimals: bool = False
 
 
 def _env_int(name: str, default: int) -> int:
@@ -309,7 +313,10 @@ def collect_rows(
         if not batch:
             return rows, None
         for position, values in enumerate(batch):
-            row = {name: jsonable_value(value) for name, value in zip(names, values, strict=False)}
+            row = {
+                name: jsonable_value(value, limits.exact_decimals)
+                for name, value in zip(names, values, strict=False)
+            }
             if limits.max_bytes:
                 size += len(json.dumps(row, ensure_ascii=False, default=str))
                 if size > limits.max_bytes:
@@ -329,3 +336,57 @@ def _truncation(reason: str, limits: ResultLimits) -> dict[str, Any]:
         limits.max_bytes,
     )
     return {"reason": reason, "max_rows": limits.max_rows, "max_bytes": limits.max_bytes}
+
+
+def engine_limits(prefix: str, profile: Any) -> ResultLimits:
+    """:func:`result_limits` with the engine's way of writing numeric values: exact decimal
+    text where its SQL results are NoETL 5's ``columns and rows`` (``profile.sql_result_shape``)."""
+    limits = result_limits(prefix)
+    if profile.sql_result_shape == "columns and rows":
+        return replace(limits, exact_decimals=True)
+    return limits
+
+
+# NoETL 5 asks the statement's first word whether it reads rows (postgres.rs:327, duckdb.rs:227).
+_READS = frozenset({"SELECT", "WITH"})
+
+
+def columns_and_rows(
+    record: Mapping[str, Any],
+    statement: str,
+    config: Mapping[str, Any],
+    *,
+    empty_columns: bool,
+) -> dict[str, Any]:
+    """NoETL 5's SQL result (noetl/tools ded94546 postgres.rs:336, duckdb.rs:287) made of the
+    tools' record of the last statement: a SELECT/WITH gives ``{columns, rows, row_count}``
+    (``empty_columns``: postgres's empty result is ``{columns: [], rows: [], row_count: 0}``;
+    duckdb keeps the names), any other statement ``{affected_rows}``. A statement of another
+    kind that returned rows (``INSERT ... RETURNING``) keeps them beside ``affected_rows``
+    (NoETL 5 drops them: docs/semantics.md). ``as_objects: false`` gives rows as lists in
+    column order. A truncation note stays."""
+    columns = [str(c) for c in record.get("columns") or []]
+    rows = list(record.get("rows") or [])
+    if str(config.get("as_objects", True)).strip().lower() in ("false", "0", "no"):
+        rows = [[row.get(c) for c in columns] if isinstance(row, Mapping) else row for row in rows]
+    words = first_keyword(statement, 1) if statement else ()
+    reads = bool(words) and words[0] in _READS
+    returned = bool(columns) and "message" not in record
+    shaped: dict[str, Any]
+    if reads:
+        if not rows and empty_columns:
+            columns = []
+        shaped = {"columns": columns, "rows": rows, "row_count": len(rows)}
+    elif returned:
+        shaped = {
+            "columns": columns,
+            "rows": rows,
+            "row_count": len(rows),
+            "affected_rows": len(rows),
+        }
+    else:
+        # psycopg counts -1 for DDL; NoETL 5's client.execute answers 0.
+        shaped = {"affected_rows": max(int(record.get("row_count") or 0), 0)}
+    if record.get("truncated"):
+        shaped.update(truncated=True, truncation=record.get("truncation"))
+    return shaped

@@ -163,7 +163,7 @@ def test_a_pipeline_task_set_binds_plain_names_for_the_later_tasks() -> None:
     ]
     ran = run_pipeline(tasks, build_context(), step="s", profile=NOETL5)
     assert ran.status == "ok", ran.error
-    assert ran.result["results"]["second"] == {"n": 2, "total": 20}
+    assert ran.result["second"] == {"n": 2, "total": 20}  # by label (task_sequence.rs:838)
     assert ran.ctx_writes == {"total": 20}  # the plain name stays the step's
 
 

@@ -7,7 +7,7 @@ import pytest
 from airflow_plugin.runtime.payload import validate_payload
 from airflow_plugin.runtime.step import StepFailed, execute_step, routing_targets
 from airflow_plugin.tools import ToolNotAvailable
-from noetl_compile.engine_profiles import NOETL5, profile_for
+from noetl_compile.engine_profiles import NOETL5
 
 
 def py(code, **extra):
@@ -934,20 +934,23 @@ def test_python_input_undefined_name_renders_blank_where_the_engine_python_tool_
     assert v1.result == step_input
 
 
-def test_pipeline_promotion_is_the_profiles():
-    """A pipeline's step result reads the last task's fields (`{{ s.saved }}`) where the profile's
-    `pipeline_last_task_promoted` is on: canonical (138c10ed engine.py:4543) and, until NoETL 5's
-    flat labelled result shape is a profile field of its own, NoETL 5 (its source entry says how
-    task_sequence.rs build_pipeline_result differs)."""
+def test_pipeline_result_shape_is_the_profiles():
+    """Canonical (138c10ed engine.py:4543, `pipeline_last_task_promoted`): the record with the
+    last task's fields laid under it, `{{ s.saved }}` reads them. NoETL 5 (task_sequence.rs:838,
+    `pipeline_result_labelled`): the task results by label, flat, nothing promoted:
+    `{{ s.save.saved }}` reads the task, `{{ s.saved }}` nothing."""
     steps = [py("result = {'id': 1}", name="shape"), py("result = {'saved': 1}", name="save")]
     guard = arcs({"step": "next", "when": "{{ s.saved == 1 }}"})
-    for generation in (None, "noetl5"):
-        profile = profile_for({"generation": generation} if generation else {})
-        assert profile.pipeline_last_task_promoted
-        marks = {"generation": generation} if generation else {}
-        out = execute_step(payload(pipeline=steps, routing=guard, **marks), inputs())
-        assert out.next_steps == ["next"], generation
-    assert "labelled" in NOETL5.sources["pipeline_last_task_promoted"].differs
+    out = execute_step(payload(pipeline=steps, routing=guard), inputs())
+    assert out.next_steps == ["next"]
+    assert out.result["status"] == "ok" and out.result["results"]["save"] == {"saved": 1}
+    n5 = execute_step(payload(pipeline=steps, routing=guard, generation="noetl5"), inputs())
+    assert n5.result == {"shape": {"id": 1}, "save": {"saved": 1}}
+    assert n5.next_steps == []
+    labelled = arcs({"step": "next", "when": "{{ s.save.saved == 1 and s.shape.id == 1 }}"})
+    n5 = execute_step(payload(pipeline=steps, routing=labelled, generation="noetl5"), inputs())
+    assert n5.next_steps == ["next"]
+    assert not NOETL5.pipeline_last_task_promoted and NOETL5.pipeline_result_labelled
 
 
 def test_arc_output_data_is_the_results_own_data_where_the_engine_reads_it_so():
