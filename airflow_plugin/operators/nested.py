@@ -6,6 +6,11 @@ with ``logical_date=None`` and a unique ``trigger_run_id`` so one parent run may
 child many times, waiting deferrably for the child; the step result is then read from the
 child run. A templated ``path`` is resolved at run time with the same path -> dag id mapping as
 the compiler (``noetl_compile.dag_ids.dag_id_for_path``, the one definition both sides import).
+
+A call that does not wait (NoETL 5 without ``return_result``/``return_step``:
+``runtime.nested.call_mode``) triggers the child run and comes back as soon as the run exists
+(any state counts, a failure of the child included), with ``{status: started, execution_id,
+path, async: true}``: the child's execution id, its run going on beside the caller.
 """
 
 from __future__ import annotations
@@ -141,13 +146,27 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     # -- execution ------------------------------------------------------------------------------
 
+    def _mode(self, tool: Mapping[str, Any]) -> tuple[str, str | None]:
+        from ..runtime.nested import call_mode
+
+        return call_mode(tool, self.noetl_profile)
+
+    def _wait_for_any_state(self) -> None:
+        """The trigger comes back as soon as the child run exists: every run state is allowed
+        and none is a failure (the caller does not wait for the child's outcome)."""
+        from airflow.utils.state import DagRunState
+
+        self.allowed_states = list(DagRunState)
+        self.failed_states = []
+
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
-        from ..runtime.nested import child_execution_id, run_child
+        from ..runtime.nested import child_execution_id, run_child, started_record
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
         dag_id, workload, tool = self._render_call(inputs)
+        mode, return_step = self._mode(tool)
         if self._scheduler_absent():
             execution_id = child_execution_id(inputs["execution_id"], step, step, dag_id)
             self.log.info("NoETL step %s: running child playbook %s inline", step, dag_id)
@@ -166,19 +185,26 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                         workload,
                         interpret=interpret,
                         execution_id=execution_id,
-                        return_step=tool.get("return_step"),
+                        return_step=return_step,
                         strict=inputs.get("strict"),
                         parent_execution_id=inputs["execution_id"],
                     )
                 except (NoetlRuntimeError, LookupError) as exc:
-                    call.errored(exc)
-                    raise fail_task(step, exc) from exc
+                    if mode != "start":
+                        call.errored(exc)
+                        raise fail_task(step, exc) from exc
+                    # Started, not waited for: the child's failure is its own run's.
+                    self.log.warning("child playbook %s failed (not waited for): %s", dag_id, exc)
+                if mode == "start":
+                    result = started_record(execution_id, tool.get("path") or dag_id)
                 call.completed(result)
                 return self._finish(context, result)
         # A deployment: a real child DAG run, waited for deferrably; its result is read after.
         self.trigger_dag_id = dag_id
         self.conf = workload
         self.trigger_run_id = self._child_run_id(context)
+        if mode == "start":
+            self._wait_for_any_state()
         with self.recording(context):
             call = ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
         try:
@@ -207,11 +233,16 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         # child's dag id and run id (the base class reads the run id from it).
         from airflow.providers.common.compat.sdk import AirflowException
 
+        from ..runtime.nested import started_record
+
         event_data = event[1] if isinstance(event, (tuple, list)) and len(event) == 2 else {}
         if isinstance(event_data, Mapping) and event_data.get("dag_id"):
             self.trigger_dag_id = event_data["dag_id"]
         self.trigger_run_id = self._child_run_id(context)
         step = self.payload["step"]
+        mode, return_step = self._mode(self.payload.get("tool") or {})
+        if mode == "start":
+            self._wait_for_any_state()
         # Stamped with this task's coordinates like every event of the step (this process is
         # not the one that triggered the child: the call's start was told there).
         with self.recording(context):
@@ -223,18 +254,24 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             except AirflowException as exc:  # the child run failed: so does this step
                 call.errored(exc)
                 raise fail_task(step, exc) from exc
-            result = self._child_result(context)
+            if mode == "start":
+                from ..templating.ids import execution_id_for
+
+                child = execution_id_for(self.trigger_dag_id, self.trigger_run_id)
+                path = (self.payload.get("tool") or {}).get("path") or self.trigger_dag_id
+                result = started_record(child, path)
+            else:
+                result = self._child_result(context, return_step)
             call.completed(result)
             return self._finish(context, result)
 
-    def _child_result(self, context: Any) -> Any:
+    def _child_result(self, context: Any, return_step: str | None) -> Any:
         """The child's result: the return step's, else the last step's that has one."""
         from ..runtime.catalog import find_playbook
 
         child = find_playbook(self.trigger_dag_id)
         ti = context["ti"]
         result = None
-        return_step = (self.payload.get("tool") or {}).get("return_step")
         for step in reversed(list(child.steps)):
             if return_step and step != return_step:
                 continue

@@ -6,8 +6,14 @@ The child is the DAG the compiler made of the catalog path (``path``; ``runtime.
 workload is its own defaults with the call's ``input``/``args``/``payload`` (and the step input)
 on top; it gets its own execution id, derived from the parent's and the call site.
 
-Result: the result of the child's ``return_step`` when given (NoETL polls the child for that step),
-else of the last step the child ran.
+Result (:func:`call_mode`): with ``return_result`` (NoETL 5, noetl/tools ded94546 playbook.rs:55)
+the result of the child's ``result_step``, else of the last step the child ran; with
+``return_step`` the result of that step (NoETL polls the child for it); with neither, as the
+engine does (``profile.playbook_call_waits``): the Python engines' worker waits here for the last
+step's result, NoETL 5 returns ``{status: started, execution_id, path, async: true}`` without
+waiting (playbook.rs:387). Inline (no scheduler beside this process to run the child while the
+caller goes on) the started child still runs to its end first, but its failure is not the
+call's: it is logged and its own run events say so.
 
 Running a child is running the interpreter, which stands above this module: ``interpret`` is
 handed in. ``runtime/interpreter.py`` registers the ``playbook``/``playbooks`` tool kinds with
@@ -17,8 +23,9 @@ itself bound, so whatever imports the interpreter can run an inline child.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import error_family
 from ..events import current_event_id, recording
@@ -28,12 +35,39 @@ from ..tools.outcome import ToolCall, ToolOutcome, tool_error
 from .catalog import PlaybookNotFound, dag_id_for_path, find_playbook
 from .step_outcome import StepFailed
 
-__all__ = ["Interpret", "run_child", "run_playbook"]
+__all__ = ["Interpret", "call_mode", "run_child", "run_playbook", "started_record"]
 
 # interpreter.interpret(steps, entries, base) -> Interpretation, handed down by its caller.
 Interpret = Callable[..., Any]
 
 KIND = "playbook"
+logger = logging.getLogger(__name__)
+
+CallMode = Literal["result", "start"]
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    return bool(value)
+
+
+def call_mode(config: Mapping[str, Any], profile: Any) -> tuple[CallMode, str | None]:
+    """How a ``playbook`` call ends, and the child step whose result it returns (None: the last
+    step that ran): ``result`` waits for the child, ``start`` returns :func:`started_record` as
+    soon as the child is started (see the module docstring)."""
+    if _truthy(config.get("return_result")):
+        step = config.get("result_step")
+        return "result", step if isinstance(step, str) and step else None
+    step = config.get("return_step")
+    if isinstance(step, str) and step:
+        return "result", step
+    return ("result" if profile.playbook_call_waits else "start"), None
+
+
+def started_record(execution_id: Any, path: Any) -> dict[str, Any]:
+    """NoETL 5's result of a call that does not wait (playbook.rs:387)."""
+    return {"status": "started", "execution_id": str(execution_id), "path": path, "async": True}
 
 
 def child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
@@ -147,18 +181,35 @@ def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
     # The call's own ToolStarted id tells this call from every other one of the same call site
     # (loop iterations, region visits, retry attempts, Airflow tries); without events, the site.
     execution_id = child_execution_id(parent, call.step, current_event_id() or call.task, dag_id)
+    mode, return_step = call_mode(config, call.profile)
     try:
         result = run_child(
             dag_id,
             child_workload(config, call.step_input),
             interpret=interpret,
             execution_id=execution_id,
-            return_step=config.get("return_step"),
+            return_step=return_step,
             parent_execution_id=_int(parent),
         )
     except PlaybookNotFound as exc:
         return ToolOutcome.failure(tool_error(KIND, "PlaybookNotFound", str(exc)))
-    except StepFailed as exc:
+    except (StepFailed, LookupError) as exc:
+        if mode != "start":
+            return _child_failure(exc, dag_id, execution_id)
+        logger.warning("started child playbook %s failed (not waited for): %s", dag_id, exc)
+    if mode == "start":
+        return ToolOutcome.success(
+            started_record(execution_id, path or dag_id),
+            child_execution_id=str(execution_id),
+            dag_id=dag_id,
+        )
+    return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
+
+
+def _child_failure(exc: BaseException, dag_id: str, execution_id: int) -> ToolOutcome:
+    """The call's failure when the child it waited for failed (``StepFailed``) or ended without
+    running the step whose result it returns (``LookupError``)."""
+    if isinstance(exc, StepFailed):
         error = tool_error(
             KIND,
             "ChildPlaybookFailed",
@@ -167,9 +218,7 @@ def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
             code=exc.error.get("code"),
         )
         return ToolOutcome.failure(error, data={"execution_id": str(execution_id)})
-    except LookupError as exc:
-        return ToolOutcome.failure(tool_error(KIND, "ReturnStepNotRun", str(exc)))
-    return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
+    return ToolOutcome.failure(tool_error(KIND, "ReturnStepNotRun", str(exc)))
 
 
 def _error_data(exc: BaseException) -> dict[str, Any]:
