@@ -72,3 +72,30 @@ def test_the_shop_runs_against_postgres(tmp_path_factory, pg_test_dsn):
     finally:
         with psycopg.connect(pg_test_dsn, autocommit=True) as conn:
             conn.execute("DROP SCHEMA IF EXISTS n5shop CASCADE")
+
+
+def test_a_call_that_does_not_wait_triggers_a_real_child_dag_run(tmp_path_factory):
+    """Children as real DAG runs (`NOETL_NESTED=trigger`, as deployed): the call without
+    `return_result` comes back `{status: started, execution_id, path, async: true}` with the
+    child run's own execution id; the one with it, the child's result."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-nested-home")
+    parent = ROOT / "tests" / "noetl5_nested" / "parent.yaml"
+    done = noetlc_run(home, parent, "--json", env={"NOETL_NESTED": "trigger"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = report_of(done)
+    steps = report["steps"]
+    started = steps["start"]["result"]
+    assert {k: started[k] for k in ("status", "path", "async")} == {
+        "status": "started",
+        "path": "tests/noetl5_nested/child",
+        "async": True,
+    }
+    assert steps["waited"]["result"] == {"hello": "bo"}
+    assert steps["done"]["result"] == {"started": "started", "got": "bo"}
+    children = report["children"]
+    assert len(children) == 2 and {c["state"] for c in children} == {"success"}
+    assert started["execution_id"] in {c["execution_id"] for c in children}
+    assert {c["steps"]["start"]["result"]["hello"] for c in children} == {"ann", "bo"}
