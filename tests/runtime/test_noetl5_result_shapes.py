@@ -59,13 +59,21 @@ def test_postgres_truncation_note_survives_the_reshape(pg_connections, monkeypat
 
 def test_postgres_statement_without_rows_is_affected_rows(pg_connections):
     out = pg(
-        {"command": "CREATE TEMP TABLE n5_shape (x int); INSERT INTO n5_shape VALUES (1), (2)"}
+        {
+            "command": "DROP TABLE IF EXISTS pg_temp.n5_rs_dml; CREATE TEMP TABLE n5_rs_dml (x int); "
+            "INSERT INTO n5_rs_dml VALUES (1), (2)"
+        }
     )
     assert out.data == {"affected_rows": 2}
-    ddl = pg({"command": "CREATE TEMP TABLE n5_shape_ddl (x int)"})
+    ddl = pg(
+        {"command": "DROP TABLE IF EXISTS pg_temp.n5_rs_ddl; CREATE TEMP TABLE n5_rs_ddl (x int)"}
+    )
     assert ddl.data == {"affected_rows": 0}  # psycopg's -1 for DDL is NoETL 5's 0
     returning = pg(
-        {"command": "CREATE TEMP TABLE n5_ret (x int); INSERT INTO n5_ret VALUES (3) RETURNING x"}
+        {
+            "command": "DROP TABLE IF EXISTS pg_temp.n5_rs_ret; CREATE TEMP TABLE n5_rs_ret (x int); "
+            "INSERT INTO n5_rs_ret VALUES (3) RETURNING x"
+        }
     )
     assert returning.data == {
         "columns": ["x"],
