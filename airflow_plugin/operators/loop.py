@@ -4,9 +4,9 @@
 
 * ``NoetlLoopHeadOperator`` renders the collection and returns the chunks
   ``{"offset": i, "items": [...]}``: as many as can run at once (``runtime.loop_items``:
-  a sequential loop one; a parallel or async loop up to ``max_in_flight``, the deployment's
-  parallelism and ``[core] max_map_length``), so any size maps and a big loop costs a few
-  task instances, not one per item;
+  a sequential loop one; a parallel or async loop one per item while they fit in the
+  deployment's parallelism, else up to ``max_in_flight``, that parallelism and
+  ``[core] max_map_length``), so any size maps and a big loop costs a few task instances;
 * ``NoetlLoopBodyOperator`` (mapped) runs the step once per item of its chunk, in index order
   (a sequential loop stops at a failed item where the engine does: ``run_items``);
 * ``NoetlLoopTailOperator`` collects the body results in index order into the loop step's
@@ -187,19 +187,15 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
                 items = render_collection(self.payload, inputs)
                 # Few, full instances (runtime/loop_items.py): as many as can run at once.
                 # A templated bound cannot be a parse-time max_active_tis_per_dagrun, so the
-                # instance count carries it; in one process only that one (instances run one
-                # after another there, each item in its own up to 256).
-                in_process = runs_in_process()
-                templated = isinstance(self.payload["loop"].get("max_in_flight"), str)
+                # instance count carries it.
                 limit = instance_count(
                     self.payload["loop"].get("mode"),
                     len(items),
                     map_limit=max_map_length(),
                     slots=self._slots(),
-                    max_in_flight=(
-                        max_in_flight(self.payload, inputs) if templated or not in_process else None
-                    ),
-                    in_process=in_process,
+                    max_in_flight=max_in_flight(self.payload, inputs),
+                    templated=isinstance(self.payload["loop"].get("max_in_flight"), str),
+                    in_process=runs_in_process(),
                 )
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc

@@ -6,7 +6,9 @@
   as can run at once (few, full instances, items in order inside each), never more:
   a sequential loop one (its items run one at a time anyway, and only one instance keeps them in
   index order under every executor, so that it can stop at a failed item); a parallel or async
-  loop ``min(items, max_in_flight, the deployment's parallelism, max_map_length)``. Under
+  loop one per item while the items fit in the deployment's parallelism (no extra round, and
+  each instance is named by its item in the UI), else ``min(max_in_flight, the deployment's
+  parallelism, max_map_length)``. Under
   ``noetlc run`` / ``dag.test()`` instances run one after another in one process, where the
   shape stays what it was: a parallel loop one instance running ``max_in_flight`` items on
   threads (operators/loop.py), an async loop one instance per item up to 256.
@@ -50,11 +52,14 @@ def instance_count(
     map_limit: int,
     slots: int,
     max_in_flight: int | None,
+    templated: bool,
     in_process: bool,
 ) -> int:
     """Mapped instances for a loop of ``items`` items (see the module docstring). ``slots`` is
-    the deployment's parallelism for one DAG run (``[core] parallelism`` and the DAG's
-    ``max_active_tasks``, the smaller), ``map_limit`` Airflow's ``[core] max_map_length``."""
+    what one DAG run can have running at once (``[core] parallelism`` and the DAG's
+    ``max_active_tasks``, the smaller), ``map_limit`` Airflow's ``[core] max_map_length``;
+    ``templated``: ``max_in_flight`` was a template, so no parse-time
+    ``max_active_tis_per_dagrun`` bounds the instances and their count must."""
     if items <= 0:
         return 0
     if mode == "sequential":
@@ -62,9 +67,15 @@ def instance_count(
     if in_process:
         if mode == "parallel":
             return 1  # one instance, max_in_flight threads (NoetlLoopBodyOperator)
-        # A templated bound still caps the instances (no parse-time max_active_tis_per_dagrun).
-        return max(1, min(items, map_limit, IN_PROCESS_MAX_CHUNKS, max_in_flight or items))
-    return max(1, min(items, map_limit, slots, max_in_flight or slots))
+        bound = max_in_flight if templated else None
+        return max(1, min(items, map_limit, IN_PROCESS_MAX_CHUNKS, bound or items))
+    if templated and max_in_flight:
+        return max(1, min(items, map_limit, slots, max_in_flight))
+    if items <= slots:
+        # No more instances than the run can start at once: one per item costs no extra
+        # round, and each is named by its item in the UI.
+        return min(items, map_limit)
+    return max(1, min(map_limit, slots, max_in_flight or slots))
 
 
 def run_items(

@@ -171,22 +171,33 @@ def test_in_process_loop_follows_the_same_profile(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("mode", "items", "max_in_flight", "in_process", "expected"),
+    ("mode", "items", "max_in_flight", "templated", "in_process", "expected"),
     [
-        ("sequential", 5000, None, False, 1),
-        ("sequential", 5000, None, True, 1),
-        ("parallel", 5000, None, False, 16),  # the deployment's 16 slots
-        ("parallel", 5000, 4, False, 4),  # the loop's own bound
-        ("async", 5000, None, False, 16),
-        ("parallel", 3, None, False, 3),  # never more instances than items
-        ("parallel", 5000, None, True, 1),  # one process: one instance on threads
-        ("async", 5000, None, True, 64),  # one process: per item, up to max_map_length
-        ("async", 5000, 4, True, 4),  # a templated bound in one process
-        ("parallel", 0, None, False, 0),
+        ("sequential", 5000, None, False, False, 1),
+        ("sequential", 5000, None, False, True, 1),
+        ("sequential", 3, None, False, False, 1),
+        ("parallel", 5000, None, False, False, 16),  # the deployment's 16 slots
+        ("parallel", 5000, 4, False, False, 4),  # the loop's own bound
+        ("async", 5000, None, False, False, 16),
+        ("parallel", 4, 2, False, False, 4),  # fits the slots: one per item, named by it
+        ("parallel", 16, None, False, False, 16),
+        ("parallel", 17, 2, False, False, 2),
+        ("parallel", 5, 2, True, False, 2),  # templated: the count is the bound
+        ("parallel", 5000, None, False, True, 1),  # one process: one instance on threads
+        ("async", 5000, None, False, True, 64),  # one process: per item, up to max_map_length
+        ("async", 5000, 4, False, True, 64),  # a static bound is max_active_tis_per_dagrun
+        ("async", 5000, 4, True, True, 4),  # a templated bound in one process
+        ("parallel", 0, None, False, False, 0),
     ],
 )
-def test_instance_count(mode, items, max_in_flight, in_process, expected):
+def test_instance_count(mode, items, max_in_flight, templated, in_process, expected):
     got = instance_count(
-        mode, items, map_limit=64, slots=16, max_in_flight=max_in_flight, in_process=in_process
+        mode,
+        items,
+        map_limit=64,
+        slots=16,
+        max_in_flight=max_in_flight,
+        templated=templated,
+        in_process=in_process,
     )
     assert got == expected
