@@ -14,7 +14,14 @@ with the 1-minute load average over its rounds. The stack is stopped at the end,
 The numbers depend on the machine's load (the scheduler loop and task process starts are CPU
 bound): read ratios, not seconds, and rerun when something else was running.
 
-Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR]``.
+With ``--loop`` it measures a big loop instead, on the Celery stack
+(``--executor celery``: Redis and two workers of 4 slots): ``playbooks/large_loop.yaml``
+(5,000 items, a parallel loop of ``max_in_flight: 16``, compiled as is) against a hand-written
+DAG doing the same work the way an Airflow user would batch it (:data:`BATCHED_DAG`: 16 mapped
+batches squaring their items, then a total over the last 128), both in one run, alternately;
+prints the medians, the ratio loop/batched (target: within 1.5x) and the load average.
+
+Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--loop]``.
 """
 
 from __future__ import annotations
@@ -88,6 +95,77 @@ def write_playbooks(folder: Path) -> dict[str, tuple[str, str]]:
     return ids
 
 
+# The baseline of ``--loop``: what an Airflow user writes for "square 5,000 numbers and keep
+# NoETL's loop summary" (the last 128 results, the count of the others), in 16 mapped batches.
+BATCHED_DAG = """
+from airflow.sdk import DAG, task
+
+COUNT, BATCHES, KEPT = 5000, 16, 128
+
+with DAG(dag_id="bench.loop_batched", schedule=None, catchup=False,
+         is_paused_upon_creation=False, tags=["bench"]) as dag:
+
+    @task
+    def batches():
+        size, extra = divmod(COUNT, BATCHES)
+        out, offset = [], 0
+        for number in range(BATCHES):
+            length = size + (1 if number < extra else 0)
+            out.append(list(range(offset, offset + length)))
+            offset += length
+        return out
+
+    @task
+    def square(batch):
+        return [{"square": n * n} for n in batch][-KEPT:]
+
+    @task
+    def total(parts):
+        rows = [row for part in parts for row in part][-KEPT:]
+        return {"items": COUNT, "kept": len(rows), "omitted": COUNT - len(rows),
+                "last_square": rows[-1]["square"]}
+
+    total(square.expand(batch=batches()))
+"""
+
+
+def write_loop_dags(folder: Path, dags: Path) -> tuple[str, str]:
+    """large_loop as ``bench.large_loop`` and the hand-written batched DAG -> their ids."""
+    folder.mkdir(parents=True)
+    text = (ROOT / "playbooks" / "large_loop.yaml").read_text()
+    (folder / "large_loop.yaml").write_text(
+        text.replace("path: examples/large_loop", "path: bench/large_loop")
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "noetl_compile", "compile", str(folder), "-o", str(dags / "loop")],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"noetlc compile failed:\n{done.stdout}\n{done.stderr}")
+    (dags / "loop" / "loop_batched.py").write_text(BATCHED_DAG.lstrip())
+    return "bench.large_loop", "bench.loop_batched"
+
+
+def loop_bench(client, loop_id: str, batched_id: str, rounds: int) -> None:
+    for dag_id in (loop_id, batched_id):
+        client.wait_for_dag(dag_id, 300)
+        timed_run(client, dag_id)  # warm-up: first parse in the task processes
+    loop_t, batched_t, loads = [], [], []
+    for _ in range(rounds):
+        loads.append(os.getloadavg()[0])
+        loop_t.append(timed_run(client, loop_id))
+        batched_t.append(timed_run(client, batched_id))
+    loads.append(os.getloadavg()[0])
+    lo, ba = statistics.median(loop_t), statistics.median(batched_t)
+    print(f"{'DAG':28} {'runs s':>24} {'median s':>9}")
+    print(f"{'large_loop (5,000 items)':28} {' '.join(f'{t:.1f}' for t in loop_t):>24} {lo:9.2f}")
+    print(
+        f"{'hand-written, 16 batches':28} {' '.join(f'{t:.1f}' for t in batched_t):>24} {ba:9.2f}"
+    )
+    print(f"ratio loop/batched: {lo / ba:.2f}x (target <= 1.5x); 1-minute load "
+          f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs")  # fmt: skip
+
+
 def compile_into(folder: Path, dags: Path) -> None:
     for mode in ("plain", "fused"):
         done = subprocess.run(
@@ -129,22 +207,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="timed runs of each DAG")
     parser.add_argument("--keep-state", help="state folder to use and keep (default: a temp one)")
+    parser.add_argument(
+        "--loop", action="store_true", help="the 5,000-item loop against 16 hand-written batches"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="noetlc-bench-deploy-"))
     state = Path(args.keep_state) if args.keep_state else work / "stack"
-    ids = write_playbooks(work / "playbooks")
-    compile_into(work / "playbooks", work / "dags")
+    if args.loop:
+        ids, executor = {}, "celery"
+        loop_ids = write_loop_dags(work / "playbooks", work / "dags")
+    else:
+        ids, executor = write_playbooks(work / "playbooks"), "local"
+        compile_into(work / "playbooks", work / "dags")
     from airflow_plugin.deploy.rest import AirflowClient
 
-    print(f"bench/deploy.py: LocalExecutor stack, {os.cpu_count()} CPUs, load {os.getloadavg()}")
+    print(f"bench/deploy.py: {executor} stack, {os.cpu_count()} CPUs, load {os.getloadavg()}")
     started = time.perf_counter()
-    up = stack("up", "--state", str(state), "--executor", "local", "--dags", str(work / "dags"),
+    up = stack("up", "--state", str(state), "--executor", executor, "--dags", str(work / "dags"),
                timeout=600)  # fmt: skip
     try:
         if up.returncode != 0:
             raise SystemExit(f"airflow-stack.sh up failed:\n{up.stdout}\n{up.stderr}")
         print(f"stack up in {time.perf_counter() - started:.1f} s")
         with AirflowClient.from_stack(state) as client:
+            if args.loop:
+                loop_bench(client, *loop_ids, args.rounds)
+                return
             for plain, fused in ids.values():
                 client.wait_for_dag(plain, 300)
                 client.wait_for_dag(fused, 300)

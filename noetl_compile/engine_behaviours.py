@@ -187,6 +187,14 @@ class EngineProfile:
             "runtime/loop.aggregate.",
         )
     )
+    loop_stops_at_failed_item: bool = field(
+        metadata=_about(
+            "A sequential loop issues no further item after an item's call fails (the loop, and "
+            "the run, fail); otherwise every item runs and the loop fails at its end.",
+            "a sequential loop's items run in order inside one task instance "
+            "(runtime/loop_items.run_items), which stops at the failed item.",
+        )
+    )
     # -- tools ------------------------------------------------------------------------------
     postgres_result_per_statement: bool = field(
         metadata=_about(

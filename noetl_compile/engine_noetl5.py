@@ -38,6 +38,7 @@ NOETL5 = EngineProfile(
     loop_result_is_list=False,
     loop_results_capped=True,
     loop_omitted_count=True,
+    loop_stops_at_failed_item=True,
     postgres_result_per_statement=False,
     python_function_body=True,
     python_input_undefined_blank=False,
@@ -133,6 +134,11 @@ NOETL5 = EngineProfile(
             "noetl/server:orchestrate-core/src/state.rs:810",
             "iteration results are pushed onto the step's results",
             differs="noetlc keeps 138c10ed's `omitted_results_count`",
+        ),
+        "loop_stops_at_failed_item": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:832",
+            "the next sequential item is dispatched only on the previous item's "
+            "`command.completed`; a failed item dispatches none",
         ),
         "postgres_result_per_statement": Source(
             "noetl/tools:src/tools/postgres.rs:331",

@@ -60,6 +60,7 @@ V1 = EngineProfile(
     loop_result_is_list=True,
     loop_results_capped=False,
     loop_omitted_count=True,
+    loop_stops_at_failed_item=False,
     postgres_result_per_statement=False,
     python_function_body=False,
     python_input_undefined_blank=False,
@@ -152,6 +153,13 @@ V1 = EngineProfile(
             differs="noetlc's loop result is `{results, stats, omitted_results_count}` (by "
             "design: section 2's `v1-iterator-one-job`)",
         ),
+        "loop_stops_at_failed_item": Source(
+            "noetl/plugin/iterator/executor.py:213",
+            "sequential mode runs every item: a failed one is recorded `status: error` "
+            "(execution.py run_one_iteration) and the next runs",
+            differs="noetlc fails the loop after its last item; the iterator returns "
+            "`status: success` with the failures in `errors` (executor.py:283)",
+        ),
         "postgres_result_per_statement": Source(
             "noetl/plugin/postgres/execution.py:94",
             "one `command_N` entry per statement, as the call's `data`",
@@ -231,6 +239,7 @@ CASE_V2 = EngineProfile(
     loop_result_is_list=False,
     loop_results_capped=False,
     loop_omitted_count=False,
+    loop_stops_at_failed_item=False,
     postgres_result_per_statement=True,
     python_function_body=False,
     python_input_undefined_blank=True,
@@ -321,6 +330,11 @@ CASE_V2 = EngineProfile(
         "loop_omitted_count": Source(
             "noetl/core/dsl/v2/engine.py:348", "the aggregation is `{results, stats}`"
         ),
+        "loop_stops_at_failed_item": Source(
+            "noetl/core/dsl/v2/engine.py:1521",
+            "a failed item's `step.exit` is counted (`failed_count`) and the loop check issues the "
+            "next item (engine.py:1602); the engine has no `command.failed` stop",
+        ),
         "postgres_result_per_statement": Source(
             "noetl/tools/postgres/execution.py:151", '`results[f"command_{i}"]` per statement'
         ),
@@ -397,6 +411,7 @@ CANONICAL = EngineProfile(
     loop_result_is_list=False,
     loop_results_capped=True,
     loop_omitted_count=True,
+    loop_stops_at_failed_item=True,
     postgres_result_per_statement=False,
     python_function_body=False,
     python_input_undefined_blank=True,
@@ -480,6 +495,12 @@ CANONICAL = EngineProfile(
         ),
         "loop_omitted_count": Source(
             "noetl/core/dsl/v2/engine.py:734", "loop state counts `omitted_results_count`"
+        ),
+        "loop_stops_at_failed_item": Source(
+            "noetl/core/dsl/v2/engine.py:6103",
+            "`command.failed` marks the execution failed and issues no command; an item counts "
+            "only on its `call.done` (engine.py:5165), so no item after the failed one is issued "
+            "(recorded: loops/loop_item_fails, 2 calls of 3 items)",
         ),
         "postgres_result_per_statement": Source(
             "noetl/tools/postgres/response.py:76",

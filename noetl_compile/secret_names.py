@@ -177,7 +177,9 @@ AIRFLOW_SENSITIVE_FIELDS = frozenset(
 _NON_WORD = re.compile(r"\W+")
 
 
+@functools.lru_cache(maxsize=4096)
 def airflow_hides(name: str) -> bool:
-    """Airflow's ``SecretsMasker.should_hide_value_for_key`` with the default names."""
+    """Airflow's ``SecretsMasker.should_hide_value_for_key`` with the default names (cached:
+    the redaction asks it for every key of every event, and the keys repeat)."""
     normalized = _NON_WORD.sub("_", name.strip().lower())
     return any(field in normalized for field in AIRFLOW_SENSITIVE_FIELDS)

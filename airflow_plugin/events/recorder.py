@@ -32,7 +32,6 @@ import contextvars
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any, Protocol
 
 from .envelope import COORDINATES, Event
@@ -256,6 +255,16 @@ def wants(name: str, status: str) -> bool:
     return scope.keep is None or scope.keep(name, status)
 
 
+def _stamped(event: Event, changes: dict[str, Any]) -> Event:
+    """``dataclasses.replace(event, **changes)`` without running ``__init__`` again: every field
+    is the event's own (already built) or a stamp, and replace costs ~12x as much, paid by every
+    event of every loop item (7 per item)."""
+    stamped = object.__new__(Event)
+    stamped.__dict__.update(event.__dict__)
+    stamped.__dict__.update(changes)
+    return stamped
+
+
 def emit(event: Event) -> None:
     """Send ``event`` to the current recorder, stamped and with its deterministic id; a failing
     recorder is logged, never raised."""
@@ -277,7 +286,7 @@ def emit(event: Event) -> None:
             scope.occurrences[key] = occurrence + 1
             changes["event_id"] = event_id(*key, occurrence)
         if changes:
-            event = replace(event, **changes)
+            event = _stamped(event, changes)
         scope.last_event_id = event.event_id
         recorder.record(event)
     except Exception:  # observing must never break the observed work

@@ -2,10 +2,13 @@
 
     head (render ``in``, chunk it)  ->  body.partial(...).expand(chunk=head.output)  ->  tail
 
-* ``NoetlLoopHeadOperator`` renders the collection and returns at most ``[core] max_map_length``
-  chunks ``{"offset": i, "items": [...]}``: one item per chunk up to that limit, larger
-  collections get several items per chunk, so any size maps (design brief §3);
-* ``NoetlLoopBodyOperator`` (mapped) runs the step once per item of its chunk;
+* ``NoetlLoopHeadOperator`` renders the collection and returns the chunks
+  ``{"offset": i, "items": [...]}``: as many as can run at once (``runtime.loop_items``:
+  a sequential loop one; a parallel or async loop one per item while they fit in the
+  deployment's parallelism, else up to ``max_in_flight``, that parallelism and
+  ``[core] max_map_length``), so any size maps and a big loop costs a few task instances;
+* ``NoetlLoopBodyOperator`` (mapped) runs the step once per item of its chunk, in index order
+  (a sequential loop stops at a failed item where the engine does: ``run_items``);
 * ``NoetlLoopTailOperator`` collects the body results in index order into the loop step's
   result (``results``, ``stats``), applies ``loop.done`` routing and skips the targets not taken;
   it also closes cursor loops (``operators.cursor``);
@@ -25,6 +28,7 @@ from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
 
 from ..errors import NoetlRuntimeError
 from ..events import names
+from ..runtime.loop_items import instance_count, run_items
 from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 from .presentation import item_label
@@ -151,13 +155,6 @@ class CompiledStepOperator(NoetlTask):
         return self.push_and_route(context, output, targets)
 
 
-# Under ``noetlc run`` / ``dag.test()`` mapped instances run one at a time in one process, so
-# more instances buy no parallelism, while each costs Airflow about 50 ms of Execution API calls
-# (start, state, rendered fields, XComs): a 10,000-item loop spent minutes there. Past this many
-# items a local run chunks the loop as a deployment does past ``max_map_length``.
-IN_PROCESS_MAX_CHUNKS = 256
-
-
 def max_map_length() -> int:
     from ..compat import conf
 
@@ -188,17 +185,18 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
                 raise AirflowSkipException(f"loop step {self.step!r}: its `when` guard is false")
             try:
                 items = render_collection(self.payload, inputs)
-                limit = max_map_length()
-                if runs_in_process():
-                    limit = min(limit, IN_PROCESS_MAX_CHUNKS)
-                if runs_in_process() and self.payload["loop"].get("mode") == "parallel":
-                    # Instances run one after another here: one instance runs the whole
-                    # collection on max_in_flight threads instead (NoetlLoopBodyOperator).
-                    limit = 1
-                elif isinstance(self.payload["loop"].get("max_in_flight"), str):
-                    # A templated bound cannot be a parse-time max_active_tis_per_dagrun: make
-                    # exactly that many chunks, so at most that many instances ever run.
-                    limit = min(limit, max_in_flight(self.payload, inputs) or limit)
+                # Few, full instances (runtime/loop_items.py): as many as can run at once.
+                # A templated bound cannot be a parse-time max_active_tis_per_dagrun, so the
+                # instance count carries it.
+                limit = instance_count(
+                    self.payload["loop"].get("mode"),
+                    len(items),
+                    map_limit=max_map_length(),
+                    slots=self._slots(),
+                    max_in_flight=max_in_flight(self.payload, inputs),
+                    templated=isinstance(self.payload["loop"].get("max_in_flight"), str),
+                    in_process=runs_in_process(),
+                )
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
             loop_event(
@@ -215,6 +213,20 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
                 part["args"] = inputs["args"]
         self.log.info("NoETL loop %s: %d items in %d chunks", self.step, len(items), len(chunks))
         return chunks
+
+    def _slots(self) -> int:
+        """Task instances one run of this DAG can have running at once: ``[core] parallelism``
+        (0: unbounded) and the DAG's ``max_active_tasks``, the smaller."""
+        from ..compat import conf
+
+        limits = [getattr(self.dag, "max_active_tasks", None) or _max_active_tasks()]
+        try:
+            parallelism = conf.getint("core", "parallelism")
+        except Exception:  # noqa: BLE001 - the documented default when the option cannot be read
+            parallelism = 32
+        if parallelism > 0:
+            limits.append(parallelism)
+        return max(1, min(limits))
 
 
 class NoetlLoopBodyOperator(CompiledStepOperator):
@@ -264,13 +276,10 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
             if workers > 1:
                 records, failure = _run_concurrently(one, items, workers, self.step)
             else:
-                for position, item in enumerate(items):
-                    try:
-                        records.append(one(position, item))
-                    except NoetlRuntimeError as exc:
-                        # The chunk's other items still run, as they would in instances of
-                        # their own (and in NoETL, where iterations are independent commands).
-                        failure = failure or exc
+                # In index order. After a failed item a sequential loop of an engine that
+                # issues no further item stops; otherwise the chunk's other items still run,
+                # as they would in instances of their own (NoETL's iterations are commands).
+                records, failure = run_items(self.payload, items, one, log=self.log.info)
         if failure is not None:
             raise fail_task(self.step, failure) from failure
         return {"records": _bounded_records(self.payload, records, total or len(items))}
@@ -279,7 +288,8 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         """Threads for this instance's items: under ``noetlc run`` / ``dag.test()`` a parallel
         loop's single instance runs ``max_in_flight`` items at once (unbounded: Airflow's
         ``[core] max_active_tasks_per_dag``, what bounds a deployment's instances); 1 elsewhere,
-        where each item has an instance of its own and Airflow runs them side by side."""
+        where the loop has as many instances as can run at once and Airflow runs them side by
+        side."""
         from ..runtime.loop import max_in_flight
 
         if items < 2 or self.payload["loop"].get("mode") != "parallel" or not runs_in_process():
@@ -420,15 +430,19 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
                     "in_progress",
                     data={"total": len(items)},
                 )
-                records = []
                 running = dict(inputs)
-                for index, item in enumerate(items):
+
+                def one(index: int, item: Any) -> dict:
                     record = run_iteration(
                         self.payload, running, item, index, len(items), run_body=interpret
                     )
                     running["ctx"] = {**running["ctx"], **(record.get("ctx") or {})}
                     running["vars"] = {**running["vars"], **(record.get("vars") or {})}
-                    records.append(record)
+                    return record
+
+                records, failure = run_items(self.payload, items, one, log=self.log.info)
+                if failure is not None:
+                    raise failure
                 return self.finish_and_route(context, inputs, records)
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc

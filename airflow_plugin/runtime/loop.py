@@ -42,6 +42,7 @@ from ..events import Event, emit, names
 from ..templating.context import loop_variables, step_context, with_loop
 from ..templating.proxy import promoted
 from ..templating.render import RenderError, evaluate_condition, render_value, to_jsonable
+from .loop_items import run_items
 from .step import StepFailed, StepOutcome, complete_step, execute_step
 
 # How a v1 loop body (a set of steps with its own routing) runs: the interpreter's `interpret`,
@@ -514,13 +515,15 @@ def run_loop(
     run_body: BodyRunner | None = None,
 ) -> StepOutcome:
     """The whole loop in this process, one iteration after the other; each iteration sees the
-    ctx/vars written by the earlier ones (what a sequential loop that writes ctx needs)."""
+    ctx/vars written by the earlier ones (what a sequential loop that writes ctx needs). A
+    failed item fails the loop: at once where the engine starts no further item
+    (``loop_items.run_items``), else after the remaining items ran."""
     items = render_collection(payload, inputs)
     loop_event(payload, inputs, names.LOOP_STARTED, "in_progress", data={"total": len(items)})
-    records = []
     ctx = dict(inputs.get("ctx") or {})
     vars_ = dict(inputs.get("vars") or {})
-    for index, item in enumerate(items):
+
+    def one(index: int, item: Any) -> dict[str, Any]:
         record = run_iteration(
             payload,
             {**inputs, "ctx": ctx, "vars": vars_},
@@ -532,7 +535,11 @@ def run_loop(
         )
         ctx.update(record.get("ctx") or {})
         vars_.update(record.get("vars") or {})
-        records.append(record)
+        return record
+
+    records, failure = run_items(payload, items, one)
+    if failure is not None:
+        raise failure
     outcome, extra = finish(payload, inputs, records, sleep=sleep)
     outcome.extra_results = extra
     return outcome

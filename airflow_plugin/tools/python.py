@@ -353,7 +353,16 @@ def _load_libs(libs: Any) -> dict[str, Any]:
     return loaded
 
 
-def _plain_context(context: Mapping[str, Any]) -> dict[str, Any]:
+# Words through which code can reach the name ``context`` (directly, or by looking names up).
+_CONTEXT_WORDS = ("context", "globals", "locals", "vars", "eval", "exec", "__dict__", "getattr")
+
+
+def _plain_context(context: Mapping[str, Any], code: str) -> dict[str, Any]:
+    """The run's context as plain data, for code that can name it; ``{}`` for code that cannot
+    (its text has none of :data:`_CONTEXT_WORDS`). Converting the whole context costs more than
+    a small loop item's own work, and a loop's python step pays it once per item."""
+    if not any(word in code for word in _CONTEXT_WORDS):
+        return {}
     return to_jsonable({k: v for k, v in context.items() if k != PROTECTED_KEY})
 
 
@@ -469,7 +478,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
         "os": os,
         "datetime": datetime,
         "uuid": uuid,
-        "context": _plain_context(call.context),
+        "context": _plain_context(call.context, code),
         "input": dict(inputs),
         "args": dict(inputs),
     }

@@ -33,7 +33,7 @@ PLAYBOOK = """
             result = {"copy": copied, "length": len(copied)}
         next: {arcs: [{step: measure}]}
       - step: measure
-        loop: {in: "{{ cities }}", iterator: city, spec: {mode: sequential}}  # an instance per item
+        loop: {in: "{{ cities }}", iterator: city, spec: {mode: sequential}}  # one instance, in order
         tool:
           kind: python
           input: {city: "{{ iter.city }}"}
@@ -123,7 +123,7 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     base = f"/noetl/runs/web.view/{out.run_id}"
     urls = [
         base,
-        f"{base}/tasks/measure.body?map_index=1",
+        f"{base}/tasks/measure.body?map_index=0",
         f"/noetl/api/runs/web.view/{out.run_id}/events",
         f"/noetl/api/runs/web.view/{out.run_id}/state",
     ]
@@ -166,7 +166,9 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     assert page.numbers == [str(n) for n in range(1, len(rows) + 1)]
     assert f"{len(rows)} events" in responses[urls[0]].text
     # A mapped instance is named as Airflow names it: by its item's label.
-    assert "measure.body (Oslo) log" in page.texts and "measure.body[1]" not in page.texts
+    # The timeline names the mapped instance as Airflow does (its items), not by its index.
+    label = "measure.body (Paris .. Cairo (3 items)) log"
+    assert label in page.texts and "measure.body[0]" not in page.texts
     assert {"timeline", "steps", "loops", "results"} <= set(page.ids)
     assert (
         f"/dags/web.view/runs/{out.run_id.replace(':', '%3A').replace('+', '%2B')}/tasks/start?try_number=1"
@@ -175,11 +177,11 @@ def test_view_shows_the_run_to_readers_only_and_equals_noetlc_status(
     assert "Content-Security-Policy" in responses[urls[0]].headers
     task_page = _Rows()
     task_page.feed(responses[urls[1]].text)
-    mapped = [r for r in rows if r.get("task_id") == "measure.body" and r.get("map_index") == 1]
+    mapped = [r for r in rows if r.get("task_id") == "measure.body" and r.get("map_index") == 0]
     assert task_page.events == len(mapped) > 0
     place = {r["event_id"]: str(n) for n, r in enumerate(rows, 1)}
     assert task_page.numbers == [place[r["event_id"]] for r in mapped]  # the run's numbers
-    assert all("/mapped/1" in link for link in task_page.links)
+    assert all("/mapped/0" in link for link in task_page.links)
     # The UI leaves the placeholder in the tab's URL on an unmapped task's page.
     unmapped = client.get(f"{base}/tasks/start?map_index={{MAP_INDEX}}", headers=viewer)
     start_page = _Rows()

@@ -294,8 +294,10 @@ def test_postgres_stopped_mid_run_fails_after_retries_without_half_written_data(
 
 
 def test_a_failing_iteration_lets_the_rest_of_its_chunk_run(run_playbook):
-    """200 items in 64 chunks (max_map_length 64 here): items 4-7 share a mapped instance. Item 5
-    fails; 6 and 7 still run, as they would in instances of their own, and the loop fails."""
+    """An async loop (case-v2) of 200 items in 64 chunks (max_map_length 64 here): items 4-7
+    share a mapped instance. Item 5 fails; 6 and 7 still run, as they would in instances of
+    their own, and the loop fails. (A sequential loop of an engine that issues no item after a
+    failed one stops instead: tests/runtime/test_loop_stop_run.py.)"""
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
 
     recorder = MemoryRecorder()
@@ -309,10 +311,10 @@ def test_a_failing_iteration_lets_the_rest_of_its_chunk_run(run_playbook):
             metadata: {name: chunk_failure, path: failures/chunk_failure}
             workflow:
               - step: start
-                loop: {in: "{{ range(200) | list }}", iterator: n}
+                loop: {in: "{{ range(200) | list }}", iterator: n, mode: async}
                 tool:
                   kind: python
-                  input: {n: "{{ iter.n }}"}
+                  args: {n: "{{ n }}"}
                   code: |
                     if n == 5:
                         raise ValueError("item five is bad")

@@ -53,6 +53,26 @@ def test_preset_globals_and_context():
     assert out.data == {"j": "[1]", "u": 36, "y": 2026, "ctx": "42"}
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "result = globals()['context']['execution_id']",
+        "result = eval('cont' + 'ext')['execution_id']",
+        "def main(context):\n    return context['execution_id']",
+    ],
+)
+def test_context_reached_by_name_lookup_is_the_context(code):
+    # The plain context is built only for code that can reach it (a loop item's cost); every
+    # way of reaching it still finds it.
+    out = run_python(code, context={"execution_id": "42"})
+    assert out.data == "42", out.error
+
+
+def test_code_that_cannot_name_the_context_runs_without_it():
+    out = run_python("result = sorted(k for k in dir() if not k.startswith('_'))")
+    assert out.status == "ok" and "context" in out.data  # the name is there, empty
+
+
 def test_libs_are_imported():
     out = run_python(
         "result = m.sqrt(16) + p(2, 3)", libs={"m": "math", "p": {"from": "math", "import": "pow"}}

@@ -1,0 +1,106 @@
+"""How a loop's items are spread over task instances, and in what order they run there.
+
+* :func:`instance_count`: how many mapped instances the loop head makes. An instance costs a
+  deployed Airflow a scheduling round, a worker slot, a process start and its Execution API
+  calls; an item inside an instance costs only its own work. So a loop gets as many instances
+  as can run at once (few, full instances, items in order inside each), never more:
+  a sequential loop one (its items run one at a time anyway, and only one instance keeps them in
+  index order under every executor, so that it can stop at a failed item); a parallel or async
+  loop one per item while the items fit in the deployment's parallelism (no extra round, and
+  each instance is named by its item in the UI), else ``min(max_in_flight, the deployment's
+  parallelism, max_map_length)``. Under
+  ``noetlc run`` / ``dag.test()`` instances run one after another in one process, where the
+  shape stays what it was: a parallel loop one instance running ``max_in_flight`` items on
+  threads (operators/loop.py), an async loop one instance per item up to 256.
+* :func:`run_items`: one instance's items in index order. A sequential loop of an engine whose
+  profile says ``loop_stops_at_failed_item`` (138c10ed, NoETL 5) starts no item after a failed
+  one, as the engine issues none; otherwise every item runs and the first failure is raised
+  at the end (v1, case-v2: the engine counts the failed item and issues the next).
+
+Standard library and the engine profiles only, so the operators and ``runtime.loop`` share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from noetl_compile.engine_profiles import profile_for
+
+from ..errors import NoetlRuntimeError
+
+__all__ = ["IN_PROCESS_MAX_CHUNKS", "instance_count", "run_items", "stops_at_failure"]
+
+# Under ``noetlc run`` / ``dag.test()`` mapped instances run one at a time in one process, so
+# more instances buy no parallelism, while each costs Airflow about 50 ms of Execution API calls
+# (start, state, rendered fields, XComs): a 10,000-item loop spent minutes there. Past this many
+# items a local run chunks the loop as a deployment does past ``max_map_length``.
+IN_PROCESS_MAX_CHUNKS = 256
+
+
+def stops_at_failure(payload: Mapping[str, Any]) -> bool:
+    """Whether this loop starts no item after a failed one (a sequential loop of an engine
+    that issues none: ``profile.loop_stops_at_failed_item``)."""
+    loop = payload.get("loop") or {}
+    return loop.get("mode") == "sequential" and profile_for(payload).loop_stops_at_failed_item
+
+
+def instance_count(
+    mode: str,
+    items: int,
+    *,
+    map_limit: int,
+    slots: int,
+    max_in_flight: int | None,
+    templated: bool,
+    in_process: bool,
+) -> int:
+    """Mapped instances for a loop of ``items`` items (see the module docstring). ``slots`` is
+    what one DAG run can have running at once (``[core] parallelism`` and the DAG's
+    ``max_active_tasks``, the smaller), ``map_limit`` Airflow's ``[core] max_map_length``;
+    ``templated``: ``max_in_flight`` was a template, so no parse-time
+    ``max_active_tis_per_dagrun`` bounds the instances and their count must."""
+    if items <= 0:
+        return 0
+    if mode == "sequential":
+        return 1
+    if in_process:
+        if mode == "parallel":
+            return 1  # one instance, max_in_flight threads (NoetlLoopBodyOperator)
+        bound = max_in_flight if templated else None
+        return max(1, min(items, map_limit, IN_PROCESS_MAX_CHUNKS, bound or items))
+    if templated and max_in_flight:
+        return max(1, min(items, map_limit, slots, max_in_flight))
+    if items <= slots:
+        # No more instances than the run can start at once: one per item costs no extra
+        # round, and each is named by its item in the UI.
+        return min(items, map_limit)
+    return max(1, min(map_limit, slots, max_in_flight or slots))
+
+
+def run_items(
+    payload: Mapping[str, Any],
+    items: Sequence[Any],
+    one: Callable[[int, Any], dict[str, Any]],
+    *,
+    log: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], NoetlRuntimeError | None]:
+    """``one(position, item)`` for the items in order -> (records of the items that ended, the
+    first failure or None). Stops after a failed item where :func:`stops_at_failure`."""
+    records: list[dict[str, Any]] = []
+    failure: NoetlRuntimeError | None = None
+    stop = stops_at_failure(payload)
+    for position, item in enumerate(items):
+        try:
+            records.append(one(position, item))
+        except NoetlRuntimeError as exc:
+            failure = failure or exc
+            if stop:
+                left = len(items) - position - 1
+                if log is not None and left:
+                    log(
+                        f"NoETL loop {payload['step']}: an item failed; a sequential loop starts "
+                        f"no further item ({left} of this instance's items not run)"
+                    )
+                break
+    return records, failure

@@ -1,0 +1,203 @@
+"""A sequential loop stops at its first failed item where NoETL's engine does (issue 33).
+
+NoETL 138c10ed and NoETL 5 issue no item after a failed one (``loop_stops_at_failed_item``;
+recorded: tests/differential/cases/loops/loop_item_fails); v1 and case-v2 run every item. The
+loop here "charges" one row per item into a real DuckDB table whose CHECK refuses item 3: after
+it, no row of a later item may exist. Under ``dag.test()`` (compiled DAG, mapped body) and in
+one process (``run_loop``: regions, inline children, loops writing ctx), the same outcome.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import duckdb
+import pytest
+
+from airflow_plugin.events import MemoryRecorder, set_default_recorder
+from airflow_plugin.runtime.loop_items import instance_count
+from airflow_plugin.runtime.step import StepFailed
+from noetl_compile.cli import main
+from noetl_compile.engine_profiles import profile_for
+
+CANONICAL = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {{name: {name}, path: loops/{name}}}
+workload:
+  db: "{db}"
+workflow:
+  - step: start
+    tool:
+      kind: duckdb
+      database: "{{{{ workload.db }}}}"
+      command: CREATE TABLE charges (n INTEGER CHECK (n <> 3))
+    next: [{{step: charge}}]
+  - step: charge
+    loop:
+      in: "{{{{ range({count}) | list }}}}"
+      iterator: n
+      spec: {{mode: {mode}}}
+    tool:
+      kind: duckdb
+      database: "{{{{ workload.db }}}}"
+      command: "INSERT INTO charges VALUES ({{{{ iter.n }}}})"
+    next: [{{step: after}}]
+  - step: after
+    tool: {{kind: noop}}
+"""
+
+CASE_V2 = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {{name: {name}, path: loops/{name}}}
+workload:
+  db: "{db}"
+workflow:
+  - step: start
+    tool:
+      kind: duckdb
+      database: "{{{{ workload.db }}}}"
+      command: CREATE TABLE charges (n INTEGER CHECK (n <> 3))
+    next: [{{step: charge}}]
+  - step: charge
+    loop:
+      in: "{{{{ range({count}) | list }}}}"
+      iterator: n
+    tool:
+      kind: duckdb
+      database: "{{{{ workload.db }}}}"
+      command: "INSERT INTO charges VALUES ({{{{ n }}}})"
+    case:
+      - when: "{{{{ event.name == 'call.done' }}}}"
+        then: {{next: [{{step: after}}]}}
+  - step: after
+    tool: {{kind: noop}}
+"""
+
+
+@pytest.fixture
+def charge(airflow_db, run_dag, tmp_path):
+    """Compile and run a charging loop -> (run, rows charged, iterations started)."""
+
+    def run(name: str, template: str, count: int = 10, mode: str = "sequential"):
+        db = tmp_path / f"{name}.duckdb"
+        source = tmp_path / f"{name}.yaml"
+        text = template.format(name=name, db=db, count=count, mode=mode)
+        source.write_text(textwrap.dedent(text))
+        out_dir = tmp_path / "dags"
+        assert main(["compile", str(source), "-o", str(out_dir)]) == 0
+        (dag_file,) = out_dir.glob(f"*{name}*.py")
+        recorder = MemoryRecorder()
+        previous = set_default_recorder(recorder)
+        try:
+            out = run_dag(dag_file.read_text(), f"loops.{name}")
+        finally:
+            set_default_recorder(previous)
+        with duckdb.connect(str(db), read_only=True) as con:
+            rows = [n for (n,) in con.execute("SELECT n FROM charges ORDER BY n").fetchall()]
+        started = sorted(
+            e.iteration for e in recorder.named("LoopIterationStarted") if e.step == "charge"
+        )
+        return out, rows, started
+
+    return run
+
+
+def test_canonical_sequential_loop_charges_nothing_after_the_failed_item(charge):
+    out, rows, started = charge("seq_stop", CANONICAL, count=10)
+    assert out.state == "failed", out.states
+    assert rows == [0, 1, 2]
+    # NoETL issues items 0..3 (3 fails) and nothing after: no later item even starts.
+    assert started == [0, 1, 2, 3]
+    assert out.states["after"] != "success"
+    # One instance runs the items in index order (a sequential loop runs one at a time).
+    assert len(out.xcom["charge.head"]) == 1
+
+
+def test_past_max_map_length_the_loop_still_stops_at_the_failed_item(charge):
+    # 200 items with max_map_length 64 (tests/conftest.py): still one instance, in order.
+    out, rows, started = charge("seq_stop_big", CANONICAL, count=200)
+    assert out.state == "failed"
+    assert rows == [0, 1, 2] and started == [0, 1, 2, 3]
+
+
+def test_case_v2_sequential_loop_runs_every_item_then_fails(charge):
+    # dc55c492 counts the failed item and issues the next (engine.py:1521).
+    assert not profile_for({"dialect": "case-v2"}).loop_stops_at_failed_item
+    out, rows, started = charge("seq_go_on", CASE_V2, count=6)
+    assert out.state == "failed", out.states
+    assert rows == [0, 1, 2, 4, 5]
+    assert started == list(range(6))
+
+
+def test_parallel_loop_is_not_stopped(charge):
+    # Only a sequential loop is stopped: a parallel loop's items are independent commands.
+    out, rows, _ = charge("par_go_on", CANONICAL, count=8, mode="parallel")
+    assert out.state == "failed"
+    assert rows == [0, 1, 2, 4, 5, 6, 7]
+
+
+def _in_process(dialect: str, tmp_path):
+    from airflow_plugin.runtime.loop import run_loop
+
+    db = tmp_path / f"{dialect}.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE charges (n INTEGER CHECK (n <> 3))")
+    payload = {
+        "step": "charge",
+        "dialect": dialect,
+        "tool": {
+            "kind": "duckdb",
+            "database": str(db),
+            "command": "INSERT INTO charges VALUES ({{ iter.n }})",
+        },
+        "loop": {"in": "{{ range(7) | list }}", "iterator": "n", "mode": "sequential"},
+    }
+    inputs = {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 5}
+    with pytest.raises(StepFailed) as failed:
+        run_loop(payload, inputs)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = [n for (n,) in con.execute("SELECT n FROM charges ORDER BY n").fetchall()]
+    return rows, failed.value
+
+
+def test_in_process_loop_follows_the_same_profile(tmp_path):
+    rows, failure = _in_process("canonical", tmp_path)
+    assert rows == [0, 1, 2]
+    assert "charge" in str(failure)
+    rows, _ = _in_process("case-v2", tmp_path)
+    assert rows == [0, 1, 2, 4, 5, 6]
+
+
+@pytest.mark.parametrize(
+    ("mode", "items", "max_in_flight", "templated", "in_process", "expected"),
+    [
+        ("sequential", 5000, None, False, False, 1),
+        ("sequential", 5000, None, False, True, 1),
+        ("sequential", 3, None, False, False, 1),
+        ("parallel", 5000, None, False, False, 16),  # the deployment's 16 slots
+        ("parallel", 5000, 4, False, False, 4),  # the loop's own bound
+        ("async", 5000, None, False, False, 16),
+        ("parallel", 4, 2, False, False, 4),  # fits the slots: one per item, named by it
+        ("parallel", 16, None, False, False, 16),
+        ("parallel", 17, 2, False, False, 2),
+        ("parallel", 5, 2, True, False, 2),  # templated: the count is the bound
+        ("parallel", 5000, None, False, True, 1),  # one process: one instance on threads
+        ("async", 5000, None, False, True, 64),  # one process: per item, up to max_map_length
+        ("async", 5000, 4, False, True, 64),  # a static bound is max_active_tis_per_dagrun
+        ("async", 5000, 4, True, True, 4),  # a templated bound in one process
+        ("parallel", 0, None, False, False, 0),
+    ],
+)
+def test_instance_count(mode, items, max_in_flight, templated, in_process, expected):
+    got = instance_count(
+        mode,
+        items,
+        map_limit=64,
+        slots=16,
+        max_in_flight=max_in_flight,
+        templated=templated,
+        in_process=in_process,
+    )
+    assert got == expected
