@@ -1,7 +1,8 @@
 """The catalogue of diagnostic codes: severity, meaning, why it matters, and a fix.
 
 Codes are stable (tests and users' `--select`/`--ignore` lists depend on them) and grouped by
-family: Y yaml, S structure, R references, T templates, F flow, C tool config, X security.
+family: Y yaml, S structure, R references, T templates, F flow, C tool config, X security,
+D differences from NoETL's engine (docs/semantics.md section 1).
 `noetlc explain CODE` prints an entry. Each family's entries live in ``codes/`` (one module per
 family, ``codes/entry.py`` for ``Severity`` and ``Rule``); this module is the one table of them.
 """
@@ -9,6 +10,7 @@ family, ``codes/entry.py`` for ``Severity`` and ``Rule``); this module is the on
 from __future__ import annotations
 
 from .codes import (
+    differences,
     files,
     flow,
     lowering,
@@ -24,7 +26,18 @@ from .codes.entry import Rule, Severity
 __all__ = ["RULES", "Rule", "Severity", "docs_page", "explain", "severity_of"]
 
 # In this order: `noetlc explain` lists the codes as the table holds them.
-FAMILIES = (files, structure, references, templates, flow, tool_config, lowering, upgrade, security)
+FAMILIES = (
+    files,
+    structure,
+    references,
+    templates,
+    flow,
+    tool_config,
+    lowering,
+    upgrade,
+    security,
+    differences,
+)
 RULES: dict[str, Rule] = {r.code: r for family in FAMILIES for r in family.RULES}
 
 

@@ -16,11 +16,18 @@ from ..discover import Found, find_files, looks_like_playbook
 from ..load import Document, load_file, load_text
 from ..read import read_document
 from ..rules import severity_of
-from . import flow, references, security, templates, tools
+from . import differences, flow, references, security, templates, tools
 from .context import CatalogClaim, CheckContext, NestedCall, Project
 
 # Order matters only for readability of the output; every family sees the same inputs.
-RULE_FAMILIES = (references.check, tools.check, security.check, templates.check, flow.check)
+RULE_FAMILIES = (
+    references.check,
+    tools.check,
+    security.check,
+    templates.check,
+    flow.check,
+    differences.check,
+)
 
 
 @dataclass

@@ -14,9 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..check import check_text
+from ..codes.differences import RULES as _DIFFERENCES
 from ..diagnostics import Diagnostic, Severity
 from .edits import Edits, load
 from .findings import Findings
+
+ENGINE_DIFFERENCE_CODES = frozenset(r.code for r in _DIFFERENCES)
 
 TARGETS = ("canonical",)
 
@@ -43,8 +46,12 @@ class Upgrade:
 
 
 def _findings_key(diagnostics: list[Diagnostic]) -> Counter:
-    # Positions move with the edits; what must not change is which findings there are.
-    return Counter((d.code, d.severity) for d in diagnostics)
+    # Positions move with the edits; what must not change is which findings there are. The
+    # D9xx infos say how NoETL's engine of the file's generation would differ: the upgraded
+    # text is another generation, so they change by design and do not count.
+    return Counter(
+        (d.code, d.severity) for d in diagnostics if d.code not in ENGINE_DIFFERENCE_CODES
+    )
 
 
 def _vars_as_ctx(playbook, text: str, path: str, findings: Findings) -> str:

@@ -1,0 +1,256 @@
+"""Differences (D9xx): a construct whose run on Airflow differs from its run on NoETL's engine.
+
+Each code names one row of docs/semantics.md section 1 ("Where noetlc deliberately does not copy
+NoETL"): the playbook is valid and noetlc runs it as that row says, but NoETL's engine of the
+playbook's generation ends it otherwise. They are infos: nothing is wrong with the playbook; a
+team moving it from NoETL sees each difference at its construct before the run, not after
+(tests/test_semantics_rows.py walks section 1 and holds every row a playbook's text can trigger
+to a code here or in another family).
+
+One family of the diagnostic catalogue; ``rules.py`` assembles the families into ``RULES``.
+"""
+
+from __future__ import annotations
+
+from .entry import I, rule
+
+_ROW = "docs/semantics.md section 1, row "
+
+RULES = (
+    rule(
+        "D901",
+        I,
+        "runs differently on NoETL: a step without a tool",
+        "A step with no tool that only routes issues no command on NoETL's engine, so the "
+        "execution never reaches a terminal status there; noetlc passes through it and finishes "
+        "the run (" + _ROW + "'A step without a tool').",
+        "give it a tool if the playbook must also run on NoETL:\n  tool: {kind: noop}",
+    ),
+    rule(
+        "D903",
+        I,
+        "runs differently on NoETL: a loop over an empty collection or null",
+        "NoETL issues no command for an empty (or null) loop collection and its execution stays "
+        "RUNNING (the case-v2 engine refuses an empty entry loop with HTTP 500); noetlc completes "
+        "the loop step with an empty aggregate and goes on (" + _ROW + "'A loop over an empty "
+        "collection, or over `null`').",
+        "nothing to change for Airflow; on NoETL, route around an empty collection first",
+    ),
+    rule(
+        "D904",
+        I,
+        "runs differently on NoETL: a pipeline or policy step with no `next`",
+        "NoETL's engine leaves the execution RUNNING after a pipeline (or a tool with "
+        "`spec.policy.rules`) that has no `next`; noetlc ends the run there (" + _ROW + "'A "
+        "pipeline step ... with no `next`').",
+        "next:\n  - step: end   # a terminal step with a tool, if the playbook must end on NoETL",
+    ),
+    rule(
+        "D905",
+        I,
+        "runs differently on NoETL: a case-v2 retry on `call.error`",
+        "The case-v2 engine (dc55c492) re-issues the call without bound and the execution never "
+        "ends; noetlc stops after `max_attempts` and fails the step (" + _ROW + "'case-v2 "
+        "`case: [{when: call.error, then: {retry: ...}}]`').",
+        "keep `max_attempts`: it is the documented bound, which noetlc honours",
+    ),
+    rule(
+        "D906",
+        I,
+        "runs differently on NoETL: a recovery arc after a failed call",
+        "NoETL marks the execution failed at the error; its recovery step races that mark and "
+        "sometimes never runs, and a step after it never does. noetlc runs the recovery chain to "
+        "its end and ends the run failed (" + _ROW + "'A recovery step reached by a "
+        "`call.error` arc').",
+        "nothing to change; expect the recovery chain to run to its end on Airflow",
+    ),
+    rule(
+        "D907",
+        I,
+        "runs differently on NoETL: a canonical loop's `results`",
+        "NoETL's engine hands templates one result-store record per iteration (`r.field` of an "
+        "item fails there); noetlc hands the iteration results themselves (" + _ROW + "'A "
+        "canonical loop step's `results`').",
+        "read an item's fields as written (`{{ r.sq }}`): noetlc's results are the values",
+    ),
+    rule(
+        "D908",
+        I,
+        "runs differently on NoETL: a parallel loop's aggregate",
+        "NoETL's aggregate of a parallel loop misses iterations that finish together, may start "
+        "the next step twice and orders results by completion; noetlc counts each iteration "
+        "once, in collection order (" + _ROW + "'A parallel loop whose items finish together').",
+        "nothing to change; `stats.total` equals the number of items on Airflow",
+    ),
+    rule(
+        "D909",
+        I,
+        "runs differently on NoETL: a v1 iterator",
+        "58c2a16b runs every item inside one worker job (one call) and `{{ step }}` is the plain "
+        "list; noetlc runs one call per item and the step's result is the loop record, with "
+        "`{{ step.result }}` the plain list (" + _ROW + "'A v1 `type: iterator` step').",
+        "read the items' results as `{{ step.result }}` or `{{ step.results }}`",
+    ),
+    rule(
+        "D910",
+        I,
+        "runs differently on NoETL: a v1 value that is one whole template",
+        "58c2a16b's worker renders `{{ a.x }}` to text ('5', 'True'); noetlc keeps the value's "
+        "type (5, True), as the later engines do (" + _ROW + "'A v1 `with` value ... that is "
+        "one whole template').",
+        "nothing to change; code that converted the text with int() still works",
+    ),
+    rule(
+        "D911",
+        I,
+        "runs differently on NoETL: a v1 argument spelling that engine ignores",
+        "58c2a16b reads a step's arguments from `with`/`args` only and an arc's from "
+        "`data`/`input` only; noetlc reads every spelling as arguments (" + _ROW + "'v1 "
+        "argument spellings').",
+        "a step's `with`, an arc's `data`: the spellings every engine reads",
+    ),
+    rule(
+        "D912",
+        I,
+        "runs differently on NoETL: a v1 arc that routes a failure",
+        "58c2a16b fails the execution at the first failed action and takes no arc; noetlc takes "
+        "an arc whose condition addresses the failure and the run completes (" + _ROW + "'A v1 "
+        "step whose code raises, with an arc whose `when` addresses the failure').",
+        "nothing to change for Airflow; on that engine the recovery step is unreachable",
+    ),
+    rule(
+        "D913",
+        I,
+        "runs differently on NoETL: v1 python code without `main`",
+        "58c2a16b fails python code that defines no `main` ('Main function must be defined in "
+        "Python task.'); noetlc runs it and takes `result` (" + _ROW + "'v1 python code that "
+        "sets `result` and defines no `main`').",
+        "def main():\n    return {...}",
+    ),
+    rule(
+        "D914",
+        I,
+        "runs differently on NoETL: a v1 conditional `next`",
+        "58c2a16b finalizes an execution only when every typed step completed, so a branch not "
+        "taken keeps it RUNNING; noetlc ends the run when the branch taken ends ("
+        + _ROW
+        + "'A v1 conditional `next` whose other branch is not taken').",
+        "nothing to change for Airflow",
+    ),
+    rule(
+        "D915",
+        I,
+        "runs differently on NoETL: v1 `when`/`then`/`else` blocks",
+        "58c2a16b's broker reads only `step` of a `next` entry: neither block runs and the "
+        "execution stays RUNNING; noetlc follows the whitepaper's blocks (" + _ROW + "'v1 "
+        "`next: [{when, then: [...]}, {else: [...]}]`').",
+        "nothing to change for Airflow",
+    ),
+    rule(
+        "D916",
+        I,
+        "runs differently on NoETL: a step's result rendered whole",
+        "NoETL's engine renders `{{ step }}` as its result-store envelope (`ref`, `_ref`, "
+        "`context`, ...), or '' for a failed step; noetlc renders the result ("
+        + _ROW
+        + "'`{{ step }}` rendered as a whole value').",
+        "read the fields you need (`{{ step.field }}`): they read the same on both",
+    ),
+    rule(
+        "D917",
+        I,
+        "runs differently on NoETL: a `next` list read as an exclusive router",
+        "A playbook with no mark of the case-v2 generation is read as canonical: `next: [a, b]` "
+        "without conditions starts only `a`. The case-v2 engine (dc55c492) starts every listed "
+        "step, so a case-v2 playbook read as canonical silently drops branches ("
+        + _ROW
+        + "'A playbook recorded on the case-v2 engine that carries no mark of that "
+        "generation').",
+        "case-v2: noetlc check --dialect case-v2 (or a `case` rule); canonical fan-out:\n"
+        "  next:\n    spec: {mode: inclusive}\n    arcs: [{step: a}, {step: b}]",
+    ),
+    rule(
+        "D918",
+        I,
+        "runs differently on NoETL: several statements in one postgres call",
+        "NoETL runs each statement in autocommit: when a later one fails the earlier writes "
+        "stay; noetlc runs the call's statements in one transaction that rolls back together ("
+        + _ROW
+        + "'A postgres call whose later statement fails').",
+        "nothing to change; a failed call leaves nothing behind on Airflow",
+    ),
+    rule(
+        "D919",
+        I,
+        "runs differently on NoETL: a duckdb step's result",
+        "NoETL's duckdb result is `{executed_commands, command_N_rows, command_N_sample, ...}` "
+        "with no named columns; noetlc's is the postgres tool's shape (`rows` with named "
+        "columns, `row_count`, ...) plus `command_N_rows`/`command_N_sample` (" + _ROW + "'A "
+        "duckdb step's result').",
+        "read `{{ step.rows[0].name }}` as for postgres",
+    ),
+    rule(
+        "D920",
+        I,
+        "runs differently on NoETL: a postgres transfer source's error text",
+        "A failed postgres transfer source quotes noetlc's server-side cursor "
+        "(`DECLARE ... CURSOR FOR SELECT ...`) where NoETL quotes its plain SELECT ("
+        + _ROW
+        + "'The error text of a failed postgres transfer source').",
+        "match an error on its SQLSTATE or message, not on the statement text",
+    ),
+    rule(
+        "D921",
+        I,
+        "runs differently on NoETL: a case-v2 `then.sink` with `tool` and `args`",
+        "dc55c492 refuses this sink form at run time, writes nothing and completes the run; "
+        "noetlc writes the row (" + _ROW + "'A case-v2 `then.sink` written as the seed "
+        "playbooks write it').",
+        "nothing to change for Airflow; on that engine the row is never written",
+    ),
+    rule(
+        "D922",
+        I,
+        "runs differently on NoETL: `response` in a case-v2 `case` `when`",
+        "dc55c492 binds `response` in a case rule to its worker's envelope `{id, status, data}`, "
+        "so `response.status_code` is undefined there after a successful call; noetlc binds it "
+        "to the step's result (" + _ROW + "'`response` in a case-v2 `case` `when`').",
+        "nothing to change for Airflow: `response.status_code` reads the status",
+    ),
+    rule(
+        "D923",
+        I,
+        "runs differently on NoETL: a step's result read through `ctx`",
+        "NoETL's `ctx.<step>` is the step's result-store envelope (the result's keys plus `ref`, "
+        "`_ref`, `data`, `status`, ...); noetlc's is the result itself (" + _ROW + "'`{{ ctx }}` "
+        "rendered whole, after a step finished').",
+        "read `{{ step.field }}` or `{{ ctx.step.field }}`: they read the same on both",
+    ),
+    rule(
+        "D924",
+        I,
+        "runs differently on NoETL: python `result = None`",
+        "NoETL stores a `None` result as `{_value: None}` (plus the worker's `command_id`); "
+        "noetlc keeps `None` (" + _ROW + "'A python step whose code sets `result = None`').",
+        "nothing to change; test the result with `is none` on Airflow",
+    ),
+    rule(
+        "D925",
+        I,
+        "runs differently on NoETL: a pipeline rule's `set` of `ctx`",
+        "NoETL's worker renders the value to text and later steps read `{{ ctx.x }}` as ''; "
+        "noetlc keeps the value's type and later steps read it (" + _ROW + "'A pipeline "
+        "rule's `set: {ctx.x: ...}`').",
+        "nothing to change for Airflow",
+    ),
+    rule(
+        "D926",
+        I,
+        "runs differently on NoETL: `ctx` in a case-v2 template",
+        "dc55c492 has no `ctx` in its render context (`{{ ctx.k }}` stays text there); noetlc "
+        "keeps `ctx` in case-v2 templates, as the formal specification's case example needs ("
+        + _ROW
+        + "'A case-v2 template reading `ctx`').",
+        "read the value from `vars` or a step's result if the playbook must also run on dc55c492",
+    ),
+)

@@ -1,0 +1,121 @@
+"""No silent divergence (issue 33): every row of docs/semantics.md section 1 that a playbook's
+text can trigger names the `noetlc check` code reported at the construct, and the recorded cases
+the row cites get that code when checked.
+
+A row's last column holds its codes (D9xx for a difference from NoETL's engine, or the code of
+another family that already stops or warns), or `none:` and why no playbook text triggers it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from noetl_compile.check import check_text
+from noetl_compile.codes import differences
+from noetl_compile.rules import RULES
+
+ROOT = Path(__file__).parents[1]
+CASES = ROOT / "tests" / "differential" / "cases"
+# The cited cases that show a difference (a row also cites cases where both sides agree).
+DIVERGENT = set(yaml.safe_load((CASES.parent / "divergences.yaml").read_text(encoding="utf-8")))
+_CODE = re.compile(r"\b[A-Z][0-9]{3}\b")
+_CASE = re.compile(r"`([a-z0-9_]+/[a-z0-9_]+)`")
+
+# Cited cases whose difference no construct of their text shows, with why.
+NOT_SHOWN_BY_TEXT = {
+    # A raised error before a plain `next` (dc55c492 stops; 138c10ed goes on): any call can
+    # fail, so marking every plain `next` of an unmarked playbook would say nothing.
+    "case_v2/case_error_no_route": "a failed call before a plain `next`: every call can fail",
+}
+# A case a row cites for what both engines share, whose difference is another row's.
+CITED_FOR_AGREEMENT = {
+    ("v1 argument spellings", "v1/next_data_params"): "an arc's `data`: both read it (D910's row)",
+}
+
+
+def _cells(line: str) -> list[str]:
+    # A `|` inside a cell is written `\|` (a Jinja filter): not a column separator.
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def section_one_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    section = text.split("## 1.", 1)[1].split("\n### ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    header, rows = _cells(lines[0]), [_cells(line) for line in lines[1:]]
+    assert header[-1] == "`noetlc check`", header
+    assert all(len(row) == len(header) for row in rows), [
+        r[0] for r in rows if len(r) != len(header)
+    ]
+    return rows
+
+
+ROWS = section_one_rows()
+
+
+def test_every_row_names_its_check_or_why_none():
+    for row in ROWS:
+        cell = row[-1]
+        codes = _CODE.findall(cell)
+        assert codes or cell.startswith("none: "), f"row {row[0]!r} names no check code"
+        unknown = [code for code in codes if code not in RULES]
+        assert not unknown, f"row {row[0]!r} names codes the catalogue lacks: {unknown}"
+
+
+def test_every_difference_code_names_a_row_that_cites_it():
+    cited = {code for row in ROWS for code in _CODE.findall(row[-1])}
+    for rule in differences.RULES:
+        assert rule.code in cited, f"{rule.code} is cited by no row of section 1"
+        assert rule.title.startswith("runs differently on NoETL: "), rule.code
+        named = re.search(r"row '([^']+)'", rule.why)
+        assert named, f"{rule.code}'s explanation names no row"
+        start = named.group(1).split(" ...")[0]
+        rows = [row for row in ROWS if rule.code in _CODE.findall(row[-1])]
+        assert any(row[0].startswith(start) for row in rows), (
+            f"{rule.code} names row {start!r}, but the rows citing it are "
+            f"{[row[0][:40] for row in rows]}"
+        )
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row[0][:48] for row in ROWS])
+def test_each_cited_case_gets_its_rows_code(row):
+    """The recorded cases that show a row's difference (listed in divergences.yaml) are the
+    playbooks a migrating team has: checking them must say so, at the construct."""
+    codes = set(_CODE.findall(row[-1]))
+    if not codes:
+        return
+    cited = [c for c in _CASE.findall(row[-2]) if c in DIVERGENT]
+    for case_id in cited:
+        if case_id in NOT_SHOWN_BY_TEXT or any(
+            row[0].startswith(start) and case_id == cited_case
+            for start, cited_case in CITED_FOR_AGREEMENT
+        ):
+            continue
+        case = yaml.safe_load((CASES / f"{case_id}.yaml").read_text(encoding="utf-8"))
+        text = yaml.safe_dump(case["playbook"], sort_keys=False)
+        found = {d.code for d in check_text(text, f"{case_id}.yaml").diagnostics}
+        assert codes & found, f"{case_id} (row {row[0][:50]!r}): check reports {sorted(found)}"
+
+
+def test_a_difference_is_reported_at_its_construct():
+    """D917 at the unconditional `next` list of an unmarked playbook (the fan-out the case-v2
+    engine would run in full), with the line and column of `next`'s value."""
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: fan}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: noop}\n    next:\n      - step: load_pg\n"
+        "      - step: load_s3\n"
+        "  - step: load_pg\n    tool: {kind: noop}\n  - step: load_s3\n    tool: {kind: noop}\n"
+    )
+    found = [d for d in check_text(text, "fan.yaml").diagnostics if d.code == "D917"]
+    assert [(d.position.line, d.position.col) for d in found] == [(8, 7)]
+    assert "load_pg" in found[0].message and "case-v2" in found[0].message
+    marked = text.replace(
+        "next:\n      - step: load_pg\n      - step: load_s3\n",
+        "next:\n      spec: {mode: inclusive}\n      arcs:\n"
+        "        - step: load_pg\n        - step: load_s3\n",
+    )
+    assert "D917" not in {d.code for d in check_text(marked, "fan.yaml").diagnostics}
