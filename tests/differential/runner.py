@@ -34,13 +34,15 @@ construction, and nothing else: wall-clock values (ISO-8601 timestamps, HTTP ``D
 the values of ``elapsed`` / ``duration`` / ``duration_ms``) and NoETL's result-store locators (a
 ``ref`` / ``_ref`` / ``reference`` mapping with a ``locator``: it embeds the execution id and a
 random suffix), a uuid4 ``id`` (NoETL's python tool stamps each error result with a fresh
-one) and a ``command_id`` (``<execution id>:<step>:<snowflake>``). A locator's or an id's presence is kept (it becomes ``<result-ref>`` / ``<uuid>``), so a
+one) and a ``command_id`` (``<execution id>:<step>:<snowflake>``). noetlc's transfer cursor name (``noetl_transfer_<hex>``, new per call, quoted in PostgreSQL's error
+text) is normalised too. A locator's or an id's presence is kept (it becomes ``<result-ref>`` / ``<uuid>``), so a
 result that carries one in NoETL and none in noetlc still differs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import re
@@ -263,6 +265,10 @@ def outcome_of(
 
 _REF_KEYS = frozenset({"ref", "_ref", "reference"})
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# noetlc's transfer names its server-side cursor afresh per call (airflow_plugin/tools/transfer.py)
+# and PostgreSQL's error text quotes it (cut at the front: `...l_transfer_<hex>`): a value two
+# runs differ in by construction.
+_TRANSFER_CURSOR = re.compile(r"transfer_[0-9a-f]{12}")
 
 
 def _is_locator(value: dict[str, Any]) -> bool:
@@ -283,6 +289,8 @@ def _strip_refs(value: Any) -> Any:
         }
     if isinstance(value, list):
         return [_strip_refs(v) for v in value]
+    if isinstance(value, str) and "transfer_" in value:
+        return _TRANSFER_CURSOR.sub("transfer_<cursor>", value)
     return value
 
 
@@ -315,6 +323,52 @@ def differences(expect: dict[str, Any], actual: dict[str, Any]) -> dict[str, str
     if "rows" in expect and expect["rows"] != actual.get("rows"):
         found["rows"] = f"noetl {_short(expect['rows'])} / noetlc {_short(actual.get('rows'))}"
     return found
+
+
+def _field_values(expect: dict[str, Any], actual: dict[str, Any], field: str) -> tuple[Any, Any]:
+    """(NoETL's value, noetlc's value) of one compared field, as :func:`differences` compares
+    them."""
+    if field == "status":
+        return expect["status"], actual["status"]
+    if field == "steps_ran":
+        return sorted(expect.get("steps_ran") or []), sorted(actual.get("steps_ran") or [])
+    if field == "rows":
+        return expect.get("rows"), actual.get("rows")
+    kind, _, step = field.partition(".")
+    if kind == "results":
+        return (
+            comparable((expect.get("results") or {}).get(step)),
+            comparable(actual["results"].get(step, "<no result>")),
+        )
+    if kind == "calls":
+        return (expect.get("calls") or {}).get(step, 0), actual["calls"].get(step, 0)
+    raise KeyError(f"not a compared field: {field}")
+
+
+PIN_TEXT_LIMIT = 200
+
+
+def pin(value: Any) -> str:
+    """A value as it is pinned in ``divergences.yaml``: its canonical JSON when short, else the
+    JSON's sha256 (with its length), so a long loop result is pinned as exactly as a short one."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    if len(text) <= PIN_TEXT_LIMIT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    return f"sha256:{digest} ({len(text)} chars)"
+
+
+def pinned_values(
+    expect: dict[str, Any], actual: dict[str, Any], fields: Any
+) -> dict[str, dict[str, str]]:
+    """``{field: {noetl: pin, noetlc: pin}}`` for each differing field: what a declared difference
+    is, by value. A case listed as divergent whose noetlc value moves (a regression inside a
+    declared difference) no longer matches its pin."""
+    out = {}
+    for field in sorted(fields):
+        noetl, mine = _field_values(expect, actual, field)
+        out[field] = {"noetl": pin(noetl), "noetlc": pin(mine)}
+    return out
 
 
 def _short(value: Any, limit: int = 160) -> str:
