@@ -119,3 +119,23 @@ def test_a_difference_is_reported_at_its_construct():
         "        - step: load_pg\n        - step: load_s3\n",
     )
     assert "D917" not in {d.code for d in check_text(marked, "fan.yaml").diagnostics}
+
+
+def test_section_five_is_the_stored_scan_of_the_engine():
+    """docs/semantics.md section 5 is generated from the stored scan (tests/data); regenerate
+    with `python -m tests.differential.dsl_keys --noetl CHECKOUT --write`."""
+    from tests.differential.dsl_keys import BASES, BEGIN, END, render, stored
+
+    commit, rows = stored()
+    doc = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    start, end = doc.index(BEGIN), doc.index(END) + len(END)
+    assert doc[start:end] == render(commit, rows)
+    assert len(rows) >= 200 and all(r["first"].startswith(BASES) for r in rows)
+    assert len({(r["key"], r["default"]) for r in rows}) == len(rows)
+
+
+def test_the_scan_keeps_dsl_blocks_and_leaves_state_out():
+    from tests.differential.dsl_keys import is_dsl_receiver
+
+    assert all(map(is_dsl_receiver, ("task_config", "step", "retry_spec", "sink_tool", "case")))
+    assert not any(map(is_dsl_receiver, ("loop_state", "result", "event_payload", "cred_data")))
