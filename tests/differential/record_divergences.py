@@ -130,6 +130,7 @@ CASE_GROUPS = {
     "python_results/none": "python-none-result",
     "pipelines/ctx_set_in_pipeline_rule": "pipeline-set-text",
     "pipelines/results_by_task_name": "pipeline-result-fields",
+    "dsl_keys/rule_then_without_do": "rule-then-needs-do",
     "references/pipeline_last_task_promoted": "pipeline-result-fields",
     "references/pipeline_last_task_downstream": "pipeline-result-fields",
     "policies/break_rule": "pipeline-result-fields",
@@ -201,6 +202,7 @@ EXTRA_REASONS.update(
         "transfer-cursor-error-text": "a failed postgres transfer source: the result document is NoETL's, but PostgreSQL's error text quotes the statement it ran: NoETL's plain SELECT, noetlc's server-side cursor (`DECLARE ... CURSOR FOR SELECT ...`, which streams the source in chunks) (docs/semantics.md section 1)",
         "case-v2-response-in-case": "a case-v2 `case` whose `when` reads `response.status_code` after a successful http call: NoETL (dc55c492) binds `response` (and `result`, `this`) in a case `when` to the worker's transport envelope {id, status, data: <http result>}, so `response.status_code` is undefined there (its worker offers the status as a bare `status_code`) and the rule is not taken; noetlc binds `response` to the step's result, the value `{{ step }}` gives downstream, and takes it (docs/semantics.md section 1)",
         "case-v2-sink-args": "a case-v2 `then.sink` written as the corpus seed writes it (`tool: {kind: postgres, table}` + `args`): NoETL (dc55c492) refuses it at run time ('postgres save requires table and mapping data', a sink.error event only), the run completes and nothing is written, and it replaces the step's result with its sink envelope; noetlc writes the row and keeps the http result (docs/semantics.md section 1)",
+        "rule-then-needs-do": "a policy rule's `then` without `do`: NoETL (138c10ed) fails the call at run time ('Policy rule then must have do field'), takes the step's unconditional arc and ends the run failed; noetlc refuses the playbook at compile time (C514, at the rule): the same refusal, before anything runs (docs/semantics.md section 1)",
         "literal-secret-refused": "a literal secret in a header (`Authorization: Bearer ...`): noetlc compile refuses it (X601: secrets come from connections or the secrets tool); NoETL sends it (docs/semantics.md section 1)",
     }
 )
