@@ -30,8 +30,11 @@ cluster: ``--http`` starts ``tests/harness/http_server.py``'s server and a ``pg_
 credential is registered on database ``noetl_test`` of the same cluster; ``rows_from`` tables
 are read there after the run.
 
-The v1 cases (``cases/v1``) need the October 2025 broker (58c2a16b), which this recorder does
-not drive: README.md says how they were recorded.
+The v1 cases (``cases/v1``) run on the October 2025 engine (58c2a16b): a broker in the server
+and a queue-polling worker pool, no NATS. A checkout without ``noetl/worker/v2_worker_nats.py``
+is driven that way: ``uvicorn noetl.server:create_app --factory``, ``python -m noetl.main worker
+start``, ``parameters`` for the payload, ``execution_complete`` / ``execution_failed`` as the
+terminal events and the step's action events as its calls (README.md, "The v1 cases").
 """
 
 from __future__ import annotations
@@ -57,12 +60,16 @@ import yaml
 
 HERE = Path(__file__).parent
 TERMINAL = {
+    "execution_complete": "completed",  # the broker engine (58c2a16b)
+    "execution_failed": "failed",
     "playbook.completed": "completed",
     "workflow.completed": "completed",
     "playbook.failed": "failed",
     "workflow.failed": "failed",
 }
 CALL_EVENTS = ("call.done", "call.error")
+# The broker engine records each action (each retry attempt too) as one of these.
+ACTION_EVENTS = ("action_completed", "action_failed", "action_error")
 # The keys of dc55c492's worker envelope around a tool's result in a step.exit event.
 _ENVELOPE_KEYS = frozenset({"result", "status", "error", "case_action"})
 WAIT_SECONDS, QUIET_SECONDS = 40.0, 1.5
@@ -117,15 +124,21 @@ class Stack:
         self._schema()
         self.nats_port, self.port = _free_port(), _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self._start_nats()
+        # The October 2025 engine (58c2a16b, the v1 cases) is a broker in the server with a
+        # queue-polling worker pool: no NATS, no v2 worker module.
+        self.broker = not (source / "noetl/worker/v2_worker_nats.py").exists()
         env = self._env()
-        self._spawn(
-            "server",
-            [python, "-m", "noetl.server", "--host", "127.0.0.1", "--port", str(self.port)],
-            env,
-        )
+        if self.broker:
+            server = [python, "-m", "uvicorn", "noetl.server:create_app", "--factory"]
+            server += ["--host", "127.0.0.1", "--port", str(self.port)]
+            worker = [python, "-m", "noetl.main", "worker", "start", "--max-workers", "2"]
+        else:
+            self._start_nats()
+            server = [python, "-m", "noetl.server", "--host", "127.0.0.1", "--port", str(self.port)]
+            worker = [python, "-m", "noetl.worker"]
+        self._spawn("server", server, env)
         self._wait_http("/api/health", 90)
-        self._spawn("worker", [python, "-m", "noetl.worker"], dict(env, NOETL_RUN_MODE="worker"))
+        self._spawn("worker", worker, dict(env, NOETL_RUN_MODE="worker"))
         time.sleep(3)  # the worker registers its pool and binds its consumer
 
     def _schema(self) -> None:
@@ -134,6 +147,11 @@ class Stack:
         ddl = (self.source / "noetl/database/ddl/postgres/schema_ddl.sql").read_text()
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute("CREATE SCHEMA IF NOT EXISTS noetl")  # the server's --init-db does this
+            # 58c2a16b's DDL grants to a role `noetl`; the connections stay the cluster user's.
+            conn.execute(
+                "DO $$ BEGIN CREATE ROLE noetl LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; "
+                "END $$"
+            )
             conn.execute(ddl)
             for column, kind in (
                 ("parent_execution_id", "BIGINT"),
@@ -215,6 +233,10 @@ class Stack:
             NATS_USER="noetl",
             NATS_PASSWORD="noetl",
             HOSTNAME="differential",
+            # the broker engine's: keep the loaded schema, skip its validation, pid files here
+            NOETL_DROP_SCHEMA="false",
+            NOETL_SCHEMA_VALIDATE="false",
+            HOME=str(self.scratch),
         )
         return env
 
@@ -289,7 +311,8 @@ def _status(stack: Stack, execution_id: int, events: list[dict[str, Any]]) -> st
                 "SELECT status FROM noetl.execution WHERE execution_id = %s", (execution_id,)
             ).fetchone()
             status = (row[0] or "").lower() if row else ""
-            return status if status in ("completed", "failed") else None
+            if status in ("completed", "failed"):
+                return status
     for event in reversed(events):
         if event["event_type"] in TERMINAL:
             return TERMINAL[event["event_type"]]
@@ -334,7 +357,8 @@ def run_case(stack: Stack, case: dict[str, Any], places: dict[str, str]) -> dict
     if "<http-error>" in registered:
         raise SystemExit(f"{case['area']}/{case['name']}: register failed: {registered}")
     payload = json.loads(_substitute(json.dumps(case.get("payload") or {}), places))
-    started = stack.request("POST", "/api/execute", {"path": path, "payload": payload})
+    body = {"path": path, ("parameters" if stack.broker else "payload"): payload}
+    started = stack.request("POST", "/api/execute", body)
     if "<http-error>" in started:
         return {
             "status": "rejected",
@@ -366,7 +390,58 @@ def _step_names(case: dict[str, Any]) -> list[str]:
     return [s.get("step") for s in case["playbook"].get("workflow") or [] if isinstance(s, dict)]
 
 
+def _broker_outcome(case: dict[str, Any], events: list[dict[str, Any]], status: str):
+    """58c2a16b: a step ran when it has an action event; its result is what that broker binds
+    to the step's name for later templates (event/service/context.py): the last non-empty
+    `result` of its events, an action envelope {status|id, data} flattened to its data."""
+    steps = _step_names(case)
+    ran: list[str] = []
+    calls: dict[str, int] = {}
+    results: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for event in events:
+        node, kind, result = event["node_name"], event["event_type"], event["result"]
+        if node not in steps or kind in TERMINAL:
+            continue  # an execution's end names its failed step; it is not that step's result
+        if kind in ACTION_EVENTS:
+            calls[node] = calls.get(node, 0) + 1
+            if node not in ran:
+                ran.append(node)
+        if isinstance(result, str):
+            try:
+                result = json.loads(result)
+            except ValueError:
+                pass
+        if result not in (None, {}, [], ""):
+            if (
+                isinstance(result, dict)
+                and "data" in result
+                and set(result)
+                <= {
+                    "status",
+                    "id",
+                    "data",
+                }
+            ):
+                result = result["data"]
+            results[node] = result
+        if event["error"]:
+            errors[node] = str(event["error"])[:500]
+    outcome = {
+        "status": status,
+        "steps_ran": ran,
+        "steps_not_run": [s for s in steps if s not in ran],
+        "results": {step: value for step, value in results.items() if step in ran},
+        "calls": calls,
+    }
+    if errors:
+        outcome["errors"] = errors
+    return outcome
+
+
 def _outcome(stack: Stack, case: dict[str, Any], events: list[dict[str, Any]], status: str):
+    if stack.broker:
+        return _broker_outcome(case, events, status)
     steps = _step_names(case)
     ran: list[str] = []
     calls: dict[str, int] = {}

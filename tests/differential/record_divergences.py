@@ -141,6 +141,7 @@ CASE_GROUPS = {
     "policies/pipeline_task_retry_counts": "failed-step-result",
     "policies/retry_on_status_error_dict": "failed-step-result",
     "v1/iterator_basic": "v1-iterator-one-job",
+    "v1/iterator_result_length": "v1-iterator-one-job",
     "v1/iterator_empty": "v1-iterator-one-job",
     "v1/iterator_then_step": "v1-iterator-one-job",
     "v1/iterator_where_limit": "v1-iterator-one-job",
