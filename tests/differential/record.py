@@ -119,6 +119,14 @@ class Stack:
         self.source, self.python, self.scratch, self.log = source, python, scratch, log
         self.procs: list[subprocess.Popen] = []
         self.cluster = PostgresCluster().start()
+        try:
+            self._start()
+        except BaseException:
+            self.close()  # a process that did start (NATS before a server that died) goes too
+            raise
+
+    def _start(self) -> None:
+        python, source = self.python, self.source
         self.dsn = self.cluster.create_database("noetl")
         self.test_dsn = self.cluster.create_database("noetl_test")
         self._schema()
