@@ -80,7 +80,8 @@ class SecretUnavailable(NoetlNotFound):
     """A secret could not be read. The message names it and where it was looked for.
 
     ``retryable``: the lookup itself failed (a backend error) rather than finding nothing;
-    ``reason``: ``not_found`` | ``access_denied`` | ``backend_error``.
+    ``reason``: ``not_found`` | ``access_denied`` | ``backend_error`` | ``unreadable`` (defined,
+    but Airflow cannot read it: asking again gives the same answer).
     """
 
     def __init__(
@@ -102,6 +103,7 @@ class SecretUnavailable(NoetlNotFound):
             "not_found": "is not defined",
             "access_denied": "was refused by the secrets backend",
             "backend_error": "could not be read: the secrets lookup failed",
+            "unreadable": "is defined but Airflow could not read it",
         }[reason]
         # Only the exception's type: a backend's message may quote its own configuration.
         because = f" ({type(cause).__name__})" if cause is not None else ""
@@ -117,6 +119,7 @@ class SecretUnavailable(NoetlNotFound):
             "not_found": "SecretNotFound",
             "access_denied": "SecretAccessDenied",
             "backend_error": "SecretBackendError",
+            "unreadable": "SecretUnreadable",
         }[self.reason]
 
 
@@ -235,7 +238,7 @@ def _from_airflow(provider: str, name: str) -> str:
     try:
         conn = Connection.get(name)
     except AirflowNotFoundException:
-        raise SecretUnavailable(provider, name, places) from None
+        raise _connection_not_found(provider, name, places) from None
     except Exception as exc:  # noqa: BLE001
         raise _failure(provider, name, places, exc) from None
     if conn.password in (None, ""):
@@ -246,6 +249,35 @@ def _from_airflow(provider: str, name: str) -> str:
             detail=f"Airflow Connection {name!r} exists but has no password",
         )
     return conn.password
+
+
+def _connection_not_found(provider: str, name: str, places: list[str]) -> SecretUnavailable:
+    """Airflow's connection lookup answers "not defined" also when a backend raised: it logs the
+    exception at debug level and tries the next backend. For the environment, which noetlc's
+    docs and tests define secrets in, that hides a defined but unreadable value as a missing one
+    (Airflow 3.1 with cryptography 51 and a Fernet key cannot build any Connection that has a
+    password: ``MultiFernet`` has no ``is_encrypted``). So a set ``AIRFLOW_CONN_<NAME>`` is read
+    again through Airflow's environment backend, and what it raises is the answer (its type only:
+    a parser's message may quote the value)."""
+    variable = f"AIRFLOW_CONN_{name.upper()}"
+    if variable not in os.environ:
+        return SecretUnavailable(provider, name, places)
+    try:
+        from airflow.secrets.environment_variables import EnvironmentVariablesBackend
+
+        EnvironmentVariablesBackend().get_connection(name)
+    except Exception as exc:  # noqa: BLE001 - the cause Airflow's lookup swallowed
+        return SecretUnavailable(
+            provider,
+            name,
+            places,
+            reason="unreadable",
+            cause=exc,
+            detail=f"{variable} is set, but Airflow raised reading it: check its URI or JSON "
+            f"(`airflow connections get {name}` shows Airflow's own reading), and that the "
+            "installed packages are inside Airflow's constraints",
+        )
+    return SecretUnavailable(provider, name, places)
 
 
 def _failure(provider: str, name: str, places: list[str], exc: BaseException) -> SecretUnavailable:

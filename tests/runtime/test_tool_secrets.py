@@ -171,6 +171,20 @@ def test_connection_without_password_is_not_found(monkeypatch):
     assert "exists but has no password" in out.error["message"]
 
 
+def test_defined_but_unreadable_connection_is_not_reported_missing(monkeypatch):
+    # Airflow's connection lookup logs a backend's exception at debug level and answers "not
+    # defined"; a set AIRFLOW_CONN_ that Airflow cannot read must not read as a missing secret.
+    # (On Airflow 3.1 with cryptography 51 every password-holding Connection failed this way.)
+    monkeypatch.delenv("AIRFLOW_VAR_BROKEN_KEY", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_BROKEN_KEY", '{"conn_type": "generic", "password": "' + TOKEN)
+    out = run(name="broken_key")
+    assert out.status == "error"
+    assert out.error["type"] == "SecretUnreadable" and out.error["retryable"] is False
+    assert "AIRFLOW_CONN_BROKEN_KEY is set" in out.error["message"]
+    assert "(JSONDecodeError)" in out.error["message"]
+    assert_no_value(out)
+
+
 def test_backend_error_is_retryable_and_names_no_value(monkeypatch):
     # A deployment whose configured secrets backend cannot be loaded: Airflow's lookup raises.
     monkeypatch.setenv("AIRFLOW_VAR_BACKEND_PROBE", TOKEN)
