@@ -3,28 +3,45 @@
 #
 #   scripts/smoke-airflow.sh VERSION [VENV]
 #
-# Creates VENV (default: $NOETLC_AIRFLOW_VENVS/af-VERSION, NOETLC_AIRFLOW_VENVS defaulting to
-# ~/.cache/noetlc/venvs) unless it holds that Airflow already, installs apache-airflow==VERSION
-# and this checkout (editable, with the airflow, celery, lineage and dev extras) under
-# constraints/airflow-VERSION.txt, then runs scripts/smoke_airflow.py with it: compile every
-# bundled playbook, import every DAG, `noetlc run` every example of the README, and
-# tests/test_compat.py. Prints how long the install and the suite took.
+# The virtualenv, unless VENV names one, is cached: $NOETLC_AIRFLOW_VENVS/af-VERSION-KEY
+# (NOETLC_AIRFLOW_VENVS defaulting to ~/.cache/noetlc/venvs), KEY a hash of
+# constraints/airflow-VERSION.txt, pyproject.toml (the extras) and this checkout's path: new pins
+# or extras make a new one, and two checkouts never re-point each other's editable install. A
+# missing or unfinished one is made: apache-airflow==VERSION and this checkout (editable, with the
+# airflow, celery, lineage and dev extras) under the constraints, marked complete only when pip
+# succeeded. Then scripts/smoke_airflow.py runs with it: compile every bundled playbook, import
+# every DAG, `noetlc run` every example of the README (one warm runner), one deployed run per
+# executor (scripts/airflow-stack.sh: LocalExecutor runs hello_world, a loop and a gate; Celery
+# runs hello_world; NOETLC_SMOKE_STACK=0 leaves the deployment out); then tests/test_compat.py and
+# tests/runtime/test_tool_secrets.py.
+# Prints how long each part took.
 set -euo pipefail
 
 version="${1:?usage: scripts/smoke-airflow.sh VERSION [VENV]}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-venv="${2:-${NOETLC_AIRFLOW_VENVS:-$HOME/.cache/noetlc/venvs}/af-$version}"
 constraints="$root/constraints/airflow-$version.txt"
 [[ -f "$constraints" ]] || { echo "no $constraints: see constraints/README.md" >&2; exit 2; }
+key="$( { cat "$constraints" "$root/pyproject.toml"; echo "$root"; } | sha256sum | cut -c1-12)"
+venv="${2:-${NOETLC_AIRFLOW_VENVS:-$HOME/.cache/noetlc/venvs}/af-$version-$key}"
+# The path alone (a CI cache step can save and restore it): NOETLC_SMOKE_PRINT_VENV=1.
+if [[ "${NOETLC_SMOKE_PRINT_VENV:-0}" == 1 ]]; then echo "$venv"; exit 0; fi
 
 start=$(date +%s)
-if ! "$venv/bin/python" -c "import airflow, sys; sys.exit(airflow.__version__ != '$version')" 2>/dev/null; then
+has_airflow() {
+  "$venv/bin/python" -c "import airflow, sys; sys.exit(airflow.__version__ != '$version')" 2>/dev/null
+}
+if [[ -n "${2:-}" ]] && has_airflow; then
+  # A venv named on the command line may come from another checkout: its editable install must
+  # be this one.
+  "$venv/bin/pip" install -q --no-deps -e "$root"
+elif [[ -n "${2:-}" || ! -f "$venv/.noetlc-complete" ]] || ! has_airflow; then
+  [[ -n "${2:-}" ]] || rm -rf "$venv"  # an unfinished cached one
+  mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q -c "$constraints" "apache-airflow==$version" \
     -e "$root[airflow,celery,lineage,dev]"
+  touch "$venv/.noetlc-complete"
 fi
-# A venv made from another checkout: its editable install must be this one.
-"$venv/bin/pip" install -q --no-deps -e "$root"
 installed=$(date +%s)
 echo "install: $((installed - start))s ($venv)"
 
@@ -38,6 +55,9 @@ if unshare --net true 2>/dev/null; then
 else
   "$venv/bin/python" scripts/smoke_airflow.py || status=1
 fi
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_compat.py || status=1
+# What differs between versions below the examples: compat's answers, and the secrets hook
+# (Airflow's own lookup differs by version; unit-test mode sets a Fernet key, as deployments do).
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_compat.py \
+  tests/runtime/test_tool_secrets.py || status=1
 echo "suite: $(( $(date +%s) - installed ))s"
 exit $status

@@ -1,46 +1,39 @@
 """The smoke suite of one Airflow version, run by scripts/smoke-airflow.sh with that version's
 virtualenv's Python: compile every bundled playbook with this checkout's compiler, import every
-DAG file as the DAG processor does, then run every bundled example as the README's examples
-block shows it (`noetlc demo up` ... `noetlc demo down`, gates answered by `--signal`).
+DAG file as the DAG processor does, run every bundled example as the README's examples block
+shows it (`noetlc demo up` ... `noetlc demo down`, gates answered by `--signal`; each run's
+results held against its playbook's header, scripts/readme_examples.py), then one deployment per
+executor (scripts/smoke_stack.py; NOETLC_SMOKE_STACK=0 leaves it out).
 
-Prints one line per check and a summary ``airflow X.Y.Z: dags A/B import, examples C/D run``;
-exits 1 when anything failed. Standard library and Airflow only (no pytest)."""
+Prints one line per check and a summary ``airflow X.Y.Z: dags A/B import, examples C/D run,
+stack runs E/F``; exits 1 when anything failed. Standard library, Airflow and this checkout's
+packages only (no pytest)."""
 
 from __future__ import annotations
 
+import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+# scripts/ is this file's folder: the first entry of sys.path when run as a script.
+from readme_examples import broken_promises, command, examples_block
+from smoke_stack import run_stacks
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TIMEOUT = 900  # one example: large_loop takes minutes on a loaded 2-core machine
 
 
-def readme_lines() -> list[str]:
-    """The README's ```sh block that starts with `noetlc demo up` (as tests/runtime/
-    test_readme_examples.py reads it)."""
-    blocks, current = [], None
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
-        if current is None and line.strip() == "```sh":
-            current = []
-        elif current is not None and line.strip() == "```":
-            blocks.append(current)
-            current = None
-        elif current is not None:
-            current.append(line)
-    found = [b for b in blocks if b and b[0].split("#")[0].strip() == "noetlc demo up"]
-    return [line for line in found[0] if line.strip()]
-
-
 def environment(home: Path, airflow_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "NOETL"))}
     env.update(NOETLC_HOME=str(home), AIRFLOW_HOME=str(airflow_home), PATH=f"{BIN}:{env['PATH']}")
-    env["NOETLC_WARM"] = "0"  # no warm runner left behind (as the tests run `noetlc run`)
+    # One warm runner serves every example (a fork per run: each still a fresh process), where a
+    # cold run would start Airflow again for each; CI sets CI, which would keep runs cold.
+    env["NOETLC_WARM"] = "1"
     return env
 
 
@@ -63,8 +56,6 @@ print(json.dumps({{"dags": sorted(d.fileloc for d in bag.dags.values()), "errors
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
     )
-    import json
-
     files = sorted(str(p) for p in folder.glob("*.py"))
     if done.returncode != 0:
         return 0, len(files), [done.stderr.strip().splitlines()[-1]]
@@ -92,47 +83,72 @@ def main() -> int:
         text=True,
         check=False,
     )
+    compiled = done.returncode == 0
     print(f"compile: rc {done.returncode}", flush=True)
-    if done.returncode != 0:
+    if not compiled:
         print(done.stdout + done.stderr)
     imported, total, problems = import_dags(dags, env)
     print(f"import: {imported}/{total} ({time.monotonic() - started:.0f}s)", flush=True)
     for problem in problems:
         print(f"  {problem}")
 
-    ran, examples, failed = 0, 0, []
-    for line in readme_lines():
-        words = shlex.split(line, comments=True)
-        extra = {}
-        while "=" in words[0] and not words[0].startswith("-"):
-            name, _, value = words.pop(0).partition("=")
-            extra[name] = value
-        args = [str(BIN / "noetlc"), *words[1:]]
+    t0 = time.monotonic()
+    ran, examples, others_ok = run_examples(env)
+    print(f"examples: {ran}/{examples} ({time.monotonic() - t0:.0f}s)", flush=True)
+
+    stack_text, stack_ok = "stack skipped (NOETLC_SMOKE_STACK=0)", True
+    if os.environ.get("NOETLC_SMOKE_STACK", "1") != "0":
         t0 = time.monotonic()
-        done = subprocess.run(
-            args,
-            cwd=ROOT,
-            env={**env, **extra},
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        took = time.monotonic() - t0
-        is_run = "run" in words
-        examples += is_run
-        ok = done.returncode == 0
-        ran += is_run and ok
-        print(f"{'ok  ' if ok else 'FAIL'} {took:6.1f}s  {' '.join(words)}", flush=True)
-        if not ok:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-6:]
-            failed.append(" ".join(words))
-            print("      " + "\n      ".join(tail))
+        good, tried, stopped = run_stacks(lambda line: print(line, flush=True))
+        stack_text = f"stack runs {good}/{tried}"
+        stack_ok = good == tried and stopped
+        print(f"stack: {good}/{tried} ({time.monotonic() - t0:.0f}s)", flush=True)
     print(
-        f"airflow {version}: dags {imported}/{total} import, examples {ran}/{examples} run "
-        f"({time.monotonic() - started:.0f}s)"
+        f"airflow {version}: dags {imported}/{total} import, examples {ran}/{examples} run, "
+        f"{stack_text} ({time.monotonic() - started:.0f}s)"
     )
-    return 0 if imported == total and ran == examples and done.returncode == 0 else 1
+    passed = compiled and imported == total and ran == examples and others_ok and stack_ok
+    return 0 if passed else 1
+
+
+def run_examples(env: dict[str, str]) -> tuple[int, int, bool]:
+    """Every line of the README's examples block, in order: (runs that kept their header's
+    promises, runs, whether every other line succeeded). The runs share one warm runner (the
+    first starts it; `noetlc run --stop` ends it, also when a line failed)."""
+    ran = examples = 0
+    others_ok = True
+    try:
+        for line in examples_block():
+            extra, words = command(line)
+            t0 = time.monotonic()
+            done = subprocess.run(
+                [str(BIN / "noetlc"), *words],
+                cwd=ROOT,
+                env={**env, **extra},
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+            took = time.monotonic() - t0
+            problems = [] if done.returncode == 0 else [f"exit {done.returncode}"]
+            if words[0] == "run":
+                examples += 1
+                if not problems:
+                    problems = broken_promises(ROOT / words[1], done.stdout)
+                ran += not problems
+            else:
+                others_ok = others_ok and not problems
+            mark = "FAIL" if problems else "ok  "
+            print(f"{mark} {took:6.1f}s  {' '.join(words)}", flush=True)
+            if problems:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-6:]
+                print("      " + "\n      ".join(problems + tail))
+    finally:
+        subprocess.run(
+            [str(BIN / "noetlc"), "run", "--stop"], env=env, capture_output=True, check=False
+        )
+    return ran, examples, others_ok
 
 
 if __name__ == "__main__":

@@ -47,5 +47,43 @@ export NOETLC_CORPUS_FETCH=0  # fetched (or not) just above: pytest does not try
 # Our own example DAGs must be exactly what the compiler makes of our playbooks.
 "$VENV/bin/noetlc" check playbooks/
 "$VENV/bin/noetlc" compile playbooks/ -o dags/ --check
+# The Airflow matrix (NOETLC_AIRFLOW_MATRIX=1; .ci/run sets it): the smoke suite of every other
+# version the project keeps constraints for (3.1, 3.2: compile every example, import every DAG,
+# `noetlc run` each example, one deployed run per executor), each in its own cached virtualenv
+# (scripts/smoke-airflow.sh), one version after the other in the background while pytest runs
+# the full suite on the project's Airflow. Their logs: .artifacts/smoke/airflow-X.Y.Z.log.
+matrix_pid=""
+if [ "${NOETLC_AIRFLOW_MATRIX:-0}" = 1 ]; then
+  own="$("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("apache-airflow"))')"
+  versions=()
+  for file in constraints/airflow-*.txt; do
+    version="${file#constraints/airflow-}"; version="${version%.txt}"
+    [ "$version" = "$own" ] || versions+=("$version")
+  done
+  mkdir -p .artifacts/smoke
+  rm -f .artifacts/smoke/*.log .artifacts/smoke/failed
+  (
+    for version in "${versions[@]}"; do
+      bash scripts/smoke-airflow.sh "$version" >".artifacts/smoke/airflow-$version.log" 2>&1 \
+        || echo "$version" >>.artifacts/smoke/failed
+    done
+  ) &
+  matrix_pid=$!
+  echo "scripts/test.sh: smoke suites of Airflow ${versions[*]} started (.artifacts/smoke/)" >&2
+fi
 # --durations: the slowest tests are named at the end of every run (where a slow machine hurts).
-exec "$VENV/bin/python" -m pytest -q -n 2 --durations=25 "$@"
+status=0
+"$VENV/bin/python" -m pytest -q -n 2 --durations=25 "$@" || status=$?
+if [ -n "$matrix_pid" ]; then
+  waited=$(date +%s)
+  wait "$matrix_pid"
+  echo "== Airflow matrix (waited $(( $(date +%s) - waited ))s after pytest)"
+  for log in .artifacts/smoke/airflow-*.log; do
+    grep -E '^(FAIL|airflow [0-9]|install:|suite:)' "$log" || echo "$log: no summary"
+  done
+  if [ -s .artifacts/smoke/failed ]; then
+    echo "smoke FAILED on Airflow $(tr '\n' ' ' <.artifacts/smoke/failed)(see .artifacts/smoke/)"
+    [ "$status" != 0 ] || status=1
+  fi
+fi
+exit "$status"

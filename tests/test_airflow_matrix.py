@@ -1,24 +1,34 @@
-"""The smoke suite (scripts/smoke-airflow.sh) on every Airflow version the project keeps
-constraints for (constraints/airflow-X.Y.Z.txt): compile every bundled playbook, import every DAG,
-`noetlc run` every README example, each in that version's own virtualenv.
+"""The Airflow matrix: constraints kept for every supported version, and the pieces of its smoke
+suite that run without a version's virtualenv.
 
-Runs a version only where its virtualenv exists already ($NOETLC_AIRFLOW_VENVS/af-X.Y.Z,
-default ~/.cache/noetlc/venvs) or with NOETLC_AIRFLOW_MATRIX=1 (which creates it: minutes each).
+The smoke suite itself (scripts/smoke-airflow.sh X.Y.Z: compile every example, import every DAG,
+`noetlc run` each README example, one deployed run per executor, in that version's own cached
+virtualenv) runs from scripts/test.sh beside pytest when NOETLC_AIRFLOW_MATRIX=1 (.ci/run sets
+it), for every version with constraints other than the project's own Airflow.
 """
 
 from __future__ import annotations
 
-import os
+import importlib.util
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-pytestmark = pytest.mark.slow
-
 ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = sorted(p.stem.removeprefix("airflow-") for p in (ROOT / "constraints").glob("*.txt"))
-VENVS = Path(os.environ.get("NOETLC_AIRFLOW_VENVS", Path.home() / ".cache/noetlc/venvs"))
+
+
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"noetlc_{name}", ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+examples = _module("readme_examples")
 
 
 def test_constraints_are_kept_for_the_supported_versions() -> None:
@@ -26,18 +36,89 @@ def test_constraints_are_kept_for_the_supported_versions() -> None:
     assert {"3.1", "3.2", "3.3"} <= minors, VERSIONS
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_smoke_suite(version: str) -> None:
-    venv = VENVS / f"af-{version}"
-    if not (venv / "bin" / "python").exists() and os.environ.get("NOETLC_AIRFLOW_MATRIX") != "1":
-        pytest.skip(f"no {venv} (NOETLC_AIRFLOW_MATRIX=1 creates it)")
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "smoke-airflow.sh"), version, str(venv)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
+def test_constraints_pin_every_package_once() -> None:
+    for version in VERSIONS:
+        lines = (ROOT / "constraints" / f"airflow-{version}.txt").read_text().splitlines()
+        pins = [line.split("==")[0].lower() for line in lines if line and not line.startswith("#")]
+        assert all("==" in line for line in lines if line and not line.startswith("#")), version
+        assert len(pins) == len(set(pins)), version
+        assert f"apache-airflow=={version}" in lines, version
+
+
+def test_the_readme_block_lists_every_bundled_playbook_once() -> None:
+    lines = examples.examples_block()
+    runs = [examples.command(line)[1] for line in lines]
+    assert runs[0] == ["demo", "up"] and runs[-1] == ["demo", "down"]
+    shown = sorted(Path(args[1]).name for args in runs if args[0] == "run")
+    assert shown == sorted(p.name for p in (ROOT / "playbooks").glob("*.yaml"))
+
+
+def test_readme_reader_refuses_a_missing_or_doubled_block(tmp_path: Path) -> None:
+    block = "```sh\nnoetlc demo up\nnoetlc run a.yaml\n```\n"
+    for text, count in (("# nothing\n", 0), (block + block, 2)):
+        readme = tmp_path / "README.md"
+        readme.write_text(text)
+        with pytest.raises(examples.ReadmeError, match=f"{count} ```sh blocks"):
+            examples.examples_block(readme)
+    with pytest.raises(examples.ReadmeError, match="not a noetlc command"):
+        examples.command("A=1 python x.py")
+    assert examples.command("AIRFLOW_VAR_T=x noetlc run p.yaml  # c") == (
+        {"AIRFLOW_VAR_T": "x"},
+        ["run", "p.yaml"],
     )
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    assert f"airflow {version}: dags" in done.stdout
+
+
+def test_broken_promises_compares_the_report_with_the_header(tmp_path: Path) -> None:
+    playbook = tmp_path / "p.yaml"
+    playbook.write_text('# Result: end {"n": 2}\n# Result: total 5\nkind: Playbook\n')
+    report = 'success in 1.0s\nresults:\n  end    {"n": 2, "extra": 1}\n  total  5\n'
+    assert examples.broken_promises(playbook, report) == []
+    wrong = report.replace('"n": 2', '"n": 3').replace("total  5", "total  6")
+    assert examples.broken_promises(playbook, wrong) == [
+        "end = {'n': 3}, the header promises {'n': 2}",
+        "total = 6, the header promises 5",
+    ]
+    assert examples.broken_promises(playbook, "failed\n") == [
+        "end: not in the report's results",
+        "total: not in the report's results",
+    ]
+    playbook.write_text("kind: Playbook\n")
+    assert examples.broken_promises(playbook, report) == ["p.yaml promises no result in its header"]
+
+
+def test_smoke_venv_is_keyed_by_constraints_extras_and_checkout(tmp_path: Path) -> None:
+    # The cached virtualenv scripts/smoke-airflow.sh uses (NOETLC_SMOKE_PRINT_VENV=1 prints it
+    # and stops): the same path for the same inputs; another for other pins, other extras, or
+    # another checkout (a copy of the script and its inputs in tmp_path).
+    copy = tmp_path / "checkout"
+    (copy / "scripts").mkdir(parents=True)
+    (copy / "constraints").mkdir()
+    for name in (
+        "scripts/smoke-airflow.sh",
+        "pyproject.toml",
+        f"constraints/airflow-{VERSIONS[0]}.txt",
+    ):
+        (copy / name).write_bytes((ROOT / name).read_bytes())
+
+    def venv(root: Path) -> str:
+        done = subprocess.run(
+            ["bash", str(root / "scripts" / "smoke-airflow.sh"), VERSIONS[0]],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NOETLC_SMOKE_PRINT_VENV": "1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    first = venv(copy)
+    assert first == venv(copy)
+    assert first.startswith(f"{tmp_path}/.cache/noetlc/venvs/af-{VERSIONS[0]}-")
+    assert venv(ROOT) != first  # another checkout
+    pins = copy / "constraints" / f"airflow-{VERSIONS[0]}.txt"
+    pins.write_text(pins.read_text() + "# one more line\n")
+    repinned = venv(copy)
+    assert repinned != first
+    (copy / "pyproject.toml").write_text("# other extras\n")
+    assert venv(copy) not in (first, repinned)
+    assert not (tmp_path / ".cache").exists()  # printing the path makes nothing
