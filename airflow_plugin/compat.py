@@ -17,6 +17,7 @@ imports Airflow: the hooks import it and still work without Airflow.
 | a bundle's bag and its sync to the DB | ``airflow.dag_processing.dagbag`` | ``airflow.models.dagbag`` (3.1), ``DagBag.sync_to_db`` (3.0) |
 | a deferral's trigger kwargs, a resumed one's ``next_kwargs`` | serde-serialized | as they are |
 | ``dag.test()``'s ``_run_task``, ``create_dagrun`` | ``task=``, ``triggering_user_name=`` | the same on 3.1; ``ti.task``, no user on 3.0 |
+| an approve gate's request params | none (``HITLOperator`` filters the DAG's by source) | the DAG's on 3.1: the approval operator sends none on every version |
 | a parked approve/input gate | ``awaiting_input`` (3.3), deferred to ``HITLTrigger`` (3.2, 3.1) | none on 3.0 (:func:`hitl_gates`) |
 | a deployment's waiting gates, by its API server's version | :func:`gate_wait_states` | the same |
 """

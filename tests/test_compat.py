@@ -160,3 +160,23 @@ def test_unknown_name_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         compat.Nope  # noqa: B018
+
+
+def test_a_gate_request_asks_only_for_its_own_answer() -> None:
+    # The bundled gates DAG has a DAG-level param (amount). Its approval asks for a choice and its
+    # input gate for the form's own fields, on every Airflow: on 3.1 HITLOperator kept the DAG's
+    # params in its request, and `noetlc signal --approve` was refused as an input gate's answer.
+    pytest.importorskip("airflow")
+    import importlib.util
+
+    from airflow_plugin import compat
+
+    if not compat.hitl_gates():
+        pytest.skip(f"Airflow {compat.version_text()} has no HITL gates")
+    spec = importlib.util.spec_from_file_location("noetlc_gates_dag", ROOT / "dags" / "gates.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    approve, start = module.dag.get_task("approve"), module.dag.get_task("start")
+    assert approve.serialized_params == {}
+    assert set(start.serialized_params) - {"amount"} == {"discount"}

@@ -285,6 +285,16 @@ class NoetlApprovalOperator(HITLOperator, _HumanGate):
         self.payload = payload
         self.reads = reads
 
+    @property
+    def serialized_params(self) -> dict[str, Any]:
+        """An approval asks for a choice, never a form: its request (the HITL detail row, the
+        trigger's kwargs, the check of an answer) holds no params on any Airflow. Airflow 3.1's
+        ``HITLOperator`` keeps the DAG's params as its own (3.2 filters them by source), so the
+        request of an approval looked like a form of the workload's values there, and `noetlc
+        signal --approve` was refused as an answer to an input gate. ``self.params`` stays as
+        Airflow made it: the task's context reads the DAG's params from it."""
+        return {}
+
     def execute(self, context: Any) -> Any:
         return self.ask(context)
 
