@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,6 +109,10 @@ def main() -> int:
         f"{stack_text} ({time.monotonic() - started:.0f}s)"
     )
     passed = compiled and imported == total and ran == examples and others_ok and stack_ok
+    if passed:
+        shutil.rmtree(work, ignore_errors=True)  # kept after a failure: its home holds the logs
+    else:
+        print(f"kept for a look: {work}")
     return 0 if passed else 1
 
 

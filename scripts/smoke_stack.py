@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,4 +146,6 @@ def run_stacks(report: Callable[[str], None]) -> tuple[int, int, bool]:
             if down.returncode != 0:
                 stopped = False
                 report(f"FAIL stack {executor}: down exit {down.returncode}: {down.stderr[-500:]}")
+            elif ok == tried:
+                shutil.rmtree(state, ignore_errors=True)  # kept after a failure: its logs
     return ok, tried, stopped
