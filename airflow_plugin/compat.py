@@ -306,3 +306,13 @@ def masker_redact() -> Any:
     """Airflow's masker ``redact`` function, or None without Airflow."""
     module = _log_module()
     return None if module is None else module.redact
+
+
+def forget_in_process_api() -> None:
+    """Drop the in-process Execution API that ``in_process_api_server`` keeps: 3.3 caches one
+    (``functools.lru_cache``); 3.2 and older build a new one per call, so nothing is kept."""
+    from airflow.sdk.execution_time.supervisor import in_process_api_server
+
+    clear = getattr(in_process_api_server, "cache_clear", None)
+    if clear is not None:
+        clear()

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import compat
 from .home import Home, locked
 
 __all__ = ["REHEARSAL", "rehearse"]
@@ -140,7 +141,7 @@ def _stop_execution_api_thread() -> None:
             if info.weakref() is transport:
                 finalizer()
         del transport
-    in_process_api_server.cache_clear()
+    compat.forget_in_process_api()
     prepare_execution_api()
     gc.collect()
     alive = [t.name for t in threading.enumerate() if t is not threading.main_thread()]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 
+from .. import compat
+
 __all__ = ["prepare_execution_api"]
 
 log = logging.getLogger(__name__)
@@ -48,12 +50,11 @@ def _trim() -> tuple[object, object, list] | None:
 
 def _restore(saved: tuple[object, object, list]) -> None:
     from airflow.api_fastapi.execution_api.routes import execution_api_router
-    from airflow.sdk.execution_time.supervisor import in_process_api_server
 
     versions, bundle, routes = saved
     versions.bundle = bundle  # type: ignore[attr-defined]
     execution_api_router.routes[:] = routes
-    in_process_api_server.cache_clear()
+    compat.forget_in_process_api()
 
 
 def _initialise() -> None:
