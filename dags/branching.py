@@ -134,7 +134,7 @@ with DAG(
         reads=READS["small_order"],
         task_display_name="small_order (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: large_order
@@ -144,7 +144,7 @@ with DAG(
         reads=READS["large_order"],
         task_display_name="large_order (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: notify_finance
@@ -154,7 +154,7 @@ with DAG(
         reads=READS["notify_finance"],
         task_display_name="notify_finance (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: notify_sales
@@ -164,7 +164,7 @@ with DAG(
         reads=READS["notify_sales"],
         task_display_name="notify_sales (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: notify_legal
@@ -174,7 +174,7 @@ with DAG(
         reads=READS["notify_legal"],
         task_display_name="notify_legal (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: summary

@@ -122,7 +122,7 @@ with DAG(
         reads=READS["high"],
         task_display_name="high (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: low
@@ -132,7 +132,7 @@ with DAG(
         reads=READS["low"],
         task_display_name="low (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: failed
@@ -142,7 +142,7 @@ with DAG(
         reads=READS["failed"],
         task_display_name="failed (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end

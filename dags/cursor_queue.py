@@ -107,7 +107,7 @@ with DAG(
             payload=PAYLOADS["work"],
             reads=READS["work"],
             task_display_name="head (claim)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         work_worker = NoetlCursorWorkerOperator.partial(
             task_id="worker",

@@ -83,7 +83,7 @@ with DAG(
         reads=READS["report"],
         task_display_name="report (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> report

@@ -132,7 +132,7 @@ with DAG(
         payload=PAYLOADS["cool_down"],
         reads=READS["cool_down"],
         task_display_name="cool_down (gate: sleep)",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # approve gate: approve

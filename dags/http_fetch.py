@@ -99,7 +99,7 @@ with DAG(
         reads=READS["fetch"],
         task_display_name="fetch (http)",
         tool_kind="http",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: summarize
@@ -109,7 +109,7 @@ with DAG(
         reads=READS["summarize"],
         task_display_name="summarize (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> fetch >> summarize

@@ -100,7 +100,7 @@ with DAG(
             payload=PAYLOADS["square"],
             reads=READS["square"],
             task_display_name="head (items)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         square_body = NoetlLoopBodyOperator.partial(
             task_id="body",

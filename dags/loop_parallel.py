@@ -84,7 +84,7 @@ with DAG(
             payload=PAYLOADS["measure"],
             reads=READS["measure"],
             task_display_name="head (items)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         measure_body = NoetlLoopBodyOperator.partial(
             task_id="body",

@@ -86,7 +86,7 @@ with DAG(
         reads=READS["accumulate"],
         task_display_name="accumulate (python, sequential loop)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: report

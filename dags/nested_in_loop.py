@@ -98,7 +98,7 @@ with DAG(
             payload=PAYLOADS["greet_all"],
             reads=READS["greet_all"],
             task_display_name="head (items)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         greet_all_body = NoetlLoopBodyOperator.partial(
             task_id="body",

@@ -86,7 +86,7 @@ with DAG(
         trigger_dag_id="examples.nested_child",
         wait_for_completion=True,
         deferrable=True,
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end

@@ -119,7 +119,7 @@ with DAG(
         reads=READS["region_fetch_page"],
         task_display_name="region_fetch_page (region: fetch_page, store_page)",
         tool_kind="region",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: done

@@ -84,7 +84,7 @@ with DAG(
         reads=READS["summarize"],
         task_display_name="summarize (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> summarize

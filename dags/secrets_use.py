@@ -69,7 +69,7 @@ with DAG(
         reads=READS["use_token"],
         task_display_name="use_token (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> use_token

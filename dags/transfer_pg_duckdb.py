@@ -82,7 +82,7 @@ with DAG(
         reads=READS["check"],
         task_display_name="check (duckdb)",
         tool_kind="duckdb",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> check

@@ -72,8 +72,8 @@ def test_a_canonical_dag_whose_failed_calls_can_go_on_ends_with_the_outcome_task
     # Both arcs may be taken after a failed call: both targets start after start's failure.
     assert {u.id: u.trigger_rule for u in ir.units} == {
         "start": None,
-        "recover": "all_done",
-        "done": "all_done",
+        "recover": "none_skipped",
+        "done": "none_skipped",
     }
     ast.parse(source)
 
@@ -84,7 +84,7 @@ def test_case_v2_routes_a_failure_by_trigger_rules_and_ends_the_run_completed(tm
     source, ir = _compile(tmp_path, CASE_V2)
     assert ir.dialect == "case-v2" and ir.outcome_watch == {"start": "start"}
     assert not ir.outcome_fails_run and "routed_failure_fails_run=False" in source
-    assert {u.id: u.trigger_rule for u in ir.units}["recover"] == "all_done"
+    assert {u.id: u.trigger_rule for u in ir.units}["recover"] == "none_skipped"
 
 
 def test_steps_whose_routing_cannot_take_a_failure_get_none(tmp_path):
@@ -92,18 +92,31 @@ def test_steps_whose_routing_cannot_take_a_failure_get_none(tmp_path):
     quiet = CASE_V2.replace("event.name == 'call.error'", "result == 1")
     source, ir = _compile(tmp_path, quiet, "quiet")
     assert not ir.outcome_watch and "noetl_outcome" not in source
-    assert all(u.trigger_rule != "all_done" for u in ir.units)
+    assert all(u.trigger_rule not in ("none_skipped", "all_done") for u in ir.units)
     single = CANONICAL.split("    next:")[0]
     source, ir = _compile(tmp_path, single, "single")
     assert not ir.outcome_watch and "NoetlOutcomeOperator" not in source
 
 
-def test_the_compiler_and_the_runtime_agree_on_the_tolerant_rule():
-    pytest.importorskip("airflow")
-    from airflow_plugin.operators.failure_routes import FAILURE_TOLERANT_RULE as runtime_rule
-    from noetl_compile.lower.outcome import FAILURE_TOLERANT_RULE
+def test_a_join_after_a_routed_failure_waits_for_every_branch(tmp_path):
+    # `done` joins `start` (which may route a failure) and `recover`: none_skipped would skip it
+    # whenever one branch was not taken, so a join gets all_done (its guard stands in for
+    # none_failed_min_one_success).
+    text = CANONICAL.replace(
+        "  - step: recover\n    tool: {kind: noop}",
+        ("  - step: recover\n    tool: {kind: noop}\n    next: {arcs: [{step: done}]}"),
+    )
+    _, ir = _compile(tmp_path, text, "join")
+    rules = {u.id: u.trigger_rule for u in ir.units}
+    assert rules == {"start": None, "recover": "none_skipped", "done": "all_done"}
 
-    assert runtime_rule == FAILURE_TOLERANT_RULE == "all_done"
+
+def test_the_compiler_and_the_runtime_agree_on_the_tolerant_rules():
+    pytest.importorskip("airflow")
+    from airflow_plugin.operators.failure_routes import FAILURE_TOLERANT_RULES
+    from noetl_compile.lower.outcome import FAILURE_TOLERANT_JOIN_RULE, FAILURE_TOLERANT_RULE
+
+    assert {FAILURE_TOLERANT_RULE, FAILURE_TOLERANT_JOIN_RULE} == FAILURE_TOLERANT_RULES
 
 
 def test_the_task_id_never_takes_a_step_name(tmp_path):

@@ -11,8 +11,8 @@
   did not route to (``BranchMixIn.do_branch``); on that path the task runner does not push the
   return value, so the task pushes it itself;
 * :meth:`route_guard` (each NoETL operator's ``pre_execute``): a task the compiler let start
-  after a failed upstream (``trigger_rule="all_done"``) runs only where that failure's routing
-  chose it (``failure_routes.py``).
+  after a failed upstream (``none_skipped``, a join ``all_done``) runs only where that
+  failure's routing chose it (``failure_routes.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..compat import (
 )
 from ..errors import NoetlRuntimeError, fails_task
 from ..templating.ids import execution_id_for
-from .failure_routes import FAILURE_TOLERANT_RULE, task_states, upstream_verdict
+from .failure_routes import FAILURE_TOLERANT_RULES, task_states, upstream_verdict
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
 
@@ -223,11 +223,11 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
         return routes
 
     def route_guard(self, context: Any) -> None:
-        """Skip this task unless the rule its ``all_done`` stands in for would have run it
-        (``failure_routes.upstream_verdict``); a task with any other trigger rule was started
-        by Airflow's own rule and goes on. Bound as ``pre_execute``: it runs before ``execute``
+        """Skip this task unless the rule its tolerant trigger rule (``none_skipped``, a join's
+        ``all_done``) stands in for would have run it (``failure_routes.upstream_verdict``); a
+        task with any other trigger rule was started by Airflow's own rule and goes on. Bound as ``pre_execute``: it runs before ``execute``
         and again before a deferred task resumes (the same answer)."""
-        if getattr(self, "trigger_rule", None) != FAILURE_TOLERANT_RULE:
+        if getattr(self, "trigger_rule", None) not in FAILURE_TOLERANT_RULES:
             return
         ti = context["ti"]
         upstream = sorted(self.upstream_task_ids)

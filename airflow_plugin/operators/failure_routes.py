@@ -4,9 +4,10 @@ A step whose call failed while its routing took the failure (an arc or case rule
 ``call.error``, or every arc in the engines that evaluate them after a failure) ends its task
 *failed*: red in the grid, its traceback in the task log, Airflow's callbacks applied. It first
 pushes its output (``status: error``, the ``error``, its ``next`` and ``routed_to``: the task ids
-it chose). The compiler gives the tasks right after such a step ``trigger_rule="all_done"``
-(``noetl_compile/lower/outcome.py``), so they are scheduled once the step has ended whatever
-its state; :func:`upstream_verdict` then decides, before the task does anything, what the rule
+it chose). The compiler gives the tasks right after such a step ``trigger_rule="none_skipped"``
+(a join ``all_done``; ``noetl_compile/lower/outcome.py``), so they are scheduled once the step
+has ended, failed or not (after a skipped step the scheduler still skips them without a start);
+:func:`upstream_verdict` then decides, before the task does anything, what the rule
 it stands in for would have decided, a routed failure counting as the success of the branch it
 chose:
 
@@ -29,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "FAILURE_TOLERANT_RULE",
+    "FAILURE_TOLERANT_RULES",
     "ROUTED_TO",
     "error_text",
     "handled_failure",
@@ -38,9 +39,9 @@ __all__ = [
     "upstream_verdict",
 ]
 
-# The trigger rule the compiler gives a task right after a step that may route a failure
-# (kept equal to lower/outcome.py's by tests/test_outcome_task.py).
-FAILURE_TOLERANT_RULE = "all_done"
+# The trigger rules the compiler gives a task right after a step that may route a failure: one
+# upstream, a join (kept equal to lower/outcome.py's by tests/test_outcome_task.py).
+FAILURE_TOLERANT_RULES = frozenset({"none_skipped", "all_done"})
 # The output key of a failed step whose routing took the failure: the task ids it chose.
 ROUTED_TO = "routed_to"
 

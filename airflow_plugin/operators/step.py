@@ -19,7 +19,7 @@ Why it is built this way:
   NoETL retries live inside the step (policies); Airflow ``retries`` are for infrastructure
   failures and would re-run side effects the policy already decided about.
 * A failure the routing takes fails the task too (red, traceback in the log), after pushing the
-  output with ``routed_to``; the chosen tasks run by their ``all_done`` trigger rule and a guard
+  output with ``routed_to``; the chosen tasks run by their tolerant trigger rule and a guard
   (``failure_routes.py``), and the outcome task ends the run as NoETL ends it.
 """
 
@@ -35,7 +35,7 @@ from ..compat import AirflowFailException
 from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
 from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, failure_summary, step_output
-from .failure_routes import FAILURE_TOLERANT_RULE, ROUTED_TO
+from .failure_routes import FAILURE_TOLERANT_RULES, ROUTED_TO
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
@@ -160,12 +160,12 @@ class NoetlStepOperator(NoetlTask):
         return self.push_and_route(context, output, targets)
 
     def failure_routes_by_trigger_rules(self) -> bool:
-        """Were the tasks after this step compiled to start after its failure (``all_done``,
-        each checking that the failure routed to it: ``failure_routes.py``)? DAG files compiled
+        """Were the tasks after this step compiled to start after its failure (``none_skipped``
+        or ``all_done``, each checking that the failure routed to it: ``failure_routes.py``)? DAG files compiled
         before that kept a routed failure's task green, so that its branch could run."""
         downstream = list(getattr(self, "downstream_list", None) or [])
         return bool(downstream) and all(
-            getattr(task, "trigger_rule", None) == FAILURE_TOLERANT_RULE for task in downstream
+            getattr(task, "trigger_rule", None) in FAILURE_TOLERANT_RULES for task in downstream
         )
 
     def fail_routed(self, context: Any, outcome: Any) -> Any:

@@ -107,7 +107,7 @@ with DAG(
         reads=READS["use_vars"],
         task_display_name="use_vars (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -117,7 +117,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> use_vars >> end

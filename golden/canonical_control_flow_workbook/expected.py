@@ -134,7 +134,7 @@ with DAG(
         reads=READS["eval_flag"],
         task_display_name="eval_flag (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: hot_path
@@ -144,7 +144,7 @@ with DAG(
         reads=READS["hot_path"],
         task_display_name="hot_path (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: hot_task_a
@@ -154,7 +154,7 @@ with DAG(
         reads=READS["hot_task_a"],
         task_display_name="hot_task_a (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: hot_task_b
@@ -164,7 +164,7 @@ with DAG(
         reads=READS["hot_task_b"],
         task_display_name="hot_task_b (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: cold_path
@@ -174,7 +174,7 @@ with DAG(
         reads=READS["cold_path"],
         task_display_name="cold_path (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: cold_task
@@ -184,7 +184,7 @@ with DAG(
         reads=READS["cold_task"],
         task_display_name="cold_task (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end

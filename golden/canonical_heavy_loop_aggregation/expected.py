@@ -358,7 +358,7 @@ with DAG(
         reads=READS["process_items"],
         task_display_name="process_items (python, sequential loop)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: aggregate_results
@@ -377,7 +377,7 @@ with DAG(
         reads=READS["validate_results"],
         task_display_name="validate_results (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -387,7 +387,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> process_items >> aggregate_results >> validate_results >> end

@@ -66,7 +66,7 @@ with DAG(
         reads=READS["step1"],
         task_display_name="step1 (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> step1

@@ -1196,7 +1196,7 @@ with DAG(
         trigger_dag_id="tests.fixtures.playbooks.regression_test.create_test_schema",
         wait_for_completion=True,
         deferrable=True,
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # nested playbook (TriggerDagRunOperator): tests/fixtures/playbooks/hello_world
@@ -1787,7 +1787,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> create_test_schema >> tests_fixtures_playbooks_hello_world

@@ -199,7 +199,7 @@ with DAG(
         trigger_dag_id="tests.fixtures.playbooks.data_transfer.http_to_postgres_simple",
         wait_for_completion=True,
         deferrable=True,
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # nested playbook (TriggerDagRunOperator): run_weather_processing
@@ -240,7 +240,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> run_http_test >> run_weather_processing >> run_data_transformation >> store_results

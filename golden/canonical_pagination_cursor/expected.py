@@ -209,7 +209,7 @@ with DAG(
         reads=READS["region_fetch_page"],
         task_display_name="region_fetch_page (region: fetch_page, check_pagination)",
         tool_kind="region",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: validate_results
@@ -228,7 +228,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> region_fetch_page

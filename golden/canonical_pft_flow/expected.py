@@ -2023,7 +2023,7 @@ with DAG(
             Asset("x-noetl://postgres/pg_k8s/public/pft_test_validation_log"),
             Asset("x-noetl://postgres/pg_k8s/public/pft_test_facilities"),
         ],
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: validate_all_results
@@ -2043,7 +2043,7 @@ with DAG(
         reads=READS["check_results"],
         task_display_name="check_results (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -2053,7 +2053,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> region_load_next_facility

@@ -92,7 +92,7 @@ with DAG(
             payload=PAYLOADS["loop_test"],
             reads=READS["loop_test"],
             task_display_name="head (items)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         loop_test_body = NoetlLoopBodyOperator.partial(
             task_id="body",

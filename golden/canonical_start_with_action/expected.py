@@ -114,7 +114,7 @@ with DAG(
         reads=READS["process"],
         task_display_name="process (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -124,7 +124,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> process >> end

@@ -213,7 +213,7 @@ with DAG(
         reads=READS["fetch_data"],
         task_display_name="fetch_data (http)",
         tool_kind="http",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: process_data
@@ -223,7 +223,7 @@ with DAG(
         reads=READS["process_data"],
         task_display_name="process_data (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # parallel loop (head -> mapped body -> tail): store_results
@@ -233,7 +233,7 @@ with DAG(
             payload=PAYLOADS["store_results"],
             reads=READS["store_results"],
             task_display_name="head (items)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         store_results_body = NoetlLoopBodyOperator.partial(
             task_id="body",

@@ -160,7 +160,7 @@ with DAG(
         reads=READS["fetch_weather"],
         task_display_name="fetch_weather (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: report_warm
@@ -170,7 +170,7 @@ with DAG(
         reads=READS["report_warm"],
         task_display_name="report_warm (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: report_cold
@@ -180,7 +180,7 @@ with DAG(
         reads=READS["report_cold"],
         task_display_name="report_cold (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end

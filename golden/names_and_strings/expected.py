@@ -125,7 +125,7 @@ with DAG(
         reads=READS["tests_fixtures_playbooks_hello_world"],
         task_display_name="tests/fixtures/playbooks/hello world (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: params
@@ -135,7 +135,7 @@ with DAG(
         reads=READS["params_step"],
         task_display_name="params (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: run_id
@@ -145,7 +145,7 @@ with DAG(
         reads=READS["run_id_step"],
         task_display_name="run_id (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: Run.Id
@@ -155,7 +155,7 @@ with DAG(
         reads=READS["Run_Id"],
         task_display_name="Run.Id (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: \xe9tape finale \u2713
@@ -165,7 +165,7 @@ with DAG(
         reads=READS["etape_finale"],
         task_display_name="étape finale ✓ (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: \u65e5\u672c
@@ -175,7 +175,7 @@ with DAG(
         reads=READS["step_cf2abf0c"],
         task_display_name="日本 (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: def
@@ -185,7 +185,7 @@ with DAG(
         reads=READS["def"],
         task_display_name="def (noop)",
         tool_kind="noop",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> tests_fixtures_playbooks_hello_world >> params_step >> run_id_step >> Run_Id

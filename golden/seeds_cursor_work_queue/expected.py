@@ -213,7 +213,7 @@ with DAG(
             payload=PAYLOADS["fetch_assessments"],
             reads=READS["fetch_assessments"],
             task_display_name="head (claim)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         fetch_assessments_worker = NoetlCursorWorkerOperator.partial(
             task_id="worker",

@@ -131,7 +131,7 @@ with DAG(
         payload=PAYLOADS["cooling_off"],
         reads=READS["cooling_off"],
         task_display_name="cooling_off (gate: sleep)",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # approve gate: approve_payment

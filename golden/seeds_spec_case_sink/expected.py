@@ -123,7 +123,7 @@ with DAG(
         reads=READS["success_handler"],
         task_display_name="success_handler (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: error_handler
@@ -133,7 +133,7 @@ with DAG(
         reads=READS["error_handler"],
         task_display_name="error_handler (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: end

@@ -134,7 +134,7 @@ with DAG(
         reads=READS["poll"],
         task_display_name="poll (quantum)",
         tool_kind="quantum",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: fetch_results
@@ -144,7 +144,7 @@ with DAG(
         reads=READS["fetch_results"],
         task_display_name="fetch_results (quantum)",
         tool_kind="quantum",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     # step: failed
@@ -154,7 +154,7 @@ with DAG(
         reads=READS["failed"],
         task_display_name="failed (python)",
         tool_kind="python",
-        trigger_rule="all_done",
+        trigger_rule="none_skipped",
     )
 
     start >> poll

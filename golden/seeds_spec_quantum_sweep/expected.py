@@ -99,7 +99,7 @@ with DAG(
             payload=PAYLOADS["sweep"],
             reads=READS["sweep"],
             task_display_name="head (items)",
-            trigger_rule="all_done",
+            trigger_rule="none_skipped",
         )
         sweep_body = NoetlLoopBodyOperator.partial(
             task_id="body",

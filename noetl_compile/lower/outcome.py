@@ -4,8 +4,8 @@ A step whose call failed is a failed task instance on Airflow, even where its ro
 failure (an arc or case rule that addresses ``call.error``; in the canonical engine and NoETL 5
 every arc, since 138c10ed evaluates a failed step's arcs like a successful one's). Its route then
 runs through trigger rules, not by pretending success: every unit right after such a step gets
-``trigger_rule="all_done"`` on its entry task, and the runtime's guard
-(``airflow_plugin/operators/failure_routes.py``) skips it unless the rule it stands in for
+``trigger_rule="none_skipped"`` on its entry task (``all_done`` for a join), and the runtime's
+guard (``airflow_plugin/operators/failure_routes.py``) skips it unless the rule it stands in for
 (``all_success``, or a join's ``none_failed_min_one_success``) would have run it, a routed
 failure counting as the success of the branch it chose.
 
@@ -28,13 +28,22 @@ from typing import Any
 from ..engine_profiles import EngineProfile
 from .ir import Unit
 
-__all__ = ["FAILURE_TOLERANT_RULE", "OUTCOME_TASK_ID", "OutcomePlan", "outcome_plan"]
+__all__ = [
+    "FAILURE_TOLERANT_JOIN_RULE",
+    "FAILURE_TOLERANT_RULE",
+    "OUTCOME_TASK_ID",
+    "OutcomePlan",
+    "outcome_plan",
+]
 
 OUTCOME_TASK_ID = "noetl_outcome"
 # The entry trigger rule of a unit right after a step that may route a failure; the runtime
-# guards exactly the tasks that carry it (failure_routes.FAILURE_TOLERANT_RULE, kept equal by
-# tests/test_outcome_task.py).
-FAILURE_TOLERANT_RULE = "all_done"
+# guards exactly the tasks that carry one (failure_routes.FAILURE_TOLERANT_RULES, kept equal by
+# tests/test_outcome_task.py). `none_skipped` starts the task after a success or a failure, and
+# lets the scheduler skip it, without a start, after a skip (a branch not taken stays free, as
+# it is with `all_success`); a join waits for all its branches, some skipped: `all_done`.
+FAILURE_TOLERANT_RULE = "none_skipped"
+FAILURE_TOLERANT_JOIN_RULE = "all_done"
 
 
 @dataclass
@@ -45,7 +54,7 @@ class OutcomePlan:
     watch: dict[str, str] = field(default_factory=dict)  # result task id -> step/region name
     after: list[str] = field(default_factory=list)  # the leaf units it runs after
     fails_run: bool = True  # the profile's routed_failure_fails_run
-    tolerant: list[str] = field(default_factory=list)  # units whose entry gets all_done
+    tolerant: list[str] = field(default_factory=list)  # units whose entry gets a tolerant rule
 
 
 def _mentions_error(when: Any) -> bool:
@@ -92,7 +101,8 @@ def outcome_plan(units: Sequence[Unit], profile: EngineProfile) -> OutcomePlan:
     tolerant = [u.id for u in units if routing.intersection(u.upstream)]
     for unit in units:
         if unit.id in tolerant:
-            unit.trigger_rule = FAILURE_TOLERANT_RULE
+            join = len(unit.upstream) > 1
+            unit.trigger_rule = FAILURE_TOLERANT_JOIN_RULE if join else FAILURE_TOLERANT_RULE
     has_downstream = {up for unit in units for up in unit.upstream}
     leaves = [u.id for u in units if u.id not in has_downstream]
     taken = {u.full_id(t.task_id) for u in units for t in u.tasks} | {u.id for u in units}

@@ -405,3 +405,50 @@ def test_a_failing_iteration_lets_the_rest_of_its_chunk_run(run_playbook):
     assert completed[5] == "error"
     assert {completed[i] for i in (4, 6, 7)} == {"success"}
     assert sum(status == "success" for status in completed.values()) == 199
+
+
+def test_a_branch_not_taken_is_skipped_without_starting_its_tasks(run_playbook, caplog):
+    # Every step here may route a failure (canonical: arcs), so the tasks after them start by
+    # none_skipped: a branch the routing did not take is skipped by the scheduler, as with
+    # all_success, and its later tasks are never started just to skip themselves.
+    out = run_playbook(
+        "not_taken",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: not_taken, path: failures/not_taken}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "result = {'big': False}"}
+            next:
+              spec: {mode: exclusive}
+              arcs:
+                - {step: big, when: "{{ start.big }}"}
+                - {step: small}
+          - step: big
+            tool: {kind: noop}
+            next: {arcs: [{step: big_two}]}
+          - step: big_two
+            tool: {kind: noop}
+            next: {arcs: [{step: big_three}]}
+          - step: big_three
+            tool: {kind: noop}
+          - step: small
+            tool: {kind: noop}
+        """,
+    )
+    assert out.state == "success", out.states
+    assert out.states == {
+        "start": "success",
+        "big": "skipped",
+        "big_two": "skipped",
+        "big_three": "skipped",
+        "small": "success",
+        "noetl_outcome": "success",
+    }
+    started = {
+        line.split("task_id=", 1)[1].split()[0]
+        for line in caplog.text.splitlines()
+        if "[DAG TEST] starting task_id=" in line
+    }
+    assert started == {"start", "small", "noetl_outcome"}
