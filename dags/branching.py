@@ -134,6 +134,7 @@ with DAG(
         reads=READS["small_order"],
         task_display_name="small_order (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: large_order
@@ -143,6 +144,7 @@ with DAG(
         reads=READS["large_order"],
         task_display_name="large_order (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: notify_finance
@@ -152,6 +154,7 @@ with DAG(
         reads=READS["notify_finance"],
         task_display_name="notify_finance (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: notify_sales
@@ -161,6 +164,7 @@ with DAG(
         reads=READS["notify_sales"],
         task_display_name="notify_sales (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: notify_legal
@@ -170,6 +174,7 @@ with DAG(
         reads=READS["notify_legal"],
         task_display_name="notify_legal (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: summary
@@ -179,7 +184,7 @@ with DAG(
         reads=READS["summary"],
         task_display_name="summary (python)",
         tool_kind="python",
-        trigger_rule="none_failed_min_one_success",
+        trigger_rule="all_done",
     )
 
     start >> Label("else") >> small_order
@@ -189,7 +194,7 @@ with DAG(
     large_order >> Label("region == 'us'") >> notify_legal
     [small_order, notify_finance, notify_sales, notify_legal] >> summary
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -200,6 +205,7 @@ with DAG(
             "notify_sales": "notify_sales",
             "notify_legal": "notify_legal",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     summary >> noetl_outcome

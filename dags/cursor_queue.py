@@ -107,6 +107,7 @@ with DAG(
             payload=PAYLOADS["work"],
             reads=READS["work"],
             task_display_name="head (claim)",
+            trigger_rule="none_skipped",
         )
         work_worker = NoetlCursorWorkerOperator.partial(
             task_id="worker",
@@ -137,10 +138,11 @@ with DAG(
     start >> work
     work >> Label("loop.done") >> verify
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     verify >> noetl_outcome

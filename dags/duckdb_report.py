@@ -83,14 +83,16 @@ with DAG(
         reads=READS["report"],
         task_display_name="report (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> report
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     report >> noetl_outcome

@@ -132,6 +132,7 @@ with DAG(
         payload=PAYLOADS["cool_down"],
         reads=READS["cool_down"],
         task_display_name="cool_down (gate: sleep)",
+        trigger_rule="none_skipped",
     )
 
     # approve gate: approve
@@ -164,10 +165,11 @@ with DAG(
     approve >> Label("approve.approved") >> charge
     approve >> Label("else") >> cancel
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"price": "price"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     [charge, cancel] >> noetl_outcome

@@ -99,6 +99,7 @@ with DAG(
         reads=READS["fetch"],
         task_display_name="fetch (http)",
         tool_kind="http",
+        trigger_rule="none_skipped",
     )
 
     # step: summarize
@@ -108,14 +109,16 @@ with DAG(
         reads=READS["summarize"],
         task_display_name="summarize (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> fetch >> summarize
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start", "fetch": "fetch"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     summarize >> noetl_outcome

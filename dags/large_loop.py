@@ -100,6 +100,7 @@ with DAG(
             payload=PAYLOADS["square"],
             reads=READS["square"],
             task_display_name="head (items)",
+            trigger_rule="none_skipped",
         )
         square_body = NoetlLoopBodyOperator.partial(
             task_id="body",
@@ -130,10 +131,11 @@ with DAG(
     start >> square
     square >> Label("loop.done") >> total
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     total >> noetl_outcome

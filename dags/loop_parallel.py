@@ -84,6 +84,7 @@ with DAG(
             payload=PAYLOADS["measure"],
             reads=READS["measure"],
             task_display_name="head (items)",
+            trigger_rule="none_skipped",
         )
         measure_body = NoetlLoopBodyOperator.partial(
             task_id="body",
@@ -114,10 +115,11 @@ with DAG(
     start >> measure
     measure >> Label("loop.done") >> report
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     report >> noetl_outcome

@@ -86,6 +86,7 @@ with DAG(
         reads=READS["accumulate"],
         task_display_name="accumulate (python, sequential loop)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: report
@@ -100,10 +101,11 @@ with DAG(
     start >> accumulate
     accumulate >> Label("loop.done") >> report
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     report >> noetl_outcome

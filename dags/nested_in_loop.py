@@ -98,6 +98,7 @@ with DAG(
             payload=PAYLOADS["greet_all"],
             reads=READS["greet_all"],
             task_display_name="head (items)",
+            trigger_rule="none_skipped",
         )
         greet_all_body = NoetlLoopBodyOperator.partial(
             task_id="body",
@@ -128,10 +129,11 @@ with DAG(
     start >> greet_all
     greet_all >> Label("loop.done") >> collect
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     collect >> noetl_outcome

@@ -86,6 +86,7 @@ with DAG(
         trigger_dag_id="examples.nested_child",
         wait_for_completion=True,
         deferrable=True,
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -99,10 +100,11 @@ with DAG(
 
     start >> call_child >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

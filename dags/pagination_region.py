@@ -119,6 +119,7 @@ with DAG(
         reads=READS["region_fetch_page"],
         task_display_name="region_fetch_page (region: fetch_page, store_page)",
         tool_kind="region",
+        trigger_rule="none_skipped",
     )
 
     # step: done
@@ -133,10 +134,11 @@ with DAG(
     start >> region_fetch_page
     region_fetch_page >> Label("else") >> done
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start", "region_fetch_page": "region_fetch_page"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     done >> noetl_outcome

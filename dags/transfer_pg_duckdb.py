@@ -82,14 +82,16 @@ with DAG(
         reads=READS["check"],
         task_display_name="check (duckdb)",
         tool_kind="duckdb",
+        trigger_rule="none_skipped",
     )
 
     start >> check
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     check >> noetl_outcome

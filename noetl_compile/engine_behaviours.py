@@ -144,7 +144,16 @@ class EngineProfile:
         metadata=_about(
             "After a failed tool call the step's arcs are evaluated as after a successful one (an "
             "arc without `when` is taken); else only an arc addressing the failure is.",
-            "runtime/step_case.route_arcs; the run still ends failed (operators/outcome.py).",
+            "runtime/step_case.route_arcs; the step's task fails and the arcs run by trigger "
+            "rules (operators/failure_routes.py).",
+        )
+    )
+    routed_failure_fails_run: bool = field(
+        metadata=_about(
+            "A run in which a tool call failed ends failed even where the routing took the "
+            "failure and the steps after it succeeded; else it ends completed.",
+            "lower/outcome.py: the outcome task after the leaves fails or succeeds the DAG run "
+            "accordingly (operators/outcome.py); the failed step's task is red either way.",
         )
     )
     routed_failure_takes_next: bool = field(

@@ -32,6 +32,7 @@ NOETL5 = EngineProfile(
     output_data_own_data=True,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
+    routed_failure_fails_run=True,
     routed_failure_takes_next=False,
     loop_string_items="one item",
     loop_scalar_items="one item",
@@ -106,6 +107,10 @@ NOETL5 = EngineProfile(
             "noetl/server:orchestrate-core/src/orchestrator.rs:709",
             "a failed step does not have its next.arcs evaluated; the run ends failed",
             differs="noetlc evaluates the arcs as 138c10ed does (no live recording of NoETL 5)",
+        ),
+        "routed_failure_fails_run": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:709",
+            "a failed step ends the run failed",
         ),
         "routed_failure_takes_next": Source(
             "noetl/server:orchestrate-core/src/orchestrator.rs:709",

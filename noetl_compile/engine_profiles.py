@@ -54,6 +54,7 @@ V1 = EngineProfile(
     output_data_own_data=False,
     case_result_own_action=False,
     failed_call_takes_every_arc=False,
+    routed_failure_fails_run=False,
     routed_failure_takes_next=False,
     loop_string_items="error",
     loop_scalar_items="error",
@@ -123,6 +124,11 @@ V1 = EngineProfile(
             "noetl/server/api/event/service/transitions.py:299",
             "each transition's `when` decides; noetlc takes after a failure only an arc whose "
             "`when` addresses it (recorded: v1/error_when_route)",
+        ),
+        "routed_failure_fails_run": Source(
+            "noetl/server/api/event/service/events.py:148",
+            "the workflow's end emits `execution_complete` with status COMPLETED, whatever "
+            "error an earlier step's transition routed",
         ),
         "routed_failure_takes_next": Source(
             "noetl/server/api/event/service/transitions.py:299",
@@ -233,6 +239,7 @@ CASE_V2 = EngineProfile(
     output_data_own_data=False,
     case_result_own_action=True,
     failed_call_takes_every_arc=False,
+    routed_failure_fails_run=False,
     routed_failure_takes_next=True,
     loop_string_items="characters",
     loop_scalar_items="one item",
@@ -308,6 +315,11 @@ CASE_V2 = EngineProfile(
         "failed_call_takes_every_arc": Source(
             "noetl/core/dsl/v2/engine.py:1722",
             "a failed step skips its structural `next`",
+        ),
+        "routed_failure_fails_run": Source(
+            "noetl/core/dsl/v2/engine.py:1818",
+            '`completion_status = "failed" if has_error else "completed"`: only the final '
+            "step's error fails the run (recorded: case_v2/case_error_route)",
         ),
         "routed_failure_takes_next": Source(
             "noetl/worker/v2_worker_nats.py:1432",
@@ -405,6 +417,7 @@ CANONICAL = EngineProfile(
     output_data_own_data=True,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
+    routed_failure_fails_run=True,
     routed_failure_takes_next=False,
     loop_string_items="one item",
     loop_scalar_items="one item",
@@ -473,6 +486,12 @@ CANONICAL = EngineProfile(
         "failed_call_takes_every_arc": Source(
             "noetl/core/dsl/v2/engine.py:5153",
             "next arcs are evaluated on call.done and call.error alike",
+        ),
+        "routed_failure_fails_run": Source(
+            "noetl/core/dsl/v2/engine.py:5996",
+            '`completion_status = "failed" if (state.failed or has_error)`: a call.error marks '
+            "the execution failed (engine.py:5113) whatever ran after it (recorded: "
+            "final_status/error_arc_recovery_raise)",
         ),
         "routed_failure_takes_next": Source(
             "noetl/core/dsl/v2/engine.py:5153",

@@ -221,10 +221,11 @@ def test_a_failing_step_fails_the_run_and_is_named_once(first_run, home, tmp_pat
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     failures = [line for line in lines if "failed:" in line]
-    # the step's line, with the line of its code the error was raised at, then why the run
-    # failed although it went on
+    # the step's line, with the line of its code the error was raised at and where the routing
+    # took the failure, then why the run failed although it went on
     assert failures == [
-        "step boom failed: ZeroDivisionError: division by zero (line 1 of the code)",
+        "step boom failed: ZeroDivisionError: division by zero (line 1 of the code); the routing "
+        "took it to after",
         "task noetl_outcome failed: NoETL ends this run failed: a step's call failed and the run "
         "went on along its arcs; step 'boom': ZeroDivisionError: division by zero",
     ]

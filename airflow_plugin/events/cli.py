@@ -28,6 +28,7 @@ from typing import IO, Any
 from ..templating.ids import ids_as_text
 from . import names
 from .config import settings
+from .instances import entity_name, map_labels
 from .outbox import Outbox
 from .projection import project
 from .store import EventStore, StoreUnavailable
@@ -292,6 +293,7 @@ def timeline(rows: list[Mapping[str, Any]], *, collapse: bool = False) -> str:
     )
     lines = [header]
     width = max(len(str(r["name"])) for r in rows)
+    labels = map_labels(rows)  # a mapped instance by the name Airflow shows, not `body[1]`
     for row in _collapsed(rows) if collapse else rows:
         if isinstance(row, str):
             lines.append(row)
@@ -309,7 +311,8 @@ def timeline(rows: list[Mapping[str, Any]], *, collapse: bool = False) -> str:
             extra.append(f"error: {_short(data['error'])}")
         lines.append(
             f"  {_clock(row['timestamp'])}  {row['name']:<{width}}  {row['entity']:<8}  "
-            f"{row['entity_id']}  {row['status']}" + ("  " + "  ".join(extra) if extra else "")
+            f"{entity_name(row, labels)}  {row['status']}"
+            + ("  " + "  ".join(extra) if extra else "")
         )
     return "\n".join(lines) + "\n"
 
@@ -368,6 +371,9 @@ def history_lines(state: Mapping[str, Any]) -> list[str]:
         tries = task.get("tries") or []
         if len(tries) < 2 and not any(t.get("error") for t in tries):
             continue
+        label = task.get("label")
+        if label and task_key.endswith("]"):
+            task_key = f"{task_key.rsplit('[', 1)[0]} ({label})"  # as Airflow names it
         for tried in tries:
             text = f"  task {task_key} try {tried['try_number']}  {tried['status']}"
             if tried.get("error"):

@@ -86,6 +86,8 @@ def _apply(state: dict[str, Any], event: Mapping[str, Any]) -> None:
         tried, latest = event.get("try_number"), task.get("try_number")
         if tried is None or latest is None or tried >= latest:
             task.update(step=step, status="running", try_number=tried, error=None)
+        if isinstance(data.get("map_label"), str):
+            task["label"] = data["map_label"]  # the mapped instance's name in Airflow's UI
     elif name == names.TASK_FINISHED:
         _task_finished(state, event, data)
     elif name == names.RETRY_STARTED and step:
@@ -158,6 +160,8 @@ def _task_finished(
 ) -> None:
     key = event["entity_id"]
     task = state["tasks"].setdefault(key, {"step": event.get("step"), "try_number": None})
+    if isinstance(data.get("map_label"), str):
+        task["label"] = data["map_label"]
     _try_ended(task, event, data)
     tried, latest = event.get("try_number"), task.get("try_number")
     if tried is not None and latest is not None and tried < latest:

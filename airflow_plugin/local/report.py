@@ -247,9 +247,9 @@ def _state(seen: _Seen, has_result: bool) -> str:
 
 
 def _call_failed_on(seen: _Seen) -> bool:
-    """A step whose call failed and whose routing went on (an arc, or a case rule): its task
-    succeeded (so the route was taken) and its output says ``status: error`` (a region's output
-    lists its members' under ``errors``). The step failed, as its ``StepFinished`` event says;
+    """A step whose call failed and whose routing went on (an arc, or a case rule), in a task
+    that succeeded: a region's member (the region's output lists it under ``errors``), or a step
+    of a DAG file compiled before such a step's task failed (its output says ``status: error``). The step failed, as its ``StepFinished`` event says;
     whether the run failed is the run's state (canonical: yes, operators/outcome.py)."""
     output = seen.output if isinstance(seen.output, Mapping) else {}
     if seen.own:
@@ -344,6 +344,10 @@ def _step_report(seen: _Seen) -> dict[str, Any]:
         "duration": _duration(seen, state),
         "error": _error(seen) if state == "failed" else None,
     }
+    output = seen.output if seen.own and isinstance(seen.output, Mapping) else {}
+    if state == "failed" and output.get("status") == "error" and output.get("next"):
+        # The routing took the failure (its task is red all the same): where the run went on.
+        report["routed_to"] = list(output["next"])
     iterations = _iterations(seen)
     if iterations is not None:
         report["iterations"] = iterations
@@ -564,7 +568,9 @@ def render_summary(report: Mapping[str, Any], elapsed: float, log_path: str | No
         lines += [f"  {name:<{width}}  {_preview(step['result'])}" for name, step in ran.items()]
     for name, step in steps.items():
         if step["state"] == "failed":
-            lines.append(f"step {name} failed: {step.get('error') or 'failed'}")
+            routed = step.get("routed_to")
+            went_on = f"; the routing took it to {', '.join(routed)}" if routed else ""
+            lines.append(f"step {name} failed: {step.get('error') or 'failed'}{went_on}")
     for error in report.get("errors") or ():
         lines.append(f"task {error['task']} failed: {error['error']}")
     for child in report.get("children") or ():

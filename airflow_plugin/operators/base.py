@@ -9,7 +9,10 @@
 * :meth:`recording`: events of this task are stamped with its Airflow coordinates;
 * :meth:`push_and_route`: Airflow's branch machinery skips the direct downstream tasks the step
   did not route to (``BranchMixIn.do_branch``); on that path the task runner does not push the
-  return value, so the task pushes it itself.
+  return value, so the task pushes it itself;
+* :meth:`route_guard` (each NoETL operator's ``pre_execute``): a task the compiler let start
+  after a failed upstream (``none_skipped``, a join ``all_done``) runs only where that
+  failure's routing chose it (``failure_routes.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..compat import (
 )
 from ..errors import NoetlRuntimeError, fails_task
 from ..templating.ids import execution_id_for
+from .failure_routes import FAILURE_TOLERANT_RULES, task_states, upstream_verdict
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
 
@@ -218,6 +222,33 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
                 routes.append((step, dict((output.get("args") or {}).get(step) or {})))
         return routes
 
+    def route_guard(self, context: Any) -> None:
+        """Skip this task unless the rule its tolerant trigger rule (``none_skipped``, a join's
+        ``all_done``) stands in for would have run it (``failure_routes.upstream_verdict``); a
+        task with any other trigger rule was started by Airflow's own rule and goes on. Bound as ``pre_execute``: it runs before ``execute``
+        and again before a deferred task resumes (the same answer)."""
+        if getattr(self, "trigger_rule", None) not in FAILURE_TOLERANT_RULES:
+            return
+        ti = context["ti"]
+        upstream = sorted(self.upstream_task_ids)
+        if not upstream:
+            return
+        run_id = getattr(ti, "run_id", None) or context["run_id"]
+        dag_id = getattr(ti, "dag_id", None) or self.dag_id
+        raw = ti.get_task_states(dag_id=dag_id, task_ids=upstream, run_ids=[run_id]) or {}
+        states = task_states(raw.get(run_id) or {}, upstream)
+        outputs = {
+            task_id: ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
+            for task_id in upstream
+            if any(state in ("failed", "upstream_failed") for state in states.get(task_id, ()))
+        }
+        run, why = upstream_verdict(self.task_id, upstream, states, outputs, join=len(upstream) > 1)
+        if run:
+            return
+        from ..compat import AirflowSkipException
+
+        raise AirflowSkipException(f"NoETL: {why}")
+
     # -- events -------------------------------------------------------------------------------
 
     def recording(self, context: Mapping[str, Any]):
@@ -271,6 +302,7 @@ class NoetlTask(ToolKindMixin, BaseOperator, NoetlTaskMixin):
     template_fields = ()
     inherits_from_skipmixin = True
     ui_color = "#dfe9f7"
+    pre_execute = NoetlTaskMixin.route_guard
 
 
 def step_output(outcome: Any, **extra: Any) -> dict[str, Any]:

@@ -259,6 +259,7 @@ class _HumanGate(_GateRuntime):
 
 class NoetlApprovalOperator(HITLOperator, _HumanGate):
     template_fields = ()
+    pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
@@ -335,6 +336,7 @@ def _form(params: Any, step: Any, need_defaults: bool) -> dict[str, Any]:
 
 class NoetlInputOperator(HITLEntryOperator, _HumanGate):
     template_fields = ()
+    pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
@@ -412,6 +414,7 @@ MIN_DEFERRED_SLEEP = timedelta(seconds=15)
 
 class NoetlSleepSensor(WaitSensor, _GateRuntime):
     template_fields = ()
+    pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
@@ -459,6 +462,7 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
 
 class NoetlWaitUntilSensor(DateTimeSensorAsync, _GateRuntime):
     template_fields = ()
+    pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:

@@ -54,6 +54,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
     template_fields = ()
     inherits_from_skipmixin = True
     ui_color = "#fdf3e1"
+    pre_execute = NoetlTaskMixin.route_guard  # before BaseOperator's in the MRO
 
     def __init__(
         self,

@@ -1,18 +1,22 @@
-"""``NoetlOutcomeOperator``: the run ends failed when a step's call failed, as NoETL ends it.
+"""``NoetlOutcomeOperator``: the run ends as NoETL ends it, whatever task is red in the middle.
 
-NoETL's canonical engine goes on along a failed step's arcs (an arc without ``when`` matches,
-a condition sees ``event.name == 'call.error'``) and still marks the execution failed. On
-Airflow the failed step's task succeeds, recording ``status: error`` and the error in its XCom,
-so that the branch machinery takes its route; the compiler then puts this task after the DAG's
-leaves (``noetl_compile/lower/outcome.py``), the *watcher* pattern of Airflow's own system
-tests:
+A step whose call failed is a failed task even when its routing took the failure
+(``failure_routes.py``): the route runs through trigger rules, and Airflow would still decide the
+run's state from its leaves. The compiler puts this task after the DAG's leaves
+(``noetl_compile/lower/outcome.py``), the *watcher* pattern of Airflow's own system tests, with
+trigger rule ``all_done``, so it is the one leaf and runs once everything else has ended. It
+reads the run's task states and:
 
-* trigger rule ``none_failed``: a failed or upstream-failed leaf makes this task
-  upstream-failed, so a step that failed outright still fails the run (Airflow decides a run's
-  state from its leaves, and this task is one);
-* when it runs (every leaf succeeded or was skipped: recovery steps have run to their end), it
-  reads the XCom of the step tasks it watches and fails, naming each step whose call failed and
-  its error, or succeeds when none did. Its log says which.
+* fails when a task failed without a routing that took the failure (an unhandled failure, a
+  failed loop instance...): NoETL fails such a run, and the tasks after it were skipped or
+  upstream-failed, not run;
+* fails when a step's call failed and the routing took it, if the engine ends such a run failed
+  (``routed_failure_fails_run``: the canonical engine and NoETL 5 mark the execution failed at
+  the first ``call.error`` and still follow the arcs); for the engines that end it completed
+  (case-v2, v1) it succeeds and says which failure the routing handled;
+* does the same for the watched tasks whose output records a failed call while the task
+  succeeded (a region whose member's call failed and routed on inside it; DAG files compiled
+  before failed steps turned red).
 
 The listener turns the run's state into ``WorkflowFinished`` (``error`` / ``success``), and
 ``noetlc run`` / ``noetlc status`` report the run failed with this task's message.
@@ -27,6 +31,7 @@ from airflow.sdk import BaseOperator
 
 from ..compat import AirflowFailException
 from .base import XCOM_RETURN_KEY, is_noetl_output
+from .failure_routes import error_text, handled_failure, run_failures, task_states
 
 __all__ = ["NoetlOutcomeOperator", "failed_calls"]
 
@@ -45,50 +50,74 @@ def failed_calls(watch: Mapping[str, str], outputs: Mapping[str, Any]) -> list[s
         if not isinstance(errors, Mapping) or not errors:
             errors = {name: output.get("error")}
         for step, error in errors.items():
-            lines.append(f"step {step!r}: {_error_text(error)}")
+            lines.append(f"step {step!r}: {error_text(error)}")
     return lines
 
 
-def _error_text(error: Any) -> str:
-    if isinstance(error, Mapping):
-        kind, message = error.get("type") or error.get("kind"), error.get("message")
-        if kind and message:
-            return f"{kind}: {message}"
-        return str(message or kind or "call failed")
-    return str(error) if error else "call failed"
-
-
 class NoetlOutcomeOperator(BaseOperator):
-    """Fail the run when a watched step's call failed (see the module docstring).
+    """End the run as NoETL ends it (see the module docstring).
 
     :param watch: result task id -> step or region name, the tasks whose failed call may have
         routed on (the compiler lists them).
+    :param routed_failure_fails_run: the engine ends a run failed when a call failed, even
+        where the routing took the failure (the engine profile's field of that name).
     """
 
     template_fields = ()
     ui_color = "#f0f0f0"
     custom_operator_name = "NoETL run outcome"
 
-    def __init__(self, *, watch: Mapping[str, str], **kwargs: Any) -> None:
+    def __init__(
+        self, *, watch: Mapping[str, str], routed_failure_fails_run: bool = True, **kwargs: Any
+    ) -> None:
         if not isinstance(watch, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in watch.items()
         ):
             raise ValueError("`watch` must map task id -> step name (strings)")
         super().__init__(**kwargs)
         self.watch = dict(watch)
+        self.routed_failure_fails_run = bool(routed_failure_fails_run)
 
     def execute(self, context: Any) -> None:
         ti = context["ti"]
+        run_id = getattr(ti, "run_id", None) or context["run_id"]
+        dag_id = getattr(ti, "dag_id", None) or self.dag_id
+        raw = (ti.get_task_states(dag_id=dag_id, run_ids=[run_id]) or {}).get(run_id) or {}
+        dag = getattr(self, "dag", None)
+        task_ids = list(getattr(dag, "task_ids", None) or raw)
+        states = task_states(raw, task_ids)
+        states.pop(self.task_id, None)
+        failed = [
+            t for t, s in states.items() if len(s) == 1 and s[0] == "failed"
+        ]  # a mapped task's instances never route a failure
         outputs = {
-            task_id: ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY) for task_id in self.watch
+            task_id: ti.xcom_pull(task_ids=task_id, key=XCOM_RETURN_KEY)
+            for task_id in sorted(set(failed) | set(self.watch))
         }
-        failed = failed_calls(self.watch, outputs)
-        if failed:
+        unhandled, handled = run_failures(states, outputs, self.watch)
+        if unhandled:
+            raise AirflowFailException(
+                "NoETL ends this run failed: a step failed and no routing took the failure; "
+                + "; ".join(unhandled)
+            )
+        # Watched tasks that succeeded while recording a failed call (regions, older DAG files).
+        routed = handled + failed_calls(
+            self.watch,
+            {t: o for t, o in outputs.items() if t not in failed and not handled_failure(o)},
+        )
+        if routed and self.routed_failure_fails_run:
             # NoETL's status: failed at the first call.error, whatever ran after it.
             raise AirflowFailException(
                 "NoETL ends this run failed: a step's call failed and the run went on along "
-                "its arcs; " + "; ".join(failed)
+                "its arcs; " + "; ".join(routed)
             )
+        if routed:
+            self.log.info(
+                "NoETL run outcome: success; the routing took each failed call, and this "
+                "engine ends such a run completed: %s",
+                "; ".join(routed),
+            )
+            return
         self.log.info(
             "NoETL run outcome: no step call failed (%d step task(s) watched)", len(self.watch)
         )

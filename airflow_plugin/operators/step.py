@@ -18,6 +18,9 @@ Why it is built this way:
 * A tool failure not handled by the step's routing fails the task with ``AirflowFailException``:
   NoETL retries live inside the step (policies); Airflow ``retries`` are for infrastructure
   failures and would re-run side effects the policy already decided about.
+* A failure the routing takes fails the task too (red, traceback in the log), after pushing the
+  output with ``routed_to``; the chosen tasks run by their tolerant trigger rule and a guard
+  (``failure_routes.py``), and the outcome task ends the run as NoETL ends it.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ from typing import Any
 
 from noetl_compile.step_contract import READS_KEYS
 
+from ..compat import AirflowFailException
 from ..errors import NoetlRuntimeError
 from ..runtime.payload import validate_payload
 from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, failure_summary, step_output
+from .failure_routes import FAILURE_TOLERANT_RULES, ROUTED_TO
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
@@ -134,8 +139,8 @@ class NoetlStepOperator(NoetlTask):
             raise AirflowSkipException(f"step {step!r}: its `when` guard is false")
         if outcome.status == "error":
             # The call failed and the playbook's routing took the failure (an arc, a case rule,
-            # the engine's failed-call routing): the task succeeds so that route runs, but its
-            # log still shows what failed and where, as an unhandled failure's does.
+            # the engine's failed-call routing): the log shows what failed and where, as an
+            # unhandled failure's does.
             error = outcome.error or {}
             self.log.error(
                 "NoETL step %s: its call failed (%s); the routing took the failure, the run goes "
@@ -145,9 +150,32 @@ class NoetlStepOperator(NoetlTask):
                 outcome.next_steps or "no step",
                 f":\n{error['traceback']}" if error.get("traceback") else "",
             )
+            if self.failure_routes_by_trigger_rules():
+                return self.fail_routed(context, outcome)
         output = step_output(outcome)
         self.log.info(
             "NoETL step %s finished (%s); next: %s", step, outcome.status, outcome.next_steps
         )
         targets = outcome.next_task_ids if routing_targets(self.payload) else None
         return self.push_and_route(context, output, targets)
+
+    def failure_routes_by_trigger_rules(self) -> bool:
+        """Were the tasks after this step compiled to start after its failure (``none_skipped``
+        or ``all_done``, each checking that the failure routed to it: ``failure_routes.py``)? DAG files compiled
+        before that kept a routed failure's task green, so that its branch could run."""
+        downstream = list(getattr(self, "downstream_list", None) or [])
+        return bool(downstream) and all(
+            getattr(task, "trigger_rule", None) in FAILURE_TOLERANT_RULES for task in downstream
+        )
+
+    def fail_routed(self, context: Any, outcome: Any) -> Any:
+        """Push the output (the failure, where the routing went) and fail the task: red, with
+        Airflow's failure callbacks; the chosen tasks run by their trigger rule."""
+        step = self.payload["step"]
+        output = step_output(outcome, **{ROUTED_TO: list(outcome.next_task_ids)})
+        if self.do_xcom_push:
+            context["ti"].xcom_push(XCOM_RETURN_KEY, output)
+        raise AirflowFailException(
+            f"step {step!r}: {failure_summary(outcome.error)} (the routing took the failure: "
+            f"the run goes on to {', '.join(outcome.next_steps) or 'no step'})"
+        )

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from ..events.instances import instance_name, map_labels
 from .data import RunView
 
 __all__ = ["instance_name", "log_url", "map_labels", "render_run"]
@@ -99,25 +100,6 @@ def _gates(view: RunView) -> str:
             f"<td><code>{_e(answer)}</code></td></tr>"
         )
     return _table(["gate", "step", "since", "state", "answer"], rows, "gates")
-
-
-def map_labels(events: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
-    """(task, map index) -> the name Airflow shows for that mapped instance (``Oslo``), from
-    the task events that carry it (``data.map_label``)."""
-    labels: dict[tuple[str, int], str] = {}
-    for event in events:
-        label = (event.get("data") or {}).get("map_label")
-        index = event.get("map_index")
-        if isinstance(label, str) and event.get("task_id") and isinstance(index, int):
-            labels[(event["task_id"], index)] = label
-    return labels
-
-
-def instance_name(task: str, map_index: Any, labels: Mapping[tuple[str, int], str]) -> str:
-    """A task instance as Airflow's UI names it: the task, and a mapped one's label."""
-    if not isinstance(map_index, int) or map_index < 0:
-        return task
-    return f"{task} ({labels.get((task, map_index), map_index)})"
 
 
 def _timeline(view: RunView, events: list[dict[str, Any]]) -> str:

@@ -134,6 +134,7 @@ with DAG(
         reads=READS["eval_flag"],
         task_display_name="eval_flag (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: hot_path
@@ -143,6 +144,7 @@ with DAG(
         reads=READS["hot_path"],
         task_display_name="hot_path (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: hot_task_a
@@ -152,6 +154,7 @@ with DAG(
         reads=READS["hot_task_a"],
         task_display_name="hot_task_a (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: hot_task_b
@@ -161,6 +164,7 @@ with DAG(
         reads=READS["hot_task_b"],
         task_display_name="hot_task_b (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: cold_path
@@ -170,6 +174,7 @@ with DAG(
         reads=READS["cold_path"],
         task_display_name="cold_path (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: cold_task
@@ -179,6 +184,7 @@ with DAG(
         reads=READS["cold_task"],
         task_display_name="cold_task (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -188,7 +194,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="none_failed_min_one_success",
+        trigger_rule="all_done",
     )
 
     start >> eval_flag
@@ -198,7 +204,7 @@ with DAG(
     cold_path >> cold_task
     [hot_task_a, hot_task_b, cold_task] >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -210,6 +216,7 @@ with DAG(
             "cold_path": "cold_path",
             "cold_task": "cold_task",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

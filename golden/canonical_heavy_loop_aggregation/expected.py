@@ -358,6 +358,7 @@ with DAG(
         reads=READS["process_items"],
         task_display_name="process_items (python, sequential loop)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: aggregate_results
@@ -376,6 +377,7 @@ with DAG(
         reads=READS["validate_results"],
         task_display_name="validate_results (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -385,11 +387,12 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> process_items >> aggregate_results >> validate_results >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -397,6 +400,7 @@ with DAG(
             "aggregate_results": "aggregate_results",
             "validate_results": "validate_results",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

@@ -1196,6 +1196,7 @@ with DAG(
         trigger_dag_id="tests.fixtures.playbooks.regression_test.create_test_schema",
         wait_for_completion=True,
         deferrable=True,
+        trigger_rule="none_skipped",
     )
 
     # nested playbook (TriggerDagRunOperator): tests/fixtures/playbooks/hello_world
@@ -1786,6 +1787,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> create_test_schema >> tests_fixtures_playbooks_hello_world
@@ -1835,10 +1837,11 @@ with DAG(
     tests_fixtures_playbooks_broken_playbooks_should_error_tool_is_required >> generate_summary
     generate_summary >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start", "generate_summary": "generate_summary"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

@@ -199,6 +199,7 @@ with DAG(
         trigger_dag_id="tests.fixtures.playbooks.data_transfer.http_to_postgres_simple",
         wait_for_completion=True,
         deferrable=True,
+        trigger_rule="none_skipped",
     )
 
     # nested playbook (TriggerDagRunOperator): run_weather_processing
@@ -239,15 +240,17 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> run_http_test >> run_weather_processing >> run_data_transformation >> store_results
     store_results >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start", "store_results": "store_results"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

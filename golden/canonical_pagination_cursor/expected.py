@@ -209,6 +209,7 @@ with DAG(
         reads=READS["region_fetch_page"],
         task_display_name="region_fetch_page (region: fetch_page, check_pagination)",
         tool_kind="region",
+        trigger_rule="none_skipped",
     )
 
     # step: validate_results
@@ -227,13 +228,14 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> region_fetch_page
     region_fetch_page >> Label("ctx.has_more != true") >> validate_results
     validate_results >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -241,6 +243,7 @@ with DAG(
             "region_fetch_page": "region_fetch_page",
             "validate_results": "validate_results",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

@@ -2023,6 +2023,7 @@ with DAG(
             Asset("x-noetl://postgres/pg_k8s/public/pft_test_validation_log"),
             Asset("x-noetl://postgres/pg_k8s/public/pft_test_facilities"),
         ],
+        trigger_rule="none_skipped",
     )
 
     # step: validate_all_results
@@ -2042,6 +2043,7 @@ with DAG(
         reads=READS["check_results"],
         task_display_name="check_results (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -2051,6 +2053,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> region_load_next_facility
@@ -2059,7 +2062,7 @@ with DAG(
     ) >> validate_all_results
     validate_all_results >> check_results >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -2068,6 +2071,7 @@ with DAG(
             "validate_all_results": "validate_all_results",
             "check_results": "check_results",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

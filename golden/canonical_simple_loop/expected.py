@@ -92,6 +92,7 @@ with DAG(
             payload=PAYLOADS["loop_test"],
             reads=READS["loop_test"],
             task_display_name="head (items)",
+            trigger_rule="none_skipped",
         )
         loop_test_body = NoetlLoopBodyOperator.partial(
             task_id="body",
@@ -121,10 +122,11 @@ with DAG(
 
     start >> loop_test >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

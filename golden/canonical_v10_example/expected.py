@@ -213,6 +213,7 @@ with DAG(
         reads=READS["fetch_data"],
         task_display_name="fetch_data (http)",
         tool_kind="http",
+        trigger_rule="none_skipped",
     )
 
     # step: process_data
@@ -222,6 +223,7 @@ with DAG(
         reads=READS["process_data"],
         task_display_name="process_data (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # parallel loop (head -> mapped body -> tail): store_results
@@ -231,6 +233,7 @@ with DAG(
             payload=PAYLOADS["store_results"],
             reads=READS["store_results"],
             task_display_name="head (items)",
+            trigger_rule="none_skipped",
         )
         store_results_body = NoetlLoopBodyOperator.partial(
             task_id="body",
@@ -264,10 +267,11 @@ with DAG(
     process_data >> store_results
     store_results >> Label("loop.done") >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start", "fetch_data": "fetch_data", "process_data": "process_data"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

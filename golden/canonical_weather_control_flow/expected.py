@@ -160,6 +160,7 @@ with DAG(
         reads=READS["fetch_weather"],
         task_display_name="fetch_weather (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: report_warm
@@ -169,6 +170,7 @@ with DAG(
         reads=READS["report_warm"],
         task_display_name="report_warm (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: report_cold
@@ -178,6 +180,7 @@ with DAG(
         reads=READS["report_cold"],
         task_display_name="report_cold (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: end
@@ -187,7 +190,7 @@ with DAG(
         reads=READS["end"],
         task_display_name="end (python)",
         tool_kind="python",
-        trigger_rule="none_failed_min_one_success",
+        trigger_rule="all_done",
     )
 
     start >> Label("spec.state == 'ready'") >> fetch_weather
@@ -196,7 +199,7 @@ with DAG(
     fetch_weather >> Label("fetch_weather.max_temp <= spec.temperature_threshold") >> report_cold
     [report_warm, report_cold] >> end
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -205,6 +208,7 @@ with DAG(
             "report_warm": "report_warm",
             "report_cold": "report_cold",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     end >> noetl_outcome

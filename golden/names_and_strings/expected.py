@@ -125,6 +125,7 @@ with DAG(
         reads=READS["tests_fixtures_playbooks_hello_world"],
         task_display_name="tests/fixtures/playbooks/hello world (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     # step: params
@@ -134,6 +135,7 @@ with DAG(
         reads=READS["params_step"],
         task_display_name="params (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     # step: run_id
@@ -143,6 +145,7 @@ with DAG(
         reads=READS["run_id_step"],
         task_display_name="run_id (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     # step: Run.Id
@@ -152,6 +155,7 @@ with DAG(
         reads=READS["Run_Id"],
         task_display_name="Run.Id (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     # step: \xe9tape finale \u2713
@@ -161,6 +165,7 @@ with DAG(
         reads=READS["etape_finale"],
         task_display_name="étape finale ✓ (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     # step: \u65e5\u672c
@@ -170,6 +175,7 @@ with DAG(
         reads=READS["step_cf2abf0c"],
         task_display_name="日本 (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     # step: def
@@ -179,12 +185,13 @@ with DAG(
         reads=READS["def"],
         task_display_name="def (noop)",
         tool_kind="noop",
+        trigger_rule="none_skipped",
     )
 
     start >> tests_fixtures_playbooks_hello_world >> params_step >> run_id_step >> Run_Id
     Run_Id >> etape_finale >> step_cf2abf0c >> t_def
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={
@@ -196,6 +203,7 @@ with DAG(
             "etape_finale": "étape finale ✓",
             "step_cf2abf0c": "日本",
         },
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     t_def >> noetl_outcome

@@ -131,6 +131,7 @@ with DAG(
         payload=PAYLOADS["cooling_off"],
         reads=READS["cooling_off"],
         task_display_name="cooling_off (gate: sleep)",
+        trigger_rule="none_skipped",
     )
 
     # approve gate: approve_payment
@@ -163,10 +164,11 @@ with DAG(
     approve_payment >> Label("approve_payment.approved") >> pay
     approve_payment >> Label("else") >> notify_rejected
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"calculate_expense": "calculate_expense"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     [pay, notify_rejected] >> noetl_outcome

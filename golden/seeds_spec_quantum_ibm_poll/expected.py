@@ -134,6 +134,7 @@ with DAG(
         reads=READS["poll"],
         task_display_name="poll (quantum)",
         tool_kind="quantum",
+        trigger_rule="none_skipped",
     )
 
     # step: fetch_results
@@ -143,6 +144,7 @@ with DAG(
         reads=READS["fetch_results"],
         task_display_name="fetch_results (quantum)",
         tool_kind="quantum",
+        trigger_rule="none_skipped",
     )
 
     # step: failed
@@ -152,16 +154,18 @@ with DAG(
         reads=READS["failed"],
         task_display_name="failed (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> poll
     poll >> Label("poll.status == 'DONE'") >> fetch_results
     poll >> Label("else") >> failed
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start", "poll": "poll"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     [fetch_results, failed] >> noetl_outcome

@@ -99,6 +99,7 @@ with DAG(
             payload=PAYLOADS["sweep"],
             reads=READS["sweep"],
             task_display_name="head (items)",
+            trigger_rule="none_skipped",
         )
         sweep_body = NoetlLoopBodyOperator.partial(
             task_id="body",
@@ -130,10 +131,11 @@ with DAG(
     start >> sweep
     sweep >> Label("loop.done") >> persist
 
-    # run outcome: failed when a watched step's call failed, even where its arcs went on
+    # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
         watch={"start": "start"},
-        trigger_rule="none_failed",
+        routed_failure_fails_run=True,
+        trigger_rule="all_done",
     )
     persist >> noetl_outcome

@@ -236,11 +236,16 @@ class _Emitter:
         ir = self.ir
         if not ir.outcome_watch:
             return ""
-        note = "run outcome: failed when a watched step's call failed, even where its arcs went on"
+        if ir.outcome_fails_run:
+            note = "run outcome: failed on any failed step, even where the routing took it"
+        else:
+            note = "run outcome: failed on a failed step no routing took; a routed one completes"
         args = [
             ("task_id", str_literal(ir.outcome_task)),
             ("watch", python_literal(ir.outcome_watch, 2, 6)),
-            ("trigger_rule", str_literal("none_failed")),
+            ("routed_failure_fails_run", repr(bool(ir.outcome_fails_run))),
+            # The one leaf: it runs once every other task ended, whatever their states.
+            ("trigger_rule", str_literal("all_done")),
         ]
         lines = [
             f"\n{INDENT}{comment(note)}\n",

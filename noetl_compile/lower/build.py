@@ -513,9 +513,9 @@ def lower(
     catalog = playbook.catalog_key
     owner = metadata.get("owner") if isinstance(metadata, Mapping) else None
     owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
-    outcome_task, outcome_watch, outcome_after = outcome_plan(
-        units, profile_of(playbook.dialect, playbook.generation)
-    )
+    # Before emission: the plan sets the entry trigger rule of the units after a step that may
+    # route a failure (lower/outcome.py).
+    outcome = outcome_plan(units, profile_of(playbook.dialect, playbook.generation))
     return IR(
         dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
         source=source,
@@ -542,7 +542,8 @@ def lower(
         ),
         owner=owner,
         asset_reads=asset_reads,
-        outcome_task=outcome_task,
-        outcome_watch=outcome_watch,
-        outcome_after=outcome_after,
+        outcome_task=outcome.task_id,
+        outcome_watch=outcome.watch,
+        outcome_after=outcome.after,
+        outcome_fails_run=outcome.fails_run,
     )

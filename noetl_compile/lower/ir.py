@@ -98,11 +98,13 @@ class IR:
     # Asset URIs the DAG is scheduled on (`compile --schedule-on-assets`); empty: schedule=None.
     schedule_assets: list[str] = field(default_factory=list)
     # The outcome task (lower/outcome.py): its task id, the result tasks it watches (task id ->
-    # step or region name) and the leaf units it runs after; no task when ``outcome_watch`` is
-    # empty.
+    # step or region name), the leaf units it runs after, and whether a failed call the routing
+    # took still fails the run (the profile's routed_failure_fails_run); no task when
+    # ``outcome_watch`` is empty.
     outcome_task: str = ""
     outcome_watch: dict[str, str] = field(default_factory=dict)
     outcome_after: list[str] = field(default_factory=list)
+    outcome_fails_run: bool = True
 
     @property
     def asset_writes(self) -> list[str]:

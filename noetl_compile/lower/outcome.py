@@ -1,47 +1,108 @@
-"""The DAG's outcome task: a run ends failed when a step's call failed, as NoETL ends it.
+"""The DAG's outcome task and the trigger rules after a step that may route a failure.
 
-NoETL's canonical engine (138c10ed) follows a failed step's arcs like a successful step's (an arc
-without ``when`` matches; a condition sees ``event.name == 'call.error'``) and marks the
-execution failed at the error all the same. On Airflow the step's task then succeeds (its output
-says ``status: error``) so that Airflow's branching takes the route, and the run's final state
-comes from an outcome task after the leaves, in the pattern Airflow's own system tests call the
-*watcher*: trigger rule ``none_failed`` (a failed or upstream-failed leaf fails it without a run,
-so a step that failed outright still fails the run), and when it runs it fails if one of the
-watched steps' outputs records a failed call, naming the step and the error. Recovery steps
-still run to their end: the outcome task waits for every leaf.
+A step whose call failed is a failed task instance on Airflow, even where its routing takes the
+failure (an arc or case rule that addresses ``call.error``; in the canonical engine and NoETL 5
+every arc, since 138c10ed evaluates a failed step's arcs like a successful one's). Its route then
+runs through trigger rules, not by pretending success: every unit right after such a step gets
+``trigger_rule="none_skipped"`` on its entry task (``all_done`` for a join), and the runtime's
+guard (``airflow_plugin/operators/failure_routes.py``) skips it unless the rule it stands in for
+(``all_success``, or a join's ``none_failed_min_one_success``) would have run it, a routed
+failure counting as the success of the branch it chose.
 
-Only canonical DAGs get one, and only where a failed call can route on (a step with arcs, or a
-region of steps): the older engines end such a run successful (case-v2 at dc55c492 reports
-``completed`` after a ``call.error`` case rule routed; case_v2/case_error_route).
+Airflow decides a run's state from its leaves, so such a DAG ends with an outcome task after the
+leaves, in the pattern Airflow's own system tests call the *watcher*: ``all_done``, the one leaf;
+it fails the run when a task failed without a routing that took it, and, where a routing took it,
+as the engine's profile says (``routed_failure_fails_run``: the canonical engine marks the
+execution failed at the first ``call.error``, 138c10ed engine.py:5996; case-v2 dc55c492 and v1
+58c2a16b end it completed). It also watches the regions of an engine that fails such runs: a
+region's member whose call failed and routed on inside it leaves the region's task green, with
+``status: error`` in its output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..engine_profiles import EngineProfile
 from .ir import Unit
 
-__all__ = ["OUTCOME_TASK_ID", "outcome_plan"]
+__all__ = [
+    "FAILURE_TOLERANT_JOIN_RULE",
+    "FAILURE_TOLERANT_RULE",
+    "OUTCOME_TASK_ID",
+    "OutcomePlan",
+    "outcome_plan",
+]
 
 OUTCOME_TASK_ID = "noetl_outcome"
+# The entry trigger rule of a unit right after a step that may route a failure; the runtime
+# guards exactly the tasks that carry one (failure_routes.FAILURE_TOLERANT_RULES, kept equal by
+# tests/test_outcome_task.py). `none_skipped` starts the task after a success or a failure, and
+# lets the scheduler skip it, without a start, after a skip (a branch not taken stays free, as
+# it is with `all_success`); a join waits for all its branches, some skipped: `all_done`.
+FAILURE_TOLERANT_RULE = "none_skipped"
+FAILURE_TOLERANT_JOIN_RULE = "all_done"
 
 
-def outcome_plan(
-    units: Sequence[Unit], profile: EngineProfile
-) -> tuple[str, dict[str, str], list[str]]:
-    """(task id, watched result task id -> step or region name, leaf unit ids); an empty watch
-    when the DAG needs no outcome task: only where a failed call goes on along the arcs
-    (``profile.failed_call_takes_every_arc``) can a run whose leaves succeeded have failed."""
-    if not profile.failed_call_takes_every_arc:
-        return "", {}, []
+@dataclass
+class OutcomePlan:
+    """The outcome task (no task when ``watch`` is empty and no step routes a failure)."""
+
+    task_id: str = ""
+    watch: dict[str, str] = field(default_factory=dict)  # result task id -> step/region name
+    after: list[str] = field(default_factory=list)  # the leaf units it runs after
+    fails_run: bool = True  # the profile's routed_failure_fails_run
+    tolerant: list[str] = field(default_factory=list)  # units whose entry gets a tolerant rule
+
+
+def _mentions_error(when: Any) -> bool:
+    # Static and generous on purpose: the runtime's `addresses_failure` reads the Jinja AST, and
+    # a unit made failure-tolerant here that never sees a routed failure loses nothing (the
+    # guard then answers as the plain rule would).
+    return when is not None and "error" in str(when)
+
+
+def routes_failure(unit: Unit, profile: EngineProfile) -> bool:
+    """May this unit's step end with a failed call that its routing takes on?"""
+    if unit.kind != "step":
+        return False
+    payload = unit.payload
+    arcs = (payload.get("routing") or {}).get("arcs") or []
+    rules = payload.get("case") or []
+    if profile.failed_call_takes_every_arc:
+        return bool(arcs or rules)
+    whens = [a.get("when") for a in arcs if isinstance(a, Mapping)]
+    # A case rule takes a failure only where it also says where to go (one that only retries
+    # gives the failure back when it gives up).
+    whens += [r.get("when") for r in rules if isinstance(r, Mapping) and _routes(r.get("then"))]
+    return any(_mentions_error(when) for when in whens)
+
+
+def _routes(then: Any) -> bool:
+    actions = then if isinstance(then, list) else [then]
+    return any(isinstance(action, Mapping) and action.get("next") for action in actions)
+
+
+def outcome_plan(units: Sequence[Unit], profile: EngineProfile) -> OutcomePlan:
+    """The outcome task and the tolerant units of this DAG, and sets each tolerant unit's
+    entry trigger rule; an empty plan when no failure can route on."""
     watch: dict[str, str] = {}
+    routing = set()
     for unit in units:
-        arcs = ((unit.payload.get("routing") or {}).get("arcs")) if unit.kind == "step" else None
-        if arcs or unit.kind == "region":
-            watch[unit.result_task] = unit.steps[0] if unit.kind == "step" else unit.id
+        if routes_failure(unit, profile):
+            watch[unit.result_task] = unit.steps[0]
+            routing.add(unit.id)
+        elif unit.kind == "region" and profile.routed_failure_fails_run:
+            watch[unit.result_task] = unit.id
     if not watch:
-        return "", {}, []
+        return OutcomePlan()
+    tolerant = [u.id for u in units if routing.intersection(u.upstream)]
+    for unit in units:
+        if unit.id in tolerant:
+            join = len(unit.upstream) > 1
+            unit.trigger_rule = FAILURE_TOLERANT_JOIN_RULE if join else FAILURE_TOLERANT_RULE
     has_downstream = {up for unit in units for up in unit.upstream}
     leaves = [u.id for u in units if u.id not in has_downstream]
     taken = {u.full_id(t.task_id) for u in units for t in u.tasks} | {u.id for u in units}
@@ -49,4 +110,4 @@ def outcome_plan(
     while task_id in taken:
         counter += 1
         task_id = f"{OUTCOME_TASK_ID}_{counter}"
-    return task_id, watch, leaves
+    return OutcomePlan(task_id, watch, leaves, profile.routed_failure_fails_run, tolerant)

@@ -1,6 +1,8 @@
 """`noetlc resume` on a real deployment (LocalExecutor stack): a run whose middle step fails is
 resumed after the fix; the step before it does not run again; events, `noetlc status` and the
-REST client's paging against the real API server agree.
+REST client's paging against the real API server agree. The step that raised is a failed task
+with the traceback in its log, though the canonical engine's plain `next` took the failure
+(operators/failure_routes.py).
 
 The run is triggered without a logical date (as every REST trigger here is), which is what
 `airflow tasks clear -s/-e` cannot find and the clear by ``dag_run_id`` can. The NoETL view is
@@ -44,6 +46,15 @@ def ends(stack, run_id: str, count: int, timeout: float = 30.0) -> list[dict]:
         time.sleep(0.3)
 
 
+def task_log(client: AirflowClient, run_id: str, task_id: str, try_number: int) -> str:
+    """A task instance's log as the REST API serves it (structured lines joined as JSON)."""
+    path = f"dags/{DAG}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}/logs/{try_number}"
+    answer = client.request("GET", path, params={"full_content": True})
+    if isinstance(answer, dict):
+        return "\n".join(json.dumps(line) for line in answer.get("content") or [])
+    return str(answer)
+
+
 def test_resume_clears_the_failed_step_and_downstream_and_the_run_succeeds(local_stack, tmp_path):
     stack, client = local_stack, local_stack.client
     divisor = tmp_path / "divisor"
@@ -52,6 +63,15 @@ def test_resume_clears_the_failed_step_and_downstream_and_the_run_succeeds(local
     assert run["state"] == "failed" and run["logical_date"] is None
     execution = execution_id_for(DAG, run_id)
     ends(stack, run_id, 1)
+    # The middle step that raised is red, its traceback in its task log; the step before it
+    # succeeded, and the run's outcome task ends it failed as NoETL does.
+    first = {ti["task_id"]: ti["state"] for ti in client.task_instances(DAG, run_id)}
+    assert first["extract"] == "success" and first["transform"] == "failed", first
+    assert first["noetl_outcome"] == "failed", first
+    log = task_log(client, run_id, "transform", 1)
+    assert "Traceback" in log and "ZeroDivisionError: integer division or modulo by zero" in log, (
+        log[-3000:]
+    )
 
     # The real API server pages: two task instances a page for a run of six.
     manifest = stack.manifest

@@ -94,3 +94,75 @@ def test_the_timeline_folds_iterations_after_the_first_and_keeps_a_failed_one():
 def test_a_run_without_loops_is_printed_whole():
     rows = [r for r in loop_run() if r.get("iteration") is None]
     assert timeline(rows, collapse=True) == timeline(rows)
+
+
+def test_a_mapped_instance_is_named_as_airflow_names_it():
+    # The listener records a mapped instance's label (its map_index_template rendered) on its
+    # task events; `noetlc events` and `noetlc status` print `measure.body (Oslo)` as Airflow's
+    # UI does, not the entity id `measure.body[1]`.
+    mapped = {"task_id": "measure.body", "map_index": 1, "step": "measure"}
+    rows = [
+        _row(0, "PlaybookExecutionRequested", "playbook", "t.loop50", "success"),
+        _row(
+            1,
+            "TaskStarted",
+            "task",
+            "measure.body[1]",
+            "in_progress",
+            try_number=1,
+            data={"map_label": "Oslo"},
+            **mapped,
+        ),
+        _row(
+            2,
+            "TaskFinished",
+            "task",
+            "measure.body[1]",
+            "error",
+            try_number=1,
+            data={"map_label": "Oslo", "state": "failed", "error": "ValueError: no data"},
+            **mapped,
+        ),
+        _row(
+            3,
+            "TaskStarted",
+            "task",
+            "measure.body[1]",
+            "in_progress",
+            try_number=2,
+            data={"map_label": "Oslo"},
+            **mapped,
+        ),
+        _row(
+            4,
+            "TaskFinished",
+            "task",
+            "measure.body[1]",
+            "success",
+            try_number=2,
+            data={"map_label": "Oslo", "state": "success"},
+            **mapped,
+        ),
+        # An instance whose label was never recorded keeps its entity id.
+        _row(
+            5,
+            "TaskFinished",
+            "task",
+            "measure.body[2]",
+            "success",
+            try_number=1,
+            data={"state": "success"},
+            task_id="measure.body",
+            map_index=2,
+            step="measure",
+        ),
+    ]
+    lines = timeline(rows).splitlines()
+    entities = [line.split()[2:5] for line in lines[2:]]
+    assert entities == [["task", "measure.body", "(Oslo)"]] * 4 + [
+        ["task", "measure.body[2]", "success"]
+    ]
+    history = render_status(project(rows))
+    assert "  task measure.body (Oslo) try 1  failed  error: ValueError: no data" in history
+    assert "  task measure.body (Oslo) try 2  success" in history
+    assert "body[1]" not in history

@@ -2,9 +2,9 @@
 and that nothing in the playbook handles is a failed task instance with the tool's traceback in
 its task log, what follows is ``upstream_failed`` (never runs), the run fails and the event log
 says error for that step. A failure the playbook's routing takes (here the canonical engine's
-plain ``next``) keeps its task successful so the route runs, as NoETL goes on, while its log
-still holds the traceback and a template of the next step that cannot render names the failed
-producer."""
+plain ``next``) is a failed task too, with the traceback in its log; the route runs by its
+trigger rule, as NoETL goes on, and a template of the next step that cannot render names the
+failed producer."""
 
 from __future__ import annotations
 
@@ -99,11 +99,12 @@ def test_an_unhandled_failure_in_the_middle_is_a_failed_task_with_its_traceback(
     assert not [e for e in recorder.named("StepStarted") if e.step == "load"]
 
 
-def test_a_failure_the_routing_takes_keeps_its_task_and_says_why_the_next_cannot_render(
+def test_a_failure_the_routing_takes_is_red_and_the_next_says_why_it_cannot_render(
     run_playbook, capfd, caplog
 ):
     # Canonical (138c10ed): a plain `next` takes a failed call and the run goes on, to end
-    # failed (final_status/unconditional_next_after_raise): today's route, unchanged.
+    # failed (final_status/unconditional_next_after_raise). The step's task is red, `load`
+    # runs by its trigger rule, the outcome task fails the run.
     out, recorder = run_playbook(
         "handled_middle",
         f"""
@@ -130,13 +131,13 @@ def test_a_failure_the_routing_takes_keeps_its_task_and_says_why_the_next_cannot
     log = _task_log(capfd)
     assert out.states == {
         "extract": "success",
-        "transform": "success",
+        "transform": "failed",
         "load": "success",
         "noetl_outcome": "failed",
     }
     assert out.state == "failed"
     assert out.xcom["transform"]["status"] == "error"
-    # The task that went on still logs what failed, with the traceback.
+    # The failed task logs what failed, with the traceback, and where the routing went.
     assert (
         "NoETL step transform: its call failed (ZeroDivisionError: division by zero); the "
         "routing took the failure, the run goes on to ['load']:\nTraceback" in log

@@ -52,11 +52,12 @@ def test_error_arc_routes_a_failing_tool(run_playbook):
             tool: {kind: noop}
         """,
     )
-    # The recovery step runs to its end; NoETL (138c10ed) still ends the run failed
+    # The failed step is a failed task; its routing runs by trigger rules: the recovery step
+    # runs to its end, the other arc skips. NoETL (138c10ed) still ends the run failed
     # (final_status/error_arc_recovery_raise): the outcome task fails it, naming the step.
     assert out.state == "failed", out.states
     assert out.states == {
-        "start": "success",
+        "start": "failed",
         "recover": "success",
         "happy": "skipped",
         "noetl_outcome": "failed",
@@ -83,12 +84,80 @@ def test_failed_call_goes_on_along_an_unconditional_arc_and_fails_the_run(run_pl
         """,
     )
     assert out.state == "failed"
-    assert out.states == {"start": "success", "after": "success", "noetl_outcome": "failed"}
+    assert out.states == {"start": "failed", "after": "success", "noetl_outcome": "failed"}
     assert out.xcom["after"]["result"] == {"after": True}
-    (message,) = _failure_messages(capfd)
-    assert message.endswith(
+    assert out.xcom["start"]["routed_to"] == ["after"]
+    step_failure, run_failure = _failure_messages(capfd)
+    assert step_failure.endswith(
+        "step 'start': ValueError: boom (the routing took the failure: the run goes on to after)"
+    )
+    assert run_failure.endswith(
         "NoETL ends this run failed: a step's call failed and the run went on along its arcs; "
         "step 'start': ValueError: boom"
+    )
+
+
+CASE_V2_HANDLED = """
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {name: case_handled, path: failures/case_handled}
+    workflow:
+      - step: start
+        tool: {kind: python, code: "result = {'n': 0}"}
+        next: [{step: divide}]
+      - step: divide
+        tool: {kind: python, input: {n: "{{ start.n }}"}, code: "result = {'r': 1 / n}"}
+        case:
+          - when: "{{ event.name == 'call.error' }}"
+            then: {next: [{step: recover}]}
+        next: [{step: report}]
+      - step: recover
+        tool: {kind: python, code: "result = {'recovered': True}"}
+      - step: report
+        tool: {kind: noop}
+    """
+
+
+def test_a_handled_failure_is_red_and_the_run_ends_as_noetl_ends_it(run_playbook, capfd):
+    # case-v2 (dc55c492): a case rule takes the failed call and the step's plain `next` runs
+    # too (CASE_HANDLED); the run ends completed (engine.py:1818, case_v2/case_error_route).
+    # On Airflow: the failed step is a red task with its traceback, both routes run by their
+    # trigger rule, and the outcome task (the one leaf) lets the run succeed.
+    out = run_playbook("case_handled", CASE_V2_HANDLED)
+    log = capfd.readouterr()
+    assert out.states == {
+        "start": "success",
+        "divide": "failed",
+        "recover": "success",
+        "report": "success",
+        "noetl_outcome": "success",
+    }
+    assert out.state == "success"
+    assert out.xcom["divide"]["status"] == "error"
+    assert out.xcom["divide"]["routed_to"] == ["recover", "report"]
+    assert out.xcom["recover"]["result"] == {"recovered": True}
+    text = log.out + log.err
+    assert "ZeroDivisionError: division by zero" in text and "Traceback" in text
+    assert "NoETL run outcome: success; the routing took each failed call" in text
+
+
+def test_a_handled_failure_without_a_matching_route_fails_the_run(run_playbook, capfd):
+    # The same playbook with a division that still fails but a rule that no longer matches:
+    # nothing takes the failure, what follows skips, the outcome task fails the run naming it.
+    text = CASE_V2_HANDLED.replace("event.name == 'call.error'", "error and false")
+    out = run_playbook("case_unhandled", text)
+    assert out.state == "failed"
+    assert out.states == {
+        "start": "success",
+        "divide": "failed",
+        "recover": "skipped",
+        "report": "skipped",
+        "noetl_outcome": "failed",
+    }
+    (_, run_failure) = _failure_messages(capfd)
+    assert run_failure.endswith(
+        "NoETL ends this run failed: a step failed and no routing took the failure; "
+        "step 'divide' failed"
     )
 
 
@@ -102,14 +171,17 @@ def test_unhandled_failure_fails_the_run_naming_step_field_and_cause(run_playboo
     finally:
         set_default_recorder(previous)
     assert out.state == "failed"
-    # No arc matches the failed call: the step's task fails, what follows never runs.
+    # No arc matches the failed call: the step's task fails, what follows never runs. `after`
+    # could have run after a routed failure (all_done): its guard skips it, and the outcome
+    # task, the one leaf, fails the run naming the failure.
     assert out.states == {
         "start": "failed",
-        "after": "upstream_failed",
-        "noetl_outcome": "upstream_failed",
+        "after": "skipped",
+        "noetl_outcome": "failed",
     }
-    (message,) = _failure_messages(capfd)
+    message, run_failure = _failure_messages(capfd)
     assert message.endswith("step 'start' failed: tool.divide: ZeroDivisionError: division by zero")
+    assert run_failure.endswith("no routing took the failure; step 'start' failed")
     assert message.count("step 'start'") == 1  # the step is named once
     # The task's failure event names the runtime error family behind it (errors.error_family).
     # (The run's end may close the task once more, without an exception to classify.)
@@ -333,3 +405,50 @@ def test_a_failing_iteration_lets_the_rest_of_its_chunk_run(run_playbook):
     assert completed[5] == "error"
     assert {completed[i] for i in (4, 6, 7)} == {"success"}
     assert sum(status == "success" for status in completed.values()) == 199
+
+
+def test_a_branch_not_taken_is_skipped_without_starting_its_tasks(run_playbook, caplog):
+    # Every step here may route a failure (canonical: arcs), so the tasks after them start by
+    # none_skipped: a branch the routing did not take is skipped by the scheduler, as with
+    # all_success, and its later tasks are never started just to skip themselves.
+    out = run_playbook(
+        "not_taken",
+        """
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: not_taken, path: failures/not_taken}
+        workflow:
+          - step: start
+            tool: {kind: python, code: "result = {'big': False}"}
+            next:
+              spec: {mode: exclusive}
+              arcs:
+                - {step: big, when: "{{ start.big }}"}
+                - {step: small}
+          - step: big
+            tool: {kind: noop}
+            next: {arcs: [{step: big_two}]}
+          - step: big_two
+            tool: {kind: noop}
+            next: {arcs: [{step: big_three}]}
+          - step: big_three
+            tool: {kind: noop}
+          - step: small
+            tool: {kind: noop}
+        """,
+    )
+    assert out.state == "success", out.states
+    assert out.states == {
+        "start": "success",
+        "big": "skipped",
+        "big_two": "skipped",
+        "big_three": "skipped",
+        "small": "success",
+        "noetl_outcome": "success",
+    }
+    started = {
+        line.split("task_id=", 1)[1].split()[0]
+        for line in caplog.text.splitlines()
+        if "[DAG TEST] starting task_id=" in line
+    }
+    assert started == {"start", "small", "noetl_outcome"}
