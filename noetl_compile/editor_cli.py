@@ -53,6 +53,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         const="check",
         help="exit 1 when a file would change (for CI); write nothing",
     )
+    how.add_argument(
+        "--report",
+        dest="mode",
+        action="store_const",
+        const="report",
+        help="per file: exact / unsafe (what changes) / not rewritable (why), and totals",
+    )
+    upgrade.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="also apply the unsafe fixes: the closest canonical form of a construct without "
+        "an exact one, each with a note saying what behaves differently (U805)",
+    )
+    upgrade.add_argument("--json", action="store_true", help="with --report: the report as JSON")
     commands.add_parser(
         "lsp",
         help="language server over stdio: check's findings as you type, definitions, completion "
@@ -68,7 +82,14 @@ def run_upgrade(args: argparse.Namespace) -> int:
         print(f"{path}:1:1: E001 [error] no such file or directory", file=sys.stderr)
     if missing:
         return 2
-    return run(args.paths, mode=args.mode or "diff", target=args.to)
+    if args.mode == "report":
+        from .upgrade.command import report
+
+        return report(args.paths, target=args.to, as_json=args.json)
+    if args.json:
+        print("noetlc upgrade: --json goes with --report", file=sys.stderr)
+        return 2
+    return run(args.paths, mode=args.mode or "diff", target=args.to, unsafe=args.unsafe_fixes)
 
 
 def run_lsp(args: argparse.Namespace) -> int:

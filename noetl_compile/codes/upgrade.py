@@ -50,4 +50,15 @@ RULES = (
         "# noetlc upgrade: loop of step 'items': the canonical loop result keeps the last 128 "
         '...\nloop: {in: "{{ workload.items }}", iterator: item, spec: {mode: sequential}}',
     ),
+    rule(
+        "U805",
+        W,
+        "unsafe fix applied: the rewrite behaves differently",
+        "Applied only with `--unsafe-fixes`: the construct has no exact canonical form, so it "
+        "was rewritten into the closest one, and the finding (with a `# noetlc upgrade:` note "
+        "at the construct) says what changes, per aspect of a run (results, events, steps, "
+        "final status). The kinds and their declared differences are one catalogue "
+        "(noetl_compile/upgrade/unsafe.py); `noetlc upgrade --report` lists them per file.",
+        "noetlc upgrade legacy/ --unsafe-fixes --diff   # read each note before --write",
+    ),
 )

@@ -31,6 +31,9 @@ class Upgrade:
     text: str  # the upgraded text (the original when nothing changes)
     dialect: str | None  # the original's generation
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # unsafe fixes (kind name, 0-based line): applied (``unsafe=True``) or available
+    unsafe_applied: list[tuple[str, int]] = field(default_factory=list)
+    unsafe_available: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -67,12 +70,15 @@ def _vars_as_ctx(playbook, text: str, path: str, findings: Findings) -> str:
     return renamed
 
 
-def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
+def upgrade_text(
+    text: str, path: str, *, target: str = "canonical", unsafe: bool = False
+) -> Upgrade:
+    """``unsafe``: apply the unsafe fixes too (``unsafe.py``), each with a U805 note."""
     from .case_v2 import CaseV2Upgrade
     from .v1 import V1Upgrade
 
     assert target in TARGETS
-    findings = Findings(path)
+    findings = Findings(path, unsafe=unsafe)
     checked = check_text(text, path)
     playbook = checked.playbook
     dialect = playbook.dialect if playbook is not None else None
@@ -98,7 +104,9 @@ def upgrade_text(text: str, path: str, *, target: str = "canonical") -> Upgrade:
     upgraded = edits.apply()
     if dialect == "case-v2" and not findings.items and upgraded != text:
         upgraded = _vars_as_ctx(playbook, upgraded, path, findings)
-    result = Upgrade(path, text, upgraded, dialect, findings.items)
+    result = Upgrade(
+        path, text, upgraded, dialect, findings.items, findings.applied, findings.available
+    )
     if result.complete and result.changed:
         again = check_text(upgraded, path)
         new_dialect = again.playbook.dialect if again.playbook else None

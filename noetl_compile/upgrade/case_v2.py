@@ -25,6 +25,7 @@ from typing import Any
 from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from . import case_vars
+from .case_v2_unsafe import RETRY_REASON, SINK_REASON, CaseV2UnsafeFixes
 from .edits import flow, render, seq
 from .guards import addressable, rebind, rebind_body_first
 from .rewriter import Rewriter
@@ -38,16 +39,6 @@ _STEP_EXIT = re.compile(
 EXACT_THEN = {"next"}
 ROUTE_ONLY = "canonical arcs only route (no action runs on a route)"
 # Why each case action has no exact canonical form (what the nearest one would change).
-RETRY_REASON = (
-    "the canonical retry (`tool.spec.policy.rules`) makes the tool a one-task pipeline, so the "
-    "step's result becomes the pipeline record `{status, _prev, results, ctx}` (the call's result "
-    "under `_prev`, its `status` shadowed), and NoETL's canonical engine retries only errors it "
-    "classes retryable (a python exception is not: 1 call with `attempts: 3`)"
-)
-SINK_REASON = (
-    "canonical has no sink: a pipeline task would make the step's result the pipeline record, "
-    "and a step of its own would add a step, its result and its events"
-)
 # NoETL 138c10ed engine.py: _LOOP_RESULT_MAX_ITEMS (NOETL_LOOP_RESULT_MAX_ITEMS, 128) and
 # NOETL_LOOP_RESULT_MAX_BYTES (65536); dc55c492 keeps every result (docs/semantics.md) and
 # iterates a string `in` by character (airflow_plugin/runtime/loop.py `_as_list`, recorded).
@@ -85,33 +76,27 @@ ACTION_REASONS = {
 _RESPONSE_DEFINED = re.compile(r"response\s+is\s+defined(?:\s+and\s+(?P<rest>.*))?", re.DOTALL)
 
 
-class CaseV2Upgrade(Rewriter):
+class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
     def step(self, item: Any, end: int) -> None:
         name = str(item.get("step"))
         label = f"step {name!r}"
         ast_step = self.playbook.step(name)
         if "vars" in item:
             self.step_vars(item, label, end)
-        for key in ("sink", "retry"):
-            if key in item:
-                self.inexact(
-                    item,
-                    key,
-                    f"`{key}` of {label} has no exact canonical equivalent "
-                    + {
-                        "sink": f"({SINK_REASON})",
-                        "retry": f"({RETRY_REASON})",
-                    }[key],
-                )
+        if "sink" in item:
+            reason = f"`sink` of {label} has no exact canonical equivalent ({SINK_REASON})"
+            if self.unsafe_fix(item, "sink", "sink-removed", reason) and not self.comment_out(
+                item, "sink", end, None
+            ):
+                self.inexact(item, "sink", f"`sink` of {label} opens its item's line")
         tool = item.get("tool")
-        if isinstance(tool, dict) and "retry" in tool:
-            self.inexact(
-                tool,
-                "retry",
-                f"`tool.retry` of {label}: {RETRY_REASON}",
-            )
+        for holder in (item, tool):
+            if isinstance(holder, dict) and "retry" in holder:
+                where = "`retry`" if holder is item else "`tool.retry`"
+                self.retry(item, holder, end, f"{where} of {label}", label)
         if isinstance(tool, dict) and str(tool.get("kind", "")).strip().lower() == "postgres":
-            self.inexact(tool, "kind", f"`tool.kind` of {label}: {POSTGRES_REASON}")
+            reason = f"`tool.kind` of {label}: {POSTGRES_REASON}"
+            self.unsafe_fix(tool, "kind", "postgres-result", reason)
         self.read_vars(item, label, ast_step)
         if "args" in item:
             self.rename(item, "args", "input")
@@ -124,6 +109,7 @@ class CaseV2Upgrade(Rewriter):
 
     def run(self) -> None:
         self.vars_names, self.vars_problem = case_vars.plan(self.playbook)
+        self.policies: set[str] = set()  # steps whose tool took a retry policy
         super().run()
 
     def step_vars(self, item: Any, label: str, end: int) -> None:
@@ -334,6 +320,18 @@ class CaseV2Upgrade(Rewriter):
                 self.inexact(rule, then_key, f"`{then_key}` of {where} is not a mapping of actions")
                 ok = False
                 continue
+            retried = self.retry_rule(item, rule, then, where, end)
+            if retried is not None:
+                ok = ok and retried
+                continue
+            if "sink" in then:
+                column = rule.lc.key(then_key)[1] + 2
+                kept = self.as_comment("sink", then["sink"], column)
+                reason = f"`sink` in {where}: {SINK_REASON}"
+                if not self.unsafe_fix(rule, then_key, "sink-removed", reason, kept):
+                    ok = False
+                    continue
+                then = {k: v for k, v in then.items() if k != "sink"}
             written = None
             if "set" in then and "next" in then:
                 written = self.rule_set(item, then["set"], event)

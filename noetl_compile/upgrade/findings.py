@@ -1,4 +1,4 @@
-"""The diagnostics of one upgrade (codes U801-U804 in rules.py)."""
+"""The diagnostics of one upgrade (codes U801-U805 in codes/upgrade.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ class Findings:
     items: list[Diagnostic] = field(default_factory=list)
     # (line, column, condition) of rewrites exact within a bound only (U804), 0-based
     bounded: list[tuple[int, int, str]] = field(default_factory=list)
+    unsafe: bool = False  # apply unsafe fixes (`--unsafe-fixes`)
+    # the unsafe fixes applied (kind name, 0-based line), or available when not applied
+    applied: list[tuple[str, int]] = field(default_factory=list)
+    available: list[tuple[str, int]] = field(default_factory=list)
 
     def add(self, code: str, line: int, column: int, message: str) -> None:
         """``line`` and ``column`` 0-based, as ruamel.yaml counts them."""

@@ -9,6 +9,7 @@ from ..analyze.names import name_table
 from ..ast import Playbook
 from .edits import Edits, comment_lines, note, render
 from .findings import Findings
+from .unsafe import kind as unsafe_kind
 
 # Names an arc guard sees as a case rule does: workload, ctx and step results (`event`,
 # `response`, `result`, `error`, `vars` and `args` are bound differently for a case rule).
@@ -89,6 +90,46 @@ class Rewriter:
         self.findings.inexact(line, column, message)
         self.edits.replace(line, line, [note(column, message)])
 
+    def unsafe_fix(
+        self, mapping: Any, key: str, name: str, reason: str, kept: list[str] | None = None
+    ) -> bool:
+        """An unsafe fix of kind ``name`` at ``key``: with ``--unsafe-fixes`` a U805 warning and
+        a note above ``key`` say what behaves differently (the catalogue's text, ``unsafe.py``)
+        and True is returned for the caller to rewrite (``kept``: lines written under the
+        note, the construct kept as a comment where its block is replaced whole); without, the construct is left (U801,
+        ``reason``) naming the fix that is available, and False is returned."""
+        line, column = mapping.lc.key(key)
+        fix = unsafe_kind(name)
+        if not self.findings.unsafe:
+            self.findings.available.append((name, line))
+            self.inexact(mapping, key, f"{reason} (unsafe fix `{name}` available: --unsafe-fixes)")
+            return False
+        message = fix.note(self.playbook.dialect or "")
+        self.findings.applied.append((name, line))
+        self.findings.add("U805", line, column, message)
+        self.edits.replace(line, line, [note(column, message), *(kept or [])])
+        return True
+
+    @staticmethod
+    def as_comment(key: str, value: Any, column: int) -> list[str]:
+        """``key: value`` as comment lines, for ``unsafe_fix``'s ``kept``: a key inside a block
+        that is replaced whole (the zero-width insert moves above it, ``Edits.apply``)."""
+        block = render(key, value, column)
+        return [" " * column + "# " + text[column:] for text in block if text.strip()]
+
+    def tool_spec(self, item: Any, end: int, spec: Any, label: str) -> bool:
+        """Add ``spec`` (a retry policy) to the step's block-style tool mapping, after its last
+        key; False (U801 given) when the tool is not such a mapping or has a `spec` already."""
+        tool = item.get("tool")
+        flow_style = getattr(getattr(tool, "fa", None), "flow_style", lambda: True)()
+        if not hasattr(tool, "lc") or not tool or flow_style or "spec" in tool:
+            self.inexact(item, "tool", f"the tool of {label} cannot take a `spec.policy`")
+            return False
+        column = tool.lc.key(next(iter(tool)))[1]
+        stop = self.region(item, "tool", end)[1]
+        self.edits.replace(stop, stop, render("spec", spec, column))
+        return True
+
     def within_bound(self, mapping: Any, key: str, message: str) -> None:
         """A rewrite that is exact only under a condition the upgrade cannot see (a collection's
         size): once the whole upgrade is complete, a note above ``key`` and a U804 warning state
@@ -96,7 +137,7 @@ class Rewriter:
         line, column = mapping.lc.key(key)
         self.findings.bounded.append((line, column, message))
 
-    def comment_out(self, mapping: Any, key: str, end: int, message: str) -> bool:
+    def comment_out(self, mapping: Any, key: str, end: int, message: str | None) -> bool:
         """Keep ``key`` and its value as YAML comments under a note: for a key the old
         generation's engines never read, whose absence therefore means the same. False (nothing
         edited) when the key opens its item's `- ` line, whose dash the next key would need."""
@@ -104,7 +145,7 @@ class Rewriter:
         column = mapping.lc.key(key)[1]
         if self.lines[start][:column].strip():
             return False
-        lines = [note(column, message)]
+        lines = [note(column, message)] if message is not None else []  # None: noted already
         for line in self.lines[start:stop]:
             text = line.rstrip("\n")
             indent = min(column, len(text) - len(text.lstrip()))

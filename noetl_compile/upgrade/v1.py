@@ -32,10 +32,11 @@ from ..analyze.sites import template_sites
 from ..ast import Playbook
 from ..read.base import TOOL_KINDS
 from ..read.v1 import INLINE_TOOL_KEYS
-from .case_v2 import RETRY_REASON, SINK_REASON
-from .edits import Edits, flow, render, seq
+from .case_v2_unsafe import RETRY_REASON, SINK_REASON
+from .edits import Edits, flow, note, render, seq
 from .findings import Findings
 from .guards import addressable, rebind
+from .retry_policy import policy_spec
 from .rewriter import Rewriter
 
 NO_TOOL = ("end", "start", "router")
@@ -113,6 +114,8 @@ class V1Upgrade(Rewriter):
         canonical result has no such fallback."""
         steps = set(self.playbook.step_names)
         for site in template_sites(self.playbook):
+            if self.findings.unsafe and site.field.split(".")[0] in ("save", "sink"):
+                continue  # the sink is kept as a comment (unsafe fix `sink-removed`)
             scan = scan_template(site.value)
             if any(r.root in steps and r.path[:1] == ("result",) for r in scan.references):
                 span = site.value.span
@@ -177,16 +180,24 @@ class V1Upgrade(Rewriter):
         label = f"step {name!r}"
         if not self.unread(item, label, end):
             return
+        policy, attempted = self.unsafe_keys(item, label, end)
         iterator = str(item.get("type")) == "iterator"
         # `mode` is a loop setting only on an iterator step; on any other v1 step the reader
         # hands the whole step to the tool (read/v1.py: ``config=item``), so it is a tool
         # setting (a transfer's `mode: append`) and moves into the tool like the others.
         # An iterator's own keys are rewritten by `iterator` below.
         left = [
-            k for k in item if k in LEFT and k not in (ITERATOR_KEYS if iterator else ("mode",))
+            k
+            for k in item
+            if k in LEFT
+            and k not in (ITERATOR_KEYS if iterator else ("mode",))
+            and k not in attempted
         ]
         for key in left:
             self.inexact(item, key, f"`{key}` of {label}: {LEFT[key]}")
+        if policy is not None and (iterator or kind_of(item) in (None, "workbook", *NO_TOOL)):
+            self.inexact(item, "retry", f"`retry` of {label}: no tool of its own to retry")
+            return
         if iterator:
             if not left and self.iterator(item, label, end) and "next" in item:
                 self.next(item, label, end)
@@ -232,6 +243,8 @@ class V1Upgrade(Rewriter):
             tool = {"kind": item[kind_key]}
             for key in settings:
                 tool[key] = item[key]
+            if policy is not None:
+                tool["spec"] = policy
             self.move(item, [kind_key, *settings], end, tool)
         elif kind is not None:
             self.drop(item, kind_key, end, add_next="next" not in item)
@@ -243,6 +256,32 @@ class V1Upgrade(Rewriter):
             self.rename(item, inputs[0], "input")
         if "next" in item:
             self.next(item, label, end)
+
+    def unsafe_keys(self, item: Any, label: str, end: int) -> tuple[Any, set[str]]:
+        """A step's `save`/`sink` (kept as a comment) and `retry` (a retry policy for its tool)
+        as unsafe fixes; returns the policy (None: none) and the keys tried, whose U801 (when
+        the fix is not applied) ``unsafe_fix`` gave already."""
+        attempted: set[str] = set()
+        for key in ("save", "sink"):
+            if key not in item:
+                continue
+            attempted.add(key)
+            reason = f"`{key}` of {label}: {SINK_REASON}"
+            if self.unsafe_fix(item, key, "sink-removed", reason) and not self.comment_out(
+                item, key, end, None
+            ):
+                self.inexact(item, key, f"`{key}` of {label} opens its item's line")
+        policy = policy_spec(item["retry"]) if "retry" in item else None
+        if policy is None:
+            return None, attempted
+        attempted.add("retry")
+        if not self.unsafe_fix(
+            item, "retry", "retry-policy", f"`retry` of {label}: {RETRY_REASON}"
+        ):
+            return None, attempted
+        start, stop = self.region(item, "retry", end)
+        self.edits.replace(start, stop, [])
+        return policy, attempted
 
     def iterator(self, item: Any, label: str, end: int) -> bool:
         """`type: iterator` + `collection` + `element` + `mode` + `task` -> a canonical loop
@@ -259,16 +298,22 @@ class V1Upgrade(Rewriter):
             self.inexact(item, other[0], f"`{other[0]}` of the iterator {label}")
             return False
         task_label = f"the task of {label}"
-        if not self.unread(task, task_label, self.region(item, "task", end)[1]):
-            return False
+        for key in [k for k in task if k in UNREAD]:
+            # The task is replaced whole: the unread key goes above it as a comment.
+            line, column = task.lc.key(key)
+            lines = [note(column, UNREAD[key].format(label=task_label))]
+            self.edits.replace(line, line, lines + self.as_comment(key, task[key], column))
         done = True
         for key in task:
             if key in UNREAD:
                 continue  # kept as a comment (unread)
             if key in ("save", "sink"):
-                # Each item's result is saved: a sink, whatever the loop becomes.
-                self.inexact(task, key, f"`{key}` of {task_label}: {SINK_REASON}")
-                done = False
+                # Each item's result is saved: a sink, whatever the loop becomes. The task is
+                # replaced whole, so an unsafe fix keeps the sink as a comment above it.
+                column = task.lc.key(key)[1]
+                kept = self.as_comment(key, task[key], column)
+                reason = f"`{key}` of {task_label}: {SINK_REASON}"
+                done = self.unsafe_fix(task, key, "sink-removed", reason, kept) and done
             elif key not in ITERATOR_TASK_KEYS and key not in INLINE_TOOL_KEYS:
                 why = LEFT.get(key, "no canonical equivalent")
                 self.inexact(task, key, f"`{key}` of {task_label}: {why}")
@@ -475,6 +520,12 @@ class V1Upgrade(Rewriter):
 
 # What every step's templates see alike: the workload (also as ctx) and the execution's ids.
 _ENGINE_NAMES = frozenset({"workload", "ctx", "execution_id", "job"})
+
+
+def kind_of(item: Any) -> str | None:
+    """A v1 step's tool kind as written (`type`, or `tool` as a string)."""
+    kind = item.get("type", item.get("tool") if isinstance(item.get("tool"), str) else None)
+    return None if kind is None else str(kind)
 
 
 def _forwards(holder: Any, own: list[str], passed: dict) -> bool:

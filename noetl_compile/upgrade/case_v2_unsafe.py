@@ -1,0 +1,63 @@
+"""The unsafe fixes of a case-v2 playbook's `retry` (unsafe.py, `retry-policy`): a step's,
+its tool's or a `call.error` rule's retry mapping becomes the tool's `spec.policy.rules`
+(retry_policy.py); the step's other rules are then rewritten exactly by case_v2.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .retry_policy import policy_spec
+
+RETRY_REASON = (
+    "the canonical retry (`tool.spec.policy.rules`) makes the tool a one-task pipeline, so the "
+    "step's result becomes the pipeline record `{status, _prev, results, ctx}` (the call's result "
+    "under `_prev`, its `status` shadowed), and NoETL's canonical engine retries only errors it "
+    "classes retryable (a python exception is not: 1 call with `attempts: 3`)"
+)
+SINK_REASON = (
+    "canonical has no sink: a pipeline task would make the step's result the pipeline record, "
+    "and a step of its own would add a step, its result and its events"
+)
+
+
+class CaseV2UnsafeFixes:
+    """Mixed into CaseV2Upgrade (a Rewriter): ``policies`` holds the steps whose tool took a
+    retry policy (one per tool)."""
+
+    policies: set[str]
+
+    def retry(self, item: Any, holder: Any, end: int, where: str, label: str) -> None:
+        """A step's (or its tool's) `retry` mapping -> the tool's retry policy (unsafe)."""
+        spec = policy_spec(holder["retry"])
+        reason = f"{where}: {RETRY_REASON}"
+        if spec is None or str(item.get("step")) in self.policies:
+            self.inexact(holder, "retry", reason)
+            return
+        if not self.unsafe_fix(holder, "retry", "retry-policy", reason):
+            return
+        stop = self.region(holder, "retry", end)[1]
+        self.edits.replace(holder.lc.key("retry")[0], stop, [])
+        self.policies.add(str(item.get("step")))
+        self.tool_spec(item, end, spec, label)
+
+    def retry_rule(self, item: Any, rule: Any, then: dict, where: str, end: int) -> bool | None:
+        """A case rule that only retries a failed call (`call.error`) -> the tool's retry
+        policy (unsafe), the rule kept as a comment. None: not such a rule; True: applied;
+        False: left (U801 given)."""
+        when = rule.get("when")
+        if set(then) != {"retry"} or not (isinstance(when, str) and "call.error" in when):
+            return None
+        spec = policy_spec(then["retry"])
+        name = str(item.get("step"))
+        if spec is None or name in self.policies:
+            return None
+        then_key = "then" if "then" in rule else "else"
+        column = rule.lc.key("when")[1]
+        kept = self.as_comment("when", when, column) + self.as_comment(
+            then_key, rule[then_key], column
+        )
+        reason = f"`retry` in {where}: {RETRY_REASON}"
+        if not self.unsafe_fix(rule, then_key, "retry-policy", reason, kept):
+            return False
+        self.policies.add(name)
+        return self.tool_spec(item, end, spec, f"step {name!r}")

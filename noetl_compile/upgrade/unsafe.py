@@ -1,0 +1,156 @@
+"""The catalogue of unsafe fixes: `noetlc upgrade --unsafe-fixes` (ruff's model).
+
+An exact rewrite means the same in the canonical generation. An *unsafe* fix is the closest
+canonical form of a construct that has no exact one: applied only when asked, and each says
+exactly what behaves differently, per aspect of a run (``results``, ``events``, ``steps``,
+``final status``). This module is the one place those declarations live; the rewriters name a
+kind, the report, the note in the file and the run comparison (tests/test_upgrade_unsafe_runs.py)
+all read the kind's declared differences from here.
+
+A difference is ``always`` when every run of the rewritten construct shows it (a postgres step's
+result shape), else it shows only under a condition the difference names (a call that fails).
+The run comparison holds both ways: a measured difference that no applied fix declares is a bug,
+and so is an ``always`` difference that a run of the construct does not show.
+
+Where an engine profile field decides the behaviour, the declaration is built from the field's
+own documentation and the two engines' values (``engine_behaviours``/``engine_profiles``), so
+the text follows the profiles; where no field covers it, the text cites docs/semantics.md or the
+canonical model, as docs/editor.md's table of blockers does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from ..engine_behaviours import EngineProfile
+from ..engine_profiles import profile_of
+
+Aspect = Literal["results", "events", "steps", "final status"]
+ASPECTS: tuple[Aspect, ...] = ("results", "events", "steps", "final status")
+
+
+@dataclass(frozen=True)
+class Difference:
+    aspect: Aspect
+    says: str
+    always: bool = False  # shown by every run of the construct (else only when `says` holds)
+
+
+@dataclass(frozen=True)
+class UnsafeKind:
+    name: str
+    construct: str  # what is rewritten
+    rewrite: str  # into what canonical form
+    differences: tuple[Difference, ...]
+    field: str | None = None  # the engine profile field that decides it, when one does
+
+    def declared(self, dialect: str) -> tuple[Difference, ...]:
+        """The differences, the profile field's documentation and values prefixed to the first."""
+        if self.field is None:
+            return self.differences
+        first, *rest = self.differences
+        said = f"{profile_fact(self.field, dialect)}; {first.says}"
+        return (Difference(first.aspect, said, first.always), *rest)
+
+    def note(self, dialect: str) -> str:
+        """The one-line text of the note and the U805 finding."""
+        parts = "; ".join(f"{d.aspect}: {d.says}" for d in self.declared(dialect))
+        return f"unsafe fix `{self.name}` ({self.rewrite}): {parts}"
+
+    def aspects(self, *, always: bool = False) -> frozenset[str]:
+        return frozenset(d.aspect for d in self.differences if d.always or not always)
+
+
+def _field_doc(name: str) -> str:
+    for item in fields(EngineProfile):
+        if item.name == name:
+            return str(item.metadata["doc"])
+    raise KeyError(name)
+
+
+def profile_fact(name: str, dialect: str) -> str:
+    """``doc (dialect: value, canonical: value; source)``, from the profiles themselves."""
+    before: EngineProfile = profile_of(dialect)
+    after: EngineProfile = profile_of("canonical")
+    where = after.sources[name].where if name in after.sources else ""
+    return (
+        f"{_field_doc(name).rstrip('.')} ({name}: {dialect} {getattr(before, name)}, canonical "
+        f"{getattr(after, name)}{'; ' + where if where else ''})"
+    )
+
+
+KINDS: Mapping[str, UnsafeKind] = {
+    kind.name: kind
+    for kind in (
+        UnsafeKind(
+            "postgres-result",
+            "a case-v2 `postgres` step",
+            "kept as a canonical postgres tool",
+            (
+                Difference(
+                    "results",
+                    "the step's result is the last statement's `{status, rows, row_count, "
+                    "columns, statement_count}`, no longer `{command_0: ..., command_1: ...}`, "
+                    "so a read of `<step>.command_N` renders empty",
+                    always=True,
+                ),
+            ),
+            field="postgres_result_per_statement",
+        ),
+        UnsafeKind(
+            "retry-policy",
+            "a `retry` (case-v2 rule on `call.error`, step or `tool.retry`; v1 step `retry`)",
+            "`tool.spec.policy.rules: [{when: output.status == 'error', then: {do: retry, "
+            "attempts, backoff, delay}}]`",
+            (
+                Difference(
+                    "results",
+                    "a call that fails and is retried leaves its try count and the record of "
+                    "the one-task pipeline in the step's result; the original's retry condition "
+                    "(`retry_when`/`stop_when`, the rule's guard) becomes 'the call failed', and "
+                    "`max_delay`/`jitter` are not kept (docs/semantics.md, pipeline retry rows)",
+                ),
+                Difference(
+                    "events",
+                    "a retried call records the pipeline's task events instead of the case "
+                    "rule's retry events",
+                ),
+                Difference(
+                    "final status",
+                    "a call that fails on every try fails the step and the run, where a case-v2 "
+                    "rule could route the failure on (docs/semantics.md, A failed call)",
+                ),
+            ),
+        ),
+        UnsafeKind(
+            "sink-removed",
+            "a `sink` (case-v2 step or rule) or v1 `save`/`sink`",
+            "kept as a YAML comment: canonical has no sink (NoETL 138c10ed models.py: no "
+            "special sink tool kind); write it as a step of its own by hand",
+            (
+                Difference(
+                    "results",
+                    "the step's result loses `_sink` (the rows written) and nothing is "
+                    "written: a later step reading the written table reads what was there "
+                    "before",
+                    always=True,
+                ),
+                Difference(
+                    "events",
+                    "the sink's own events (`sink` started/finished) are not recorded",
+                    always=True,
+                ),
+                Difference(
+                    "final status",
+                    "a sink that failed failed the step; without it the step succeeds",
+                ),
+            ),
+        ),
+    )
+}
+
+
+def kind(name: str) -> UnsafeKind:
+    return KINDS[name]
