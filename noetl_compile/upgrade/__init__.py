@@ -31,9 +31,10 @@ class Upgrade:
     text: str  # the upgraded text (the original when nothing changes)
     dialect: str | None  # the original's generation
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    # unsafe fixes (kind name, 0-based line): applied (``unsafe=True``) or available
-    unsafe_applied: list[tuple[str, int]] = field(default_factory=list)
-    unsafe_available: list[tuple[str, int]] = field(default_factory=list)
+    # unsafe fixes (kind name, 0-based line, step or None): applied (``unsafe=True``) or
+    # available
+    unsafe_applied: list[tuple[str, int, str | None]] = field(default_factory=list)
+    unsafe_available: list[tuple[str, int, str | None]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:

@@ -47,7 +47,7 @@ class Edits:
                 # A note inside a block that is replaced goes above the block.
                 for start, end in blocks:
                     if start < edit.start < end:
-                        edit = Edit(start, start, edit.lines)
+                        edit = Edit(start, start, _outdent(edit.lines, lines[start]))
             items.append(edit)
         taken: list[tuple[int, int]] = []
         for edit in sorted(items, key=lambda e: (e.start, e.end), reverse=True):
@@ -57,6 +57,17 @@ class Edits:
             taken.append((edit.start, edit.end))
             lines[edit.start : edit.end] = edit.lines
         return "".join(lines)
+
+
+def _outdent(moved: list[str], first: str) -> list[str]:
+    """Comment lines moved above a replaced block, shifted left to the block's own indent (a
+    note deeper than the block's key, after a block scalar, would be read as its text)."""
+    indent = len(first) - len(first.lstrip())
+    depths = [len(line) - len(line.lstrip()) for line in moved if line.strip()]
+    shift = min(depths, default=indent) - indent
+    if shift <= 0:
+        return moved
+    return [line[shift:] if line.strip() else line for line in moved]
 
 
 def round_trip_loader() -> YAML:

@@ -16,9 +16,9 @@ class Findings:
     # (line, column, condition) of rewrites exact within a bound only (U804), 0-based
     bounded: list[tuple[int, int, str]] = field(default_factory=list)
     unsafe: bool = False  # apply unsafe fixes (`--unsafe-fixes`)
-    # the unsafe fixes applied (kind name, 0-based line), or available when not applied
-    applied: list[tuple[str, int]] = field(default_factory=list)
-    available: list[tuple[str, int]] = field(default_factory=list)
+    # the unsafe fixes applied (kind name, 0-based line, step or None), or available when not
+    applied: list[tuple[str, int, str | None]] = field(default_factory=list)
+    available: list[tuple[str, int, str | None]] = field(default_factory=list)
 
     def add(self, code: str, line: int, column: int, message: str) -> None:
         """``line`` and ``column`` 0-based, as ruamel.yaml counts them."""

@@ -45,12 +45,13 @@ def verdict_of(path: str, text: str, target: str = "canonical") -> Verdict:
 
 def fixes_of(upgrade: Upgrade) -> list[dict[str, Any]]:
     out = []
-    for name, line in upgrade.unsafe_applied:
+    for name, line, step in upgrade.unsafe_applied:
         declared = KINDS[name].declared(upgrade.dialect or "")
         out.append(
             {
                 "kind": name,
                 "line": line + 1,
+                "step": step,
                 "rewrite": KINDS[name].rewrite,
                 "differences": [
                     {"aspect": d.aspect, "says": d.says, "always": d.always} for d in declared

@@ -31,6 +31,7 @@ class Rewriter:
         names = name_table(playbook)
         self.arc_names = set(names.steps) | set(names.workload) | set(names.bound)
         self.arc_names |= set(_SAME_IN_ARCS)
+        self.current_step: str | None = None  # the step being rewritten (None: the workbook)
 
     # -- positions -----------------------------------------------------------------------------
     def key_line(self, mapping: Any, key: str) -> tuple[int, int]:
@@ -82,6 +83,7 @@ class Rewriter:
         ends = self.step_ends(workflow)
         for index, item in enumerate(workflow):
             if hasattr(item, "lc"):
+                self.current_step = str(item.get("step"))
                 self.step(item, ends[index])
 
     # -- edits ---------------------------------------------------------------------------------
@@ -101,11 +103,11 @@ class Rewriter:
         line, column = mapping.lc.key(key)
         fix = unsafe_kind(name)
         if not self.findings.unsafe:
-            self.findings.available.append((name, line))
+            self.findings.available.append((name, line, self.current_step))
             self.inexact(mapping, key, f"{reason} (unsafe fix `{name}` available: --unsafe-fixes)")
             return False
         message = fix.note(self.playbook.dialect or "")
-        self.findings.applied.append((name, line))
+        self.findings.applied.append((name, line, self.current_step))
         self.findings.add("U805", line, column, message)
         self.edits.replace(line, line, [note(column, message), *(kept or [])])
         return True

@@ -107,10 +107,12 @@ KINDS: Mapping[str, UnsafeKind] = {
             (
                 Difference(
                     "results",
-                    "a call that fails and is retried leaves its try count and the record of "
-                    "the one-task pipeline in the step's result; the original's retry condition "
-                    "(`retry_when`/`stop_when`, the rule's guard) becomes 'the call failed', and "
-                    "`max_delay`/`jitter` are not kept (docs/semantics.md, pipeline retry rows)",
+                    "the step's result becomes the one-task pipeline's record `{status: ok, "
+                    "_prev: <the call's result>, results, ctx}` (the call's own `status` "
+                    "shadowed); the original's retry condition (`retry_when`/`stop_when`, the "
+                    "rule's guard) becomes 'the call failed', and `max_delay`/`jitter` are not "
+                    "kept",
+                    always=True,
                 ),
                 Difference(
                     "events",
@@ -123,6 +125,7 @@ KINDS: Mapping[str, UnsafeKind] = {
                     "rule could route the failure on (docs/semantics.md, A failed call)",
                 ),
             ),
+            field="pipeline_last_task_promoted",
         ),
         UnsafeKind(
             "sink-removed",
@@ -131,16 +134,15 @@ KINDS: Mapping[str, UnsafeKind] = {
             "special sink tool kind); write it as a step of its own by hand",
             (
                 Difference(
-                    "results",
-                    "the step's result loses `_sink` (the rows written) and nothing is "
-                    "written: a later step reading the written table reads what was there "
-                    "before",
+                    "events",
+                    "the sink's own events (SinkStarted, SinkProcessed) are not recorded",
                     always=True,
                 ),
                 Difference(
-                    "events",
-                    "the sink's own events (`sink` started/finished) are not recorded",
-                    always=True,
+                    "results",
+                    "nothing is written, so a later step reading what the sink wrote reads "
+                    "what was there before; a step whose result is a mapping loses its `_sink` "
+                    "entry (what was written, and where)",
                 ),
                 Difference(
                     "final status",
