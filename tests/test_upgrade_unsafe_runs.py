@@ -31,7 +31,6 @@ from tests.upgrade_support import (
     corpus_upgrades,
     finished,
     relative,
-    run_text,
     without_omitted,
 )
 
@@ -126,7 +125,10 @@ def test_unsafe_fixes_change_only_what_they_declare(
     import psycopg
 
     entry = _runs(_expectations()[rel])[label]
-    assert not entry.get("setup"), "a setup step: run it before each of the two runs"
+    setup = entry.get("setup") or {}
+    assert set(setup) <= {"sql"}, "a setup playbook: run it before each of the two runs"
+    children = entry.get("children")
+    children = runner.children_of(rel) if children is None else children
     text = (CORPUS / rel).read_text(encoding="utf-8")
     upgrade = upgrade_text(text, rel, unsafe=True)
     assert upgrade.writable and upgrade.unsafe_applied, upgrade.diagnostics
@@ -135,11 +137,28 @@ def test_unsafe_fixes_change_only_what_they_declare(
     for side, body in (("before", text), ("after", upgrade.text)):
         with psycopg.connect(pg_test_dsn, autocommit=True) as db:
             db.execute(RESET_SQL)  # the same empty database for both runs
+            for statement in setup.get("sql") or []:
+                db.execute(statement)
         if entry.get("seed") is not None:
             random.seed(entry["seed"])  # the same draws in both runs
         root = tmp_path / side / "corpus"
+        for child in children:  # called playbooks run as written in both runs
+            (root / child).parent.mkdir(parents=True, exist_ok=True)
+            (root / child).write_text((CORPUS / child).read_text(encoding="utf-8"))
         monkeypatch.setattr(runner, "CORPUS", root)
-        runs.append(run_text(root, rel, body, conf, airflow_db, run_dag, tmp_path / side))
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+        runs.append(
+            runner.run_corpus_playbook(
+                rel,
+                dags_folder=airflow_db,
+                run_dag=run_dag,
+                workdir=tmp_path / side,
+                conf=conf,
+                children=children,
+            )
+        )
     before, after = runs
     assert before.state == entry.get("state", "success"), before.describe()
     differences = measured(before, after)

@@ -10,6 +10,7 @@ and have no finding the original did not have (U803). Only a complete, clean upg
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -103,6 +104,10 @@ def upgrade_text(
     rewriter(playbook, load(text), edits, findings).run()
     findings.settle(edits)
     upgraded = edits.apply()
+    for old, new in findings.renames:
+        # Whole words only: `load.command_0` is not `load.command_01`. Linear: a literal and
+        # one look-ahead character.
+        upgraded = re.sub(re.escape(old) + r"(?![\w])", new, upgraded)
     if dialect == "case-v2" and not findings.items and upgraded != text:
         upgraded = _vars_as_ctx(playbook, upgraded, path, findings)
     result = Upgrade(

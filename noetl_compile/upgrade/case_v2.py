@@ -18,13 +18,13 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
 from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from . import case_vars
+from .case_rules import merged, no_data_key
 from .case_v2_unsafe import RETRY_REASON, SINK_REASON, CaseV2UnsafeFixes
 from .edits import flow, render, seq
 from .guards import addressable, rebind, rebind_body_first
@@ -71,6 +71,8 @@ ACTION_REASONS = {
     "collect": "canonical has no page collection across calls",
     "result": "canonical has no action replacing the step's result",
 }
+# A rule on a failed call, alone: `{{ event.name == 'call.error' }}` (anchored; linear).
+_CALL_ERROR = re.compile(r"\{\{\s*event\.name\s*==\s*(['\"])call\.error\1\s*\}\}")
 # `response is defined` as the first term after the exit test: after a tool call the runtime
 # always binds `response` (null for no result), so at a tool step's exit the term is true.
 _RESPONSE_DEFINED = re.compile(r"response\s+is\s+defined(?:\s+and\s+(?P<rest>.*))?", re.DOTALL)
@@ -96,7 +98,11 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
                 self.retry(item, holder, end, f"{where} of {label}", label)
         if isinstance(tool, dict) and str(tool.get("kind", "")).strip().lower() == "postgres":
             reason = f"`tool.kind` of {label}: {POSTGRES_REASON}"
-            self.unsafe_fix(tool, "kind", "postgres-result", reason)
+            one = _one_statement(tool) and addressable(name)
+            if self.unsafe_fix(tool, "kind", "postgres-result", reason) and one:
+                # One statement: its `command_0` is the last statement's result, which the
+                # canonical tool returns as the step's result.
+                self.findings.renames.append((f"{name}.command_0", name))
         self.read_vars(item, label, ast_step)
         if "args" in item:
             self.rename(item, "args", "input")
@@ -315,7 +321,7 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
             if not isinstance(rule, dict):
                 return
             then_key = "then" if "then" in rule else "else"
-            then = _merged(rule.get(then_key))
+            then = merged(rule.get(then_key))
             if then is None:
                 self.inexact(rule, then_key, f"`{then_key}` of {where} is not a mapping of actions")
                 ok = False
@@ -324,17 +330,16 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
             if retried is not None:
                 ok = ok and retried
                 continue
-            if "sink" in then:
-                column = rule.lc.key(then_key)[1] + 2
-                kept = self.as_comment("sink", then["sink"], column)
-                reason = f"`sink` in {where}: {SINK_REASON}"
-                if not self.unsafe_fix(rule, then_key, "sink-removed", reason, kept):
-                    ok = False
-                    continue
-                then = {k: v for k, v in then.items() if k != "sink"}
+            dropped = self.drop_actions(rule, then_key, then, where)
+            if dropped is None:
+                ok = False
+                continue
+            then = dropped
             written = None
             if "set" in then and "next" in then:
                 written = self.rule_set(item, then["set"], event)
+                if written is None and event == "call.done":
+                    written = self.call_done_set(item, rule, then, where)
             others = sorted(set(then) - EXACT_THEN - ({"set"} if written is not None else set()))
             if others:
                 self.inexact(
@@ -412,6 +417,15 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
         if when is True:
             return None
         match = _STEP_EXIT.fullmatch(str(when).strip()) if isinstance(when, str) else None
+        failure = isinstance(when, str) and _CALL_ERROR.fullmatch(when.strip()) is not None
+        if match is None and failure and has_tool:
+            reason = (
+                f"`when` of {where} waits for another event than `{event}` (a failed call): "
+                "canonical arcs are chosen once, at the step's exit"
+            )
+            if not self.unsafe_fix(rule, "when", "failure-arc", reason):
+                return False
+            return _double_quoted("{{ event.name == 'call.error' }}")
         if match is None or match.group("event") != event:
             self.inexact(
                 rule,
@@ -432,6 +446,28 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
             self.inexact(rule, "when", f"`when` of {where} holds more than one template")
             return False
         guard = "{{ " + rest.strip() + " }}"
+        written, foreign, error = self.arc_guard(item, guard, event)
+        if (error or foreign) and event == "call.done" and self.findings.unsafe:
+            # Read as at the step's exit (noetlc's case-v2 runtime binds both alike).
+            written, foreign, error = self.arc_guard(item, guard, "step.exit")
+            reason = f"`when` of {where} reads the call's result at `call.done`"
+            if not (error or foreign) and not self.unsafe_fix(
+                rule, "when", "call-done-result", reason
+            ):
+                return False
+        if error or foreign:
+            self.inexact(
+                rule,
+                "when",
+                f"`when` of {where} reads {', '.join(foreign) or 'a template'} "
+                "that a canonical arc guard does not see as a case rule does",
+            )
+            return False
+        return _double_quoted(written)
+
+    def arc_guard(self, item: Any, guard: str, event: str) -> tuple[str, list[str], bool]:
+        """``guard`` with the event's names read from the step's result by its name; the names
+        left that an arc does not see, and whether the text failed to parse."""
         guard = self.body_first(item, guard, event)
         scan = scan_template(guard)
         foreign = sorted({r.root for r in scan.references if r.root not in self.arc_names})
@@ -441,15 +477,7 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
             if rebound is not None:
                 guard, foreign = rebound, sorted(set(foreign) - own)
                 scan = scan_template(guard)
-        if scan.error is not None or foreign:
-            self.inexact(
-                rule,
-                "when",
-                f"`when` of {where} reads {', '.join(foreign) or 'a template'} "
-                "that a canonical arc guard does not see as a case rule does",
-            )
-            return False
-        return _double_quoted(guard)
+        return guard, foreign, scan.error is not None
 
     def body_first(self, item: Any, template: str, event: str) -> str:
         """``template`` with a tool step's `response.k` reads at its exit written out as
@@ -466,7 +494,7 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
         ):
             return template
         kind = str(tool.get("kind"))
-        if kind in _NO_DATA_KINDS or (kind == "python" and _no_data_key(str(tool.get("code", "")))):
+        if kind in _NO_DATA_KINDS or (kind == "python" and no_data_key(str(tool.get("code", "")))):
             return template
         rebound = rebind_body_first(template, step)
         return template if rebound is None else type(template)(rebound)
@@ -492,7 +520,7 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
             tool = item.get("tool")
             kind = str(tool.get("kind")) if isinstance(tool, dict) else None
             code = str(tool.get("code", "")) if isinstance(tool, dict) else ""
-            if not (kind in _NO_DATA_KINDS or (kind == "python" and _no_data_key(code))):
+            if not (kind in _NO_DATA_KINDS or (kind == "python" and no_data_key(code))):
                 names.discard("response")
         return frozenset(names)
 
@@ -500,51 +528,13 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
 _NO_DATA_KINDS = ("postgres", "duckdb", "snowflake")
 
 
-def _no_data_key(code: str) -> bool:
-    """Is every value the python code gives `result` a dict literal whose keys are strings other
-    than `data`, `result` never read or changed after? (Anything else: not known, False.)"""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+def _one_statement(tool: Any) -> bool:
+    """Does the postgres tool run one statement (its SQL holds no `;` but a final one)? A `;`
+    inside a literal counts too: then it is not known to be one, and False."""
+    sql = next((tool[k] for k in ("command", "query", "sql") if k in tool), None)
+    if not isinstance(sql, str) or not sql.strip():
         return False
-    values, stores = [], 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == "result":
-            if not isinstance(node.ctx, ast.Store):
-                return False
-            stores += 1
-        elif isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "result" for t in node.targets
-        ):
-            values.append(node.value)
-    if not values or stores != len(values):
-        return False  # also an augmented or annotated assignment, a loop target, ...
-    return all(
-        isinstance(v, ast.Dict)
-        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys)
-        and all(k.value != "data" for k in v.keys)
-        for v in values
-    )
-
-
-def _merged(then: Any) -> dict | None:
-    """A `then` as one mapping of actions: a list of action mappings merges in order, its
-    `next` lists joined (as the case-v2 engine reads it); None for anything else."""
-    if isinstance(then, dict):
-        return then
-    if not isinstance(then, list) or not all(isinstance(a, dict) for a in then):
-        return None
-    merged: dict = {}
-    for action in then:
-        for key, value in action.items():
-            if key == "next" and "next" in merged:
-                first = merged["next"] if isinstance(merged["next"], list) else [merged["next"]]
-                merged["next"] = first + (value if isinstance(value, list) else [value])
-            elif key in merged:
-                return None  # the same action twice: which wins is the engine's detail
-            else:
-                merged[key] = value
-    return merged
+    return ";" not in sql.strip().rstrip(";")
 
 
 def _map(values: dict) -> Any:

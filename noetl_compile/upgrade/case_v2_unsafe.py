@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import case_vars
 from .retry_policy import policy_spec
 
 RETRY_REASON = (
@@ -25,6 +26,7 @@ class CaseV2UnsafeFixes:
     retry policy (one per tool)."""
 
     policies: set[str]
+    vars_problem: str | None
 
     def retry(self, item: Any, holder: Any, end: int, where: str, label: str) -> None:
         """A step's (or its tool's) `retry` mapping -> the tool's retry policy (unsafe)."""
@@ -45,7 +47,8 @@ class CaseV2UnsafeFixes:
         policy (unsafe), the rule kept as a comment. None: not such a rule; True: applied;
         False: left (U801 given)."""
         when = rule.get("when")
-        if set(then) != {"retry"} or not (isinstance(when, str) and "call.error" in when):
+        failure = isinstance(when, str) and ("call.error" in when or "error is defined" in when)
+        if set(then) != {"retry"} or not failure:
             return None
         spec = policy_spec(then["retry"])
         name = str(item.get("step"))
@@ -61,3 +64,37 @@ class CaseV2UnsafeFixes:
             return False
         self.policies.add(name)
         return self.tool_spec(item, end, spec, f"step {name!r}")
+
+    def call_done_set(self, item: Any, rule: Any, then: dict, where: str) -> dict | None:
+        """A `call.done` rule's `set` reading `result`, which case-v2 leaves unbound there, as
+        the arc's `set` reading the step's result by its name (unsafe: `call-done-result`)."""
+        if self.vars_problem is not None:
+            return None
+        values = case_vars.ctx_set(then["set"])
+        moved = None if values is None else self.own_values(item, values, "step.exit")
+        if moved is None:
+            return None
+        then_key = "then" if "then" in rule else "else"
+        reason = f"`set` in {where} reads `result`, unbound at `call.done`"
+        return moved if self.unsafe_fix(rule, then_key, "call-done-result", reason) else None
+
+    def drop_actions(self, rule: Any, then_key: str, then: dict, where: str) -> dict | None:
+        """A rule's `sink` and `result` actions, which no canonical arc has, kept as comments
+        (unsafe: `sink-removed`, `result-action-dropped`); ``then`` without them, or None when
+        they are left (U801 given)."""
+        column = rule.lc.key(then_key)[1] + 2
+        for key, name, why in (
+            ("sink", "sink-removed", SINK_REASON),
+            (
+                "result",
+                "result-action-dropped",
+                "canonical has no action replacing the step's result",
+            ),
+        ):
+            if key not in then:
+                continue
+            kept = self.as_comment(key, then[key], column)
+            if not self.unsafe_fix(rule, then_key, name, f"`{key}` in {where}: {why}", kept):
+                return None
+            then = {k: v for k, v in then.items() if k != key}
+        return then

@@ -19,6 +19,8 @@ class Findings:
     # the unsafe fixes applied (kind name, 0-based line, step or None), or available when not
     applied: list[tuple[str, int, str | None]] = field(default_factory=list)
     available: list[tuple[str, int, str | None]] = field(default_factory=list)
+    # whole-word template reads renamed over the upgraded text (`load.command_0` -> `load`)
+    renames: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, code: str, line: int, column: int, message: str) -> None:
         """``line`` and ``column`` 0-based, as ruamel.yaml counts them."""

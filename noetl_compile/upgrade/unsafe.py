@@ -92,8 +92,9 @@ KINDS: Mapping[str, UnsafeKind] = {
                 Difference(
                     "results",
                     "the step's result is the last statement's `{status, rows, row_count, "
-                    "columns, statement_count}`, no longer `{command_0: ..., command_1: ...}`, "
-                    "so a read of `<step>.command_N` renders empty",
+                    "columns, statement_count}`, no longer `{command_0: ..., command_1: ...}`; "
+                    "a read of `<step>.command_0` of a one-statement step is rewritten to "
+                    "`<step>`, and any other `command_N` read would render empty (check: T305)",
                     always=True,
                 ),
             ),
@@ -120,12 +121,126 @@ KINDS: Mapping[str, UnsafeKind] = {
                     "rule's retry events",
                 ),
                 Difference(
+                    "steps",
+                    "when the last try fails, the canonical engine evaluates the step's arcs as "
+                    "after a success (failed_call_takes_every_arc), so an unguarded arc is "
+                    "taken and the steps after it run, where the original stopped there",
+                ),
+                Difference(
                     "final status",
-                    "a call that fails on every try fails the step and the run, where a case-v2 "
-                    "rule could route the failure on (docs/semantics.md, A failed call)",
+                    "a call that fails on every try ends the run failed even when a rule or "
+                    "arc routes on, where a case-v2 rule that routed the failure ended it "
+                    "completed (docs/semantics.md, A failed call)",
                 ),
             ),
             field="pipeline_last_task_promoted",
+        ),
+        UnsafeKind(
+            "failure-arc",
+            "a case-v2 rule on `call.error` routing on",
+            "an arc guarded by `{{ event.name == 'call.error' }}`",
+            (
+                Difference(
+                    "final status",
+                    "a failed call taking this arc ends the run failed, where case-v2 ended it "
+                    "completed (docs/semantics.md, A failed call)",
+                ),
+                Difference(
+                    "steps",
+                    "after a failed call every arc is evaluated in order, so an earlier arc "
+                    "whose guard holds on the failed result is taken instead",
+                ),
+                Difference(
+                    "events",
+                    "a failed call's events end the step failed, not handled",
+                ),
+            ),
+            field="failed_call_takes_every_arc",
+        ),
+        UnsafeKind(
+            "call-done-result",
+            "a case-v2 `call.done` rule reading `result` (or an HTTP `response`)",
+            "the arc's guard or `set` reading the step's result by its name, as at its exit",
+            (
+                Difference(
+                    "results",
+                    "NoETL's case-v2 engine (dc55c492) leaves `result` unbound at `call.done`, "
+                    "so the original rendered it empty there (noetlc's case-v2 runtime binds it "
+                    "as at the exit: the same on Airflow); the ctx value set, and every step "
+                    "result computed from it, now hold the step's result",
+                ),
+                Difference(
+                    "steps",
+                    "a guard that read the unbound `result` (false on NoETL) now reads the "
+                    "result, so its arc may be taken where NoETL's engine did not take it",
+                ),
+            ),
+        ),
+        UnsafeKind(
+            "loop-body",
+            "a v1 loop (`loop` + one body step + `end_loop` with a `result`)",
+            "the body step becomes the canonical loop step (the loop's `in`, `iterator`, mode "
+            "and passed values as its `loop` and `input`); the `end_loop` step computes its "
+            "`result` with a python tool from `<body>.results`",
+            (
+                Difference(
+                    "results",
+                    "the loop step routes only and has no result of its own; the body step's "
+                    "result is the loop's `{results, stats}` (canonical result bound: the last "
+                    "128, U804); the end step's result is what its `result` computed",
+                    always=True,
+                ),
+                Difference(
+                    "events",
+                    "the loop's events (LoopStarted, its iterations, LoopFinished) are recorded "
+                    "on the body step, not the loop step; the end step runs a python tool",
+                    always=True,
+                ),
+            ),
+        ),
+        UnsafeKind(
+            "result-action-dropped",
+            "a case-v2 rule's `result` action (`result: {from: ...}`)",
+            "kept as a YAML comment: the step's result stays its tool's",
+            (
+                Difference(
+                    "results",
+                    "the step's result stays its tool's whole result, where the rule replaced "
+                    "it with what `from` names (the same when that is the result itself)",
+                ),
+            ),
+            field="case_result_own_action",
+        ),
+        UnsafeKind(
+            "result-as-tool",
+            "a v1 `result` mapping on a step without a tool",
+            "a python tool whose result is the mapping, each value rendered as one of its args",
+            (
+                Difference(
+                    "events",
+                    "the step now runs a tool: its ToolStarted/ToolCompleted events are recorded",
+                    always=True,
+                ),
+                Difference(
+                    "results",
+                    "each value is rendered as a python tool argument, so a value the v1 "
+                    "runtime kept as text may arrive typed (or the reverse)",
+                ),
+            ),
+        ),
+        UnsafeKind(
+            "pass-dropped",
+            "a v1 step's `pass` (NoETL 0d51146e's broker skipped the step when it rendered true)",
+            "kept as a YAML comment: canonical has no skip (`spec.policy.admit` is never read)",
+            (
+                Difference(
+                    "steps",
+                    "a step whose `pass` rendered true was skipped; it runs now, with its "
+                    "result and events",
+                ),
+                Difference("results", "the result of a step that was skipped is now there"),
+                Difference("events", "the events of a step that was skipped are now there"),
+            ),
         ),
         UnsafeKind(
             "sink-removed",

@@ -32,14 +32,14 @@ from ..analyze.sites import template_sites
 from ..ast import Playbook
 from ..read.base import TOOL_KINDS
 from ..read.v1 import INLINE_TOOL_KEYS
+from . import v1_loop
 from .case_v2_unsafe import RETRY_REASON, SINK_REASON
 from .edits import Edits, flow, note, render, seq
 from .findings import Findings
 from .guards import addressable, rebind
-from .retry_policy import policy_spec
 from .rewriter import Rewriter
+from .v1_unsafe import NO_TOOL, PASS_REASON, V1UnsafeFixes, kind_of
 
-NO_TOOL = ("end", "start", "router")
 ITERATOR_KEYS = ("collection", "element", "mode", "iterator")
 ITERATOR_STEP_KEYS = {"step", "desc", "type", "collection", "element", "mode", "task", "next"}
 ITERATOR_TASK_KEYS = {"type", "name", "task", "desc", *("with", "args", "data", "input")}
@@ -65,7 +65,7 @@ LEFT = {
     "save": SINK_REASON,
     "sink": SINK_REASON,
     "retry": RETRY_REASON,
-    "pass": "NoETL 0d51146e's broker skips the step when it renders true; canonical has no skip",
+    "pass": PASS_REASON,
     "result": "a v1 loop's per-item result",
     "collection": "a v1 iterator step",
     "element": "a v1 iterator step",
@@ -91,7 +91,7 @@ LABEL = (
 )
 
 
-class V1Upgrade(Rewriter):
+class V1Upgrade(V1UnsafeFixes, Rewriter):
     def __init__(self, playbook: Playbook, doc: Any, edits: Edits, findings: Findings) -> None:
         super().__init__(playbook, doc, edits, findings)
         self.kinds = TOOL_KINDS["canonical"]
@@ -107,6 +107,7 @@ class V1Upgrade(Rewriter):
             self.edits.replace(line, line + 1, [text.replace("noetl.io/v1", "noetl.io/v2", 1)])
         self.result_reads()
         self.workbook()
+        self.folds = v1_loop.plan(self) if self.findings.unsafe else {}
         super().run()
 
     def result_reads(self) -> None:
@@ -180,7 +181,11 @@ class V1Upgrade(Rewriter):
         label = f"step {name!r}"
         if not self.unread(item, label, end):
             return
+        folded = self.fold(item, name, label, end) if self.folds else set()
+        if "*" in folded:
+            return
         policy, attempted = self.unsafe_keys(item, label, end)
+        attempted |= folded
         iterator = str(item.get("type")) == "iterator"
         # `mode` is a loop setting only on an iterator step; on any other v1 step the reader
         # hands the whole step to the tool (read/v1.py: ``config=item``), so it is a tool
@@ -256,32 +261,6 @@ class V1Upgrade(Rewriter):
             self.rename(item, inputs[0], "input")
         if "next" in item:
             self.next(item, label, end)
-
-    def unsafe_keys(self, item: Any, label: str, end: int) -> tuple[Any, set[str]]:
-        """A step's `save`/`sink` (kept as a comment) and `retry` (a retry policy for its tool)
-        as unsafe fixes; returns the policy (None: none) and the keys tried, whose U801 (when
-        the fix is not applied) ``unsafe_fix`` gave already."""
-        attempted: set[str] = set()
-        for key in ("save", "sink"):
-            if key not in item:
-                continue
-            attempted.add(key)
-            reason = f"`{key}` of {label}: {SINK_REASON}"
-            if self.unsafe_fix(item, key, "sink-removed", reason) and not self.comment_out(
-                item, key, end, None
-            ):
-                self.inexact(item, key, f"`{key}` of {label} opens its item's line")
-        policy = policy_spec(item["retry"]) if "retry" in item else None
-        if policy is None:
-            return None, attempted
-        attempted.add("retry")
-        if not self.unsafe_fix(
-            item, "retry", "retry-policy", f"`retry` of {label}: {RETRY_REASON}"
-        ):
-            return None, attempted
-        start, stop = self.region(item, "retry", end)
-        self.edits.replace(start, stop, [])
-        return policy, attempted
 
     def iterator(self, item: Any, label: str, end: int) -> bool:
         """`type: iterator` + `collection` + `element` + `mode` + `task` -> a canonical loop
@@ -520,12 +499,6 @@ class V1Upgrade(Rewriter):
 
 # What every step's templates see alike: the workload (also as ctx) and the execution's ids.
 _ENGINE_NAMES = frozenset({"workload", "ctx", "execution_id", "job"})
-
-
-def kind_of(item: Any) -> str | None:
-    """A v1 step's tool kind as written (`type`, or `tool` as a string)."""
-    kind = item.get("type", item.get("tool") if isinstance(item.get("tool"), str) else None)
-    return None if kind is None else str(kind)
 
 
 def _forwards(holder: Any, own: list[str], passed: dict) -> bool:
