@@ -107,11 +107,11 @@ class Rewriter:
             self.inexact(mapping, key, f"{reason} (unsafe fix `{name}` available: --unsafe-fixes)")
             return False
         message = fix.note(self.playbook.dialect or "")
-        noted = any(n == name and s == self.current_step for n, _, s in self.findings.applied)
-        self.findings.applied.append((name, line, self.current_step))
-        if noted:  # the step's note says it already: only what is kept as a comment
+        if any(n == name and s == self.current_step for n, _, s in self.findings.applied):
+            # One fix per kind and step: its note says it already; only what is kept goes in.
             self.edits.replace(line, line, list(kept or []))
             return True
+        self.findings.applied.append((name, line, self.current_step))
         self.findings.add("U805", line, column, message)
         self.edits.replace(line, line, [note(column, message), *(kept or [])])
         return True

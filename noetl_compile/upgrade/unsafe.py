@@ -196,6 +196,13 @@ KINDS: Mapping[str, UnsafeKind] = {
                     "on the body step, not the loop step; the end step runs a python tool",
                     always=True,
                 ),
+                Difference(
+                    "steps",
+                    "the body step and the end step finish as steps of their own, once each, "
+                    "where v1 ran the body per item inside the loop and closed it at the "
+                    "`end_loop` step",
+                    always=True,
+                ),
             ),
         ),
         UnsafeKind(
@@ -217,16 +224,19 @@ KINDS: Mapping[str, UnsafeKind] = {
             "a python tool whose result is the mapping, each value rendered as one of its args",
             (
                 Difference(
+                    "results",
+                    "each value is rendered as a python tool argument under canonical "
+                    "templating, so a read the v1 step answered but canonical does not (measured "
+                    "on the corpus: `{{ test_step.test_passed }}` of a `{status, data}` result) "
+                    "renders empty, and a value the v1 runtime kept as text may arrive typed",
+                ),
+                Difference(
                     "events",
                     "the step now runs a tool: its ToolStarted/ToolCompleted events are recorded",
                     always=True,
                 ),
-                Difference(
-                    "results",
-                    "each value is rendered as a python tool argument, so a value the v1 "
-                    "runtime kept as text may arrive typed (or the reverse)",
-                ),
             ),
+            field="python_input_undefined_blank",
         ),
         UnsafeKind(
             "pass-dropped",

@@ -107,7 +107,7 @@ class V1Upgrade(V1UnsafeFixes, Rewriter):
             self.edits.replace(line, line + 1, [text.replace("noetl.io/v1", "noetl.io/v2", 1)])
         self.result_reads()
         self.workbook()
-        self.folds = v1_loop.plan(self) if self.findings.unsafe else {}
+        self.folds = v1_loop.plan(self)  # without --unsafe-fixes: offered on the loop step
         super().run()
 
     def result_reads(self) -> None:

@@ -40,6 +40,8 @@ class V1UnsafeFixes:
                 if self.unsafe_fix(item, "loop", "loop-body", reason):
                     v1_loop.loop_step(self, item, fold, end)
                 return {"*"}
+            if not self.findings.unsafe:
+                continue  # body and end steps: their own U801s, as without a fold
             if name == fold.body:
                 v1_loop.body_step(self, item, fold)
                 return set()
