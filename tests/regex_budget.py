@@ -41,6 +41,11 @@ DYNAMIC = {
     # `^` + a route's literal regex + `$`: the demo HTTP API's own routes (literal paths, at most
     # a `[^/]+` segment or an alternation of words), fullmatched against one request path.
     ("airflow_plugin/local/demo/http_core.py", "route"): "literal route paths",
+    # re.escape(`step.command_0`) + `(?![\w])`: a literal and a one-character look-ahead.
+    ("noetl_compile/upgrade/__init__.py", "upgrade_text"): "literal read",
+    # re.escape(loop) + `_results\s*\|\s*map\(\s*attribute\s*=\s*(['"])` + re.escape(body)
+    # + `\1\s*\)`: literals between single whitespace runs, none overlapping the next literal.
+    ("noetl_compile/upgrade/v1_loop.py", "_results_of"): "literal loop results read",
 }
 
 

@@ -42,6 +42,12 @@ def test_the_catalogue_declares_each_kind_per_aspect_from_the_profiles() -> None
     assert "postgres_result_per_statement: case-v2 True, canonical False" in postgres
 
 
+def test_the_docs_list_every_kind_of_the_catalogue() -> None:
+    page = (Path(__file__).parents[1] / "docs" / "editor.md").read_text(encoding="utf-8")
+    listed = {line.split("`")[1] for line in page.splitlines() if line.startswith("| `")}
+    assert set(KINDS) <= listed, set(KINDS) - listed
+
+
 @pytest.mark.parametrize("path", [WHITEPAPER, SPEC], ids=["whitepaper", "spec"])
 def test_nothing_unsafe_is_applied_unless_asked(path: Path) -> None:
     text = path.read_text(encoding="utf-8")

@@ -5,7 +5,20 @@ actions, and whether python code's `result` can hold a `data` mapping (which cas
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
+
+# `{{ event.name == 'step.exit' }}` alone, or followed by `and <rest>`. Anchored, no nested
+# quantifiers over overlapping classes: linear.
+_STEP_EXIT = re.compile(
+    r"\{\{\s*event\.name\s*==\s*(['\"])(?P<event>step\.exit|call\.done|loop\.done)\1\s*"
+    r"(?:and\s+(?P<rest>[^\n]*?))?\s*\}\}"
+)
+# A rule on a failed call, alone: `{{ event.name == 'call.error' }}` (anchored; linear).
+_CALL_ERROR = re.compile(r"\{\{\s*event\.name\s*==\s*(['\"])call\.error\1\s*\}\}")
+# `response is defined` as the first term after the exit test: after a tool call the runtime
+# always binds `response` (null for no result), so at a tool step's exit the term is true.
+_RESPONSE_DEFINED = re.compile(r"response\s+is\s+defined(?:\s+and\s+(?P<rest>.*))?", re.DOTALL)
 
 
 def no_data_key(code: str) -> bool:

@@ -18,24 +18,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..analyze.expressions import scan_template
 from ..ast import Playbook
 from . import case_vars
-from .case_rules import merged, no_data_key
+from .case_rules import _CALL_ERROR, _RESPONSE_DEFINED, _STEP_EXIT, merged, no_data_key
 from .case_v2_unsafe import RETRY_REASON, SINK_REASON, CaseV2UnsafeFixes
 from .edits import flow, render, seq
 from .guards import addressable, rebind, rebind_body_first
 from .rewriter import Rewriter
 
-# `{{ event.name == 'step.exit' }}` alone, or followed by `and <rest>`. Anchored, no nested
-# quantifiers over overlapping classes: linear.
-_STEP_EXIT = re.compile(
-    r"\{\{\s*event\.name\s*==\s*(['\"])(?P<event>step\.exit|call\.done|loop\.done)\1\s*"
-    r"(?:and\s+(?P<rest>[^\n]*?))?\s*\}\}"
-)
 EXACT_THEN = {"next"}
 ROUTE_ONLY = "canonical arcs only route (no action runs on a route)"
 # Why each case action has no exact canonical form (what the nearest one would change).
@@ -71,11 +64,6 @@ ACTION_REASONS = {
     "collect": "canonical has no page collection across calls",
     "result": "canonical has no action replacing the step's result",
 }
-# A rule on a failed call, alone: `{{ event.name == 'call.error' }}` (anchored; linear).
-_CALL_ERROR = re.compile(r"\{\{\s*event\.name\s*==\s*(['\"])call\.error\1\s*\}\}")
-# `response is defined` as the first term after the exit test: after a tool call the runtime
-# always binds `response` (null for no result), so at a tool step's exit the term is true.
-_RESPONSE_DEFINED = re.compile(r"response\s+is\s+defined(?:\s+and\s+(?P<rest>.*))?", re.DOTALL)
 
 
 class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
@@ -304,13 +292,16 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
 
     def case_and_next(self, item: Any, label: str, end: int) -> None:
         event = self.exit_event(item)
+        reason = (
+            f"`case` of the loop {label}: rules other than `loop.done` run per iteration, "
+            "which canonical arcs do not"
+        )
+        if event is None and self.per_item(item):
+            if not self.unsafe_fix(item, "case", "per-iteration-rule", reason):
+                return
+            event = "per-item"
         if event is None:
-            self.inexact(
-                item,
-                "case",
-                f"`case` of the loop {label}: rules other than `loop.done` run per "
-                "iteration, which canonical arcs do not",
-            )
+            self.inexact(item, "case", reason)
             return
         arcs: list[Any] = []
         fallback: list = []
@@ -417,6 +408,8 @@ class CaseV2Upgrade(CaseV2UnsafeFixes, Rewriter):
         if when is True:
             return None
         match = _STEP_EXIT.fullmatch(str(when).strip()) if isinstance(when, str) else None
+        if event == "per-item":
+            return self.per_item_guard(rule, where, match)
         failure = isinstance(when, str) and _CALL_ERROR.fullmatch(when.strip()) is not None
         if match is None and failure and has_tool:
             reason = (

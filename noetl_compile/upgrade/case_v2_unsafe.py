@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import case_vars
+from .case_rules import _RESPONSE_DEFINED, _STEP_EXIT
 from .retry_policy import policy_spec
 
 RETRY_REASON = (
@@ -98,3 +99,30 @@ class CaseV2UnsafeFixes:
                 return None
             then = {k: v for k, v in then.items() if k != key}
         return then
+
+    def per_item(self, item: Any) -> bool:
+        """A loop step whose rules wait for an item's `step.exit`/`call.done` (besides its
+        `loop.done` ones): the unsafe fix `per-iteration-rule` makes them all its arcs, chosen
+        once at the loop's end."""
+        if "loop" not in item:
+            return False
+        events = set()
+        for rule in item["case"] or []:
+            when = rule.get("when") if isinstance(rule, dict) else None
+            match = _STEP_EXIT.fullmatch(str(when).strip()) if isinstance(when, str) else None
+            events.add(match.group("event") if match else None)
+        per_item = {"step.exit", "call.done"}
+        return bool(events & per_item) and events <= per_item | {"loop.done"}
+
+    def per_item_guard(self, rule: Any, where: str, match: Any) -> Any:
+        """A per-item rule's guard as a loop step's arc guard: only a rule that holds for every
+        item's result (`response is defined` at most), so the arc is unguarded; False (U801
+        given) for any other condition, which would read one item's result."""
+        rest = match.group("rest") if match else None
+        if rest is not None:
+            defined = _RESPONSE_DEFINED.fullmatch(rest.strip())
+            rest = defined.group("rest") if defined else rest
+        if rest is None:
+            return None
+        self.inexact(rule, "when", f"`when` of {where} reads one item's result")
+        return False

@@ -253,6 +253,30 @@ KINDS: Mapping[str, UnsafeKind] = {
             ),
         ),
         UnsafeKind(
+            "per-iteration-rule",
+            "a case-v2 loop step's rules on each item's `step.exit`/`call.done` (guarded by no "
+            "more than `response is defined`)",
+            "the loop step's arcs, chosen once at the loop's end (per-item sinks removed: "
+            "`sink-removed`)",
+            (
+                Difference(
+                    "steps",
+                    "the rule's targets are started once, after the last item, where case-v2 "
+                    "evaluated the rule after each item",
+                ),
+                Difference(
+                    "events",
+                    "the per-item rule evaluations (and what they started) are gone; the arcs "
+                    "are evaluated once",
+                ),
+                Difference(
+                    "results",
+                    "a target started per item saw that item's result; started once it sees "
+                    "the loop's `{results, stats}`",
+                ),
+            ),
+        ),
+        UnsafeKind(
             "sink-removed",
             "a `sink` (case-v2 step or rule) or v1 `save`/`sink`",
             "kept as a YAML comment: canonical has no sink (NoETL 138c10ed models.py: no "
