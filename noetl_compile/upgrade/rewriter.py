@@ -101,6 +101,10 @@ class Rewriter:
         note, the construct kept as a comment where its block is replaced whole); without, the construct is left (U801,
         ``reason``) naming the fix that is available, and False is returned."""
         line, column = mapping.lc.key(key)
+        # The note at the line's own indent: a key inside a flow mapping (`tool: {kind: ..}`)
+        # sits deeper than its line, and a deeper comment after a block scalar is its text.
+        text = self.lines[line]
+        column = min(column, len(text) - len(text.lstrip()))
         fix = unsafe_kind(name)
         if not self.findings.unsafe:
             self.findings.available.append((name, line, self.current_step))
