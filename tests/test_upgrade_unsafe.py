@@ -88,6 +88,28 @@ def test_the_two_examples_use_the_kinds_they_need() -> None:
     assert "#   tool: {kind: postgres" in spec.text  # the sink, kept as a comment
 
 
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # another read of the per-iteration results, which the fold would not keep
+        ("  - step: end\n", '  - step: end\n    with: {n: "{{ city_loop_results }}"}\n'),
+        # a second body step
+        ("    next:\n      - step: end_city_loop\n", "    next:\n      - step: more\n"),
+    ],
+    ids=["results read elsewhere", "two body steps"],
+)
+def test_a_loop_body_the_fold_would_change_more_is_left(old: str, new: str) -> None:
+    text = WHITEPAPER.read_text(encoding="utf-8")
+    assert old in text
+    text = text.replace(old, new, 1)
+    if "step: more" in text:
+        text += "  - step: more\n    next:\n      - step: end_city_loop\n"
+    upgrade = upgrade_text(text, "w.yaml", unsafe=True)
+    assert "loop-body" not in {name for name, _, _ in upgrade.unsafe_applied}
+    assert not upgrade.writable
+    assert any("v1 loop" in d.message for d in upgrade.diagnostics if d.code == "U801")
+
+
 def test_the_cli_counts_the_unsafe_fixes_without_applying_them(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:

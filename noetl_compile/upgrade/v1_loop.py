@@ -87,10 +87,12 @@ def plan(rewriter: Any) -> dict[str, LoopBody]:
         for key, value in result.items():
             text = pattern.sub(f"{body}.results", value) if isinstance(value, str) else value
             rewritten[key] = text
-        if f"{name}_results" in rewriter.edits.text.replace(
-            "".join(str(v) for v in result.values()), ""
-        ) or any(f"{name}_results" in str(v) for v in rewritten.values()):
-            continue  # another read of the per-iteration results
+        word = f"{name}_results"
+        inside = sum(str(v).count(word) for v in result.values())
+        if rewriter.edits.text.count(word) != inside or any(
+            word in str(v) for v in rewritten.values()
+        ):
+            continue  # another read of the per-iteration results, here or elsewhere
         mode = str(loop.get("mode", "sequential"))
         value = {"in": loop["in"], "iterator": loop["iterator"]}
         if "mode" in loop:
