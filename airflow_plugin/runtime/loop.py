@@ -104,7 +104,8 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
         items = _ordered(step, loop, items, context)
     if loop.get("limit") is not None:  # v1: the first `limit` items after filter and order
         items = items[: _limit(step, loop["limit"], context)]
-    return to_jsonable(items)
+    collection: list[Any] = to_jsonable(items)
+    return collection
 
 
 def _ordered(step: str, loop: Mapping[str, Any], items: list[Any], context: Any) -> list[Any]:

@@ -68,7 +68,8 @@ def _fresh(value: Any) -> Any:
 def arc_task_id(arc: Mapping[str, Any]) -> str | None:
     """Airflow task id of a routing target: ``task_id`` if given (``None`` = the target has no task
     in this DAG, e.g. an implicit ``end``), else the step name."""
-    return arc["task_id"] if "task_id" in arc else arc["step"]
+    task_id: str | None = arc["task_id"] if "task_id" in arc else arc["step"]
+    return task_id
 
 
 def as_step(payload: Step | Mapping[str, Any]) -> Step:
