@@ -212,6 +212,7 @@ def decode_region(payload: Any) -> Region:
         entry=tuple(entry),
         steps=MappingProxyType(steps),
         exits=tuple(exits),
+        payload=payload,
     )
 
 

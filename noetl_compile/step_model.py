@@ -190,6 +190,14 @@ class Step(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self.payload[key]
 
+    # Immutable, so a copy is the step itself: Airflow deep-copies operators (a DAG's partial
+    # subset), and the engine profile's read-only tables cannot be deep-copied.
+    def __copy__(self) -> Step:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Step:
+        return self
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.payload)
 
@@ -221,6 +229,13 @@ class Region:
     entry: tuple[str, ...]
     steps: Mapping[str, Step]
     exits: tuple[str, ...]
+    payload: Mapping[str, Any] = field(repr=False, compare=False)
+
+    def __copy__(self) -> Region:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Region:
+        return self
 
 
 def normalise_case_next(value: Any) -> list[dict[str, Any]]:

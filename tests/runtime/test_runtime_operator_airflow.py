@@ -71,6 +71,20 @@ def test_operator_validates_at_construction(kwargs, message):
         NoetlStepOperator(task_id="t", **kwargs)
 
 
+def test_an_operator_holds_its_decoded_step_and_copies_with_it():
+    # Airflow deep-copies operators (a DAG's partial subset, task clearing): the decoded step
+    # is immutable, so the copy shares it rather than failing on the profile's read-only tables.
+    import copy
+
+    op = NoetlStepOperator(
+        task_id="t",
+        payload={"step": "t", "tool": NOOP, "routing": {"arcs": [{"step": "u", "when": "x"}]}},
+    )
+    assert op.spec.name == "t" and op.spec.routing.arcs[0].guarded
+    clone = copy.deepcopy(op)
+    assert clone.spec is op.spec and clone.payload == op.payload
+
+
 # -- dag.test() ------------------------------------------------------------------------------------
 
 
