@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .engine_profiles import profile_for
 from .step_model import (
     ARC_KEYS,
     DIALECTS,
@@ -273,7 +272,6 @@ def _step(payload: Mapping[str, Any], at: str, problems: _Problems) -> Step | No
         name=str(name),
         dialect=str(dialect),
         generation=generation,
-        profile=profile_for(payload),
         tool=tool,
         pipeline=pipeline,
         case=case,

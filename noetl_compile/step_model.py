@@ -14,7 +14,11 @@ library's start-up; the decode is one pass of ``isinstance`` checks whose messag
 words itself (path first, then what is wrong). Templates stay ``Any``: a value the runtime
 renders is JSON whose shape only the template decides.
 
-Standard library only (and ``engine_profiles``, also a leaf): the runtime imports it.
+``eq=False`` throughout: nothing compares two steps, and each generated method is code compiled
+when the module loads, on every DAG file parse that is not pre-imported.
+
+Standard library only (and ``engine_profiles``, also a leaf, when a run asks a step's profile):
+the runtime imports it.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from .engine_behaviours import EngineProfile
+if TYPE_CHECKING:
+    from .engine_behaviours import EngineProfile
 
 __all__ = [
     "ARC_KEYS",
@@ -105,7 +110,7 @@ class PayloadError(ValueError):
         super().__init__(f"{what}: {text}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Tool:
     """One tool call: ``kind`` plus the kind's own settings (``code``, ``url``...: ``settings``
     is the whole mapping as the runtime renders it); ``name``: its label in a pipeline;
@@ -117,7 +122,7 @@ class Tool:
     settings: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Arc:
     """A routing target. ``guarded`` false: no ``when``, the arc always matches; ``task_id``:
     the Airflow task it routes to (``None``: the target has no task in this DAG); ``group``:
@@ -133,13 +138,13 @@ class Arc:
     group: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Routing:
     mode: Literal["exclusive", "inclusive"]
     arcs: tuple[Arc, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CaseRule:
     """A case-v2 rule; ``then.next`` targets carry the Airflow task id they route to."""
 
@@ -148,7 +153,7 @@ class CaseRule:
     then: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Loop:
     """``loop``: the iterator name, the mode, the collection (``has_in``/``collection``) or the
     cursor, the bound on iterations in flight, and a v1 loop body's steps and end step."""
@@ -166,8 +171,8 @@ class Loop:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Step(Mapping[str, Any]):
-    """One compiled step. ``profile``: the engine whose semantics it follows, resolved once
-    (``generation``, else ``dialect``). ``payload``: the payload as the DAG file holds it (the
+    """One compiled step. ``profile``: the engine whose semantics it follows (``generation``,
+    else ``dialect``). ``payload``: the payload as the DAG file holds it (the
     runtime renders its templates from there; ``payload.with_defaults`` fills absent keys).
 
     A step is also a read-only mapping of its payload, so the runtime's functions that render
@@ -177,7 +182,6 @@ class Step(Mapping[str, Any]):
     name: str
     dialect: str
     generation: str | None
-    profile: EngineProfile
     tool: Tool | None
     pipeline: tuple[Tool, ...] | None
     case: tuple[CaseRule, ...]
@@ -186,6 +190,15 @@ class Step(Mapping[str, Any]):
     guard: Any
     guard_walks_on: bool
     payload: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def profile(self) -> EngineProfile:
+        """The engine whose semantics the step follows (``engine_profiles.profile_for``: its
+        ``generation``, else its ``dialect``). Looked up when a run asks, so a DAG file's parse
+        does not load the profiles."""
+        from .engine_profiles import profile_for
+
+        return profile_for(self.payload)
 
     def __getitem__(self, key: str) -> Any:
         return self.payload[key]
@@ -205,7 +218,7 @@ class Step(Mapping[str, Any]):
         return len(self.payload)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Reads:
     """Which upstream XComs a task pulls: ``results``/``region_results``: step -> task id;
     ``ctx``/``vars``: name -> task ids (the last that ran and wrote it wins); ``args``: tasks
@@ -219,7 +232,7 @@ class Reads:
     mapping: Mapping[str, Any] = field(repr=False, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Region:
     """One task that interprets a routing cycle: its member steps, the steps it starts at, and
     the task ids outside it that its steps route to."""
