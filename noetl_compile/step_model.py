@@ -14,8 +14,9 @@ library's start-up; the decode is one pass of ``isinstance`` checks whose messag
 words itself (path first, then what is wrong). Templates stay ``Any``: a value the runtime
 renders is JSON whose shape only the template decides.
 
-``eq=False`` throughout: nothing compares two steps, and each generated method is code compiled
-when the module loads, on every DAG file parse that is not pre-imported.
+``eq=False`` throughout (nothing compares two steps) and write-once fields (``_WriteOnce``)
+rather than ``frozen=True``: each generated method is code compiled when the module loads, on
+every DAG file parse that is not pre-imported.
 
 Standard library only (and ``engine_profiles``, also a leaf, when a run asks a step's profile):
 the runtime imports it.
@@ -24,7 +25,7 @@ the runtime imports it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -110,8 +111,24 @@ class PayloadError(ValueError):
         super().__init__(f"{what}: {text}")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Tool:
+class _WriteOnce:
+    """Each field is set once, by ``__init__``; setting or deleting it again raises, as a frozen
+    dataclass would. One ``__setattr__`` for every class here: ``frozen=True`` compiles two more
+    methods per class when the module loads (on a DAG parse that is not pre-imported)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, name):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+@dataclass(slots=True, eq=False)
+class Tool(_WriteOnce):
     """One tool call: ``kind`` plus the kind's own settings (``code``, ``url``...: ``settings``
     is the whole mapping as the runtime renders it); ``name``: its label in a pipeline;
     ``workbook``: the workbook task it was resolved from."""
@@ -122,8 +139,8 @@ class Tool:
     settings: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Arc:
+@dataclass(slots=True, eq=False)
+class Arc(_WriteOnce):
     """A routing target. ``guarded`` false: no ``when``, the arc always matches; ``task_id``:
     the Airflow task it routes to (``None``: the target has no task in this DAG); ``group``:
     v1 ``then: [a, b]`` arcs that fire together."""
@@ -138,14 +155,14 @@ class Arc:
     group: int | None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Routing:
+@dataclass(slots=True, eq=False)
+class Routing(_WriteOnce):
     mode: Literal["exclusive", "inclusive"]
     arcs: tuple[Arc, ...]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class CaseRule:
+@dataclass(slots=True, eq=False)
+class CaseRule(_WriteOnce):
     """A case-v2 rule; ``then.next`` targets carry the Airflow task id they route to."""
 
     guarded: bool
@@ -153,8 +170,8 @@ class CaseRule:
     then: Any
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Loop:
+@dataclass(slots=True, eq=False)
+class Loop(_WriteOnce):
     """``loop``: the iterator name, the mode, the collection (``has_in``/``collection``) or the
     cursor, the bound on iterations in flight, and a v1 loop body's steps and end step."""
 
@@ -169,8 +186,8 @@ class Loop:
     end: Step | None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Step(Mapping[str, Any]):
+@dataclass(slots=True, eq=False)
+class Step(_WriteOnce, Mapping[str, Any]):
     """One compiled step. ``profile``: the engine whose semantics it follows (``generation``,
     else ``dialect``). ``payload``: the payload as the DAG file holds it (the
     runtime renders its templates from there; ``payload.with_defaults`` fills absent keys).
@@ -218,8 +235,8 @@ class Step(Mapping[str, Any]):
         return len(self.payload)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Reads:
+@dataclass(slots=True, eq=False)
+class Reads(_WriteOnce):
     """Which upstream XComs a task pulls: ``results``/``region_results``: step -> task id;
     ``ctx``/``vars``: name -> task ids (the last that ran and wrote it wins); ``args``: tasks
     that may route into the step with ``args`` (``None``: the direct upstream tasks)."""
@@ -232,8 +249,8 @@ class Reads:
     mapping: Mapping[str, Any] = field(repr=False, compare=False)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Region:
+@dataclass(slots=True, eq=False)
+class Region(_WriteOnce):
     """One task that interprets a routing cycle: its member steps, the steps it starts at, and
     the task ids outside it that its steps route to."""
 

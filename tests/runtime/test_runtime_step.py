@@ -1067,3 +1067,16 @@ def test_a_v1_loop_steps_result_field_is_the_plain_list_of_results():
     assert execute_step(p, inputs(results={"city_loop": record})).result == [2, 1]
     canonical = execute_step({**p, "dialect": "canonical"}, inputs(results={"city_loop": record}))
     assert canonical.result[0] == 0  # no `result` field: the python tool renders length 0
+
+
+def test_a_decoded_step_cannot_be_changed():
+    # Shared by every iteration and call of the step: a write would leak between them.
+    from dataclasses import FrozenInstanceError
+
+    step = decode_step({"step": "s", "routing": {"arcs": [{"step": "b"}]}})
+    with pytest.raises(FrozenInstanceError):
+        step.name = "t"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        step.routing.arcs[0].step = "c"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        del step.guard
