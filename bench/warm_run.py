@@ -3,6 +3,13 @@
 One command, about a minute on a quiet 2-core machine (under 3 minutes under load):
 
     python bench/warm_run.py [--rounds 7]
+    python bench/warm_run.py --base REV [--rounds 7]   # today's warm run against an older tree's
+
+With ``--base``: the warm ``noetlc run`` of hello_world by this tree and by an older one (a
+detached ``git worktree`` of REV, default b3df33c, the tree before issue 29's profiles merge),
+each with its own home and warm runner and its own packages first on ``PYTHONPATH``,
+interleaved round by round with the order flipped every round; prints each round's times with
+the load average, the medians and their ratio against the 1.1x budget of issue 29.
 
 Warm (the default `noetlc run`, served by the home's runner), cold (`--cold`: a fresh Airflow
 process) and NoETL 5's ``noetl run FILE -r local`` of the same three-step shape (its local
@@ -162,14 +169,90 @@ def bench_warm_run(scratch: Path, rounds: int = 7) -> dict[str, float]:
         stop(Home(warm_home))
 
 
+DEFAULT_BASE = "b3df33c"  # main before the profiles merge (1a163f4) of issue 29
+BUDGET = 1.1
+
+
+def bench_against_base(scratch: Path, base_tree: Path, rounds: int) -> float:
+    """Warm runs of hello_world by this tree and by ``base_tree``, interleaved; the ratio of
+    the medians (today / base)."""
+    trees = {"today": ROOT, "base": base_tree}
+    keep = {k: v for k, v in os.environ.items() if k not in ("NOETLC_WARM", "CI", "PYTHONPATH")}
+    envs, homes = {}, {}
+    for name, tree in trees.items():
+        homes[name] = Path(tempfile.mkdtemp(prefix=f"warm-{name}-", dir=scratch))
+        envs[name] = dict(keep, NOETLC_HOME=str(homes[name]), PYTHONPATH=str(tree))
+    # Both run today's playbook, each compiled by its own tree's compiler.
+    playbook = ROOT / "playbooks" / "hello_world.yaml"
+    cli = [sys.executable, "-m", "noetl_compile", "run", str(playbook), "--warm"]
+    series = {name: Series(f"{name} warm noetlc run") for name in trees}
+    try:
+        for name, tree in trees.items():
+            _timed(cli, envs[name], tree)  # creates the home, starts the runner
+            _wait_for_runner(homes[name])
+            _timed(cli, envs[name], tree)  # the runner's first fork
+        for round_no in range(rounds):
+            order = list(trees) if round_no % 2 == 0 else list(reversed(trees))
+            for name in order:
+                series[name].add(_timed(cli, envs[name], trees[name]))
+            today, base = series["today"].walls[-1], series["base"].walls[-1]
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(
+                f"  round {round_no + 1}: today {today:5.2f} s  base {base:5.2f} s  "
+                f"({today / base:.2f}x)  load {load}"
+            )
+        print(
+            f"warm noetlc run of hello_world, {rounds} interleaved rounds ({os.cpu_count()} CPUs):"
+        )
+        print(series["base"].line())
+        print(series["today"].line(series["base"]))
+        ratio = series["today"].median / series["base"].median
+        verdict = "within" if ratio <= BUDGET else "OVER"
+        print(f"    ratio {ratio:.2f}x ({verdict} the {BUDGET}x budget)")
+        return ratio
+    finally:
+        from airflow_plugin.local.home import Home
+        from airflow_plugin.local.warm import stop
+
+        for home in homes.values():
+            stop(Home(home))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--base", help=f"compare with an older revision (e.g. {DEFAULT_BASE})")
+    parser.add_argument("--base-tree", help="a checkout of the older tree (skips git worktree)")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="noetlc-bench-warm-"))
+    base_tree = Path(args.base_tree) if args.base_tree else scratch / "base"
     try:
-        bench_warm_run(scratch, args.rounds)
+        if args.base or args.base_tree:
+            if not args.base_tree:
+                subprocess.run(
+                    [
+                        "git",
+                        "-C",
+                        str(ROOT),
+                        "worktree",
+                        "add",
+                        "--detach",
+                        str(base_tree),
+                        args.base,
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+            bench_against_base(scratch, base_tree, args.rounds)
+        else:
+            bench_warm_run(scratch, args.rounds)
     finally:
+        if args.base and not args.base_tree and base_tree.exists():
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)],
+                check=False,
+                capture_output=True,
+            )
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -1,10 +1,10 @@
-"""The step contract: what a compiled step payload may hold, as types and as key tables.
+"""The step contract's wire shape: the JSON a DAG file holds for a step, as the lowering types it.
 
 The compiler builds payloads of these shapes (``lower.payload``) and leaves out every key that
-holds only its default (``STEP_DEFAULTS``), so a DAG file shows what the playbook says; the
-runtime fills the defaults back in and validates a payload once, where it enters the plugin
-(``airflow_plugin.runtime.payload.validate_payload``, called by each operator when the DAG
-file is parsed). The key tables are read off the TypedDicts, so a key is named once.
+holds only its default (``STEP_DEFAULTS``), so a DAG file shows what the playbook says. What a
+payload means is the typed :class:`~.step_model.Step`; each operator decodes its payload into
+one once, when the DAG file is parsed (``step_model.decode_step``), and the runtime trusts it.
+The key tables live in ``step_model``; they are re-exported here for the lowering.
 
 The runtime imports this module: it stays standard-library only and imports nothing of the
 compiler's stages (like ``dag_ids``).
@@ -12,9 +12,18 @@ compiler's stages (like ``dag_ids``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Literal, TypedDict
+
+from .step_model import (
+    ARC_KEYS,
+    DIALECTS,
+    EXTENSION_KEYS,
+    LOOP_MODES,
+    PAYLOAD_KEYS,
+    READS_KEYS,
+    ROUTING_MODES,
+    STEP_DEFAULTS,
+)
 
 __all__ = [
     "ARC_KEYS",
@@ -39,10 +48,6 @@ __all__ = [
 Dialect = Literal["v1", "case-v2", "canonical"]
 RoutingMode = Literal["exclusive", "inclusive"]
 LoopMode = Literal["sequential", "parallel", "async", "cursor"]
-
-DIALECTS: tuple[str, ...] = ("v1", "case-v2", "canonical")
-ROUTING_MODES: tuple[str, ...] = ("exclusive", "inclusive")
-LOOP_MODES: tuple[str, ...] = ("sequential", "parallel", "async", "cursor")
 
 
 class ToolMapping(TypedDict, total=False):
@@ -156,20 +161,5 @@ class Reads(TypedDict, total=False):
     args: list[str]
 
 
-PAYLOAD_KEYS: frozenset[str] = frozenset(ContractPayload.__annotations__)
-EXTENSION_KEYS: frozenset[str] = frozenset(StepPayload.__annotations__) - PAYLOAD_KEYS
-ARC_KEYS: frozenset[str] = frozenset(Arc.__annotations__)
-READS_KEYS: tuple[str, ...] = tuple(Reads.__annotations__)
-
-# What an absent key means. Read-only: both sides hand out fresh copies of the containers.
-STEP_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {
-        "input": {},
-        "tool": None,
-        "pipeline": None,
-        "set": {},
-        "vars": {},
-        "case": [],
-        "routing": {"mode": "exclusive", "arcs": []},
-    }
-)
+# The key tables are the step model's (one source); the TypedDicts above spell the same keys
+# for the lowering's type checks (tests/test_payload_defaults.py holds the two equal).

@@ -186,3 +186,41 @@ def test_the_table_has_a_row_per_behaviour_naming_each_source() -> None:
         .splitlines()[0]
     )
     assert "canonical: yes" in table.split("`loop_results_capped`")[1].splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("playbook", "profile"),
+    [
+        ("playbooks/hello_world.yaml", "canonical"),
+        ("tests/noetl5_dsl/playbooks/python_run.yaml", "noetl5"),
+    ],
+)
+def test_the_dag_file_names_the_profile_it_runs_under(
+    playbook: str, profile: str, tmp_path
+) -> None:
+    # The compiler resolves the playbook's profile (its generation, else its dialect) and writes
+    # it in the file's header and the DAG's docs; the step payloads carry what resolves it.
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "noetl_compile",
+            "compile",
+            str(ROOT / playbook),
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (text,) = [p.read_text() for p in tmp_path.glob("*.py")]
+    assert f"\nEngine profile: {profile}\n" in text
+    assert f"- Engine profile: {profile} (" in text
+    payloads = text.split("PAYLOADS = ", 1)[1].split("\n\n", 1)[0]
+    key = "generation" if profile == "noetl5" else "dialect"
+    assert f'"{key}": "{profile}"' in payloads

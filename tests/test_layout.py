@@ -44,6 +44,8 @@ COMPILER_LEAVES = {
     "noetl_compile.quantum_surface",
     "noetl_compile.shell_surface",
     "noetl_compile.step_contract",
+    "noetl_compile.step_model",  # the typed step
+    "noetl_compile.step_decode",  # its one decode
 }
 SEAM = "noetl_compile.plugin_seam"
 # The one way back: the compile step of `noetlc run`, a public module below the CLI. The warm

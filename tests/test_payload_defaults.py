@@ -7,19 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from airflow_plugin.operators.step import validate_reads
 from airflow_plugin.runtime import payload as runtime_payload
 from airflow_plugin.runtime.payload import (
     PAYLOAD_DEFAULTS,
     arc_task_id,
-    validate_payload,
     with_defaults,
 )
 from airflow_plugin.runtime.step import execute_step
-from noetl_compile import step_contract
+from noetl_compile import step_contract, step_model
 from noetl_compile.check import check_paths
 from noetl_compile.lower import lower
 from noetl_compile.lower.payload import STEP_DEFAULTS, compact_step
+from noetl_compile.step_decode import decode_reads, decode_step
 from tests.corpus import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,10 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_compiler_and_runtime_read_one_defaults_table() -> None:
     # One table, not two kept equal: a copy on either side would drift.
     assert PAYLOAD_DEFAULTS is STEP_DEFAULTS is step_contract.STEP_DEFAULTS
-    # The runtime's key tables are the contract's, read off its TypedDicts.
-    assert runtime_payload.PAYLOAD_KEYS is step_contract.PAYLOAD_KEYS
+    # The runtime's key tables are the step model's; the lowering's TypedDicts (the wire shape)
+    # spell the same keys.
+    assert runtime_payload.PAYLOAD_KEYS is step_contract.PAYLOAD_KEYS is step_model.PAYLOAD_KEYS
     assert runtime_payload.PAYLOAD_EXTENSIONS is step_contract.EXTENSION_KEYS
     assert step_contract.PAYLOAD_KEYS == set(step_contract.ContractPayload.__annotations__)
+    assert step_contract.EXTENSION_KEYS == (
+        set(step_contract.StepPayload.__annotations__) - step_contract.PAYLOAD_KEYS
+    )
+    assert step_model.ARC_KEYS == set(step_contract.Arc.__annotations__)
+    assert step_model.READS_KEYS == tuple(step_contract.Reads.__annotations__)
+    assert step_model.LOOP_KEYS == set(step_contract.LoopSpec.__annotations__)
+    assert step_model.REGION_KEYS == set(step_contract.RegionPayload.__annotations__)
     assert set(STEP_DEFAULTS) < step_contract.PAYLOAD_KEYS
     assert step_contract.EXTENSION_KEYS == {
         "sink",
@@ -52,13 +59,15 @@ def test_a_key_added_to_the_contract_is_one_the_runtime_accepts() -> None:
     sample["guard_walks_on"] = True
     for key in sorted(step_contract.PAYLOAD_KEYS | step_contract.EXTENSION_KEYS):
         if key in sample:
-            validate_payload({"step": "s", key: sample[key]})
+            decode_step({"step": "s", key: sample[key]})
     with pytest.raises(ValueError, match="unknown key.s. lopo"):
-        validate_payload({"step": "s", "lopo": {}})
+        decode_step({"step": "s", "lopo": {}})
     # The reads table is the contract's too.
-    assert validate_reads({key: {} for key in step_contract.READS_KEYS if key != "args"}, "s")
+    assert decode_reads({key: {} for key in step_contract.READS_KEYS if key != "args"}, "s")
     with pytest.raises(ValueError, match="unknown key.s. other"):
-        validate_reads({"other": {}}, "s")
+        decode_reads({"other": {}}, "s")
+    with pytest.raises(ValueError, match="`reads` has unknown key.s. args"):
+        decode_reads({"args": []}, "s", args=False)
 
 
 def _meaning(payload: dict) -> dict:
@@ -88,6 +97,8 @@ def test_every_compact_payload_means_the_full_one() -> None:
             if "region" in full:
                 continue  # a region member's node payload is its own step payload below
             compact = compact_step(full)
+            # What the compiler emits is what the operators decode (loops and v1 bodies too).
+            assert decode_step(compact).name == name, (result.path, name)
             dropped += len(full) - len(compact)
             assert _meaning(compact) == _meaning(full), (result.path, name)
             compared += 1

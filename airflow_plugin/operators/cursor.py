@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import NoetlRuntimeError
 from ..events import names
 from .base import fail_task
-from .loop import CompiledStepOperator, max_map_length, validate_loop, validate_reads
+from .loop import CompiledStepOperator, decoded, max_map_length
 
 __all__ = ["SLOT_RETRIES", "NoetlCursorHeadOperator", "NoetlCursorWorkerOperator"]
 
@@ -33,9 +33,8 @@ SLOT_RETRY_DELAY = timedelta(seconds=5)
 
 class NoetlCursorHeadOperator(CompiledStepOperator):
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        validate_loop(payload, cursor=True)
-        validate_reads(reads, f"cursor head of step {payload.get('step')!r}")
-        super().__init__(payload=payload, reads=reads, **kwargs)
+        step, reads = decoded(payload, reads, "cursor head", cursor=True)
+        super().__init__(payload=step, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
         from ..runtime.cursor import claim_spec, slot_count
@@ -73,9 +72,8 @@ class NoetlCursorHeadOperator(CompiledStepOperator):
 class NoetlCursorWorkerOperator(CompiledStepOperator):
     @classmethod
     def partial(cls, **kwargs: Any) -> Any:
-        payload = kwargs.get("payload")
-        validate_loop(payload, cursor=True)
-        validate_reads(kwargs.get("reads"), f"cursor worker of step {payload.get('step')!r}")
+        # Decoded for the DAG import's sake; each mapped instance decodes its own (loop.py).
+        decoded(kwargs.get("payload"), kwargs.get("reads"), "cursor worker", cursor=True)
         kwargs.setdefault("retries", SLOT_RETRIES)
         kwargs.setdefault("retry_delay", SLOT_RETRY_DELAY)
         return super().partial(**kwargs)
@@ -83,11 +81,10 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
     def __init__(
         self, *, payload: dict[str, Any], reads: dict[str, Any], slot: Any = None, **kwargs: Any
     ) -> None:
-        validate_loop(payload, cursor=True)
-        validate_reads(reads, f"cursor worker of step {payload.get('step')!r}")
+        step, reads = decoded(payload, reads, "cursor worker", cursor=True)
         kwargs.setdefault("retries", SLOT_RETRIES)
         kwargs.setdefault("retry_delay", SLOT_RETRY_DELAY)
-        super().__init__(payload=payload, reads=reads, **kwargs)
+        super().__init__(payload=step, reads=reads, **kwargs)
         self.slot = slot
 
     def execute(self, context: Any) -> Any:

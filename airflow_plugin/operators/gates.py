@@ -32,13 +32,14 @@ from typing import Any
 from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
 from airflow.providers.standard.sensors.time_delta import WaitSensor
 
+from noetl_compile.step_decode import decode_reads, decode_step
+from noetl_compile.step_model import Step
+
 from ..compat import hitl_operators
 from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.gates import APPROVE, INPUT_OK, REJECT
-from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, step_output
-from .loop import validate_reads
 
 # On Airflow 3.0 (no HITL operators) stand-ins that refuse construction naming the version.
 HITLOperator, HITLEntryOperator = hitl_operators()
@@ -82,13 +83,15 @@ def parse_duration(value: Any) -> timedelta:
     raise ValueError(f"not a duration: {value!r} (use 30s, 5m, 1h30m, 10d or ISO-8601 like PT2H)")
 
 
-def _gate(payload: Any, *kinds: str) -> Mapping[str, Any]:
-    validate_payload(payload)
-    tool = payload.get("tool")
-    step = payload.get("step")
-    if not isinstance(tool, Mapping) or tool.get("kind") != "gate" or tool.get("gate") not in kinds:
-        raise ValueError(f"step {step!r}: expected a `{'/'.join(kinds)}` gate tool")
-    return tool
+def _gate(payload: Any, reads: Any, *kinds: str) -> tuple[Step, Mapping[str, Any], dict[str, Any]]:
+    """A gate operator's payload and ``reads`` decoded (``step_model``): the step, its gate
+    tool's settings and the plain ``reads`` table."""
+    spec = decode_step(payload)
+    tool = spec.tool
+    if tool is None or tool.kind != "gate" or tool.settings.get("gate") not in kinds:
+        raise ValueError(f"step {spec.name!r}: expected a `{'/'.join(kinds)}` gate tool")
+    table = decode_reads(reads, f"gate {spec.name!r}", args=False).mapping
+    return spec, tool.settings, dict(table)
 
 
 def _users(tool: Mapping[str, Any]) -> list[dict[str, str]] | None:
@@ -118,7 +121,7 @@ class _GateRuntime(NoetlTaskMixin):
     template_fields = ()
     inherits_from_skipmixin = True
 
-    payload: dict[str, Any]
+    payload: Step
     reads: dict[str, Any]
 
     @property
@@ -262,10 +265,9 @@ class NoetlApprovalOperator(HITLOperator, _HumanGate):
     pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        tool = _gate(payload, "approve")
-        step = payload["step"]
-        validate_reads(reads, f"gate {step!r}")
+    def __init__(self, *, payload: Any, reads: Any, **kwargs: Any) -> None:
+        payload, tool, reads = _gate(payload, reads, "approve")
+        step = payload.name
         defaults = None
         if tool.get("on_timeout", "fail") == "default":
             default = tool.get("default")
@@ -339,10 +341,9 @@ class NoetlInputOperator(HITLEntryOperator, _HumanGate):
     pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        tool = _gate(payload, "input")
-        step = payload["step"]
-        validate_reads(reads, f"gate {step!r}")
+    def __init__(self, *, payload: Any, reads: Any, **kwargs: Any) -> None:
+        payload, tool, reads = _gate(payload, reads, "input")
+        step = payload.name
         use_defaults = tool.get("on_timeout", "fail") == "default"
         kwargs.pop("params", None)  # DAG-level params (apply_defaults); the form has its own
         super().__init__(
@@ -417,10 +418,9 @@ class NoetlSleepSensor(WaitSensor, _GateRuntime):
     pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        tool = _gate(payload, "sleep")
-        step = payload["step"]
-        validate_reads(reads, f"gate {step!r}")
+    def __init__(self, *, payload: Any, reads: Any, **kwargs: Any) -> None:
+        payload, tool, reads = _gate(payload, reads, "sleep")
+        step = payload.name
         if "duration" not in tool or "until" in tool:
             raise ValueError(f"step {step!r}: NoetlSleepSensor needs `duration` (and no `until`)")
         try:
@@ -465,10 +465,9 @@ class NoetlWaitUntilSensor(DateTimeSensorAsync, _GateRuntime):
     pre_execute = NoetlTaskMixin.route_guard  # base.py: before BaseOperator's
     inherits_from_skipmixin = True
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        tool = _gate(payload, "sleep")
-        step = payload["step"]
-        validate_reads(reads, f"gate {step!r}")
+    def __init__(self, *, payload: Any, reads: Any, **kwargs: Any) -> None:
+        payload, tool, reads = _gate(payload, reads, "sleep")
+        step = payload.name
         if "until" not in tool or "duration" in tool or not isinstance(tool["until"], str):
             raise ValueError(
                 f"step {step!r}: NoetlWaitUntilSensor needs a string `until` (and no `duration`)"

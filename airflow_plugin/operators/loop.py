@@ -24,12 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from noetl_compile.step_contract import LOOP_MODES, READS_KEYS
+from noetl_compile.step_decode import decode_loop_step, decode_reads
+from noetl_compile.step_model import Step
 
 from ..errors import NoetlRuntimeError
 from ..events import names
 from ..runtime.loop_items import instance_count, run_items
-from ..runtime.payload import validate_payload
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 from .presentation import item_label
 
@@ -39,93 +39,27 @@ __all__ = [
     "NoetlLoopHeadOperator",
     "NoetlLoopTailOperator",
     "NoetlSequentialLoopOperator",
+    "decoded",
     "max_map_length",
-    "validate_reads",
 ]
 
 
-def validate_reads(reads: Any, where: str) -> None:
-    """``{"results": {step: task_id}, "ctx": {var: [task_id]}, "vars": {...}, "region_results"?}``."""
-    problems = []
-    if not isinstance(reads, Mapping):
-        raise ValueError(f"{where}: `reads` must be a dict, got {type(reads).__name__}")  # noqa: TRY004
-    for key in ("results", "region_results"):
-        table = reads.get(key, {})
-        if not isinstance(table, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in table.items()
-        ):
-            problems.append(f"`reads.{key}` must map step names to task ids")
-    for key in ("ctx", "vars"):
-        table = reads.get(key, {})
-        if not isinstance(table, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(t, str) for t in v)
-            for k, v in table.items()
-        ):
-            problems.append(f"`reads.{key}` must map names to lists of task ids")
-    # The contract's reads but ``args``, which only a plain step operator pulls.
-    unknown = sorted(set(reads) - (set(READS_KEYS) - {"args"}))
-    if unknown:
-        problems.append(f"`reads` has unknown key(s) {', '.join(map(str, unknown))}")
-    if problems:
-        raise ValueError(f"{where}: " + "; ".join(problems))
-
-
-def validate_loop(payload: Any, *, cursor: bool = False) -> Mapping[str, Any]:
-    validate_payload(payload)
-    step = payload.get("step")
-    loop = payload.get("loop")
-    if not isinstance(loop, Mapping):
-        raise ValueError(f"step {step!r}: a loop operator needs a `loop` object in its payload")  # noqa: TRY004
-    problems = []
-    if not isinstance(loop.get("iterator"), str) or not loop["iterator"]:
-        problems.append("`loop.iterator` must be a non-empty string")
-    if loop.get("mode") not in LOOP_MODES:
-        problems.append(
-            f"`loop.mode` must be one of {', '.join(LOOP_MODES)}, got {loop.get('mode')!r}"
-        )
-    if cursor:
-        spec = loop.get("cursor")
-        if loop.get("mode") != "cursor" or not isinstance(spec, Mapping):
-            problems.append("a cursor loop needs `loop.mode: cursor` and a `loop.cursor` object")
-        elif not isinstance(spec.get("kind"), str) or not isinstance(spec.get("claim"), str):
-            problems.append("`loop.cursor` needs a string `kind` and a string `claim`")
-    else:
-        if "in" not in loop:
-            problems.append("`loop.in` (the collection) is required")
-        if loop.get("mode") == "cursor":
-            problems.append("a cursor loop is lowered with operators.cursor, not operators.loop")
-    limit = loop.get("max_in_flight")
-    if (
-        limit is not None
-        and not isinstance(limit, str)
-        and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1)
-    ):
-        problems.append("`loop.max_in_flight` must be a positive integer or a template")
-    body = loop.get("body")
-    if body is not None:
-        if (
-            not isinstance(body, Mapping)
-            or not isinstance(body.get("steps"), Mapping)
-            or not body["steps"]
-        ):
-            problems.append("`loop.body` must hold the body `steps` of a v1 loop")
-        else:
-            for payload_ in body["steps"].values():
-                validate_payload(payload_)
-    end = loop.get("end")
-    if end is not None:
-        validate_payload({k: v for k, v in end.items() if k != "result"})
-    if problems:
-        raise ValueError(f"invalid loop payload for step {step!r}: " + "; ".join(problems))
-    return loop
+def decoded(
+    payload: Any, reads: Any, where: str, *, cursor: bool | None = False
+) -> tuple[Step, dict[str, Any]]:
+    """A loop operator's payload and ``reads``, decoded (``step_model``): the typed step and
+    the plain table the operator pulls with. ``where``: the task's part (``loop head``...)."""
+    step = decode_loop_step(payload, cursor=cursor)
+    return step, dict(decode_reads(reads, f"{where} of step {step.name!r}", args=False).mapping)
 
 
 class CompiledStepOperator(NoetlTask):
-    """Base: carries a compiled payload that Airflow's Jinja never renders."""
+    """Base: carries a compiled payload that Airflow's Jinja never renders. ``payload``: the
+    decoded step (a ``Step`` reads as its payload) or, for a region, its decoded payload."""
 
     ui_color = "#e8f0fe"
 
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *, payload: Mapping[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.payload = payload
         self.reads = reads
@@ -168,9 +102,8 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
     """Renders ``loop.in`` and returns the chunks the body is mapped over."""
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        validate_loop(payload)
-        validate_reads(reads, f"loop head of step {payload.get('step')!r}")
-        super().__init__(payload=payload, reads=reads, **kwargs)
+        step, reads = decoded(payload, reads, "loop head")
+        super().__init__(payload=step, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
         from ..runtime.loop import chunk, guard_holds, loop_event, max_in_flight, render_collection
@@ -234,17 +167,16 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
 
     @classmethod
     def partial(cls, **kwargs: Any) -> Any:  # the mapped operator is built from partial()
-        payload = kwargs.get("payload")
-        validate_loop(payload)
-        validate_reads(kwargs.get("reads"), f"loop body of step {payload.get('step')!r}")
+        # Decoded here so a bad payload fails at DAG import; the partial keeps the plain
+        # payload (Airflow serialises it) and each mapped instance decodes its own.
+        decoded(kwargs.get("payload"), kwargs.get("reads"), "loop body")
         return super().partial(**kwargs)
 
     def __init__(
         self, *, payload: dict[str, Any], reads: dict[str, Any], chunk: Any = None, **kwargs: Any
     ) -> None:
-        validate_loop(payload)
-        validate_reads(reads, f"loop body of step {payload.get('step')!r}")
-        super().__init__(payload=payload, reads=reads, **kwargs)
+        step, reads = decoded(payload, reads, "loop body")
+        super().__init__(payload=step, reads=reads, **kwargs)
         self.chunk = chunk
 
     def execute(self, context: Any) -> Any:
@@ -359,10 +291,9 @@ class NoetlLoopTailOperator(CompiledStepOperator):
     """Collects the iterations into the loop step's result and routes (``loop.done``)."""
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        loop = payload.get("loop") if isinstance(payload, Mapping) else None
-        validate_loop(payload, cursor=isinstance(loop, Mapping) and loop.get("mode") == "cursor")
-        validate_reads(reads, f"loop tail of step {payload.get('step')!r}")
-        super().__init__(payload=payload, reads=reads, **kwargs)
+        # The tail closes a loop over `in` and a cursor loop alike: its mode says which.
+        step, reads = decoded(payload, reads, "loop tail", cursor=None)
+        super().__init__(payload=step, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
         ti = context["ti"]
@@ -407,13 +338,12 @@ class NoetlSequentialLoopOperator(CompiledStepOperator):
     """A sequential loop whose iterations write ctx: all iterations inside this one task."""
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        loop = validate_loop(payload)
-        if loop.get("mode") != "sequential":
+        step, reads = decoded(payload, reads, "sequential loop")
+        if step.loop is None or step.loop.mode != "sequential":
             raise ValueError(
-                f"step {payload.get('step')!r}: NoetlSequentialLoopOperator needs a sequential loop"
+                f"step {step.name!r}: `loop.mode` must be sequential for NoetlSequentialLoopOperator"
             )
-        validate_reads(reads, f"sequential loop of step {payload.get('step')!r}")
-        super().__init__(payload=payload, reads=reads, **kwargs)
+        super().__init__(payload=step, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret

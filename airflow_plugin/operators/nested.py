@@ -21,12 +21,12 @@ from typing import Any
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 
+from noetl_compile.step_decode import decode_reads, decode_step
+
 from ..compat import AirflowRuntimeError, DagIsPaused, dag_is_paused, paused_check_builtin
 from ..errors import NoetlRuntimeError
 from ..runtime.catalog import dag_id_for_path
-from ..runtime.payload import validate_payload
 from .base import NoetlTaskMixin, fail_task, runs_in_process, step_output
-from .loop import validate_reads
 from .tool_events import ToolCallEvents
 
 __all__ = ["NoetlPlaybookOperator", "dag_id_for_path"]
@@ -66,12 +66,11 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         deferrable: bool = True,
         **kwargs: Any,
     ) -> None:
-        validate_payload(payload)
-        step = payload.get("step")
-        validate_reads(reads, f"nested playbook step {step!r}")
-        tool = payload.get("tool")
-        child = payload.get("playbook")
-        if not isinstance(tool, Mapping) or tool.get("kind") not in ("playbook", "playbooks"):
+        spec = decode_step(payload)
+        step = spec.name
+        reads = dict(decode_reads(reads, f"nested playbook step {step!r}", args=False).mapping)
+        child = spec.get("playbook")
+        if spec.tool is None or spec.tool.kind not in ("playbook", "playbooks"):
             raise ValueError(f"step {step!r}: NoetlPlaybookOperator needs a `playbook` tool")
         if (
             not isinstance(child, Mapping)
@@ -101,7 +100,7 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
             deferrable=deferrable,
             **kwargs,
         )
-        self.payload = payload
+        self.payload = spec
         self.reads = reads
 
     # -- helpers shared with the inline path ----------------------------------------------------

@@ -13,52 +13,25 @@ read a member's result through ``reads["region_results"]``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from noetl_compile.step_decode import decode_reads, decode_region
+from noetl_compile.step_model import Region
+
 from ..errors import NoetlRuntimeError
-from ..runtime.payload import validate_payload
 from .base import fail_task
-from .loop import CompiledStepOperator, validate_reads
+from .loop import CompiledStepOperator
 
-__all__ = ["NoetlRegionOperator", "validate_region"]
-
-
-def validate_region(payload: Any) -> None:
-    if not isinstance(payload, Mapping):
-        raise ValueError(f"NoETL region payload must be a dict, got {type(payload).__name__}")  # noqa: TRY004
-    name = payload.get("region")
-    problems = []
-    if not isinstance(name, str) or not name:
-        problems.append("`region` must be a non-empty string")
-    steps = payload.get("steps")
-    if not isinstance(steps, Mapping) or not steps:
-        problems.append("`steps` must map member step names to step payloads")
-        steps = {}
-    for member, step_payload in steps.items():
-        validate_payload(step_payload)
-        if step_payload.get("step") != member:
-            problems.append(
-                f"`steps[{member!r}]` holds the payload of step {step_payload.get('step')!r}"
-            )
-    entry = payload.get("entry")
-    if not isinstance(entry, list) or not entry or any(e not in steps for e in entry):
-        problems.append("`entry` must list member steps the region starts at")
-    exits = payload.get("exits", [])
-    if not isinstance(exits, list) or not all(isinstance(t, str) for t in exits):
-        problems.append("`exits` must list task ids")
-    unknown = sorted(set(payload) - {"region", "dialect", "entry", "steps", "exits"})
-    if unknown:
-        problems.append(f"unknown key(s) {', '.join(map(str, unknown))}")
-    if problems:
-        raise ValueError(f"invalid NoETL region payload {name!r}: " + "; ".join(problems))
+__all__ = ["NoetlRegionOperator"]
 
 
 class NoetlRegionOperator(CompiledStepOperator):
-    def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
-        validate_region(payload)
-        validate_reads(reads, f"region {payload.get('region')!r}")
-        super().__init__(payload=payload, reads=reads, **kwargs)
+    def __init__(self, *, payload: Any, reads: Any, **kwargs: Any) -> None:
+        # The region's one decode: its member steps reach the interpreter as typed steps.
+        region: Region = decode_region(payload)
+        table = dict(decode_reads(reads, f"region {region.name!r}", args=False).mapping)
+        super().__init__(payload=payload, reads=table, **kwargs)
+        self.region = region
 
     @property
     def step(self) -> str:
@@ -67,7 +40,7 @@ class NoetlRegionOperator(CompiledStepOperator):
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
 
-        steps = self.payload["steps"]
+        steps = self.region.steps
         entries = [(s, a) for s, a in self.upstream_routes(context) if s in steps]
         if not entries and not self.upstream_task_ids:
             entries = [(s, {}) for s in self.payload["entry"]]

@@ -29,50 +29,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from noetl_compile.step_contract import READS_KEYS
+from noetl_compile.step_decode import decode_reads, decode_step
 
 from ..compat import AirflowFailException
 from ..errors import NoetlRuntimeError
-from ..runtime.payload import validate_payload
 from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, failure_summary, step_output
 from .failure_routes import FAILURE_TOLERANT_RULES, ROUTED_TO
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
 
-__all__ = ["NoetlStepOperator", "validate_reads"]
-
-
-def validate_reads(reads: Any, step: str = "?") -> dict[str, Any]:
-    """Check the ``reads`` mapping; return a normalised copy."""
-    if reads is None:
-        return {}
-    problems: list[str] = []
-    if not isinstance(reads, Mapping):
-        # ValueError, not TypeError: the operator promises one exception type for a bad spec.
-        raise ValueError(f"`reads` of step {step!r} must be a dict, got {type(reads).__name__}")  # noqa: TRY004
-    unknown = sorted(set(reads) - set(READS_KEYS))
-    if unknown:
-        problems.append(f"unknown key(s) {', '.join(unknown)}")
-    for key in ("results", "region_results"):
-        value = reads.get(key) or {}
-        if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            problems.append(f"`{key}` must map step name -> task id (strings)")
-    for key in ("ctx", "vars"):
-        value = reads.get(key) or {}
-        if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(t, str) for t in v)
-            for k, v in value.items()
-        ):
-            problems.append(f"`{key}` must map variable name -> list of task ids")
-    args = reads.get("args")
-    if args is not None and not (isinstance(args, list) and all(isinstance(t, str) for t in args)):
-        problems.append("`args` must be a list of task ids")
-    if problems:
-        raise ValueError(f"invalid `reads` for NoETL step {step!r}: " + "; ".join(problems))
-    return json.loads(json.dumps(dict(reads)))
+__all__ = ["NoetlStepOperator"]
 
 
 class NoetlStepOperator(NoetlTask):
@@ -88,29 +55,30 @@ class NoetlStepOperator(NoetlTask):
     """
 
     def __init__(self, *, payload: dict, reads: dict | None = None, **kwargs: Any) -> None:
-        validate_payload(payload)  # the payload's one check (runtime.payload's docstring)
         try:
             # The payload travels in DAG files and events: it must be plain JSON. The round trip
             # also gives the operator its own copy.
             payload = json.loads(json.dumps(payload))
         except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"NoETL step payload of {payload.get('step')!r} is not JSON: {exc}"
-            ) from exc
-        reads = validate_reads(reads, payload["step"])
+            step = payload.get("step") if isinstance(payload, Mapping) else None
+            raise ValueError(f"NoETL step payload of {step!r} is not JSON: {exc}") from exc
+        # The payload's one decode (step_model's docstring): the runtime is handed the result.
+        spec = decode_step(payload)
+        reads = decode_reads(reads, f"step {spec.name!r}").mapping
         super().__init__(**kwargs)
         self.payload = payload
+        self.spec = spec
         self.reads = reads
 
     def execute(self, context: Any) -> dict[str, Any]:
         from ..runtime import interpreter  # noqa: F401  (registers kind: playbook)
         from ..runtime.step import StepFailed, execute_step, routing_targets
 
-        step = self.payload["step"]
+        step = self.spec.name
         inputs = self.pull_inputs(context, step)
         with self.recording(context):
             try:
-                outcome = execute_step(self.payload, inputs)
+                outcome = execute_step(self.spec, inputs)
             except StepFailed as exc:
                 traceback = exc.error.get("traceback")
                 if traceback:

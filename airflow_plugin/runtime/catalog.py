@@ -5,7 +5,8 @@ A ``playbook`` tool inside a pipeline, region or loop body (and every nested cal
 same runtime. The child's steps are the ones the compiler emitted into its DAG file, so the
 catalog finds that file in the DAG folder (the generated ``dag_id="..."`` line), imports it once
 (cached by path and mtime) and flattens its ``PAYLOADS``: regions into their member steps, loop
-steps stay loop payloads (the interpreter runs them). Entry steps are the DAG's root tasks.
+steps stay loop payloads (the interpreter runs them), each decoded into its typed step once per
+loaded file. Entry steps are the DAG's root tasks.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 # The compiler's own mapping (a standard-library leaf module): a templated child path must map to
 # exactly the DAG id the compiler gave that playbook.
 from noetl_compile.dag_ids import dag_id_for_path
+from noetl_compile.step_decode import decode_region, decode_step
 
 from ..errors import NoetlNotFound
 
@@ -84,12 +86,13 @@ def _load(path: Path, dag_id: str) -> CompiledPlaybook:
     spec.loader.exec_module(module)
     payloads: Mapping[str, Any] = module.PAYLOADS
     dag = module.dag
+    # Decoded once per loaded file (the cache below), so the child's runs are handed typed steps.
     steps: dict[str, Mapping[str, Any]] = {}
     for payload in payloads.values():
         if "region" in payload:
-            steps.update(payload["steps"])
+            steps.update(decode_region(payload).steps)
         else:
-            steps[payload["step"]] = payload
+            steps[payload["step"]] = decode_step(payload)
     entry: list[str] = []
     for root in sorted(dag.roots, key=lambda t: list(payloads).index(t.task_id.split(".")[0])):
         payload = payloads[root.task_id.split(".")[0]]

@@ -143,7 +143,15 @@ def _run_chain(
         )
 
 
-def _failed(payload, inputs, row, slot, sequence, started, exc: StepFailed) -> None:
+def _failed(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    row: Mapping[str, Any],
+    slot: int,
+    sequence: int,
+    started: float,
+    exc: StepFailed,
+) -> None:
     loop_event(
         payload,
         inputs,
@@ -157,7 +165,15 @@ def _failed(payload, inputs, row, slot, sequence, started, exc: StepFailed) -> N
     )
 
 
-def _completed(payload, inputs, row, slot, sequence, started, outcome) -> dict[str, Any]:
+def _completed(
+    payload: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    row: Mapping[str, Any],
+    slot: int,
+    sequence: int,
+    started: float,
+    outcome: Any,
+) -> dict[str, Any]:
     record = {**iteration_record([slot, sequence], outcome, outcome.result), "slot": slot}
     loop_event(
         payload,
@@ -231,7 +247,7 @@ def run_leased(
             lost = "the completion was refused: another claim holds the item"
         elif failed is not None and lost is None and not _still_held(handle, lease):
             lost = "the item failed after another claim took it over"
-        if lost is None:
+        if lost is None and failed is not None:  # not lost: the chain failed while held
             work.fail()
             _failed(payload, inputs, row, slot, sequence, started, failed)
             raise failed
@@ -262,7 +278,7 @@ def _still_held(handle: Any, lease: Lease) -> bool:
         return True  # cannot tell: the failure is the item's, reported as such
 
 
-class SlotReport(list):
+class SlotReport(list[dict[str, Any]]):
     """A slot's records (a list, what ``drain`` always returned) plus what the slot lost:
     ``lease_lost`` (items another claim took over), ``guarantee`` (the driver's), ``skipped``."""
 
@@ -299,7 +315,8 @@ def drain(
     def claim() -> Any:
         try:
             if leasing:
-                return handle.claim_lease(slot)
+                # A leasing driver (``leases(handle)``) has claim_lease beside the protocol's.
+                return getattr(handle, "claim_lease")(slot)  # noqa: B009
             return handle.claim()
         except CursorDriverError as exc:
             raise _fail(
@@ -314,7 +331,8 @@ def drain(
         if not leasing or wait_for is None:
             return None
         try:
-            return wait_for()
+            wait: float | None = wait_for()
+            return wait
         except CursorDriverError as exc:
             raise _fail(step, f"slot {slot}: {exc}", "CursorClaimError", code=exc.code) from exc
 

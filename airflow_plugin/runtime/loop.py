@@ -43,6 +43,7 @@ from ..templating.context import loop_variables, step_context, with_loop
 from ..templating.proxy import promoted
 from ..templating.render import RenderError, evaluate_condition, render_value, to_jsonable
 from .loop_items import run_items
+from .payload import as_step
 from .step import StepFailed, StepOutcome, complete_step, execute_step
 
 # How a v1 loop body (a set of steps with its own routing) runs: the interpreter's `interpret`,
@@ -103,7 +104,8 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
         items = _ordered(step, loop, items, context)
     if loop.get("limit") is not None:  # v1: the first `limit` items after filter and order
         items = items[: _limit(step, loop["limit"], context)]
-    return to_jsonable(items)
+    collection: list[Any] = to_jsonable(items)
+    return collection
 
 
 def _ordered(step: str, loop: Mapping[str, Any], items: list[Any], context: Any) -> list[Any]:
@@ -323,13 +325,12 @@ def _run_v1_body(
         "routing": body.get("routing"),
     }
     entry = execute_step(router, {**inputs, "loop": binding}, sleep=sleep)
+    # The body's steps as the operator decoded them (a plain payload is decoded here, once).
+    spec = as_step(payload)
+    members = spec.loop.body if spec.loop is not None and spec.loop.body is not None else {}
     ran = interpret(
-        body["steps"],
-        [
-            (step, entry.next_args.get(step, {}))
-            for step in entry.next_steps
-            if step in body["steps"]
-        ],
+        members,
+        [(step, entry.next_args.get(step, {})) for step in entry.next_steps if step in members],
         {**inputs, "loop": binding},
         sleep=sleep,
     )

@@ -143,7 +143,7 @@ def _observed_child(
     """Interpret the child between its run events: the child's own execution in the log,
     linked to the parent's execution and to the parent event that started it."""
     path, digest = playbook_identity(child.doc)  # the catalog read it with the DAG file
-    link = {
+    link: dict[str, Any] = {
         "parent_execution_id": None if parent_execution_id is None else str(parent_execution_id),
         "parent_event_id": current_event_id(),
     }

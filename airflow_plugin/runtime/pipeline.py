@@ -460,7 +460,7 @@ def run_pipeline(
                     sleep(wait)
                 attempt += 1
                 continue
-            full = (
+            full: dict[str, Any] = (
                 dict(outcome.error)
                 if outcome.error
                 else {

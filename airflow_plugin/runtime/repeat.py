@@ -124,7 +124,8 @@ def step_policies(retry: Any) -> list[Policy]:
         for entry in retry:
             if not isinstance(entry, Mapping):
                 continue
-            then = entry.get("then") if isinstance(entry.get("then"), Mapping) else {}
+            raw_then = entry.get("then")
+            then: Mapping[str, Any] = raw_then if isinstance(raw_then, Mapping) else {}
             # A list policy with a success-side action repeats on success; otherwise it is an
             # error retry (the unified form's two uses, told apart by what they do).
             on = "success" if (then.get("next_call") or then.get("collect")) else "error"

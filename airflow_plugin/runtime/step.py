@@ -52,12 +52,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from noetl_compile.engine_profiles import EngineProfile, profile_for
+from noetl_compile.engine_profiles import EngineProfile
 
-from ..events import Event, emit, names, wants
 from ..templating.context import (
-    apply_ctx_writes,
-    apply_vars_writes,
     build_context,
     loop_variables,
     with_bindings,
@@ -71,17 +68,15 @@ from ..templating.render import (
     to_jsonable,
 )
 from ..tools import ToolOutcome
-from .payload import arc_task_id, normalise_case_next, with_defaults
-from .pipeline import (
-    split_set,
-)
+from .payload import Step, as_step, normalise_case_next, with_defaults
 from .repeat import (
     Policy,
 )
-from .step_calls import CallLoop, failure_error, retry_policies
-from .step_case import CaseRules, Routing, case_actions
+from .step_calls import CallLoop, retry_policies
+from .step_case import CaseRules, case_actions
 from .step_observe import observed, strict_checkpoint
 from .step_outcome import FeatureNotAvailable, StepFailed, StepOutcome, strict_mode
+from .step_state import RunState, SinkRunner, StepEvents, render_set
 
 __all__ = [
     "FeatureNotAvailable",
@@ -96,238 +91,115 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-# ----------------------------------------------------------------------------------------------
-# failure handling
-# ----------------------------------------------------------------------------------------------
-
-
-# ----------------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------------
-
-
-def _render_set(
-    values: Any, context: Mapping[str, Any], step: str = "?", field: str = "set"
-) -> tuple[dict, dict]:
-    try:
-        return _render_set_strict(values, context, field)
-    except RenderError as exc:
-        raise StepFailed(
-            step,
-            {
-                "kind": "template",
-                "type": "TemplateError",
-                "message": f"field {exc.field or field}: {exc}",
-                "retryable": False,
-            },
-        ) from exc
-
-
-def _render_set_strict(values: Any, context: Mapping[str, Any], field: str) -> tuple[dict, dict]:
-    """Render a ``set`` block -> (ctx writes, vars writes).
-
-    Canonical: ``ctx.x``/``step.x``/``iter.x``/bare ``x`` all write ``x`` into the execution
-    variables (NoETL's engine flattens them). case-v2 also has a list of ``{name, value}`` entries
-    and ``vars.x``/``{vars: {...}}`` forms, which write ``vars``.
-    """
-    ctx_writes: dict[str, Any] = {}
-    vars_writes: dict[str, Any] = {}
-    if isinstance(values, list):  # case-v2: [{name, value}] -> vars
-        for entry in values:
-            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-                vars_writes[entry["name"]] = render_value(
-                    entry.get("value"), context, strict=True, field=f"{field}.{entry['name']}"
-                )
-        return ctx_writes, vars_writes
-    if not isinstance(values, Mapping):
-        return ctx_writes, vars_writes
-    rest: dict[str, Any] = {}
-    for key, value in values.items():
-        if key == "vars" and isinstance(value, Mapping):
-            vars_writes.update(render_value(value, context, strict=True, field=f"{field}.vars"))
-        elif key.startswith("vars."):
-            vars_writes[key[len("vars.") :]] = render_value(
-                value, context, strict=True, field=f"{field}.{key}"
-            )
-        else:
-            rest[key] = value
-    rendered = render_value(rest, context, strict=True, field=field)
-    ctx_part, iter_part = split_set(rendered)
-    # At step level there is no iteration scope left to write into: the engine stores iter.* in
-    # the execution variables like ctx.*.
-    ctx_writes.update(ctx_part)
-    ctx_writes.update(iter_part)
-    return ctx_writes, vars_writes
-
-
-class _StepRun(CaseRules, CallLoop):
-    """State of one step execution (keeps execute_step readable)."""
+class _StepRun:
+    """One step execution, built from the typed step: who it is (:class:`StepEvents`), what it
+    changes (:class:`RunState`), and the objects that do its work, each given what it needs
+    (:class:`CaseRules`, :class:`CallLoop`, :class:`SinkRunner`). ``execute_step`` and
+    ``complete_step`` drive it; ``step_observe`` reads ``step``, ``step_run_id``, ``strict``,
+    ``arcs`` and ``failed_steps`` and reports through ``emit``."""
 
     def __init__(
         self,
-        payload: Mapping[str, Any],
+        spec: Step,
         inputs: Mapping[str, Any],
         sleep: Callable[[float], None],
         *,
         phase: str = "step",
         policies: list[Policy] | None = None,
-    ):
-        self.payload = payload
-        self.step: str = payload["step"]
+    ) -> None:
+        self.spec = spec
+        # The payload's templates, absent keys as their defaults (the DAG file leaves them out).
+        self.payload: Mapping[str, Any] = with_defaults(spec.payload)
+        self.step: str = spec.name
         self.phase = phase  # "step", or "iteration": one loop iteration, routing waits for the end
-        self.policies = policies or []
-        # The engine whose semantics this step follows, resolved once per payload.
-        self.profile: EngineProfile = profile_for(payload)
-        self.sleep = sleep
-        self.strict = strict_mode(inputs)
-        self.execution_id = str(inputs.get("execution_id", 0))
+        # The engine whose semantics this step follows, resolved when the payload was decoded.
+        self.profile: EngineProfile = spec.profile
+        self.strict: bool = strict_mode(inputs)
         # step -> "Type: message" of each read step whose call failed (its task went on along
         # an arc): a template of this step that cannot render names that producer.
         self.failed_steps: dict[str, str] = dict(inputs.get("failed_steps") or {})
-        self.ctx_writes: dict[str, Any] = {}
-        self.vars_writes: dict[str, Any] = {}
-        self.fired: set[int] = set()
-        self.routing = Routing()
-        self.case_routed = False
-        self.handled = False
-        self.sinks: list[dict[str, Any]] = []
-        self.deferred: list[dict[str, Any]] = []
-        self.result_override: tuple[bool, Any] = (False, None)
-        routing = payload.get("routing") or {}
-        self.arcs: list[Mapping[str, Any]] = list(routing.get("arcs") or [])
-        self.mode: str = routing.get("mode") or "exclusive"
-        # step name -> task id, so case ``next`` targets find their Airflow task.
-        self.task_id_of = {a["step"]: arc_task_id(a) for a in self.arcs}
-        self.context = build_context(
+        self.arcs = spec.routing.arcs
+        loop = inputs.get("loop")
+        iteration = int(loop.get("index", 0)) if isinstance(loop, Mapping) else None
+        run_index = inputs.get("run_index")
+        self.step_run_id: str = self.step + (f"@{run_index}" if run_index else "")
+        if iteration is not None:
+            self.step_run_id += f"#{iteration}"
+        self.events = StepEvents(
+            step=self.step,
+            step_run_id=self.step_run_id,
+            execution_id=str(inputs.get("execution_id", 0)),
+            loop_id=(loop.get("loop_id") or self.step) if isinstance(loop, Mapping) else None,
+            iteration=iteration,
+        )
+        context = build_context(
             workload=inputs.get("workload"),
             results=inputs.get("results"),
             ctx=inputs.get("ctx"),
             vars=inputs.get("vars"),
-            execution_id=self.execution_id,
+            execution_id=self.events.execution_id,
             profile=self.profile,
-            step_names=[self.step, *self.task_id_of, *(inputs.get("step_names") or ())],
+            step_names=[
+                self.step,
+                *dict.fromkeys(a.step for a in self.arcs),
+                *(inputs.get("step_names") or ()),
+            ],
         )
-        loop = inputs.get("loop")
-        self.iteration: int | None = None
-        self.loop_id: str | None = None
+        self.state = RunState(context=context)
         if isinstance(loop, Mapping):
-            self.iteration = int(loop.get("index", 0))
-            self.loop_id = loop.get("loop_id") or self.step
-            self.context = with_loop(
-                self.context,
+            self.state.context = with_loop(
+                self.state.context,
                 iterator=loop["iterator"],
                 item=loop.get("item"),
-                index=self.iteration,
+                index=int(loop.get("index", 0)),
                 length=loop.get("length"),
             )
-            issued = loop_variables(payload, loop)
+            issued = loop_variables(self.payload, loop)
             if issued:
-                self.ctx_writes.update(issued)
-                self.context = apply_ctx_writes(self.context, issued)
-        run_index = inputs.get("run_index")
-        self.step_run_id = self.step + (f"@{run_index}" if run_index else "")
-        if self.iteration is not None:
-            self.step_run_id += f"#{self.iteration}"
+                self.state.write(issued)
         incoming = inputs.get("args")
         self.incoming_args: dict[str, Any] = dict(incoming) if isinstance(incoming, Mapping) else {}
-        self.context["args"] = dict(self.incoming_args)
+        self.state.context["args"] = dict(self.incoming_args)
         if self.profile.args_as_bare_names:
             # A v1 `next` entry's `with`/`data`/`args` are the target step's bindings, which its
             # templates read by bare name (`{{ city }}`), as the v1 engine merged them into the
             # step's context.
-            self.context = with_bindings(self.context, self.incoming_args)
-
-    # -- events -------------------------------------------------------------------------------
-
-    def before_call(self) -> None:
-        strict_checkpoint(self)
+            self.state.context = with_bindings(self.state.context, self.incoming_args)
+        self.sinks = SinkRunner(events=self.events, state=self.state)
+        self.case = CaseRules(
+            rules=spec.case,
+            arcs=self.arcs,
+            mode=spec.routing.mode,
+            profile=self.profile,
+            state=self.state,
+            events=self.events,
+            sinks=self.sinks,
+        )
+        self.calls = CallLoop(
+            tool=self.payload.get("tool"),
+            pipeline=self.payload.get("pipeline"),
+            policies=policies or [],
+            profile=self.profile,
+            phase=phase,
+            sleep=sleep,
+            state=self.state,
+            events=self.events,
+            sinks=self.sinks,
+            case=self.case,
+            before_call=lambda: strict_checkpoint(self),
+        )
 
     def emit(self, name: str, entity: str, status: str, **fields: Any) -> None:
-        if not wants(name, status):
-            return  # events off, or a cursor item's bookkeeping: skip building the payload
-        data = fields.pop("data", None)
-        emit(
-            Event(
-                name=name,
-                entity=entity,
-                entity_id=fields.pop("entity_id", self.step_run_id),
-                status=status,
-                execution_id=self.execution_id,
-                step=self.step,
-                step_run_id=self.step_run_id,
-                loop_id=self.loop_id,
-                iteration=self.iteration,
-                data=to_jsonable(data or {}),
-                **fields,
-            )
-        )
+        self.events.emit(name, entity, status, **fields)
 
-    # -- context bookkeeping ------------------------------------------------------------------
-
-    def write(self, ctx_writes: Mapping[str, Any], vars_writes: Mapping[str, Any] = {}) -> None:
-        if ctx_writes:
-            self.ctx_writes.update(ctx_writes)
-            self.context = apply_ctx_writes(self.context, ctx_writes)
-        if vars_writes:
-            self.vars_writes.update(vars_writes)
-            self.context = apply_vars_writes(self.context, vars_writes)
-
-    def render_set(self, values: Any, context: Mapping[str, Any], where: str) -> tuple[dict, dict]:
-        return _render_set(values, context, self.step, where)
-
-    # -- case rules ---------------------------------------------------------------------------
-
-    # -- routing arcs -------------------------------------------------------------------------
-
-    # -- sinks --------------------------------------------------------------------------------
-
-    def run_sink(self, spec: Any, context: Mapping[str, Any], where: str) -> None:
-        """Render a sink block against the current context and write it; a failed sink fails the
-        step (a sink is a side effect the playbook relies on)."""
-        from ..tools.sink import run_sink
-
-        rendered = render_value(spec, context, strict=False, field=where)
-        if not isinstance(rendered, Mapping):
-            rendered = {}
-        destination = rendered.get("tool")
-        table = (destination if isinstance(destination, Mapping) else rendered).get("table")
-        self.emit(
-            names.SINK_STARTED,
-            "sink",
-            "in_progress",
-            entity_id=f"{self.step_run_id}:sink",
-            data={"table": table},
-        )
-        started = time.monotonic()
-        outcome = run_sink(rendered, step=self.step, context=context)
-        duration = time.monotonic() - started
-        if not outcome.ok:
-            self.emit(
-                names.SINK_PROCESSED,
-                "sink",
-                "error",
-                entity_id=f"{self.step_run_id}:sink",
-                data={"error": outcome.error},
-                duration=duration,
-            )
-            error = failure_error(outcome)
-            error["message"] = f"{where}: {error.get('message', 'sink failed')}"
-            raise StepFailed(self.step, error)
-        self.sinks.append(dict(outcome.data or {}))
-        self.emit(
-            names.SINK_PROCESSED,
-            "sink",
-            "success",
-            entity_id=f"{self.step_run_id}:sink",
-            data=outcome.data,
-            duration=duration,
-        )
-
-    # -- the call -----------------------------------------------------------------------------
+    def render_set(
+        self, values: Any, context: Mapping[str, Any], where: str
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        return render_set(values, context, self.step, where)
 
 
 def execute_step(
-    payload: Mapping[str, Any],
+    payload: Step | Mapping[str, Any],
     inputs: Mapping[str, Any],
     *,
     sleep: Callable[[float], None] = time.sleep,
@@ -335,65 +207,66 @@ def execute_step(
 ) -> StepOutcome:
     """Run one step of a compiled playbook; see the module docstring for the order of things.
 
-    ``payload``: the compiler's step payload, validated once by the operator that carries it
-    (``payload.validate_payload``, at DAG parse), not again per call or iteration.
+    ``payload``: the typed step the operator that carries it decoded once, at DAG parse
+    (``step_model.decode_step``), not again per call or iteration; a plain payload (a test's,
+    an inline child's step) is decoded here.
     ``inputs``: ``{workload, results, ctx, vars, execution_id, args?, loop?, strict?, run_index?,
     step_names?, failed_steps?}`` pulled by the caller. ``phase``: ``step`` or ``iteration`` (one loop iteration:
     no routing). ``sleep``: used for retry backoff (tests inject a recorder).
     Raises :class:`StepFailed` for an unhandled failure, ``ToolNotAvailable`` for a tool kind this
     runtime cannot execute.
     """
-    payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
-    run = _StepRun(payload, inputs, sleep, phase=phase, policies=retry_policies(payload))
+    spec = as_step(payload)
+    run = _StepRun(spec, inputs, sleep, phase=phase, policies=retry_policies(spec))
     return observed(run, lambda: _execute(run))
 
 
 def _execute(run: _StepRun) -> StepOutcome:
-    payload, step = run.payload, run.step
-    guard = payload.get("guard")
+    payload, step, state = run.payload, run.step, run.state
+    guard = run.spec.guard
     # NoETL 5's local step `when` (noetl/cli): false -> the step does not run and its branch
     # ends there; a guard that cannot be evaluated is false and noted, as an arc's. Its server
     # (``guard_walks_on``, evaluate_step_when) skips the step and takes its arcs.
     if (
         guard is not None
         and run.phase == "step"
-        and not evaluate_condition(guard, run.context, flavor="arc", field="when")
+        and not evaluate_condition(guard, state.context, flavor="arc", field="when")
     ):
-        if not payload.get("guard_walks_on"):
+        if not run.spec.guard_walks_on:
             return StepOutcome(result=None, status="skipped")
-        run.route_arcs(
-            with_values(run.context, event={"name": "step.skipped", "step": step}), failed=False
+        run.case.route_arcs(
+            with_values(state.context, event={"name": "step.skipped", "step": step}), failed=False
         )
         return _outcome(run, None, "skipped", None, 0)
-    if payload.get("case"):
-        matched = run.match_case("step.enter", run.context, failed=False)
+    if run.spec.case:
+        matched = run.case.match_case("step.enter", state.context, failed=False)
         if matched is not None:
-            run.apply_case(*matched, routing=run.phase == "step")
+            run.case.apply_case(*matched, routing=run.phase == "step")
 
     raw_input = payload.get("input") or {}
-    step_input = render_value(raw_input, run.context, strict=False, field="input")
+    step_input = render_value(raw_input, state.context, strict=False, field="input")
     step_input = (
         {**step_input, **run.incoming_args}
         if isinstance(step_input, Mapping)
         else dict(run.incoming_args)
     )
-    run.context = with_values(run.context, input=step_input, args=step_input)
+    state.context = with_values(state.context, input=step_input, args=step_input)
     strict_checkpoint(run)  # an input left as template text never reaches the tool
 
-    outcome, result, status, attempts = run.call_loop(step_input)
+    outcome, result, status, attempts = run.calls.call_loop(step_input)
     failed = status == "error"
-    overridden, value = run.result_override
+    overridden, value = state.result_override
     if overridden:
         result = value
-    run.after_call_context(outcome, result, failed, attempts)
+    run.calls.after_call_context(outcome, result, failed, attempts)
 
     if not failed:
         if payload.get("set"):
-            run.write(*run.render_set(payload["set"], run.context, "set"))
+            state.write(*run.render_set(payload["set"], state.context, "set"))
         if payload.get("vars"):
             # case-v2 ``vars``: values extracted from the result, persisted for later steps.
             try:
-                rendered = render_value(payload["vars"], run.context, strict=True, field="vars")
+                rendered = render_value(payload["vars"], state.context, strict=True, field="vars")
             except RenderError as exc:
                 raise StepFailed(
                     step,
@@ -404,28 +277,28 @@ def _execute(run: _StepRun) -> StepOutcome:
                         "retryable": False,
                     },
                 ) from exc
-            run.write({}, rendered)
+            state.write({}, rendered)
         if payload.get("sink"):
-            run.run_sink(payload["sink"], run.context, "sink")
+            run.sinks.run(payload["sink"], state.context, "sink")
 
-    if payload.get("case"):
-        matched = run.match_case("step.exit", run.context, failed=failed)
+    if run.spec.case:
+        matched = run.case.match_case("step.exit", state.context, failed=failed)
         if matched is not None:
             index, actions, event_context = matched
             if failed:
-                run.handled = True
-            run.apply_case(index, actions, event_context, routing=run.phase == "step")
+                state.handled = True
+            run.case.apply_case(index, actions, event_context, routing=run.phase == "step")
 
     also_next = _also_plain_next(run, failed)
-    if run.phase == "step" and (not run.case_routed or also_next):
-        run.route_arcs(
+    if run.phase == "step" and (not state.case_routed or also_next):
+        run.case.route_arcs(
             with_values(
-                run.context, event={"name": "call.error" if failed else "call.done", "step": step}
+                state.context, event={"name": "call.error" if failed else "call.done", "step": step}
             ),
             failed=failed and not also_next,
         )
 
-    if failed and not run.handled:
+    if failed and not state.handled:
         raise StepFailed(step, outcome.error, to_jsonable(result))
     return _outcome(run, result, status, outcome.error if failed else None, attempts)
 
@@ -434,30 +307,32 @@ def _also_plain_next(run: _StepRun, failed: bool) -> bool:
     """case-v2 (dc55c492): a case rule that routes a failed call ends the step ``CASE_HANDLED``
     rather than ``FAILED``, and the engine then also takes the step's plain ``next``
     (case_v2/case_status_error_dict): ``profile.routed_failure_takes_next``."""
-    return failed and run.case_routed and run.handled and run.profile.routed_failure_takes_next
+    state = run.state
+    return failed and state.case_routed and state.handled and run.profile.routed_failure_takes_next
 
 
 def _outcome(run: _StepRun, result: Any, status: str, error: Any, attempts: int) -> StepOutcome:
-    if run.sinks and isinstance(result, Mapping):
+    state = run.state
+    if state.sinks and isinstance(result, Mapping):
         # The sink's row count belongs to the step result (what was persisted, and where).
-        result = {**result, "_sink": run.sinks[-1] if len(run.sinks) == 1 else run.sinks}
+        result = {**result, "_sink": state.sinks[-1] if len(state.sinks) == 1 else state.sinks}
     return StepOutcome(
         result=to_jsonable(result),
-        ctx_writes=to_jsonable(run.ctx_writes),
-        vars_writes=to_jsonable(run.vars_writes),
-        next_steps=list(run.routing.steps),
-        next_task_ids=list(run.routing.task_ids),
-        next_args=to_jsonable(run.routing.args),
+        ctx_writes=to_jsonable(state.ctx_writes),
+        vars_writes=to_jsonable(state.vars_writes),
+        next_steps=list(state.routing.steps),
+        next_task_ids=list(state.routing.task_ids),
+        next_args=to_jsonable(state.routing.args),
         status=status,
         error=to_jsonable(error) if error else None,
         attempts=attempts,
-        next_targets=list(run.routing.targets),
-        deferred_next=to_jsonable(run.deferred),
+        next_targets=list(state.routing.targets),
+        deferred_next=to_jsonable(state.deferred),
     )
 
 
 def complete_step(
-    payload: Mapping[str, Any],
+    payload: Step | Mapping[str, Any],
     inputs: Mapping[str, Any],
     result: Any,
     *,
@@ -472,45 +347,43 @@ def complete_step(
     ``step.exit`` rules already ran per iteration; the targets they chose (``deferred``) are
     taken now unless a ``loop.done`` rule routes. ``writes``: ctx the step wrote before (a
     loop's iterator and ``loop_index``), reported with the step's own writes."""
-    payload = with_defaults(payload)  # the DAG file leaves default-valued keys out
-    run = _StepRun(payload, inputs, sleep)
-    run.ctx_writes.update(writes or {})
+    run = _StepRun(as_step(payload), inputs, sleep)
+    payload, state = run.payload, run.state
+    state.ctx_writes.update(writes or {})
 
     def body() -> StepOutcome:
-        run.after_call_context(ToolOutcome.success(result), result, False, 1)
+        run.calls.after_call_context(ToolOutcome.success(result), result, False, 1)
         if event == "call.done" and payload.get("set"):
-            run.write(*run.render_set(payload["set"], run.context, "set"))
-        loop_context = with_values(run.context, event={"name": event, "step": run.step})
-        if payload.get("case"):
+            state.write(*run.render_set(payload["set"], state.context, "set"))
+        loop_context = with_values(state.context, event={"name": event, "step": run.step})
+        if run.spec.case:
             for name in (event,) if event == "loop.done" else (event, "step.exit"):
-                matched = run.match_case(name, loop_context, failed=False)
+                matched = run.case.match_case(name, loop_context, failed=False)
                 if matched is not None:
-                    run.apply_case(*matched, routing=True)
-        if not run.case_routed and deferred:
+                    run.case.apply_case(*matched, routing=True)
+        if not state.case_routed and deferred:
             for target in deferred:
                 task_id = (
                     target["task_id"]
                     if "task_id" in target
-                    else run.task_id_of.get(target["step"], target["step"])
+                    else run.case.task_id_of.get(target["step"], target["step"])
                 )
-                run.routing.add(target["step"], task_id, target.get("args"))
-            run.case_routed = True
-        if not run.case_routed:
-            run.route_arcs(loop_context, failed=False)
+                state.routing.add(target["step"], task_id, target.get("args"))
+            state.case_routed = True
+        if not state.case_routed:
+            run.case.route_arcs(loop_context, failed=False)
         return _outcome(run, result, "ok", None, 1)
 
     return observed(run, body)
 
 
-def routing_targets(payload: Mapping[str, Any]) -> list[str]:
+def routing_targets(payload: Step | Mapping[str, Any]) -> list[str]:
     """Every task id this step may route to (arcs and case ``next``), in payload order."""
-    ids: list[str] = []
-    arcs = (payload.get("routing") or {}).get("arcs") or []
-    task_id_of = {a["step"]: arc_task_id(a) for a in arcs}
-    for arc in arcs:
-        ids.append(arc_task_id(arc))
-    for rule in payload.get("case") or []:
-        actions = case_actions(rule.get("then"))
+    spec = as_step(payload)
+    ids: list[str | None] = [arc.task_id for arc in spec.routing.arcs]
+    task_id_of = {arc.step: arc.task_id for arc in spec.routing.arcs}
+    for rule in spec.case:
+        actions = case_actions(rule.then)
         targets = normalise_case_next(actions.get("next"))
         call = actions.get("call")
         if isinstance(call, Mapping) and isinstance(call.get("step"), str):

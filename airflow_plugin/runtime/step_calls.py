@@ -2,14 +2,17 @@
 step-level policy that applies decide whether to call again (error retry, pagination with
 ``next_call``), and per-call ``collect``/``sink`` apply (module ``repeat`` has the policies).
 
-Mixed into ``step._StepRun`` as ``CallLoop``: the methods read and advance the run's state.
+``CallLoop`` is one object of a step run (``step._StepRun`` builds it from the typed step),
+given what it calls and the run state it advances (``step_state``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from noetl_compile.engine_behaviours import EngineProfile
 
 from ..events import names
 from ..templating.context import with_values
@@ -32,14 +35,12 @@ from .repeat import (
     merge_collected,
     step_policies,
 )
+from .step_case import CaseRules
+from .step_state import RunState, SinkRunner, StepEvents, failure_error
 
 __all__ = ["CallLoop", "failure_error", "has_rules", "retry_policies"]
 
 log = logging.getLogger(__name__)
-
-
-def failure_error(outcome: ToolOutcome) -> dict[str, Any]:
-    return dict(outcome.error or {"type": "ToolError", "message": "tool call failed"})
 
 
 def has_rules(tool: Mapping[str, Any]) -> bool:
@@ -59,47 +60,73 @@ def retry_policies(payload: Mapping[str, Any]) -> list[Policy]:
 
 
 class CallLoop:
-    """The call loop of a step run (mixed into ``step._StepRun``, whose state it reads)."""
+    """The call loop of one step run. Given what it calls (the step's tool or pipeline, with
+    defaults filled in), its retry policies and engine profile, the run's phase and ``sleep``,
+    what it changes (:class:`RunState`), how it reports (:class:`StepEvents`), writes sinks
+    (:class:`SinkRunner`) and applies the call event's case rules (:class:`CaseRules`), and
+    ``before_call``: called once a tool's config is rendered, before the tool runs (strict mode
+    fails there on a template kept as text)."""
 
-    def before_call(self) -> None:
-        """Called once a tool's config is rendered, before the tool runs (``_StepRun``: strict
-        mode fails here on a template kept as text)."""
+    def __init__(
+        self,
+        *,
+        tool: Mapping[str, Any] | None,
+        pipeline: list[Any] | None,
+        policies: list[Policy],
+        profile: EngineProfile,
+        phase: str,
+        sleep: Callable[[float], None],
+        state: RunState,
+        events: StepEvents,
+        sinks: SinkRunner,
+        case: CaseRules,
+        before_call: Callable[[], None],
+    ) -> None:
+        self.tool = tool
+        self.pipeline = pipeline
+        self.policies = policies
+        self.profile = profile
+        self.phase = phase
+        self.sleep = sleep
+        self.state = state
+        self.events = events
+        self.sinks = sinks
+        self.case = case
+        self.before_call = before_call
 
     def call(
         self, step_input: dict[str, Any], overrides: Mapping[str, Any], attempt: int
     ) -> tuple[ToolOutcome, Any, str]:
         """Run tool / pipeline once -> (outcome envelope source, step result, status)."""
-        payload = self.payload
-        tool = payload.get("tool")
-        pipeline = payload.get("pipeline")
+        tool, pipeline = self.tool, self.pipeline
         if tool and overrides:
             tool = apply_next_call(tool, overrides)
         if tool and has_rules(tool):
-            pipeline = single_tool_pipeline(self.step, tool)
+            pipeline = single_tool_pipeline(self.events.step, tool)
         if pipeline:
             ran = run_pipeline(
                 pipeline,
-                self.context,
-                step=self.step,
+                self.state.context,
+                step=self.events.step,
                 step_input=step_input,
                 sleep=self.sleep,
-                events=self,
+                events=self.events,
                 profile=self.profile,
                 before_call=self.before_call,
             )
-            self.write(ran.ctx_writes)
+            self.state.write(ran.ctx_writes)
             if ran.status == "failed":
                 outcome = ToolOutcome.failure(ran.error or {}, data=ran.result)
                 return outcome, ran.result, "error"
             return ToolOutcome.success(ran.result), ran.result, ran.status
         if tool:
             outcome = call_tool(
-                self.step,
-                self.step,
+                self.events.step,
+                self.events.step,
                 tool,
-                self.context,
+                self.state.context,
                 step_input,
-                events=self,
+                events=self.events,
                 attempt=attempt,
                 profile=self.profile,
                 before_call=self.before_call,
@@ -111,10 +138,10 @@ class CallLoop:
     def after_call_context(
         self, outcome: ToolOutcome, result: Any, failed: bool, attempt: int
     ) -> None:
-        after = dict(self.context)
+        after = dict(self.state.context)
         promote = self.profile.pipeline_last_task_promoted
         own = wrap_result(result, promote=promote, envelope=self.profile.result_envelope_fields)
-        after[self.step] = own
+        after[self.events.step] = own
         output = outcome_envelope(outcome, attempt=attempt)
         data = output["data"]
         if self.profile.output_data_own_data and isinstance(data, Mapping) and "data" in data:
@@ -143,7 +170,7 @@ class CallLoop:
             after.pop("error", None)
         # Formal spec 6.3: ``_retry.index`` (1-based try) and ``_retry.count`` (tries so far).
         after["_retry"] = {"index": attempt, "count": attempt}
-        self.context = after
+        self.state.context = after
 
     def call_loop(self, step_input: dict[str, Any]) -> tuple[ToolOutcome, Any, str, int]:
         """Call, then decide whether to call again (retry / next call), collecting as it goes."""
@@ -158,7 +185,7 @@ class CallLoop:
             if collect:
                 self.collect(collect, collected, where)
             if sink:
-                self.run_sink(sink, self.context, f"{where}.sink")
+                self.sinks.run(sink, self.state.context, f"{where}.sink")
             if policy is None:
                 break
             if attempt >= policy.max_attempts:
@@ -166,13 +193,13 @@ class CallLoop:
                     log.warning(
                         "NoETL step %s: %s still asks for another call after %d calls; "
                         "stopping at max_attempts",
-                        self.step,
+                        self.events.step,
                         where,
                         attempt,
                     )
                 break
             next_call = render_value(
-                policy.next_call, self.context, strict=False, field=f"{where}.next_call"
+                policy.next_call, self.state.context, strict=False, field=f"{where}.next_call"
             )
             overrides = (
                 apply_next_call(overrides, next_call)
@@ -180,12 +207,12 @@ class CallLoop:
                 else overrides
             )
             wait = policy.delay(attempt)
-            self.emit(
+            self.events.emit(
                 names.RETRY_STARTED,
                 "retry",
                 "in_progress",
                 attempt=attempt + 1,
-                entity_id=f"{self.step_run_id}:retry",
+                entity_id=f"{self.events.step_run_id}:retry",
                 data={
                     "after": "error" if failed else "success",
                     "policy": where,
@@ -196,14 +223,14 @@ class CallLoop:
             if wait > 0:
                 self.sleep(wait)
             attempt += 1
-            self.fired.clear()  # each call gets its own first match
+            self.state.fired.clear()  # each call gets its own first match
         if attempt > 1:
-            self.emit(
+            self.events.emit(
                 names.RETRY_PROCESSED,
                 "retry",
                 "error" if failed else "success",
                 attempt=attempt,
-                entity_id=f"{self.step_run_id}:retry",
+                entity_id=f"{self.events.step_run_id}:retry",
                 data={"calls": attempt},
             )
         if collected:
@@ -214,9 +241,9 @@ class CallLoop:
         self, failed: bool, outcome: ToolOutcome, result: Any, attempt: int
     ) -> tuple[Policy | None, Mapping[str, Any] | None, Any, str]:
         """The case rule of this call's event, else the first step-level policy that applies."""
-        if self.payload.get("case"):
+        if self.case.rules:
             event = "call.error" if failed else "call.done"
-            matched = self.match_case(event, self.context, failed=failed)
+            matched = self.case.match_case(event, self.state.context, failed=failed)
             if matched is None:
                 return None, None, None, ""
             index, actions, event_context = matched
@@ -229,10 +256,10 @@ class CallLoop:
             # A rule that decides where to go handles the failure; one that only retries does not
             # handle the failure it finally gives up on.
             if failed and repeat is None:
-                self.handled = True
+                self.state.handled = True
             sink = actions.pop("sink", None)
             collect = actions.get("collect")
-            self.apply_case(index, actions, event_context, routing=self.phase == "step")
+            self.case.apply_case(index, actions, event_context, routing=self.phase == "step")
             return repeat, collect if isinstance(collect, Mapping) else None, sink, where
         context = self.retry_context(failed, outcome, result, attempt)
         stopped: list[bool] = []
@@ -274,7 +301,7 @@ class CallLoop:
             status_code = outcome.error.get("status_code")
         data = result.get("data", result) if isinstance(result, Mapping) else result
         return with_values(
-            self.context,
+            self.state.context,
             status_code=status_code,
             error=outcome.error if failed else None,
             success=not failed,
@@ -283,23 +310,30 @@ class CallLoop:
             result=wrap_result(result),
         )
 
-    def collect(self, spec: Mapping[str, Any], collected: dict, where: str) -> None:
+    def collect(
+        self,
+        spec: Mapping[str, Any],
+        collected: dict[str, tuple[Mapping[str, Any], Any]],
+        where: str,
+    ) -> None:
         into = spec.get("into") or "collected"
         rendered_from = (
-            render_value(spec["from"], self.context, strict=False, field=f"{where}.collect.from")
+            render_value(
+                spec["from"], self.state.context, strict=False, field=f"{where}.collect.from"
+            )
             if "from" in spec
             else None
         )
-        value = collect_value(spec, self.context.get("response"), rendered_from)
+        value = collect_value(spec, self.state.context.get("response"), rendered_from)
         previous = collected.get(into, (spec, None))[1]
         merged = merge_collected(
             spec.get("strategy", spec.get("mode")), previous, to_jsonable(value)
         )
         collected[into] = (spec, merged)
-        if self.profile.collect_into_vars or "vars" in self.context:
-            self.write({}, {into: merged})
+        if self.profile.collect_into_vars or "vars" in self.state.context:
+            self.state.write({}, {into: merged})
         else:
-            self.write({into: merged})
+            self.state.write({into: merged})
 
     @staticmethod
     def merge_collection(

@@ -3,26 +3,29 @@
 when no rule chose a target. Which rules may handle a failure is decided here too
 (``addresses_failure``: a condition that names ``error`` or compares with a failure event).
 
-Mixed into ``step._StepRun`` as ``CaseRules``: the methods read the run's payload, context and
-routing state.
+``CaseRules`` is one object of a step run (``step._StepRun`` builds it from the typed step),
+given the rules and arcs it reads and the run state it changes (``step_state``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jinja2 import TemplateSyntaxError, nodes
 
+from noetl_compile.engine_behaviours import EngineProfile
+from noetl_compile.step_model import Arc, CaseRule
+
 from ..events import names
 from ..templating.context import apply_ctx_writes, apply_vars_writes, with_values
 from ..templating.render import environment, evaluate_condition, render_value
-from .payload import arc_task_id, normalise_case_next
+from .payload import normalise_case_next
 from .policy import first_match
+from .step_state import RunState, SinkRunner, StepEvents, render_set
 
-__all__ = ["CaseRules", "Routing", "addresses_failure", "case_actions"]
+__all__ = ["CaseRules", "addresses_failure", "case_actions"]
 
 log = logging.getLogger(__name__)
 
@@ -76,26 +79,31 @@ def case_actions(then: Any) -> dict[str, Any]:
     return merged
 
 
-@dataclass
-class Routing:
-    steps: list[str] = field(default_factory=list)
-    task_ids: list[str] = field(default_factory=list)
-    args: dict[str, dict[str, Any]] = field(default_factory=dict)
-    targets: list[tuple[str, str | None]] = field(default_factory=list)
-
-    def add(self, step: str, task_id: str | None, args: Mapping[str, Any] | None) -> None:
-        if step not in self.steps:
-            self.steps.append(step)
-            self.targets.append((step, task_id))
-            # A target without an Airflow task (task_id None) is routed to but not branched to.
-            if task_id is not None and task_id not in self.task_ids:
-                self.task_ids.append(task_id)
-        if args:
-            self.args.setdefault(step, {}).update(args)
-
-
 class CaseRules:
-    """Case rules of a step run (mixed into ``step._StepRun``, whose state they read)."""
+    """The case rules and routing arcs of one step run. Given what it reads (the typed step's
+    rules and arcs, the engine profile) and what it changes (the run's :class:`RunState`), how
+    it reports (:class:`StepEvents`) and writes sinks (:class:`SinkRunner`)."""
+
+    def __init__(
+        self,
+        *,
+        rules: Sequence[CaseRule],
+        arcs: Sequence[Arc],
+        mode: str,
+        profile: EngineProfile,
+        state: RunState,
+        events: StepEvents,
+        sinks: SinkRunner,
+    ) -> None:
+        self.rules = rules
+        self.arcs = arcs
+        self.mode = mode
+        self.profile = profile
+        self.state = state
+        self.events = events
+        self.sinks = sinks
+        # step name -> task id, so case ``next`` targets find their Airflow task.
+        self.task_id_of: dict[str, str | None] = {a.step: a.task_id for a in arcs}
 
     def match_case(
         self, event: str, context: Mapping[str, Any], *, failed: bool
@@ -105,20 +113,20 @@ class CaseRules:
         Events: CaseStarted when the rules are evaluated for ``event``, then CaseEvaluated with
         the rule that matched (entity ``<run>:case[i]``) or, when none did, with ``rule: null``
         (entity ``<run>:case``)."""
-        rules = self.payload.get("case") or []
+        rules = self.rules
         if not rules:
             return None
-        self.emit(
+        self.events.emit(
             names.CASE_STARTED,
             "case",
             "in_progress",
-            entity_id=f"{self.step_run_id}:case",
+            entity_id=f"{self.events.step_run_id}:case",
             data={"event": event, "rules": len(rules)},
         )
-        event_context = with_values(context, event={"name": event, "step": self.step})
+        event_context = with_values(context, event={"name": event, "step": self.events.step})
 
-        def holds(index: int, rule: Mapping[str, Any]) -> bool:
-            when = rule.get("when")
+        def holds(index: int, rule: CaseRule) -> bool:
+            when = rule.when
             if failed and not addresses_failure(when):
                 return False
             if event == "step.enter" and not _mentions(when, constants=("step.enter",)):
@@ -136,17 +144,17 @@ class CaseRules:
             self._no_case_match(event)
             return None
         index, rule = found
-        if index in self.fired:
+        if index in self.state.fired:
             # First match for this event already ran on an earlier event: nothing new.
             self._no_case_match(event, already_fired=index)
             return None
-        self.fired.add(index)
-        actions = case_actions(rule.get("then"))
-        self.emit(
+        self.state.fired.add(index)
+        actions = case_actions(rule.then)
+        self.events.emit(
             names.CASE_EVALUATED,
             "case",
             "success",
-            entity_id=f"{self.step_run_id}:case[{index}]",
+            entity_id=f"{self.events.step_run_id}:case[{index}]",
             data={"event": event, "rule": index, "actions": sorted(actions)},
         )
         return index, actions, event_context
@@ -155,8 +163,12 @@ class CaseRules:
         data: dict[str, Any] = {"event": event, "rule": None}
         if already_fired is not None:
             data["already_fired"] = already_fired
-        self.emit(
-            names.CASE_EVALUATED, "case", "success", entity_id=f"{self.step_run_id}:case", data=data
+        self.events.emit(
+            names.CASE_EVALUATED,
+            "case",
+            "success",
+            entity_id=f"{self.events.step_run_id}:case",
+            data=data,
         )
 
     def apply_case(
@@ -167,8 +179,10 @@ class CaseRules:
         the rule's later actions see (after its own ``set``)."""
         where = f"case[{index}].then"
         if "set" in actions:
-            ctx_writes, vars_writes = self.render_set(actions["set"], context, f"{where}.set")
-            self.write(ctx_writes, vars_writes)
+            ctx_writes, vars_writes = render_set(
+                actions["set"], context, self.events.step, f"{where}.set"
+            )
+            self.state.write(ctx_writes, vars_writes)
             context = apply_vars_writes(apply_ctx_writes(context, ctx_writes), vars_writes)
         if self.profile.case_result_own_action:
             self._case_v2_result(index, context)
@@ -176,12 +190,12 @@ class CaseRules:
             value = render_value(
                 actions["result"]["from"], context, strict=False, field=f"{where}.result.from"
             )
-            self.result_override = (True, value)
+            self.state.result_override = (True, value)
         if "sink" in actions:
-            self.run_sink(actions["sink"], context, f"{where}.sink")
+            self.sinks.run(actions["sink"], context, f"{where}.sink")
         if "log" in actions:
             message = render_value(actions["log"], context, strict=False, field=f"{where}.log")
-            log.info("NoETL step %s: %s", self.step, message)
+            log.info("NoETL step %s: %s", self.events.step, message)
         targets = normalise_case_next(actions.get("next"))
         call = actions.get("call")
         if isinstance(call, Mapping) and isinstance(call.get("step"), str):
@@ -198,15 +212,15 @@ class CaseRules:
                 deferred = {"step": target["step"], "args": args}
                 if "task_id" in target:
                     deferred["task_id"] = target["task_id"]
-                self.deferred.append(deferred)
+                self.state.deferred.append(deferred)
                 continue
             task_id = (
                 target["task_id"]
                 if "task_id" in target
                 else self.task_id_of.get(target["step"], target["step"])
             )
-            self.routing.add(target["step"], task_id, args)
-            self.case_routed = True
+            self.state.routing.add(target["step"], task_id, args)
+            self.state.case_routed = True
         return context
 
     def _case_v2_result(self, index: int, context: Mapping[str, Any]) -> None:
@@ -216,8 +230,7 @@ class CaseRules:
         its tool's result (``case_v2/result_from``); a ``result`` of its own sets the step's
         result: ``{from: NAME}`` to the execution variable NAME (a plain name, not a template;
         nothing when there is none), any other value as written."""
-        rules = self.payload.get("case") or []
-        then = rules[index].get("then") if index < len(rules) else None
+        then = self.rules[index].then if index < len(self.rules) else None
         for action in then if isinstance(then, list) else [then]:
             if not isinstance(action, Mapping) or "result" not in action:
                 continue
@@ -226,7 +239,7 @@ class CaseRules:
                     "NoETL step %s: case[%d].then.result sits beside `next`/`set` in one action; "
                     "the case-v2 engine never applies it, so the step keeps its tool's result "
                     "(write it as its own action in a `then` list)",
-                    self.step,
+                    self.events.step,
                     index,
                 )
                 continue
@@ -234,9 +247,9 @@ class CaseRules:
             if isinstance(spec, Mapping) and "from" in spec:
                 variables = {**(context.get("vars") or {}), **(context.get("workload") or {})}
                 if isinstance(spec["from"], str) and spec["from"] in variables:
-                    self.result_override = (True, variables[spec["from"]])
+                    self.state.result_override = (True, variables[spec["from"]])
             else:
-                self.result_override = (True, spec)
+                self.state.result_override = (True, spec)
 
     def route_arcs(self, context: Mapping[str, Any], *, failed: bool) -> None:
         # After a failed call the canonical engine (138c10ed) evaluates the arcs as after a
@@ -245,7 +258,7 @@ class CaseRules:
         # take only an arc that addresses the failure (``profile.failed_call_takes_every_arc``).
         every_arc = self.profile.failed_call_takes_every_arc
         for index, arc in enumerate(self.arcs):
-            when = arc.get("when")
+            when = arc.when
             if failed and not every_arc and not addresses_failure(when):
                 continue
             if not evaluate_condition(
@@ -253,20 +266,20 @@ class CaseRules:
             ):
                 continue
             group = [arc]
-            if self.mode == "exclusive" and arc.get("group") is not None:
+            if self.mode == "exclusive" and arc.group is not None:
                 # v1 ``when: .. then: [a, b]``: the arcs of the winning group fire together.
-                group += [a for a in self.arcs[index + 1 :] if a.get("group") == arc["group"]]
+                group += [a for a in self.arcs[index + 1 :] if a.group == arc.group]
             for chosen in group:
                 self.take_arc(chosen, context, index)
             if failed:
-                self.handled = True
+                self.state.handled = True
             if self.mode == "exclusive":
                 return
 
-    def take_arc(self, arc: Mapping[str, Any], context: Mapping[str, Any], index: int) -> None:
-        if isinstance(arc.get("set"), Mapping):
-            self.write(*self.render_set(arc["set"], context, f"next.arcs[{index}].set"))
-        args = render_value(
-            arc.get("args") or {}, context, strict=False, field=f"next.arcs[{index}].args"
-        )
-        self.routing.add(arc["step"], arc_task_id(arc), args)
+    def take_arc(self, arc: Arc, context: Mapping[str, Any], index: int) -> None:
+        if arc.set is not None:
+            self.state.write(
+                *render_set(arc.set, context, self.events.step, f"next.arcs[{index}].set")
+            )
+        args = render_value(arc.args or {}, context, strict=False, field=f"next.arcs[{index}].args")
+        self.state.routing.add(arc.step, arc.task_id, args)

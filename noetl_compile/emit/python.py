@@ -85,6 +85,9 @@ def _header(ir: IR) -> str:
     lines.append(f"Source: {source}" if source else f"Source: {ir.source!a}")
     lines.append(f"SHA-256: {ir.source_sha256}")
     lines.append(f"Dialect: {ir.dialect}")
+    # The engine whose semantics the runtime applies (noetl_compile/engine_profiles.py); each
+    # step payload names it too (its `generation`, else its `dialect`).
+    lines.append(f"Engine profile: {ir.profile}")
     if ir.excluded:
         lines.append(
             f"Not compiled (no route from the entry step reaches them): {len(ir.excluded)} step(s)."

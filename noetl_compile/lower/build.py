@@ -515,12 +515,14 @@ def lower(
     owner = " ".join(owner.split()) if isinstance(owner, str) and owner.strip() else None
     # Before emission: the plan sets the entry trigger rule of the units after a step that may
     # route a failure (lower/outcome.py).
-    outcome = outcome_plan(units, profile_of(playbook.dialect, playbook.generation))
+    profile = profile_of(playbook.dialect, playbook.generation)
+    outcome = outcome_plan(units, profile)
     return IR(
         dag_id=dag_id or dag_id_for(playbook, source.rsplit("/", 1)[-1].rsplit(".", 1)[0]),
         source=source,
         source_sha256=source_sha256,
         dialect=playbook.dialect,
+        profile=profile.name,
         name=playbook.name,
         description=str(description) if isinstance(description, str) else None,
         params=params,
@@ -538,6 +540,7 @@ def lower(
             catalog=catalog,
             source=source,
             dialect=playbook.dialect,
+            profile=profile.name,
             sha256=source_sha256,
         ),
         owner=owner,

@@ -79,6 +79,9 @@ class IR:
     source: str  # display path of the playbook (relative to the compile root)
     source_sha256: str
     dialect: str
+    # The engine profile the playbook runs under (engine_profiles: its generation, else its
+    # dialect), named in the DAG file so a reader knows whose semantics the steps follow.
+    profile: str
     name: str | None
     description: str | None
     params: dict[str, Any]  # workload key -> default (plain data)

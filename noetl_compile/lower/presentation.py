@@ -170,6 +170,7 @@ def doc_md(
     catalog: str | None,
     source: str,
     dialect: str,
+    profile: str,
     sha256: str,
 ) -> str:
     """Markdown for the DAG's Docs panel: what the playbook says about itself, then where it is."""
@@ -184,6 +185,7 @@ def doc_md(
     lines += [
         f"- Source: `{source}`",
         f"- Dialect: {dialect}",
+        f"- Engine profile: {profile} (what it does: noetlc's docs/semantics.md, section 4)",
         f"- SHA-256: `{sha256}`",
         "",
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.",

@@ -61,14 +61,28 @@ def test_operator_never_lets_airflow_render_the_payload():
     [
         ({"payload": {"step": "t", "lopo": {"in": "x"}}}, "unknown key"),
         ({"payload": {"step": "t", "tool": {"kind": "python", "code": object()}}}, "not JSON"),
-        ({"payload": {"step": "t"}, "reads": {"results": {"a": 1}}}, "step name -> task id"),
-        ({"payload": {"step": "t"}, "reads": {"ctx": {"x": "a"}}}, "list of task ids"),
+        ({"payload": {"step": "t"}, "reads": {"results": {"a": 1}}}, "`reads.results` must map step names to task ids"),
+        ({"payload": {"step": "t"}, "reads": {"ctx": {"x": "a"}}}, "`reads.ctx` must map names to lists of task ids"),
         ({"payload": {"step": "t"}, "reads": {"other": {}}}, "unknown key"),
     ],
 )
 def test_operator_validates_at_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):
         NoetlStepOperator(task_id="t", **kwargs)
+
+
+def test_an_operator_holds_its_decoded_step_and_copies_with_it():
+    # Airflow deep-copies operators (a DAG's partial subset, task clearing): the decoded step
+    # is immutable, so the copy shares it rather than failing on the profile's read-only tables.
+    import copy
+
+    op = NoetlStepOperator(
+        task_id="t",
+        payload={"step": "t", "tool": NOOP, "routing": {"arcs": [{"step": "u", "when": "x"}]}},
+    )
+    assert op.spec.name == "t" and op.spec.routing.arcs[0].guarded
+    clone = copy.deepcopy(op)
+    assert clone.spec is op.spec and clone.payload == op.payload
 
 
 # -- dag.test() ------------------------------------------------------------------------------------

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_plugin.runtime.payload import validate_payload
 from airflow_plugin.runtime.step import StepFailed, execute_step, routing_targets
 from airflow_plugin.tools import ToolNotAvailable
 from noetl_compile.engine_profiles import NOETL5
+from noetl_compile.step_decode import decode_step
+from noetl_compile.step_model import PayloadError
 
 
 def py(code, **extra):
@@ -704,28 +705,80 @@ def test_step_reports_its_lifecycle_to_the_recorder():
 
 
 @pytest.mark.parametrize(
-    ("bad", "message"),
+    ("bad", "path", "message"),
     [
-        ({"step": ""}, "`step` must be a non-empty string"),
-        ({"step": "s", "lopo": {}}, "unknown key"),
-        ({"step": "s", "dialect": "v3"}, "`dialect` must be one of"),
-        ({"step": "s", "tool": {"code": "x"}}, "needs a string `kind`"),
-        ({"step": "s", "tool": {"kind": "noop"}, "pipeline": [{"kind": "noop"}]}, "exclusive"),
+        ({"step": ""}, "step", "must be a non-empty string"),
+        ({"step": "s", "lopo": {}}, "", "unknown key"),
+        ({"step": "s", "dialect": "v3"}, "dialect", "must be one of"),
+        ({"step": "s", "tool": {"code": "x"}}, "tool", "needs a string `kind`"),
+        (
+            {"step": "s", "tool": {"kind": "noop"}, "pipeline": [{"kind": "noop"}]},
+            "tool",
+            "exclusive",
+        ),
         (
             {
                 "step": "s",
                 "pipeline": [{"kind": "noop", "name": "a"}, {"kind": "noop", "name": "a"}],
             },
+            "pipeline",
             "duplicate",
         ),
-        ({"step": "s", "routing": {"mode": "parallel", "arcs": []}}, "exclusive or inclusive"),
-        ({"step": "s", "routing": {"arcs": [{"when": "x"}]}}, "needs a string `step`"),
-        ({"step": "s", "case": [{"when": "x"}]}, "with `then`"),
+        ({"step": "s", "pipeline": [{"kind": "noop"}, 3]}, "pipeline[1]", "with `kind`"),
+        (
+            {"step": "s", "routing": {"mode": "parallel", "arcs": []}},
+            "routing.mode",
+            "exclusive or inclusive",
+        ),
+        (
+            {"step": "s", "routing": {"arcs": [{"when": "x"}]}},
+            "routing.arcs[0]",
+            "needs a string `step`",
+        ),
+        (
+            {"step": "s", "routing": {"arcs": [{"step": "a"}, {"step": "b", "task_id": 3}]}},
+            "routing.arcs[1].task_id",
+            "must be a string",
+        ),
+        ({"step": "s", "case": [{"when": "x"}]}, "case[0]", "with `then`"),
+        (
+            {"step": "s", "loop": {"iterator": "i", "mode": "sideways", "in": []}},
+            "loop.mode",
+            "must be one of",
+        ),
+        (
+            {
+                "step": "s",
+                "loop": {
+                    "iterator": "i",
+                    "mode": "sequential",
+                    "body": {"steps": {"b": {"step": "b", "set": 1}}},
+                },
+            },
+            "loop.body.steps['b'].set",
+            "must be an object",
+        ),
     ],
 )
-def test_validate_payload(bad, message):
-    with pytest.raises(ValueError, match=message):
-        validate_payload(bad)
+def test_an_invalid_payload_names_the_field(bad, path, message):
+    with pytest.raises(PayloadError, match=message) as caught:
+        decode_step(bad)
+    # The path comes first, so a reader of the DAG import error goes straight to the field.
+    assert caught.value.path == path
+    assert not path or f"': `{path}` " in str(caught.value)
+
+
+def test_a_decoded_step_reads_as_its_payload_and_carries_its_profile():
+    payload = {
+        "step": "s",
+        "dialect": "case-v2",
+        "routing": {"arcs": [{"step": "b", "task_id": None}]},
+    }
+    step = decode_step(payload)
+    assert dict(step) == payload and step["dialect"] == "case-v2"
+    assert step.profile.name == "case-v2" and step.routing.arcs[0].task_id is None
+    assert not step.routing.arcs[0].guarded
+    assert decode_step({"step": "s", "generation": "noetl5"}).profile.name == "noetl5"
 
 
 def test_step_enter_only_fires_rules_written_for_it():
@@ -1014,3 +1067,16 @@ def test_a_v1_loop_steps_result_field_is_the_plain_list_of_results():
     assert execute_step(p, inputs(results={"city_loop": record})).result == [2, 1]
     canonical = execute_step({**p, "dialect": "canonical"}, inputs(results={"city_loop": record}))
     assert canonical.result[0] == 0  # no `result` field: the python tool renders length 0
+
+
+def test_a_decoded_step_cannot_be_changed():
+    # Shared by every iteration and call of the step: a write would leak between them.
+    from dataclasses import FrozenInstanceError
+
+    step = decode_step({"step": "s", "routing": {"arcs": [{"step": "b"}]}})
+    with pytest.raises(FrozenInstanceError):
+        step.name = "t"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        step.routing.arcs[0].step = "c"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        del step.guard
