@@ -139,3 +139,44 @@ def test_the_scan_keeps_dsl_blocks_and_leaves_state_out():
 
     assert all(map(is_dsl_receiver, ("task_config", "step", "retry_spec", "sink_tool", "case")))
     assert not any(map(is_dsl_receiver, ("loop_state", "result", "event_payload", "cred_data")))
+
+
+def test_section_six_is_the_stored_scan_of_the_render_contexts():
+    """docs/semantics.md section 6 is generated from the stored scan (tests/data) and noetlc's
+    profiles; regenerate with `python -m tests.differential.template_names --noetl ... --write`."""
+    from tests.differential.template_names import BEGIN, BUILDERS, END, profile_rows, render, stored
+
+    data = stored()
+    doc = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    start, end = doc.index(BEGIN), doc.index(END) + len(END)
+    assert doc[start:end] == render(data)
+    # noetlc's half is read from the profiles now: a profile change regenerates the page.
+    assert data["profile"] == profile_rows()
+    assert set(data["commits"]) == set(BUILDERS)
+    names = {(r["engine"], r["name"]) for r in data["rows"]}
+    # The names the issue names, as each engine binds them.
+    assert {("canonical", "output.data"), ("canonical", "ctx"), ("case-v2", "response"),
+            ("v1", "<iterator_name>")} <= names
+    aliases = {r["name"]: r["aliases"] for r in data["rows"] if r["engine"] == "canonical"}
+    assert aliases["ctx"] == ["workload"]
+
+
+def test_the_context_scan_follows_dicts_placed_under_a_key():
+    import ast
+
+    from tests.differential.template_names import names_in
+
+    source = (
+        "def build(x):\n"
+        "    inner = {'a': 1}\n"
+        "    ctx = {'one': x, 'same': x, **x.results}\n"
+        "    ctx['inner'] = inner\n"
+        "    inner['b'] = 2\n"
+        "    ctx['nested'] = {'c': 3}\n"
+        "    return ctx\n"
+    )
+    found = {r["name"]: r["reads"] for r in names_in(ast.parse(source), "ctx")}
+    assert found == {
+        "one": "x", "same": "x", "**x.results": "x.results", "inner": "inner",
+        "inner.a": "1", "inner.b": "2", "nested": "{'c': 3}", "nested.c": "3",
+    }
