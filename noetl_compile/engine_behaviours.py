@@ -94,8 +94,10 @@ class EngineProfile:
     )
     vars_namespace: bool = field(
         metadata=_about(
-            "Every template sees a `vars` namespace (empty when no step wrote one).",
-            "build_context adds `vars` always (otherwise only when a step wrote vars).",
+            "Every template sees a `vars` namespace: the execution variables (the workload "
+            "included) with what steps wrote into `vars`.",
+            "build_context binds `vars` to the variables always (otherwise only when a step "
+            "wrote vars, and then to those alone).",
         )
     )
     vars_flattened: bool = field(

@@ -167,9 +167,14 @@ def build_context(
     context["ctx"] = variables
     context["execution_id"] = eid
     context["job"] = job_namespace(eid)
-    if profile.vars_namespace or vars:
+    if profile.vars_namespace:
+        # The case-v2 engine binds ``vars`` to its execution variables, the workload included
+        # (dc55c492 get_render_context: "vars": self.variables; recorded:
+        # template_names/v2_vars_workload_bare_alias), with what steps wrote into ``vars``.
+        context["vars"] = {**variables, **(vars or {})}
+    elif vars:
         # ``vars`` is a case-v2 namespace; canonical playbooks are told to use ctx instead.
-        context["vars"] = dict(vars or {})
+        context["vars"] = dict(vars)
     if profile.vars_flattened:
         # The case-v2 engine stores `vars` in its execution variables, which its render context
         # spreads to the top level: `{{ got }}` reads `vars: {got: ..}` of an earlier step

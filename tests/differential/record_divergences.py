@@ -196,6 +196,22 @@ CASE_GROUPS.update(
         "tools_case_v2/v2_case_sink_postgres": "case-v2-sink-args",
     }
 )
+# Table (b)'s cases (cases/template_names): a name read as NoETL binds it, grouped by the
+# behaviour that differs after it.
+CASE_GROUPS.update(
+    {
+        "template_names/loop_and_iter_fields": "loop-iteration-references",
+        "template_names/step_result_by_name_dict": "whole-result-render",
+        "template_names/step_result_by_name_list": "whole-result-render",
+        "template_names/step_result_by_name_scalar": "whole-result-render",
+        "template_names/v1_step_result_by_name_dict": "v1-input-spellings",
+        "template_names/v1_step_result_by_name_list": "v1-input-spellings",
+        "template_names/v1_step_result_by_name_scalar": "v1-input-spellings",
+        "template_names/v1_work_workload_context_alias": "v1-with-renders-text",
+        "template_names/v2_result_in_case_dict": "case-v2-context",
+        "template_names/v2_vars_workload_bare_alias": "unmarked-case-v2",
+    }
+)
 EXTRA_REASONS.update(
     {
         "duckdb-result-fields": "duckdb step result: NoETL (138c10ed) returns {executed_commands, command_N_rows, command_N_sample (row lists), database_path, secrets_created} with its own execution id and a random task_id, and a failure as {id, status, duration, error: <text>, traceback}; noetlc returns the postgres tool's shape (status, rows as named columns, row_count, columns, statement_count) and the structured error (docs/semantics.md section 1)",
