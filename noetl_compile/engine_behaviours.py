@@ -302,6 +302,16 @@ class EngineProfile:
             "waited for).",
         )
     )
+    playbook_return_step_status: bool = field(
+        metadata=_about(
+            "A `kind: playbook` call with `return_step` waits for the child and returns its "
+            "status payload `{execution_id, status, current_step, progress, is_cancelled}` "
+            "(`status` COMPLETED or FAILED, a failed child not failing the call); else the "
+            "result of the named step.",
+            "runtime/nested.py (inline) and operators/nested.py (the child DAG run's end state and "
+            "the results its steps left).",
+        )
+    )
 
     sources: Mapping[str, Source] = field(default_factory=dict)
 

@@ -52,6 +52,7 @@ NOETL5 = EngineProfile(
     http_result_keys=("status_code", "headers", "data", "body"),
     noop_result="ok message",
     playbook_call_waits=False,
+    playbook_return_step_status=True,
     sources={
         "result_fallbacks": Source(
             "noetl/server:orchestrate-core/src/state.rs:1129",
@@ -205,6 +206,12 @@ NOETL5 = EngineProfile(
             "noetl/tools:src/tools/playbook.rs:387",
             "without `return_step` and `return_result` the call returns `{status: started, "
             "execution_id, path, async: true}` as soon as the child is started",
+        ),
+        "playbook_return_step_status": Source(
+            "noetl/tools:src/tools/playbook.rs:446",
+            "with `return_step` the tool polls the child's `/status` until COMPLETED, FAILED or "
+            "CANCELLED and returns that payload (server services/execution.rs:962 "
+            "ExecutionStatus): the step's name is not read",
         ),
     },
 )

@@ -74,6 +74,7 @@ V1 = EngineProfile(
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     noop_result="noop record",
     playbook_call_waits=True,
+    playbook_return_step_status=False,
     sources={
         "result_fallbacks": Source(
             "noetl/core/dsl/render.py:121",
@@ -219,6 +220,11 @@ V1 = EngineProfile(
             "execute_playbook_task posts the child's execution and returns its start response",
             differs="noetlc waits for the child and returns its last step's result (no live recording of a nested v1 call)",
         ),
+        "playbook_return_step_status": Source(
+            "noetl/server/api/queue/service.py:268",
+            "the child's completion handler reads the call's `return_step` and hands the parent "
+            "that step's result",
+        ),
     },
 )
 
@@ -259,6 +265,7 @@ CASE_V2 = EngineProfile(
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     noop_result="noop record",
     playbook_call_waits=True,
+    playbook_return_step_status=False,
     sources={
         "result_fallbacks": Source(
             "noetl/core/dsl/v2/engine.py:379",
@@ -397,6 +404,12 @@ CASE_V2 = EngineProfile(
             "without `return_step` the worker returns `{status: started, execution_id, path, async: true}`",
             differs="noetlc waits for the child and returns its last step's result (no live recording of a nested case-v2 call)",
         ),
+        "playbook_return_step_status": Source(
+            "noetl/worker/v2_worker_nats.py:2236",
+            "with `return_step` the worker polls the child's `/status` and returns that document",
+            differs="noetlc returns the named step's result: the April server's status "
+            "document (`completed`/`failed` flags) is not recorded",
+        ),
     },
 )
 
@@ -437,6 +450,7 @@ CANONICAL = EngineProfile(
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     noop_result="noop record",
     playbook_call_waits=True,
+    playbook_return_step_status=False,
     sources={
         "result_fallbacks": Source(
             "noetl/core/dsl/v2/engine.py:400",
@@ -572,6 +586,12 @@ CANONICAL = EngineProfile(
             "noetl/worker/v2_worker_nats.py:3039",
             "without `return_step` the worker returns `{status: started, execution_id, path, async: true}`",
             differs="noetlc waits for the child and returns its last step's result (no live recording of a nested canonical call)",
+        ),
+        "playbook_return_step_status": Source(
+            "noetl/worker/v2_worker_nats.py:2980",
+            "with `return_step` the worker polls the child's `/status` and returns that document",
+            differs="noetlc returns the named step's result: the April server's status "
+            "document (`completed`/`failed` flags) is not recorded",
         ),
     },
 )

@@ -70,8 +70,9 @@ _NOOP = "src/tools/noop.rs"
 _PB = "src/tools/playbook.rs"
 
 _PB_RUNTIME = (
-    "nested calls on Airflow run the child's DAG (catalog path); this key of NoETL 5's "
-    "server-side playbook call is not acted on yet"
+    "NoETL 5's server assigns catalog ids and version numbers when a playbook is registered "
+    "(catalog register); a compiled DAG folder holds one version of each catalog path and no "
+    "ids, so on Airflow the child is found by its `path` only"
 )
 
 _PARAMS_LIST = (
@@ -315,8 +316,8 @@ TOOLS: dict[str, N5Tool] = {
             "playbook",
             "without `return_step`/`return_result`: `{status: started, execution_id, path, "
             "async: true}` at once; `return_result: true`: the child's result (of `result_step`, "
-            "else its last); `return_step`: the child's status payload (on Airflow: the named "
-            "step's result, docs/semantics.md)",
+            "else its last); `return_step`: the child's status payload `{execution_id, status, "
+            "current_step, progress, is_cancelled}` once it has ended (a failed child too)",
             _src(_PB, 387),
             (
                 N5Key("path", "string", "-", "the child's catalog path", _src(_PB, 19)),
@@ -348,9 +349,8 @@ TOOLS: dict[str, N5Tool] = {
                     "parent_execution_id",
                     "integer",
                     "the caller's",
-                    "the parent recorded for the child",
+                    "the parent recorded for the child (a positive id)",
                     _src(_PB, 34),
-                    "the child DAG run's parent is the calling run, always",
                 ),
                 N5Key(
                     "return_step",
@@ -384,9 +384,8 @@ TOOLS: dict[str, N5Tool] = {
                     "poll_interval",
                     "integer",
                     "2",
-                    "seconds between status polls",
+                    "seconds between status polls (at least 1)",
                     _src(_PB, 402),
-                    "the runtime waits on the child DAG run (a deferrable wait), it does not poll",
                 ),
             ),
         ),

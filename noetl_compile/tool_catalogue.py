@@ -253,7 +253,8 @@ CATALOGUE: dict[str, ToolKind] = {
         ToolKind(
             "playbook",
             "Runs another playbook (its compiled DAG) by catalog path and waits for it.",
-            "the result of the child's `return_step`, else of the last step it ran",
+            "the result of the child's `return_step`, else of the last step it ran (NoETL 5: "
+            "`return_step` returns the child's status payload, docs/noetl5.md)",
             (
                 _f("path", "string", "required", "the child's catalog path (`metadata.path`)"),
                 _f("return_step", "string", "-", "the child step whose result is returned"),

@@ -826,3 +826,64 @@ def test_a_next_list_routes_by_next_mode_and_passes_target_args_on_airflow(tmp_p
         "never": "skipped",
     }
     assert steps["left"]["result"] == {"side": "L"}
+
+
+_ARGS_BESIDE = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: t, path: t}
+workflow:
+  - step: start
+    args: {n: 9}
+    tool: {kind: python, TOOL_ARGS code: "return {'n': n}"}
+"""
+
+
+def test_step_args_beside_a_tools_own_args_is_s125_at_the_step_args() -> None:
+    """NoETL 5 drops the step's `args` when the tool declares its own (worker command.rs:612);
+    noetlc lays them over: a warning at the step's `args`, naming the semantics row."""
+    beside = check_text(_ARGS_BESIDE.replace("TOOL_ARGS", "args: {n: 1},"))
+    found = [d for d in beside.diagnostics if d.code == "S125"]
+    assert len(found) == 1 and found[0].severity == 2, beside.diagnostics
+    assert found[0].position.line == 6
+    assert "Step `args` beside a tool's own `args` on NoETL 5" in found[0].message
+    assert "Step `args` beside a tool's own `args` on NoETL 5" in (
+        ROOT / "docs" / "semantics.md"
+    ).read_text(encoding="utf-8")
+    assert not _errors(beside)
+    # Step args alone reach the tool on both engines: nothing to say.
+    alone = check_text(_ARGS_BESIDE.replace("TOOL_ARGS", ""))
+    assert "S125" not in _codes(alone), alone.diagnostics
+
+
+_WAITING_CALL = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: waits, path: tests/noetl5/waits}
+workflow:
+  - step: start
+    tool: {kind: playbook, path: tests/noetl5/child, return_result: true POLL}
+"""
+
+
+def test_poll_interval_is_the_child_waits_poke_interval(tmp_path: Path) -> None:
+    """playbook.rs:402: a waiting call looks at its child every `poll_interval` seconds (at
+    least 1); deployed that is the deferred wait's poke interval. No S116 for it any more."""
+    pytest.importorskip("airflow")
+    from tests.test_compiles_imports import _dagbag
+
+    intervals = {}
+    for name, poll in (("given", ", poll_interval: 1"), ("zero", ", poll_interval: 0"), ("none", "")):
+        folder = tmp_path / name
+        folder.mkdir()
+        source = folder / "waits.yaml"
+        source.write_text(_WAITING_CALL.replace("POLL", poll), encoding="utf-8")
+        result = check_text(source.read_text(), str(source), dialect="noetl5")
+        assert not _errors(result) and "S116" not in _codes(result), result.diagnostics
+        text, _ = compile_result(result, "waits.yaml")
+        (folder / "waits.py").write_text(text, encoding="utf-8")
+        bag = _dagbag(folder)
+        assert not bag.import_errors, bag.import_errors
+        intervals[name] = bag.dags["tests.noetl5.waits"].get_task("start").poke_interval
+    # Without the key: the operator's own 5 s (Airflow's 60 s would delay every nested call).
+    assert intervals == {"given": 1, "zero": 1, "none": 5}

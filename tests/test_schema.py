@@ -60,6 +60,8 @@ NOT_STRUCTURAL = {
     "a tool's and a loop's settings are the checker's (the schema stops at `kind`), and an "
     "unknown step key is one the schema allows (S103)",
     "S119": "an info: the file is read as NoETL 5, and its structure is that generation's",
+    "S125": "a warning: step `args` beside a tool's own `args` is valid structure; NoETL 5 drops "
+    "the step's where noetlc lays them over (a relation between two keys' values)",
     "Y001": "not YAML: there is no document to validate",
     "Y002": "a duplicate key is gone once the YAML is a JSON value",
     "Y003": "a non-scalar key has no JSON form",

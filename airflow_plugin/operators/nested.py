@@ -87,6 +87,12 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         # add up to a minute to every nested call (seen in a deployment: a child that ended
         # in one second was noticed 60 s later).
         kwargs.setdefault("poke_interval", 5)
+        # The call's own `poll_interval` (NoETL 5 playbook.rs:402) where the DAG file holds it
+        # as a number; a templated one is read again once rendered (execute()).
+        from ..runtime.nested import poll_interval
+
+        if poll_interval(tool) is not None:
+            kwargs["poke_interval"] = poll_interval(tool)
         # A paused child DAG would take the run and never start it: the step would wait for ever.
         # Compiled DAGs are created unpaused (``is_paused_upon_creation=False``), so a paused
         # child is someone's decision; the step fails at once saying so (``_trigger``). Before
@@ -151,6 +157,14 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
         return call_mode(tool, self.noetl_profile)
 
+    def _wait_for_an_end(self) -> None:
+        """A ``return_step`` call on NoETL 5 waits for the child's end, success or failure, and
+        a failed child is not the call's failure (its status payload says FAILED)."""
+        from airflow.utils.state import DagRunState
+
+        self.allowed_states = [DagRunState.SUCCESS, DagRunState.FAILED]
+        self.failed_states = []
+
     def _wait_for_any_state(self) -> None:
         """The trigger comes back as soon as the child run exists: every run state is allowed
         and none is a failure (the caller does not wait for the child's outcome)."""
@@ -161,7 +175,13 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
 
     def execute(self, context: Any) -> Any:
         from ..runtime.interpreter import interpret
-        from ..runtime.nested import child_execution_id, run_child, started_record
+        from ..runtime.nested import (
+            child_execution_id,
+            parent_of,
+            poll_interval,
+            run_child,
+            started_record,
+        )
 
         step = self.payload["step"]
         inputs = self.pull_inputs(context, step)
@@ -187,7 +207,8 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                         execution_id=execution_id,
                         return_step=return_step,
                         strict=inputs.get("strict"),
-                        parent_execution_id=inputs["execution_id"],
+                        parent_execution_id=parent_of(tool, inputs["execution_id"]),
+                        status=mode == "status",
                     )
                 except (NoetlRuntimeError, LookupError) as exc:
                     if mode != "start":
@@ -205,6 +226,10 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         self.trigger_run_id = self._child_run_id(context)
         if mode == "start":
             self._wait_for_any_state()
+        elif mode == "status":
+            self._wait_for_an_end()
+        if poll_interval(tool) is not None:
+            self.poke_interval = poll_interval(tool)
         with self.recording(context):
             call = ToolCallEvents(step, inputs["execution_id"], "playbook", self._call_data())
         try:
@@ -243,6 +268,8 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         mode, return_step = self._mode(self.payload.get("tool") or {})
         if mode == "start":
             self._wait_for_any_state()
+        elif mode == "status":
+            self._wait_for_an_end()
         # Stamped with this task's coordinates like every event of the step (this process is
         # not the one that triggered the child: the call's start was told there).
         with self.recording(context):
@@ -260,10 +287,38 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
                 child = execution_id_for(self.trigger_dag_id, self.trigger_run_id)
                 path = (self.payload.get("tool") or {}).get("path") or self.trigger_dag_id
                 result = started_record(child, path)
+            elif mode == "status":
+                result = self._child_status(context, event_data)
             else:
                 result = self._child_result(context, return_step)
             call.completed(result)
             return self._finish(context, result)
+
+    def _child_status(self, context: Any, event_data: Any) -> dict[str, Any]:
+        """NoETL 5's ``return_step`` result for a child DAG run that has ended: its state from
+        the trigger's event, its steps from their results in the child's step order (a step that
+        left none, e.g. the failed one, is not counted: the run's task states are not read)."""
+        from ..runtime.catalog import find_playbook
+        from ..runtime.interpretation import Interpretation
+        from ..runtime.nested import status_payload
+        from ..templating.ids import execution_id_for
+
+        child = find_playbook(self.trigger_dag_id)
+        ran = Interpretation()
+        for step in child.steps:
+            value = context["ti"].xcom_pull(
+                dag_id=self.trigger_dag_id,
+                run_id=self.trigger_run_id,
+                task_ids=step,
+                key="return_value",
+            )
+            if isinstance(value, dict) and "result" in value:
+                ran.order.append(step)
+        state = event_data.get(self.trigger_run_id) if isinstance(event_data, Mapping) else None
+        if str(state) == "failed" or getattr(state, "value", None) == "failed":
+            ran.errors["<run>"] = state
+        # A failed run counts one failed step (which one is not read here).
+        return status_payload(execution_id_for(self.trigger_dag_id, self.trigger_run_id), ran)
 
     def _child_result(self, context: Any, return_step: str | None) -> Any:
         """The child's result: the return step's, else the last step's that has one."""

@@ -20,10 +20,10 @@ import functools
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools.registry import register_tool
+from .interpretation import Interpretation
 from .loop import run_loop
 from .nested import run_playbook
 from .step import StepFailed, StepOutcome, execute_step
@@ -31,24 +31,6 @@ from .step import StepFailed, StepOutcome, execute_step
 __all__ = ["DEFAULT_MAX_RUNS", "Interpretation", "interpret", "run_step_payload"]
 
 DEFAULT_MAX_RUNS = 100_000
-
-
-@dataclass
-class Interpretation:
-    results: dict[str, Any] = field(default_factory=dict)  # step -> latest result
-    ctx: dict[str, Any] = field(default_factory=dict)  # ctx writes, in run order
-    vars: dict[str, Any] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)  # steps in the order they ran
-    attempts: dict[str, int] = field(default_factory=dict)  # step -> tool calls (iterations)
-    # Targets outside the set: (step, task id or None, args), first time each was chosen.
-    exits: list[tuple[str, str | None, dict[str, Any]]] = field(default_factory=list)
-    # Steps whose failed call routed on (outcome ``status: error``) -> the error: the run still
-    # ends failed (operators/outcome.py).
-    errors: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def last_result(self) -> Any:
-        return self.results.get(self.order[-1]) if self.order else None
 
 
 def run_step_payload(
@@ -67,14 +49,16 @@ def interpret(
     *,
     sleep: Callable[[float], None] = time.sleep,
     max_runs: int = DEFAULT_MAX_RUNS,
+    state: Interpretation | None = None,
 ) -> Interpretation:
     """Run ``steps`` from ``entries`` ((step, incoming args)) until none is pending.
 
     ``base``: the inputs every step starts from (workload, upstream results, ctx, vars,
     execution_id, strict, loop binding...); results and writes of the steps run here are laid
-    over it. Raises :class:`StepFailed` for the first unhandled failure.
+    over it. Raises :class:`StepFailed` for the first unhandled failure; ``state`` (handed in
+    by a caller that reports on a failed run: runtime/nested.py) then holds what ran before it.
     """
-    state = Interpretation()
+    state = Interpretation() if state is None else state
     queue: deque[tuple[str, dict[str, Any]]] = deque((s, dict(a or {})) for s, a in entries)
     names = tuple(steps)
     runs: dict[str, int] = {}

@@ -8,7 +8,9 @@ on top; it gets its own execution id, derived from the parent's and the call sit
 
 Result (:func:`call_mode`): with ``return_result`` (NoETL 5, noetl/tools ded94546 playbook.rs:55)
 the result of the child's ``result_step``, else of the last step the child ran; with
-``return_step`` the result of that step (NoETL polls the child for it); with neither, as the
+``return_step`` the result of that step, or, where the engine says so
+(``profile.playbook_return_step_status``, NoETL 5: playbook.rs:446), the child's status payload
+:func:`status_payload`, a failed child not failing the call; with neither, as the
 engine does (``profile.playbook_call_waits``): the Python engines' worker waits here for the last
 step's result, NoETL 5 returns ``{status: started, execution_id, path, async: true}`` without
 waiting (playbook.rs:387). Inline (no scheduler beside this process to run the child while the
@@ -33,9 +35,19 @@ from ..events.listener import playbook_identity
 from ..events.workflow import run_finished, run_started
 from ..tools.outcome import ToolCall, ToolOutcome, tool_error
 from .catalog import PlaybookNotFound, dag_id_for_path, find_playbook
+from .interpretation import Interpretation
 from .step_outcome import StepFailed
 
-__all__ = ["Interpret", "call_mode", "run_child", "run_playbook", "started_record"]
+__all__ = [
+    "Interpret",
+    "call_mode",
+    "parent_of",
+    "poll_interval",
+    "run_child",
+    "run_playbook",
+    "started_record",
+    "status_payload",
+]
 
 # interpreter.interpret(steps, entries, base) -> Interpretation, handed down by its caller.
 Interpret = Callable[..., Any]
@@ -43,7 +55,7 @@ Interpret = Callable[..., Any]
 KIND = "playbook"
 logger = logging.getLogger(__name__)
 
-CallMode = Literal["result", "start"]
+CallMode = Literal["result", "start", "status"]
 
 
 def _truthy(value: Any) -> bool:
@@ -55,19 +67,41 @@ def _truthy(value: Any) -> bool:
 def call_mode(config: Mapping[str, Any], profile: Any) -> tuple[CallMode, str | None]:
     """How a ``playbook`` call ends, and the child step whose result it returns (None: the last
     step that ran): ``result`` waits for the child, ``start`` returns :func:`started_record` as
-    soon as the child is started (see the module docstring)."""
+    soon as the child is started, ``status`` waits and returns :func:`status_payload` (see the
+    module docstring)."""
     if _truthy(config.get("return_result")):
         step = config.get("result_step")
         return "result", step if isinstance(step, str) and step else None
     step = config.get("return_step")
     if isinstance(step, str) and step:
-        return "result", step
+        return ("status" if profile.playbook_return_step_status else "result"), step
     return ("result" if profile.playbook_call_waits else "start"), None
 
 
 def started_record(execution_id: Any, path: Any) -> dict[str, Any]:
     """NoETL 5's result of a call that does not wait (playbook.rs:387)."""
     return {"status": "started", "execution_id": str(execution_id), "path": path, "async": True}
+
+
+def status_payload(execution_id: Any, ran: Any, failed_step: str | None = None) -> dict[str, Any]:
+    """NoETL 5's ``return_step`` result: the child's ``/status`` document (noetl/server
+    d9ec700c services/execution.rs:962 ExecutionStatus) for a child that has ended: ``ran`` is
+    the child's Interpretation, ``failed_step`` the step whose failure ended it. A step counts
+    once however often it ran (the server counts distinct node names)."""
+    entered = list(dict.fromkeys([*ran.order, *([failed_step] if failed_step else [])]))
+    failed = set(ran.errors) | ({failed_step} if failed_step else set())
+    return {
+        "execution_id": _int(execution_id),
+        "status": "FAILED" if failed else "COMPLETED",
+        "current_step": entered[-1] if entered else None,
+        "progress": {
+            "total_steps": len(entered),
+            "completed_steps": sum(1 for step in entered if step not in failed),
+            "running_steps": 0,
+            "failed_steps": len(failed),
+        },
+        "is_cancelled": False,
+    }
 
 
 def child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,8 +140,10 @@ def run_child(
     return_step: str | None = None,
     strict: bool | None = None,
     parent_execution_id: int | None = None,
+    status: bool = False,
 ) -> Any:
-    """Run the compiled playbook ``dag_id`` inline; returns its result (see module docstring).
+    """Run the compiled playbook ``dag_id`` inline; returns its result (see module docstring),
+    or with ``status`` its :func:`status_payload`, failed or not.
 
     Raises ``catalog.PlaybookNotFound`` and ``step.StepFailed``.
     """
@@ -122,6 +158,15 @@ def run_child(
     }
     if strict is not None:
         base["strict"] = strict
+    if status:
+        state = Interpretation()
+        try:
+            _observed_child(
+                child, workload, base, execution_id, parent_execution_id, interpret, state=state
+            )
+        except StepFailed as exc:
+            return status_payload(execution_id, state, exc.step)
+        return status_payload(execution_id, state)
     ran = _observed_child(child, workload, base, execution_id, parent_execution_id, interpret)
     if return_step:
         if return_step not in ran.results:
@@ -139,6 +184,7 @@ def _observed_child(
     execution_id: int,
     parent_execution_id: int | None,
     interpret: Interpret,
+    **options: Any,
 ) -> Any:
     """Interpret the child between its run events: the child's own execution in the log,
     linked to the parent's execution and to the parent event that started it."""
@@ -151,7 +197,7 @@ def _observed_child(
     with recording(playbook_path=path, playbook_hash=digest):
         run_started(execution_id, child.dag_id, workload=workload, **link)
         try:
-            ran = interpret(child.steps, [(step, {}) for step in child.entry], base)
+            ran = interpret(child.steps, [(step, {}) for step in child.entry], base, **options)
         except BaseException as exc:
             run_finished(
                 execution_id,
@@ -189,7 +235,8 @@ def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
             interpret=interpret,
             execution_id=execution_id,
             return_step=return_step,
-            parent_execution_id=_int(parent),
+            parent_execution_id=parent_of(config, parent),
+            status=mode == "status",
         )
     except PlaybookNotFound as exc:
         return ToolOutcome.failure(tool_error(KIND, "PlaybookNotFound", str(exc)))
@@ -204,6 +251,26 @@ def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
             dag_id=dag_id,
         )
     return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
+
+
+def poll_interval(config: Mapping[str, Any]) -> int | None:
+    """Seconds between two looks at a child that the call waits for: the call's
+    ``poll_interval`` (playbook.rs:402: ``unwrap_or(2).max(1)``), None where it gives none or
+    one that is not a whole number (the waiter keeps its own default)."""
+    value = config.get("poll_interval")
+    if isinstance(value, bool):
+        return None
+    seconds = _int(value)
+    return None if seconds is None else max(seconds, 1)
+
+
+def parent_of(config: Mapping[str, Any], caller: Any) -> int | None:
+    """The parent recorded for the child: the call's ``parent_execution_id`` where it is a
+    positive id, else the caller's execution (playbook.rs:343: ``unwrap_or(ctx.execution_id)``,
+    only a positive one sent)."""
+    given = _int(config.get("parent_execution_id"))
+    parent = given if given is not None else _int(caller)
+    return parent if parent is not None and parent > 0 else None
 
 
 def _child_failure(exc: BaseException, dag_id: str, execution_id: int) -> ToolOutcome:

@@ -182,4 +182,17 @@ RULES = (
         'before:  - step: load\n           when: "{{ workload.enabled }}"\n'
         "after:   - step: load\n           spec: {policy: {admit: {rules: [...]}}}",
     ),
+    rule(
+        "S125",
+        W,
+        "step `args` beside the tool's own `args` (NoETL 5 drops the step's)",
+        "NoETL 5's worker gives a step's `args` to its tool only when the tool declares no "
+        "`args` of its own (noetl/worker command.rs:612); when it does, every step key is "
+        "dropped. noetlc lays the step's args over the tool's, key by key, so the same file "
+        "runs with different values on the two engines (docs/semantics.md, the row 'Step "
+        "`args` beside a tool's own `args` on NoETL 5'). Keep the values in one place.",
+        "before:  - step: start\n           args: {n: 9}\n           tool: {kind: python, "
+        "args: {n: 1}, code: ...}\n"
+        "after:   - step: start\n           tool: {kind: python, args: {n: 9}, code: ...}",
+    ),
 )

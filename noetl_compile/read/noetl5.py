@@ -156,6 +156,24 @@ class Noetl5Reader(CanonicalReader):
             return playbook.steps[0].name if playbook.steps else None
         return super().entry_step(playbook)
 
+    def _step_args_beside_tool_args(self, item: YMap, args: YMap, label: str) -> None:
+        """S125: NoETL 5's worker hands the step's `args` to a tool only when the tool declares
+        none (noetl/worker command.rs:612); noetlc lays them over the tool's, so the two engines
+        run such a step with different values. Only keys both sides bind can differ in meaning,
+        but the worker drops every step key, so any pair is reported."""
+        tool = item.get("tool")
+        own = tool.get("args") if isinstance(tool, YMap) else None
+        if not isinstance(own, YMap) or not own or not args:
+            return
+        self.report(
+            "S125",
+            self.key_pos(item, "args"),
+            f"{label} has `args` beside its tool's own `args`: NoETL 5 drops the step's "
+            f"({', '.join(map(str, args))}) and runs the tool's, noetlc lays the step's over "
+            f"the tool's (docs/semantics.md, 'Step `args` beside a tool's own `args` on NoETL "
+            f"5'); move the values into the tool's `args` so both engines run the same",
+        )
+
     def not_executed(self, container: Any, key: str, schema_key: str, where: str) -> None:
         self.report(
             "S116",
@@ -239,6 +257,7 @@ class Noetl5Reader(CanonicalReader):
                 )
             elif args is not None:
                 step.input = args
+                self._step_args_beside_tool_args(item, args, label)
         spec, nxt = item.get("spec"), item.get("next")
         mode = spec.get("next_mode") if isinstance(spec, YMap) else None
         own = nxt.get("spec") if isinstance(nxt, YMap) else None

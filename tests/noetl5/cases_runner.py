@@ -83,7 +83,8 @@ def run_case(
     workdir: Path,
     http_base: str | None = None,
 ) -> dict[str, Any]:
-    """The outcome noetlc produces for ``case``: status, steps_ran, results, calls, report."""
+    """The outcome noetlc produces for ``case``: status, steps_ran, results, calls, report,
+    events."""
     from airflow_plugin.events import MemoryRecorder, set_default_recorder
 
     places = {"@WORK@": str(workdir / "work")}
@@ -109,7 +110,9 @@ def run_case(
         shutil.rmtree(children, ignore_errors=True)
     outcome = outcome_of(out, _payloads(source), recorder.events)
     outcome["report"] = report
-    return _restore(outcome, places)
+    restored = _restore(outcome, places)
+    restored["events"] = recorder.events  # the run's events as recorded (no placeholders)
+    return restored
 
 
 def _at(value: Any, path: str) -> Any:

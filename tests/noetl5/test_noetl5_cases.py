@@ -84,3 +84,17 @@ def test_case(case_id, airflow_db, run_dag, tmp_path, request):
             f"{case_id}: listed as differing in {sorted(differs['fields'])} "
             f"({differs['reason']}), now differs in {sorted(found)}: {found}"
         )
+
+
+def test_a_given_parent_execution_id_is_the_childs_recorded_parent(airflow_db, run_dag, tmp_path):
+    """playbook.rs:343: the child is started under the call's `parent_execution_id`; its run
+    events carry it (the caller's own execution otherwise, as every other nested case)."""
+    case = CASES["nested/playbook_parent_execution_id"]
+    actual = run_case(case, run_dag=run_dag, dags_folder=airflow_db, workdir=tmp_path)
+    assert not differences(case["expect"], actual)
+    started = [e for e in actual["events"] if e.name == "PlaybookExecutionRequested"]
+    assert len(started) == 2, [e.name for e in actual["events"]]
+    parent, child = started
+    assert parent.parent_execution_id is None
+    assert str(child.parent_execution_id) == "4242"
+    assert str(child.execution_id) != str(parent.execution_id)
