@@ -99,3 +99,34 @@ def test_a_call_that_does_not_wait_triggers_a_real_child_dag_run(tmp_path_factor
     assert len(children) == 2 and {c["state"] for c in children} == {"success"}
     assert started["execution_id"] in {c["execution_id"] for c in children}
     assert {c["steps"]["start"]["result"]["hello"] for c in children} == {"ann", "bo"}
+
+
+def test_return_step_waits_for_a_real_child_dag_run_and_returns_its_status(tmp_path_factory):
+    """`return_step` with children as real DAG runs (`NOETL_NESTED=trigger`, as deployed): the
+    call waits (poking every `poll_interval` s) for the child run's end and returns NoETL 5's
+    status payload; a failed child run is FAILED in it and not the call's failure."""
+    pytest.importorskip("airflow")
+    from tests.harness.run_cli import noetlc_run, report_of
+
+    home = tmp_path_factory.mktemp("noetl5-status-home")
+    parent = ROOT / "tests" / "noetl5_nested" / "status_parent.yaml"
+    done = noetlc_run(home, parent, "--json", env={"NOETL_NESTED": "trigger"})
+    report = report_of(done)
+    steps = report["steps"]
+    assert {n: s["state"] for n, s in steps.items()} == dict.fromkeys(
+        ("start", "broken", "done"), "success"
+    ), done.stdout + done.stderr
+    ok, failed = steps["start"]["result"], steps["broken"]["result"]
+    assert set(ok) == {"execution_id", "status", "current_step", "progress", "is_cancelled"}
+    assert ok["status"] == "COMPLETED" and ok["current_step"] == "start"
+    assert ok["progress"] == {
+        "total_steps": 1,
+        "completed_steps": 1,
+        "running_steps": 0,
+        "failed_steps": 0,
+    }
+    assert failed["status"] == "FAILED" and failed["progress"]["failed_steps"] == 1
+    assert steps["done"]["result"] == {"ok": "COMPLETED", "failed": "FAILED"}
+    children = {c["execution_id"]: c for c in report["children"]}
+    assert str(ok["execution_id"]) in children and str(failed["execution_id"]) in children
+    assert children[str(failed["execution_id"])]["state"] == "failed"
