@@ -38,7 +38,12 @@ from airflow_plugin.events.store import EventStore
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "airflow-stack.sh"
-PLAYBOOKS = (REPO / "playbooks", Path(__file__).resolve().parent / "playbooks")
+PLAYBOOKS = (
+    REPO / "playbooks",
+    Path(__file__).resolve().parent / "playbooks",
+    # The NoETL 5 application (test_noetl5_shop_deployed.py).
+    REPO / "examples" / "noetl5_shop",
+)
 
 
 @dataclass
