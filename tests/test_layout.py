@@ -40,6 +40,7 @@ COMPILER_LEAVES = {
     "noetl_compile.engine_behaviours",
     "noetl_compile.engine_profiles",
     "noetl_compile.engine_noetl5",
+    "noetl_compile.engine_v1",
     "noetl_compile.python_surface",
     "noetl_compile.quantum_surface",
     "noetl_compile.shell_surface",

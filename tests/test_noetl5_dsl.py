@@ -873,7 +873,11 @@ def test_poll_interval_is_the_child_waits_poke_interval(tmp_path: Path) -> None:
     from tests.test_compiles_imports import _dagbag
 
     intervals = {}
-    for name, poll in (("given", ", poll_interval: 1"), ("zero", ", poll_interval: 0"), ("none", "")):
+    for name, poll in (
+        ("given", ", poll_interval: 1"),
+        ("zero", ", poll_interval: 0"),
+        ("none", ""),
+    ):
         folder = tmp_path / name
         folder.mkdir()
         source = folder / "waits.yaml"
