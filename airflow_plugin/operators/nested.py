@@ -91,8 +91,9 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         # as a number; a templated one is read again once rendered (execute()).
         from ..runtime.nested import poll_interval
 
-        if poll_interval(tool) is not None:
-            kwargs["poke_interval"] = poll_interval(tool)
+        declared = payload.get("tool")
+        if isinstance(declared, Mapping) and poll_interval(declared) is not None:
+            kwargs["poke_interval"] = poll_interval(declared)
         # A paused child DAG would take the run and never start it: the step would wait for ever.
         # Compiled DAGs are created unpaused (``is_paused_upon_creation=False``), so a paused
         # child is someone's decision; the step fails at once saying so (``_trigger``). Before
