@@ -155,8 +155,12 @@ def test_section_six_is_the_stored_scan_of_the_render_contexts():
     assert set(data["commits"]) == set(BUILDERS)
     names = {(r["engine"], r["name"]) for r in data["rows"]}
     # The names the issue names, as each engine binds them.
-    assert {("canonical", "output.data"), ("canonical", "ctx"), ("case-v2", "response"),
-            ("v1", "<iterator_name>")} <= names
+    assert {
+        ("canonical", "output.data"),
+        ("canonical", "ctx"),
+        ("case-v2", "response"),
+        ("v1", "<iterator_name>"),
+    } <= names
     aliases = {r["name"]: r["aliases"] for r in data["rows"] if r["engine"] == "canonical"}
     assert aliases["ctx"] == ["workload"]
 
@@ -177,6 +181,12 @@ def test_the_context_scan_follows_dicts_placed_under_a_key():
     )
     found = {r["name"]: r["reads"] for r in names_in(ast.parse(source), "ctx")}
     assert found == {
-        "one": "x", "same": "x", "**x.results": "x.results", "inner": "inner",
-        "inner.a": "1", "inner.b": "2", "nested": "{'c': 3}", "nested.c": "3",
+        "one": "x",
+        "same": "x",
+        "**x.results": "x.results",
+        "inner": "inner",
+        "inner.a": "1",
+        "inner.b": "2",
+        "nested": "{'c': 3}",
+        "nested.c": "3",
     }

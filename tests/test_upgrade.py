@@ -30,6 +30,7 @@ def _findings(diagnostics) -> list[str]:
     generation differs, so an upgrade to another generation changes them by design."""
     return [d.code for d in diagnostics if d.code not in ENGINE_DIFFERENCE_CODES]
 
+
 CASE_V2 = """\
 apiVersion: noetl.io/v2
 kind: Playbook

@@ -61,8 +61,14 @@ def test_operator_never_lets_airflow_render_the_payload():
     [
         ({"payload": {"step": "t", "lopo": {"in": "x"}}}, "unknown key"),
         ({"payload": {"step": "t", "tool": {"kind": "python", "code": object()}}}, "not JSON"),
-        ({"payload": {"step": "t"}, "reads": {"results": {"a": 1}}}, "`reads.results` must map step names to task ids"),
-        ({"payload": {"step": "t"}, "reads": {"ctx": {"x": "a"}}}, "`reads.ctx` must map names to lists of task ids"),
+        (
+            {"payload": {"step": "t"}, "reads": {"results": {"a": 1}}},
+            "`reads.results` must map step names to task ids",
+        ),
+        (
+            {"payload": {"step": "t"}, "reads": {"ctx": {"x": "a"}}},
+            "`reads.ctx` must map names to lists of task ids",
+        ),
         ({"payload": {"step": "t"}, "reads": {"other": {}}}, "unknown key"),
     ],
 )
