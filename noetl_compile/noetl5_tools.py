@@ -120,10 +120,9 @@ TOOLS: dict[str, N5Tool] = {
                     "schema",
                     "string",
                     "-",
-                    "`SET search_path TO <schema>` before the query",
+                    "`SET search_path TO <schema>` before the query (on Airflow: on a "
+                    "connection of the call's own, never a pooled one)",
                     _src(_PG, 285),
-                    "the runtime's pooled connections would keep the search_path for the next "
-                    "call; qualify the table names (`schema.table`) instead",
                 ),
                 N5Key(
                     "as_objects",
@@ -216,8 +215,6 @@ TOOLS: dict[str, N5Tool] = {
                     "json",
                     "`json` (parsed, text when not JSON), `text`, or `binary` (`{base64, size}`)",
                     _src(_HTTP, 89),
-                    "a result-shape choice (the engine profile's): the body is parsed by its "
-                    "Content-Type",
                 ),
                 N5Key(
                     "auth",

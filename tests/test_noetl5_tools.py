@@ -91,13 +91,20 @@ def test_no_key_a_noetl5_tool_reads_is_reported_as_ignored(tmp_path, kind, marke
 
 
 def test_not_run_keys_say_why_at_their_line(tmp_path):
-    text = _playbook("postgres", True)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith("schema:"))
+    text = _playbook("python", True)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith("python:"))
     [s116] = [
-        d for d in _diagnostics(tmp_path, text) if d.code == "S116" and "`schema`" in d.message
+        d
+        for d in _diagnostics(tmp_path, text)
+        if d.code == "S116" and d.message.startswith("`python` of the python tool")
     ]
     assert s116.position.line == line
-    assert "qualify the table names" in s116.message
+    assert "own interpreter" in s116.message
+
+
+def test_schema_and_response_type_run_on_airflow():
+    assert not_run("postgres", "schema") is None
+    assert not_run("http", "response_type") is None
 
 
 def test_a_misspelt_key_is_still_c516(tmp_path):
