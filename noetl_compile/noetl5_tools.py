@@ -253,10 +253,9 @@ TOOLS: dict[str, N5Tool] = {
                     "python",
                     "string",
                     "$PYTHON_PATH or python3",
-                    "the interpreter the code runs in",
+                    "the interpreter the code runs in (on Airflow: without the key, the task's "
+                    "own; with it, a process of that interpreter, inputs as JSON on stdin)",
                     _src(_PY, 211),
-                    "the code runs in the task's own interpreter (Airflow's worker image): "
-                    "install what it needs there",
                 ),
                 N5Key(
                     "env",

@@ -91,20 +91,25 @@ def test_no_key_a_noetl5_tool_reads_is_reported_as_ignored(tmp_path, kind, marke
 
 
 def test_not_run_keys_say_why_at_their_line(tmp_path):
-    text = _playbook("python", True)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith("python:"))
+    text = _playbook("playbook", True)
+    line = next(
+        i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith("catalog_id:")
+    )
     [s116] = [
         d
         for d in _diagnostics(tmp_path, text)
-        if d.code == "S116" and d.message.startswith("`python` of the python tool")
+        if d.code == "S116" and d.message.startswith("`catalog_id` of the playbook tool")
     ]
     assert s116.position.line == line
-    assert "own interpreter" in s116.message
+    assert "catalog" in s116.message
 
 
-def test_schema_and_response_type_run_on_airflow():
-    assert not_run("postgres", "schema") is None
-    assert not_run("http", "response_type") is None
+def test_only_the_catalog_keys_of_playbook_are_not_run():
+    # postgres `schema`, http `response_type`, python `python` run (issue 30's last three).
+    assert {(t.kind, k.name) for t in TOOLS.values() for k in t.keys if k.airflow} == {
+        ("playbook", "catalog_id"),
+        ("playbook", "version"),
+    }
 
 
 def test_a_misspelt_key_is_still_c516(tmp_path):

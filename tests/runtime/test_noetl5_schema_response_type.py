@@ -1,10 +1,13 @@
-"""NoETL 5's postgres ``schema`` (postgres.rs:285, the session's search_path) and http
-``response_type`` (http.rs:247, how the body becomes ``data``) on the Airflow runtime, against a
-real PostgreSQL and a server on 127.0.0.1."""
+"""NoETL 5's postgres ``schema`` (postgres.rs:285, the session's search_path), http
+``response_type`` (http.rs:247, how the body becomes ``data``) and python ``python`` (python.rs:637,
+the interpreter the code runs in) on the Airflow runtime, against a real PostgreSQL, a server on
+127.0.0.1 and a real interpreter other than the task's."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from airflow_plugin.tools import ToolCall
 from airflow_plugin.tools.http import run_http
 from airflow_plugin.tools.postgres import run_postgres
+from airflow_plugin.tools.python import run_python
 from noetl_compile.engine_profiles import PROFILES
 
 NOETL5 = PROFILES["noetl5"]
@@ -119,3 +123,64 @@ def test_an_unknown_response_type_fails_the_call(http_server):
     out = http(http_server, "xml", body="x")
     assert out.status == "error"
     assert "response_type" in out.error["message"] and "binary" in out.error["message"]
+
+
+# -- python `python`: the interpreter the code runs in ------------------------------------------
+
+
+def py(config: dict[str, Any], step_input: dict[str, Any] | None = None):
+    return run_python(
+        ToolCall(
+            step="s",
+            task="s",
+            config={"kind": "python", **config},
+            step_input=step_input,
+            profile=NOETL5,
+        )
+    )
+
+
+@pytest.fixture
+def other_python(tmp_path):
+    """A real interpreter that is not the task's: a venv of its own, without noetlc."""
+    venv = tmp_path / "py"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return str(venv / "bin" / "python")
+
+
+def test_python_runs_the_code_in_the_named_interpreter(other_python):
+    code = "import sys\nprint('seen')\nreturn {'exe': sys.executable, 'n': n + 1, 'd': input_data}"
+    out = py({"python": other_python, "code": code, "args": {"n": 41}})
+    assert out.ok, out.error
+    assert out.data == {"exe": other_python, "n": 42, "d": {"n": 41}}
+    # The task's own interpreter, without the key.
+    assert py({"code": code, "args": {"n": 1}}).data["exe"] == sys.executable
+
+
+def test_python_main_env_cwd_and_no_result(other_python, tmp_path):
+    code = "import os\ndef main(a, **kw):\n    return [a, kw, os.environ['N5'], os.getcwd()]\n"
+    out = py(
+        {
+            "python": other_python,
+            "code": code,
+            "args": {"a": 1, "b": 2},
+            "env": {"N5": "x"},
+            "cwd": str(tmp_path),
+        }
+    )
+    assert out.ok, out.error
+    assert out.data == [1, {"b": 2}, "x", str(tmp_path)]
+    out = py({"python": other_python, "code": "print('hi')"})
+    assert out.data == {"stdout": "hi\n", "stderr": ""}
+
+
+def test_python_exit_code_timeout_and_a_missing_interpreter(other_python, tmp_path):
+    out = py({"python": other_python, "code": "print('a')\nraise ValueError('bad')"})
+    assert out.status == "error" and out.error["message"] == "Python script exited with code 1"
+    assert out.data["exit_code"] == 1 and "ValueError: bad" in out.data["stderr"]
+    assert out.data["stdout"] == "a\n"
+    out = py({"python": other_python, "code": "import time\ntime.sleep(5)", "timeout_seconds": 1})
+    assert out.status == "error"
+    assert out.error["message"] == "Execution timed out after 1 seconds"
+    out = py({"python": str(tmp_path / "nope"), "code": "result = 1"})
+    assert out.status == "error" and "nope" in out.error["message"]
