@@ -120,10 +120,9 @@ TOOLS: dict[str, N5Tool] = {
                     "schema",
                     "string",
                     "-",
-                    "`SET search_path TO <schema>` before the query",
+                    "`SET search_path TO <schema>` before the query (on Airflow: on a "
+                    "connection of the call's own, never a pooled one)",
                     _src(_PG, 285),
-                    "the runtime's pooled connections would keep the search_path for the next "
-                    "call; qualify the table names (`schema.table`) instead",
                 ),
                 N5Key(
                     "as_objects",
@@ -216,8 +215,6 @@ TOOLS: dict[str, N5Tool] = {
                     "json",
                     "`json` (parsed, text when not JSON), `text`, or `binary` (`{base64, size}`)",
                     _src(_HTTP, 89),
-                    "a result-shape choice (the engine profile's): the body is parsed by its "
-                    "Content-Type",
                 ),
                 N5Key(
                     "auth",
@@ -256,10 +253,9 @@ TOOLS: dict[str, N5Tool] = {
                     "python",
                     "string",
                     "$PYTHON_PATH or python3",
-                    "the interpreter the code runs in",
+                    "the interpreter the code runs in (on Airflow: without the key, the task's "
+                    "own; with it, a process of that interpreter, inputs as JSON on stdin)",
                     _src(_PY, 211),
-                    "the code runs in the task's own interpreter (Airflow's worker image): "
-                    "install what it needs there",
                 ),
                 N5Key(
                     "env",

@@ -91,13 +91,25 @@ def test_no_key_a_noetl5_tool_reads_is_reported_as_ignored(tmp_path, kind, marke
 
 
 def test_not_run_keys_say_why_at_their_line(tmp_path):
-    text = _playbook("postgres", True)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith("schema:"))
+    text = _playbook("playbook", True)
+    line = next(
+        i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith("catalog_id:")
+    )
     [s116] = [
-        d for d in _diagnostics(tmp_path, text) if d.code == "S116" and "`schema`" in d.message
+        d
+        for d in _diagnostics(tmp_path, text)
+        if d.code == "S116" and d.message.startswith("`catalog_id` of the playbook tool")
     ]
     assert s116.position.line == line
-    assert "qualify the table names" in s116.message
+    assert "catalog" in s116.message
+
+
+def test_only_the_catalog_keys_of_playbook_are_not_run():
+    # postgres `schema`, http `response_type`, python `python` run (issue 30's last three).
+    assert {(t.kind, k.name) for t in TOOLS.values() for k in t.keys if k.airflow} == {
+        ("playbook", "catalog_id"),
+        ("playbook", "version"),
+    }
 
 
 def test_a_misspelt_key_is_still_c516(tmp_path):

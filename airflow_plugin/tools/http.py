@@ -44,7 +44,8 @@ Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/
 * **Result** ``{status_code, headers, url, elapsed, data}`` (NoETL 5: ``{status_code, headers,
   data, body}``, the engine profile's ``http_result_keys``): response headers (lower-case names),
   ``data`` parsed as JSON when the Content-Type says JSON or the body is a JSON object/array,
-  else text. Non-2xx is a failure whose step result is NoETL's ``{id, status: "error", data:
+  else text; NoETL 5's ``response_type`` chooses instead (http.rs:247): ``json`` parses any body
+  (text when it does not parse), ``text`` keeps it as text, ``binary`` gives ``{base64, size}``. Non-2xx is a failure whose step result is NoETL's ``{id, status: "error", data:
   <that same result>}`` (templates read an error body as ``{{ s.data.data }}``, and
   ``{{ s.status_code }}`` through the result's ``data`` fallback); ``retryable`` for 429 and 5xx. Transport errors (refused, timeout, DNS) are retryable
   failures with codes ``HTTP_TIMEOUT``, ``HTTP_CONNECT_ERROR``, ``HTTP_NETWORK_ERROR``...
@@ -65,6 +66,7 @@ is not reproduced. Tool-level ``retry`` (pagination, polling) belongs to the ste
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import re
@@ -186,11 +188,33 @@ def _body(response: httpx.Response) -> Any:
     return text
 
 
-def _result(response: httpx.Response, secrets: list[str], keys: tuple[str, ...]) -> dict[str, Any]:
+def _typed_body(response: httpx.Response, response_type: str | None) -> Any:
+    """The body as NoETL 5's ``response_type`` decodes it (http.rs:247): ``json`` parses it
+    whatever its Content-Type (text when it does not parse), ``text`` keeps it as text,
+    ``binary`` is ``{base64, size}``. Without the key: decoded by its Content-Type."""
+    if response_type == "json":
+        try:
+            return json.loads(response.text)
+        except ValueError:
+            return response.text
+    if response_type == "text":
+        return response.text
+    if response_type == "binary":
+        raw = response.content
+        return {"base64": base64.b64encode(raw).decode("ascii"), "size": len(raw)}
+    return _body(response)
+
+
+def _result(
+    response: httpx.Response,
+    secrets: list[str],
+    keys: tuple[str, ...],
+    response_type: str | None = None,
+) -> dict[str, Any]:
     """The call's result: the engine's keys (``profile.http_result_keys``) of everything this
     tool knows of the response; ``body`` is the parsed body again (NoETL 5's alias of ``data``,
     http.rs:320)."""
-    data = _body(response)
+    data = _typed_body(response, response_type)
     full: dict[str, Any] = {
         "status_code": response.status_code,
         "headers": dict(response.headers),
@@ -315,7 +339,7 @@ def run_http(call: ToolCall) -> ToolOutcome:
         # httpx refuses a value it cannot encode (a header with a newline, a non-JSON body).
         return _config_failure(_scrub(f"http request cannot be built: {exc}", secrets), started)
 
-    result = _result(response, secrets, call.profile.http_result_keys)
+    result = _result(response, secrets, call.profile.http_result_keys, request.response_type)
     meta = {
         "http": {"status": response.status_code, "headers": dict(result["headers"])},
         "duration_ms": _ms(started),

@@ -42,6 +42,9 @@ class HttpRequest:
     verify: bool | str = True
     follow_redirects: bool = False
     auth: Any = None
+    # NoETL 5's `response_type` (http.rs:89): how the body becomes `data`; None decodes it by
+    # its Content-Type (the engines before NoETL 5 read no such key).
+    response_type: str | None = None
 
     def send_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -313,4 +316,20 @@ def build_request(
     request.verify = _verify(merged)
     request.follow_redirects = _bool(merged.get("follow_redirects"), "follow_redirects", False)
     request.auth = merged.get("auth")
+    request.response_type = _response_type(merged.get("response_type"))
     return request
+
+
+RESPONSE_TYPES = ("json", "text", "binary")  # http.rs:147, serde lowercase
+
+
+def _response_type(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text not in RESPONSE_TYPES:
+        # serde refuses any other value: the call fails with "Invalid http config" there too.
+        raise HttpConfigError(
+            f"http `response_type` must be one of {', '.join(RESPONSE_TYPES)}, got {text!r}"
+        )
+    return text

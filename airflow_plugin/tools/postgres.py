@@ -10,6 +10,8 @@ NoETL semantics kept (reference/noetl_dsl.md 3.5):
   ``user``/``password``) name the server: a connection built at run time
   (``hooks/pg_inline.py``), never written into the DAG file.
 * SQL from every alias NoETL reads (:func:`.sql.read_sql`), split on ``;``.
+* ``schema`` (NoETL 5's, postgres.rs:285): the call's session runs with that search_path (a
+  connection of its own, not the pool's, so the setting never reaches another call).
 * ``params`` (NoETL 5's; :func:`.sql.read_params`): values bound to ``$1..$n`` of a single
   statement as real parameters (psycopg's raw cursor), never interpolated.
 * The step result is the last statement's: ``{status: "success", rows, row_count, columns,
@@ -63,9 +65,10 @@ is registered with Airflow's log masker and scrubbed from every message.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -434,31 +437,30 @@ def run_postgres(call: ToolCall) -> ToolOutcome:
             )
         )
     limits = engine_limits("POSTGRES", call.profile)
-    pooled = config.get("pool", True) is not False
+    schema = _schema(config)
+    # A search_path set on a pooled connection would outlive the call into the next one that
+    # borrows it: a call with `schema` gets a connection of its own, closed when it ends.
+    pooled = config.get("pool", True) is not False and schema is None
     item = enlisted(target)
     if item is not None and not any(needs_autocommit(statement) for statement in statements):
         # A cursor item's write to the cursor's own database: it commits with the item's
         # completion, or not at all (hooks/pg_item.py).
         try:
-            return ToolOutcome.success(
-                _shaped(
-                    call,
+            with search_path(item.connection(), schema, restore=True) as conn:
+                result = execute_statements(
+                    conn,
                     statements,
-                    execute_statements(
-                        item.connection(),
-                        statements,
-                        limits=limits,
-                        savepoint=True,
-                        per_statement=per_statement,
-                        params=params,
-                    ),
+                    limits=limits,
+                    savepoint=True,
+                    per_statement=per_statement,
+                    params=params,
                 )
-            )
+            return ToolOutcome.success(_shaped(call, statements, result))
         except (psycopg.Error, StatementError) as exc:
             return failure(exc, target=target, per_statement=per_statement)
     for attempt in (1, 2):
         try:
-            with connect(target, pooled=pooled) as conn:
+            with connect(target, pooled=pooled) as raw, search_path(raw, schema) as conn:
                 result = execute_statements(
                     conn, statements, limits=limits, per_statement=per_statement, params=params
                 )
@@ -483,6 +485,44 @@ def _shaped(call: ToolCall, statements: Sequence[str], result: dict[str, Any]) -
         return result
     last = statements[-1] if statements else ""
     return columns_and_rows(result, last, call.config, empty_columns=True)
+
+
+def _schema(config: Any) -> str | None:
+    """NoETL 5's ``schema`` (postgres.rs:57): the search_path of the call's session."""
+    value = config.get("schema") if isinstance(config, Mapping) else None
+    text = "" if value is None else str(value).strip()
+    return text or None
+
+
+@contextlib.contextmanager
+def search_path(
+    conn: psycopg.Connection[Any], schema: str | None, *, restore: bool = False
+) -> Iterator[psycopg.Connection[Any]]:
+    """``conn`` with its session's search_path set to ``schema`` first, as NoETL 5's
+    ``SET search_path TO <schema>`` (postgres.rs:285) does; the value is bound
+    (``set_config``), never written into SQL. ``restore``: ``conn`` is shared (a cursor item's
+    transaction), so the previous search_path comes back when the call ends; otherwise the
+    setting is committed and dies with the call's own connection."""
+    if schema is None:
+        yield conn
+        return
+    previous = None
+    try:
+        if restore:
+            previous = conn.execute("SELECT current_setting('search_path')").fetchone()[0]
+        conn.execute("SELECT set_config('search_path', %s, false)", [schema])
+        if not restore:
+            conn.commit()
+    except psycopg.Error as exc:
+        raise StatementError(0, exc, 1) from exc
+    try:
+        yield conn
+    finally:
+        if previous is not None and not conn.closed:
+            try:
+                conn.execute("SELECT set_config('search_path', %s, false)", [previous])
+            except psycopg.Error as exc:
+                logger.warning("postgres: restoring the search_path after `schema`: %s", exc)
 
 
 def _target(config: Any, step_input: Any) -> PgTarget:

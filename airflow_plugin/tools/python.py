@@ -31,7 +31,9 @@ Conventions reproduced (reference/noetl_dsl.md sections 1b and 3.5):
   the task log as well). Failures are reported as above.
 
 NoETL 5's ``env``, ``cwd`` and ``timeout_seconds`` (else ``timeout``) apply while the code runs,
-in every generation (``code_scope.py``): a timeout fails the call with ``TimeoutError``.
+in every generation (``code_scope.py``): a timeout fails the call with ``TimeoutError``. NoETL 5's
+``python`` (an interpreter) runs the code in a process of that interpreter instead, as NoETL 5's
+tool does (``python_interpreter.py``).
 
 The code runs in the task's process with full builtins: playbook code is trusted like DAG code.
 The Jinja sandbox protects template rendering, not this.
@@ -66,6 +68,7 @@ from ..templating.render import has_template, render_blank_undefined, to_jsonabl
 from .code_scope import CodeScope
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .python_failure import Tee, failed, failed_code, failed_noetl5, quote_source
+from .python_interpreter import run_in_interpreter
 from .registry import ToolNotAvailable
 
 __all__ = ["SCRIPT_ROOT_ENV", "load_script", "merged_inputs", "run_python", "script_root"]
@@ -496,6 +499,10 @@ def run_python(call: ToolCall) -> ToolOutcome:
         scope = CodeScope.from_config(config)  # NoETL 5's env, cwd, timeout_seconds
     except NoetlConfigError as exc:
         return failed(exc, {"kind": KIND, "type": "ConfigError", "message": str(exc)}, **meta())
+    interpreter = config.get("python")
+    if interpreter not in (None, ""):
+        # NoETL 5's `python`: the code runs in that interpreter's process (python_interpreter.py).
+        return run_in_interpreter(str(interpreter), code, inputs, scope, call.step, meta())
 
     if not noetl5:
         # Its traceback quotes the playbook code's lines, as a file's would (NoETL 5's stderr
