@@ -356,14 +356,17 @@ def _failed_pipeline_cases():
 
 
 @pytest.mark.parametrize("case", _failed_pipeline_cases())
-def test_failed_pipeline_record_is_noetls(case):
+def test_failed_pipeline_record_is_noetls(case, tmp_path):
     """A pipeline that fails the step's run leaves NoETL's record as the step's result:
     `{status: failed, _prev, results, ctx, failed_task, error}`. The differential suite cannot
     see it yet (a failed Airflow task pushes no XCom), so the recorded cases are checked here
-    on the runtime directly."""
+    on the runtime directly (``@WORK@`` a scratch folder, as the differential runner gives)."""
     from airflow_plugin.runtime.pipeline import single_tool_pipeline
+    from tests.differential.runner import _substitute
 
-    step = next(s for s in case["playbook"]["workflow"] if s["step"] == "start")
+    (tmp_path / "work").mkdir()
+    playbook = _substitute(case["playbook"], {"@WORK@": str(tmp_path / "work")})
+    step = next(s for s in playbook["workflow"] if s["step"] == "start")
     tool = step["tool"]
     tasks = tool if isinstance(tool, list) else single_tool_pipeline("start", tool)
     out = run_pipeline(tasks, build_context(), step="start", sleep=Sleeps())
