@@ -30,10 +30,19 @@ sys.path.insert(0, str(ROOT))
 PLAYBOOK = ROOT / "playbooks" / "hello_world.yaml"
 
 
-def _together(count: int, command: list[str], env: dict[str, str]) -> tuple[float, float]:
+def _machine_cpu() -> float:
+    """CPU seconds the whole machine has been busy (/proc/stat): the warm runner's forks do a
+    run's work, so the client's own rusage would miss it."""
+    with open("/proc/stat") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _together(count: int, command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """(wall seconds from the start of ``count`` commands to the end of the last, the 1-minute
-    load average at the start); every command must succeed."""
+    load average at the start, machine CPU seconds meanwhile); every command must succeed."""
     load = os.getloadavg()[0]
+    busy = _machine_cpu()
     started = time.perf_counter()
     processes = [
         subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -43,7 +52,7 @@ def _together(count: int, command: list[str], env: dict[str, str]) -> tuple[floa
         _, err = process.communicate()
         if process.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed:\n{err.decode()[-2000:]}")
-    return time.perf_counter() - started, load
+    return time.perf_counter() - started, load, _machine_cpu() - busy
 
 
 def _wait_for_runner(home: Path, timeout: float = 300) -> None:
@@ -57,11 +66,13 @@ def _wait_for_runner(home: Path, timeout: float = 300) -> None:
         time.sleep(0.2)
 
 
-def _line(label: str, samples: list[tuple[float, float]]) -> str:
-    walls, loads = [w for w, _ in samples], [load for _, load in samples]
+def _line(label: str, samples: list[tuple[float, float, float]]) -> str:
+    walls, loads = [w for w, _, _ in samples], [load for _, load, _ in samples]
+    cpu = statistics.median(c for _, _, c in samples)
     return (
         f"    {label:<28} median {statistics.median(walls):6.2f} s  (min {min(walls):.2f}, "
-        f"max {max(walls):.2f}, n={len(walls)}; load {min(loads):.1f}-{max(loads):.1f})"
+        f"max {max(walls):.2f}, n={len(walls)}; load {min(loads):.1f}-{max(loads):.1f}; "
+        f"machine CPU {cpu:.2f} s)"
     )
 
 
@@ -87,9 +98,19 @@ def bench(scratch: Path, rounds: int, runs: int, cold: bool) -> float:
         )
         print(_line("1 run", alone))
         print(_line(f"{runs} runs started together", together))
-        ratio = statistics.median(w for w, _ in together) / statistics.median(w for w, _ in alone)
+        wall_alone = statistics.median(w for w, _, _ in alone)
+        ratio = statistics.median(w for w, _, _ in together) / wall_alone
         verdict = "meets" if ratio <= 2.0 else "misses"
         print(f"    ratio {runs} together / 1 alone: {ratio:.2f}x (target <= 2x: {verdict} it)")
+        # No schedule can finish the runs before their CPU, spread over every core, is spent:
+        # the floor of the ratio this machine allows, whatever the runner does.
+        cores = os.cpu_count() or 1
+        cpu_together = statistics.median(c for _, _, c in together)
+        floor = max(cpu_together / cores, wall_alone) / wall_alone
+        print(
+            f"    floor set by the cores: {floor:.2f}x ({runs} runs need {cpu_together:.2f} CPU-s "
+            f"on {cores} cores); {ratio / floor:.2f}x of it"
+        )
         return ratio
     finally:
         from airflow_plugin.local.home import Home
