@@ -19,12 +19,14 @@ API's event loop thread) costs about 2 s and has nothing left to do.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, NoReturn
 
@@ -61,8 +63,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     log_path = Path(args.log)
     out, err = _claim_terminal(log_path)
     home = slot_of(os.environ, Path(os.environ["AIRFLOW_HOME"]))
-    code = EXIT_FAILED
-    try:
+
+    def run() -> int:
         import airflow  # noqa: F401 - phase 1: the import and the API warm-up overlap the compile
 
         from .warmup import prepare_execution_api
@@ -70,9 +72,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
         log.info("execution API: %s", prepare_execution_api())
         raw = sys.stdin.buffer.read()
         if not raw.strip():
-            code = 0  # the parent gave up (compile errors); it reports why
-        else:
-            code = execute(json.loads(raw), home, log_path, out, err)
+            return 0  # the parent gave up (compile errors); it reports why
+        return execute(json.loads(raw), home, log_path, out, err)
+
+    run_and_exit(run, log_path, out, err)
+
+
+def run_and_exit(run: Callable[[], int], log_path: Path, out: IO[str], err: IO[str]) -> NoReturn:
+    """Leave with ``run``'s exit status, turning what it raises into one line on ``err`` (the
+    traceback goes to the log); shared by this process and the warm runner's forks."""
+    code = EXIT_FAILED
+    try:
+        code = run()
     except UsageProblem as exc:
         err.write(f"noetlc: error: {exc}\n")
         code = EXIT_USAGE
@@ -85,10 +96,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         code = EXIT_FAILED
     finally:
         for stream in (out, err, sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
         logging.shutdown()
     os._exit(code)
 

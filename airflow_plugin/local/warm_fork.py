@@ -14,10 +14,8 @@ no fd of the runner's (the listening socket, other runs' connections) may stay o
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -121,28 +119,10 @@ def _forget_inherited_transport() -> None:
 def _run(log_path: Path, home: Home, request: Mapping[str, Any]) -> None:
     """What ``__main__.main`` does after its warm-up, with the same exit statuses."""
     import logging
-    import traceback
 
-    from .__main__ import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, _claim_terminal
-    from .runner import UsageProblem, execute
+    from .__main__ import _claim_terminal, run_and_exit
+    from .runner import execute
 
     logging.root.handlers.clear()  # the runner's log handler writes to the runner's log
     out, err = _claim_terminal(log_path)
-    code = EXIT_FAILED
-    try:
-        code = execute(request, home, log_path, out, err)
-    except UsageProblem as exc:
-        err.write(f"noetlc: error: {exc}\n")
-        code = EXIT_USAGE
-    except KeyboardInterrupt:
-        err.write(f"noetlc: interrupted\nAirflow log: {log_path}\n")
-        code = EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - said once, in one line; the traceback is in the log
-        traceback.print_exc()
-        err.write(f"noetlc: error: {type(exc).__name__}: {exc}\nAirflow log: {log_path}\n")
-    finally:
-        for stream in (out, err, sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        logging.shutdown()
-    os._exit(code)
+    run_and_exit(lambda: execute(request, home, log_path, out, err), log_path, out, err)
