@@ -83,6 +83,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def py311_source(text: str) -> str:
+    """``text`` with each f-string ``{'<sep>'.join(`` whose separator holds a backslash (Python
+    3.12 only) reading a module constant instead, the constants appended at the end."""
+    names: dict[str, str] = {}
+
+    def hoist(match: re.Match) -> str:
+        separator = match.group(1)
+        if "\\" not in separator:
+            return match.group(0)
+        name = names.setdefault(separator, f"_NOETL_SEPARATOR_{len(names)}")
+        return "{" + name + ".join("
+
+    text = _SEPARATOR_JOIN.sub(hoist, text)
+    return text + "".join(f"\n{name} = '{sep}'\n" for sep, name in names.items())
+
+
 def py311_copy(checkout: Path, scratch: Path) -> Path:
     """A copy of ``checkout``'s ``noetl`` package that Python 3.11 can import (see module doc)."""
     target = scratch / "noetl-src"
@@ -94,17 +110,7 @@ def py311_copy(checkout: Path, scratch: Path) -> Path:
             continue
         except SyntaxError:
             pass
-        names: dict[str, str] = {}
-
-        def hoist(match: re.Match, names: dict[str, str] = names) -> str:
-            separator = match.group(1)
-            if "\\" not in separator:
-                return match.group(0)
-            name = names.setdefault(separator, f"_NOETL_SEPARATOR_{len(names)}")
-            return "{" + name + ".join("
-
-        text = _SEPARATOR_JOIN.sub(hoist, text)
-        text += "".join(f"\n{name} = '{sep}'\n" for sep, name in names.items())
+        text = py311_source(text)
         compile(text, str(path), "exec")  # still failing: a construct this rewrite does not know
         path.write_text(text, encoding="utf-8")
     return target
