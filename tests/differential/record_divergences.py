@@ -212,6 +212,65 @@ CASE_GROUPS.update(
         "template_names/v2_vars_workload_bare_alias": "unmarked-case-v2",
     }
 )
+# Table (b)'s generated cases (template_name_rows.yaml's probes), by probe: the case names are
+# <probe>_<result kind>, so a probe's group covers each of its kinds that differs.
+TEMPLATE_PROBE_GROUPS = {
+    "c_catalog_id": "template-catalog-id",
+    "s_catalog_id": "template-catalog-id",
+    "c_event_fields": "template-event-in-input",
+    "c_event_keys": "template-event-in-input",
+    "c_event_payload": "template-event-in-input",
+    "s_event_keys": "template-event-in-input",
+    "s_event_payload": "template-event-in-input",
+    "c_output_keys": "template-output-in-input",
+    "c_output_context": "template-output-view-fields",
+    "c_output_ref": "template-output-view-fields",
+    "c_output_own_key": "template-output-view-fields",
+    "c_output_data_failed": "template-output-view-fields",
+    "c_loop_fields": "template-loop-context-fields",
+    "s_loop": "template-loop-context-fields",
+    "c_step_by_name": "template-failed-step-name",
+    "w_error": "canonical-case-next-not-issued",
+    "w_event": "canonical-case-next-not-issued",
+    "w_http_status": "canonical-case-next-not-issued",
+    "w_output_data": "canonical-case-next-not-issued",
+    "w_output_error": "canonical-case-next-not-issued",
+    "w_output_ref": "canonical-case-next-not-issued",
+    "w_output_status": "canonical-case-next-not-issued",
+    "w_render_context": "canonical-case-next-not-issued",
+    "s_step_by_name": "case-v2-step-name-in-args",
+    "s_error": "case-v2-case-rules-on-failure",
+    "s_response": "case-v2-case-rules-on-failure",
+    "s_result": "case-v2-case-rules-on-failure",
+}
+CASE_GROUPS["template_names/b_aliases_dict"] = "v1-guard-aliases"
+CASE_GROUPS["template_names/b_execution_id_dict"] = "v1-branch-not-taken-hangs"
+CASE_GROUPS["template_names/r_results_dict"] = "v1-results-name"
+for _probe in ("i_item", "i_index", "i_batch_parent_work"):
+    CASE_GROUPS[f"template_names/{_probe}_dict"] = "v1-iterator-one-job"
+# dc55c492 refuses a list or scalar python result outright (the row below), whatever the probe.
+for _probe in ("s_step_by_name", "s_response", "s_result"):
+    for _kind in ("list", "scalar"):
+        CASE_GROUPS[f"template_names/{_probe}_{_kind}"] = "case-v2-non-dict-result"
+for _probe, _group in TEMPLATE_PROBE_GROUPS.items():
+    for _kind in ("dict", "list", "scalar", "failed"):
+        CASE_GROUPS.setdefault(f"template_names/{_probe}_{_kind}", _group)
+EXTRA_REASONS.update(
+    {
+        "template-catalog-id": "`catalog_id` in a tool input: NoETL (138c10ed, dc55c492) binds the catalog entry's id as a non-empty string; noetlc's `catalog_id` is not one (docs/semantics.md section 6)",
+        "template-event-in-input": "`event` in a tool input: NoETL renders a step's input when it issues the command, with `event` = {name: command_creation, step: <the step issued>, payload, timestamp} (payload without keys); noetlc has no `event` there (the reference stays text with a warning; `{{ event | list }}` renders '') (docs/semantics.md section 6)",
+        "template-output-in-input": "`output` in a tool input: 138c10ed binds its output view {data, error, ref, status} there too; noetlc has no `output` in a tool input ('') (docs/semantics.md section 6)",
+        "template-output-view-fields": "an arc guard's `output` (138c10ed _build_output_view): NoETL's view carries `context` and `ref` from the result-store record of every result, the result's own http/pg/py/meta/context keys (`output.meta`), and a failed call's `data`; noetlc's `output` has none of them (docs/semantics.md section 6)",
+        "template-loop-context-fields": "a loop item's `loop`/`iter`: NoETL's `loop.first` is false on the first item (the index has moved on when the input is rendered) and `iter` also holds `loop_event_id`; the step's recorded result is the last iteration's, noetlc's the aggregate (docs/semantics.md section 6)",
+        "template-failed-step-name": "a failed step's name in a later input: 138c10ed leaves it undefined (no step result is kept for a failed call); noetlc binds the failed step's error document (docs/semantics.md section 6)",
+        "canonical-case-next-not-issued": "a canonical step's `case` rule with `then.next`: 138c10ed's worker evaluates the rule (build_eval_context) and reports `case.evaluated`, but no command follows, so neither branch runs and the run completes after the step; noetlc (which reads `case` as case-v2) takes the branch: the name's value is not observable on NoETL this way (docs/semantics.md section 6)",
+        "case-v2-step-name-in-args": "a step's name in a case-v2 `args` value: dc55c492's value is not the step's result (the comparison is false) and arrives as text ('False'); noetlc binds the result and keeps the type (docs/semantics.md section 6)",
+        "case-v2-case-rules-on-failure": "case-v2 case rules on `error`/`response`/`result`: dc55c492 evaluates every rule (both branches run after a failed call, or one twice) and completes a run whose call failed; noetlc takes the first rule that holds and ends it failed (docs/semantics.md section 6)",
+        "v1-guard-aliases": "an arc's `when` reading `work.x`, `context.x` (58c2a16b's broker binds `work`, `workload` and `context` to the workload there): NoETL takes the arc (and then stays RUNNING for the branch not taken); noetlc's v1 guard reads `workload` only, takes neither arc and completes (docs/semantics.md section 6)",
+        "v1-results-name": "`results` in a v1 `with` (58c2a16b's build_rendering_context: every earlier step's result by name): NoETL reads `results.a`; noetlc has no `results` name (docs/semantics.md section 6)",
+        "case-v2-non-dict-result": "a case-v2 python step whose result is a list or a scalar: dc55c492's worker cannot report it (POST /api/events answers 422 three times), the call fails and the run ends failed; noetlc keeps the value (docs/semantics.md section 6)",
+    }
+)
 EXTRA_REASONS.update(
     {
         "duckdb-result-fields": "duckdb step result: NoETL (138c10ed) returns {executed_commands, command_N_rows, command_N_sample (row lists), database_path, secrets_created} with its own execution id and a random task_id, and a failure as {id, status, duration, error: <text>, traceback}; noetlc returns the postgres tool's shape (status, rows as named columns, row_count, columns, statement_count) and the structured error (docs/semantics.md section 1)",

@@ -216,20 +216,27 @@ def _cell(text: str) -> str:
 
 
 def render(data: dict) -> str:
+    from tests.differential.template_name_cases import row_key, statuses
+
+    status = statuses(data["rows"])
     lines = [BEGIN, ""]
     commits = ", ".join(f"{e} `{c[:8]}`" for e, c in sorted(data["commits"].items()))
     lines += [
         f"{len(data['rows'])} names at NoETL {commits}. `reads` is the expression the engine binds "
         "the name to; `aliases` are the other names bound to the same expression in that place; "
-        "a `**` row spreads a mapping's keys at that level (step results by step name, variables).",
+        "a `**` row spreads a mapping's keys at that level (step results by step name, variables). "
+        "`status`: the recorded cases (`tests/differential/cases/template_names/`) that read the "
+        "name, each matching noetlc unless marked `differs` with the section-1 row and its code; "
+        "or why no case can exist. Cases and rows: `tests/differential/template_name_rows.yaml`, "
+        "built by `python -m tests.differential.template_name_cases`.",
         "",
-        "| engine | place | name | reads | aliases | where |",
-        "|---|---|---|---|---|---|",
+        "| engine | place | name | reads | aliases | where | status |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         aliases = ", ".join(_cell(a) for a in r["aliases"]) or "-"
         lines.append(
-            f"| {r['engine']} | {r['place']} | {_cell(r['name'])} | {_cell(r['reads'])} | {aliases} | `{r['where']}` |"
+            f"| {r['engine']} | {r['place']} | {_cell(r['name'])} | {_cell(r['reads'])} | {aliases} | `{r['where']}` | {status[row_key(r)].replace('|', chr(92) + '|')} |"
         )
     lines += [
         "",
