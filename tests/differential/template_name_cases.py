@@ -37,6 +37,7 @@ PLACE_IDS = {
     "canonical": ("context", "output", "worker"),
     "case-v2": ("context",),
     "v1": ("render", "broker", "iterator"),
+    "noetl5": ("state", "shims", "output", "set", "guard", "loop", "worker"),
 }
 COMMITS = {
     "canonical": "138c10ed7706c3a3644807e9f48e06796295f3bd",
@@ -79,8 +80,10 @@ _V1 = {
 
 def row_key(row: dict) -> str:
     from tests.differential.template_names import BUILDERS
+    from tests.differential.template_names_noetl5 import RUST_BUILDERS
 
-    places = [b[0] for b in BUILDERS[row["engine"]]]
+    builders = dict(BUILDERS, noetl5=RUST_BUILDERS)
+    places = [b[0] for b in builders[row["engine"]]]
     return f"{row['engine']} {PLACE_IDS[row['engine']][places.index(row['place'])]} {row['name']}"
 
 
@@ -114,8 +117,10 @@ def _canonical(probe: dict, kind: str, case_v2: bool) -> dict:
     def route(targets: list[tuple[str, str | None]]) -> None:
         if case_v2:  # case-v2 routes with a step's case rules
             start["case"] = [
-                {"when": when or "{{ event.name in ['call.done', 'call.error'] }}",
-                 "then": {"next": [{"step": s}]}}
+                {
+                    "when": when or "{{ event.name in ['call.done', 'call.error'] }}",
+                    "then": {"next": [{"step": s}]},
+                }
                 for s, when in targets
             ]
         else:
@@ -126,9 +131,7 @@ def _canonical(probe: dict, kind: str, case_v2: bool) -> dict:
     if place in ("guard", "case"):
         targets = [("yes", "{{ " + expr + " }}"), ("no", "{{ not (" + expr + ") }}")]
         if place == "case" and not case_v2:
-            start["case"] = [
-                {"when": w, "then": {"next": [{"step": s}]}} for s, w in targets
-            ]
+            start["case"] = [{"when": w, "then": {"next": [{"step": s}]}} for s, w in targets]
         else:
             route(targets)
         steps += [took["yes"], took["no"]]
@@ -142,16 +145,18 @@ def _canonical(probe: dict, kind: str, case_v2: bool) -> dict:
     elif place == "set":
         if case_v2:
             start["case"] = [
-                {"when": "{{ event.name in ['call.done', 'call.error'] }}",
-                 "then": {"set": {"vars": {"v": "{{ " + expr + " }}"}}}},
-                {"when": "{{ event.name in ['call.done', 'call.error'] }}",
-                 "then": {"next": [{"step": "probe"}]}},
+                {
+                    "when": "{{ event.name in ['call.done', 'call.error'] }}",
+                    "then": {"set": {"vars": {"v": "{{ " + expr + " }}"}}},
+                },
+                {
+                    "when": "{{ event.name in ['call.done', 'call.error'] }}",
+                    "then": {"next": [{"step": "probe"}]},
+                },
             ]
             probe_step["tool"]["args"] = {"v": "{{ vars.v }}"}
         else:
-            start["next"] = {
-                "arcs": [{"step": "probe", "set": {"v": "{{ " + expr + " }}"}}]
-            }
+            start["next"] = {"arcs": [{"step": "probe", "set": {"v": "{{ " + expr + " }}"}}]}
             probe_step["input"] = {"v": "{{ v }}"}
         steps.append(probe_step)
     elif place == "loop":
@@ -159,8 +164,9 @@ def _canonical(probe: dict, kind: str, case_v2: bool) -> dict:
         start["tool"]["code"] = "result = {'v': v}"
         if case_v2:
             start["tool"]["args"] = {"v": "{{ " + expr + " }}"}
-            start["case"] = [{"when": "{{ event.name == 'loop.done' }}",
-                              "then": {"next": [{"step": "yes"}]}}]
+            start["case"] = [
+                {"when": "{{ event.name == 'loop.done' }}", "then": {"next": [{"step": "yes"}]}}
+            ]
             steps.append(took["yes"])
         else:
             start["input"] = {"v": "{{ " + expr + " }}"}
@@ -186,13 +192,25 @@ def _v1(name: str, probe: dict, kind: str) -> dict:
             {"when": "{{ not (" + expr + ") }}", "step": "no"},
         ]
         for s in ("yes", "no"):
-            steps.append({"step": s, "type": "python",
-                          "code": f"def main():\n    return {{'took': '{s}'}}\n",
-                          "next": [{"step": "end"}]})
+            steps.append(
+                {
+                    "step": s,
+                    "type": "python",
+                    "code": f"def main():\n    return {{'took': '{s}'}}\n",
+                    "next": [{"step": "end"}],
+                }
+            )
     elif place == "input":
         first["next"] = [{"step": "probe"}]
-        steps.append({"step": "probe", "type": "python", "code": take,
-                      "with": {"v": "{{ " + expr + " }}"}, "next": [{"step": "end"}]})
+        steps.append(
+            {
+                "step": "probe",
+                "type": "python",
+                "code": take,
+                "with": {"v": "{{ " + expr + " }}"},
+                "next": [{"step": "end"}],
+            }
+        )
     elif place == "iterator":
         steps[1] = {
             "step": "a",
@@ -234,6 +252,8 @@ def build_case(case_name: str, probe: dict, kind: str) -> dict:
     }
 
 
+NOETL5_TEST = "test_template_names_noetl5.py"
+
 # --- the status column -------------------------------------------------------------------
 
 _CODE = re.compile(r"\b[A-Z][0-9]{3}\b")
@@ -245,7 +265,7 @@ def _section_one() -> list[tuple[str, str, str]]:
     section = text.split("## 1.", 1)[1].split("\n## 2.", 1)[0]
     rows = []
     for line in section.splitlines():
-        if not line.startswith("| ") or line.startswith("| behaviour") or line.startswith("|---"):
+        if not line.startswith("| ") or line.startswith(("| behaviour", "|---")):
             continue
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
         if len(cells) >= 3:
@@ -263,6 +283,11 @@ def row_status(
     group maps to (the spec's reviewed ``groups``), else the one citing the case itself."""
     if entry.get("none"):
         return "no case: " + entry["none"]
+    if "noetl5" in entry:  # NoETL 5 cannot run here: noetlc's value is pinned instead
+        pin = entry["noetl5"]
+        return f"not run (no cargo build); noetlc pinned by `{NOETL5_TEST}`: " + (
+            "same as this line" if pin.get("same") else "differs: " + pin["differs"]
+        )
     cases = entry["cases"]
     differs: dict[str, list[str]] = {}
     for case in cases:
@@ -284,7 +309,11 @@ def row_status(
             differs.setdefault(f"open, section 2 `{group}`", []).append(short)
     head = "case " + ", ".join(c.split("/")[-1] for c in cases)
     return "; ".join(
-        [head] + [f"{', '.join(c)} differ{'s' if len(c) == 1 else ''}: {why}" for why, c in differs.items()]
+        [head]
+        + [
+            f"{', '.join(c)} differ{'s' if len(c) == 1 else ''}: {why}"
+            for why, c in differs.items()
+        ]
     )
 
 
@@ -295,6 +324,8 @@ def statuses(rows: list[dict]) -> dict[str, str]:
     spec = load_spec()
     generated = probe_cases(spec)
     entries: dict[str, dict] = {k: dict(v) for k, v in spec["rows"].items()}
+    for key, pin in spec.get("noetl5", {}).items():
+        entries[f"noetl5 {key}"] = {"noetl5": pin}
     for case, (_, probe, _) in generated.items():
         for key in probe["rows"]:
             entries.setdefault(key, {}).setdefault("cases", [])
@@ -304,7 +335,11 @@ def statuses(rows: list[dict]) -> dict[str, str]:
     for row in rows:
         key = row_key(row)
         entry = entries.get(key)
-        out[key] = row_status(entry, divergences, section_one, spec.get("groups")) if entry else "no case listed"
+        out[key] = (
+            row_status(entry, divergences, section_one, spec.get("groups"))
+            if entry
+            else "no case listed"
+        )
     return out
 
 

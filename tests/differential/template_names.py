@@ -221,6 +221,9 @@ def render(data: dict) -> str:
     status = statuses(data["rows"])
     lines = [BEGIN, ""]
     commits = ", ".join(f"{e} `{c[:8]}`" for e, c in sorted(data["commits"].items()))
+    commits += "; NoETL 5 " + ", ".join(
+        f"{r} `{c[:8]}`" for r, c in sorted(data.get("noetl5_commits", {}).items())
+    )
     lines += [
         f"{len(data['rows'])} names at NoETL {commits}. `reads` is the expression the engine binds "
         "the name to; `aliases` are the other names bound to the same expression in that place; "
@@ -268,6 +271,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ENGINE=CHECKOUT[@COMMIT]",
         help="one per engine (canonical, case-v2, v1)",
     )
+    parser.add_argument(
+        "--noetl5",
+        action="append",
+        default=[],
+        metavar="REPO=GITDIR",
+        help="noetl/server and noetl/worker: a git directory holding the profile's commit",
+    )
     parser.add_argument("--write", action="store_true", help="store the rows and the table")
     args = parser.parse_args(argv)
     rows, commits = [], {}
@@ -283,6 +293,17 @@ def main(argv: list[str] | None = None) -> int:
         commits[engine] = commit
         rows += scan(engine, Path(checkout))
     data = {"commits": commits, "rows": rows, "profile": profile_rows()}
+    if args.noetl5:
+        # NoETL 5 (Rust) cannot run here; its rows come from a scan of its sources at the
+        # commits the noetl5 profile cites (template_names_noetl5.py).
+        from noetl_compile import engine_profiles
+        from tests.differential.template_names_noetl5 import scan as scan_rust
+
+        gitdirs = {k: Path(v) for k, _, v in (spec.partition("=") for spec in args.noetl5)}
+        noetl5 = dict(engine_profiles.PROFILES["noetl5"].commits)
+        noetl5 = {repo: noetl5[repo] for repo in sorted(gitdirs)}
+        data["noetl5_commits"] = noetl5
+        data["rows"] = rows + scan_rust(gitdirs, noetl5)
     table = render(data)
     if not args.write:
         print(table)
@@ -291,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = DOC.read_text(encoding="utf-8")
     start, end = doc.index(BEGIN), doc.index(END) + len(END)
     DOC.write_text(doc[:start] + table + doc[end:], encoding="utf-8")
-    print(f"{len(rows)} rows, {len(data['profile'])} profile fields")
+    print(f"{len(data['rows'])} rows, {len(data['profile'])} profile fields")
     return 0
 
 
