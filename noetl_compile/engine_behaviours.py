@@ -100,6 +100,13 @@ class EngineProfile:
             "wrote vars, and then to those alone).",
         )
     )
+    catalog_id_bound: bool = field(
+        metadata=_about(
+            "Every template sees `catalog_id`: the id of the playbook's catalog entry, as text.",
+            "build_context binds it to the DAG's catalog id (templating/ids.catalog_id_for: "
+            "the compiled playbook is the catalog entry).",
+        )
+    )
     vars_flattened: bool = field(
         metadata=_about(
             "`vars` written by earlier steps are also bare names (`{{ got }}`).",

@@ -25,6 +25,7 @@ NOETL5 = EngineProfile(
     result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
+    catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=False,
     args_as_bare_names=False,
@@ -82,6 +83,10 @@ NOETL5 = EngineProfile(
         ),
         "vars_flattened": Source(
             "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "catalog_id_bound": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1160",
+            "build_context binds catalog_id = self.catalog_id.to_string()",
         ),
         "loop_item_in_variables": Source(
             "noetl/server:orchestrate-core/src/state.rs:1151",

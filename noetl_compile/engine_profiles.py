@@ -48,6 +48,7 @@ CASE_V2 = EngineProfile(
     result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=True,
+    catalog_id_bound=True,
     vars_flattened=True,
     loop_item_in_variables=False,
     args_as_bare_names=False,
@@ -102,6 +103,10 @@ CASE_V2 = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:378", "`vars` is the execution variables"
+        ),
+        "catalog_id_bound": Source(
+            "noetl/core/dsl/v2/engine.py:391",
+            "catalog_id = str(self.catalog_id) (recorded: template_names/s_catalog_id_dict)",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:384",
@@ -233,6 +238,7 @@ CANONICAL = EngineProfile(
     result_envelope_fields=True,
     step_results_in_variables=True,
     vars_namespace=False,
+    catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=True,
     args_as_bare_names=False,
@@ -283,6 +289,10 @@ CANONICAL = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:619", "'vars' is removed in strict v10: use ctx"
+        ),
+        "catalog_id_bound": Source(
+            "noetl/core/dsl/v2/engine.py:894",
+            "catalog_id = str(self.catalog_id) (recorded: template_names/c_catalog_id_dict)",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:5773", "step.vars is removed in strict v10"

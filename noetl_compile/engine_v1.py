@@ -21,6 +21,7 @@ V1 = EngineProfile(
     result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
+    catalog_id_bound=False,
     vars_flattened=False,
     loop_item_in_variables=False,
     args_as_bare_names=True,
@@ -75,6 +76,10 @@ V1 = EngineProfile(
             "the render context has no `vars` namespace (v1 has no `vars`)",
         ),
         "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
+        "catalog_id_bound": Source(
+            "noetl/server/api/context/service.py:160",
+            "build_rendering_context binds no catalog_id (nor does the broker's context)",
+        ),
         "loop_item_in_variables": Source(
             "noetl/plugin/iterator/executor.py:117",
             "the item is bound in the iteration's own context, not the workload",

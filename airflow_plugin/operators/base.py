@@ -31,7 +31,7 @@ from ..compat import (
     in_process_comms,
 )
 from ..errors import NoetlRuntimeError, fails_task
-from ..templating.ids import execution_id_for
+from ..templating.ids import catalog_id_for, execution_id_for
 from .failure_routes import FAILURE_TOLERANT_RULES, task_states, upstream_verdict
 from .lineage import LineageMixin
 from .presentation import ToolKindMixin
@@ -202,6 +202,7 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
             "vars": latest("vars"),
             "args": args,
             "execution_id": self.execution_id(context),
+            "catalog_id": catalog_id_for(self.dag_id),
         }
         if failed:
             inputs["failed_steps"] = failed

@@ -138,6 +138,7 @@ class _StepRun:
             ctx=inputs.get("ctx"),
             vars=inputs.get("vars"),
             execution_id=self.events.execution_id,
+            catalog_id=inputs.get("catalog_id"),
             profile=self.profile,
             step_names=[
                 self.step,

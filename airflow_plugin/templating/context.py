@@ -124,6 +124,7 @@ def build_context(
     execution_id: int | str = 0,
     profile: EngineProfile = CANONICAL,
     step_names: Iterable[str] = (),
+    catalog_id: int | str | None = None,
 ) -> dict[str, Any]:
     """Build the render context of one step.
 
@@ -135,6 +136,8 @@ def build_context(
     variables, ``vars``).
     ``step_names``: further names that must not be shadowed by flattened variables (every step of
     the playbook, when known — a step that did not run is still not a variable).
+    ``catalog_id``: the DAG's catalog id, bound as text where the engine binds one
+    (``profile.catalog_id_bound``; recorded: template_names/c_catalog_id_dict).
     """
     workload = dict(workload or {})
     results = dict(results or {})
@@ -167,6 +170,8 @@ def build_context(
     context["ctx"] = variables
     context["execution_id"] = eid
     context["job"] = job_namespace(eid)
+    if profile.catalog_id_bound and catalog_id:
+        context["catalog_id"] = str(catalog_id)
     if profile.vars_namespace:
         # The case-v2 engine binds ``vars`` to its execution variables, the workload included
         # (dc55c492 get_render_context: "vars": self.variables; recorded:
@@ -196,6 +201,7 @@ def step_context(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[
         ctx=inputs.get("ctx"),
         vars=inputs.get("vars"),
         execution_id=inputs.get("execution_id", 0),
+        catalog_id=inputs.get("catalog_id"),
         profile=profile_for(payload),
         step_names=[payload["step"], *(inputs.get("step_names") or ())],
     )

@@ -23,6 +23,14 @@ def execution_id_for(dag_id: str, run_id: str) -> int:
     return value or 1
 
 
+def catalog_id_for(dag_id: str) -> int:
+    """Deterministic positive 63-bit id of a DAG's catalog entry: NoETL's ``catalog_id`` names
+    the registered playbook, and on Airflow the compiled DAG is that entry (the same for every
+    run of it, unlike the execution id)."""
+    digest = hashlib.sha256(f"catalog\x1f{dag_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & _MASK_63 or 1
+
+
 def ids_as_text(value):
     """``value`` (JSON-shaped) with every integer under a key ending in ``_id`` as its decimal
     text, for what the CLI prints as JSON: an execution id is 63 bits, past JavaScript's safe

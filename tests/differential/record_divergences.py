@@ -215,8 +215,6 @@ CASE_GROUPS.update(
 # Table (b)'s generated cases (template_name_rows.yaml's probes), by probe: the case names are
 # <probe>_<result kind>, so a probe's group covers each of its kinds that differs.
 TEMPLATE_PROBE_GROUPS = {
-    "c_catalog_id": "template-catalog-id",
-    "s_catalog_id": "template-catalog-id",
     "c_event_fields": "template-event-in-input",
     "c_event_keys": "template-event-in-input",
     "c_event_payload": "template-event-in-input",
@@ -257,7 +255,6 @@ for _probe, _group in TEMPLATE_PROBE_GROUPS.items():
         CASE_GROUPS.setdefault(f"template_names/{_probe}_{_kind}", _group)
 EXTRA_REASONS.update(
     {
-        "template-catalog-id": "`catalog_id` in a tool input: NoETL (138c10ed, dc55c492) binds the catalog entry's id as a non-empty string; noetlc's `catalog_id` is not one (docs/semantics.md section 6)",
         "template-event-in-input": "`event` in a tool input: NoETL renders a step's input when it issues the command, with `event` = {name: command_creation, step: <the step issued>, payload, timestamp} (payload without keys); noetlc has no `event` there (the reference stays text with a warning; `{{ event | list }}` renders '') (docs/semantics.md section 6)",
         "template-output-in-input": "`output` in a tool input: 138c10ed binds its output view {data, error, ref, status} there too; noetlc has no `output` in a tool input ('') (docs/semantics.md section 6)",
         "template-output-view-fields": "an arc guard's `output` (138c10ed _build_output_view): NoETL's view carries `context` and `ref` from the result-store record of every result, the result's own http/pg/py/meta/context keys (`output.meta`), and a failed call's `data`; noetlc's `output` has none of them (docs/semantics.md section 6)",

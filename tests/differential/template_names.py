@@ -82,6 +82,7 @@ PROFILE_FIELDS = (
     "step_results_in_variables",
     "vars_namespace",
     "vars_flattened",
+    "catalog_id_bound",
     "loop_item_in_variables",
     "args_as_bare_names",
     "output_data_own_data",

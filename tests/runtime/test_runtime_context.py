@@ -187,3 +187,20 @@ def test_case_v2_vars_are_bare_names_too():
     assert "event" not in c  # reserved names keep their meaning
     canonical = build_context(vars={"got": 3}, workload={"got": 0})
     assert r("{{ got }}", canonical) == 0
+
+
+def test_catalog_id_is_the_dags_where_the_engine_binds_one():
+    """`catalog_id` (138c10ed engine.py:894, dc55c492 :391, NoETL 5 state.rs:1160) is the
+    catalog entry's id as text; on Airflow the DAG is the entry: one id per DAG, every run.
+    v1's contexts bind none (profile.catalog_id_bound; recorded:
+    template_names/c_catalog_id_dict, template_names/s_catalog_id_dict)."""
+    from airflow_plugin.templating.ids import catalog_id_for
+    from noetl_compile.engine_profiles import PROFILES
+
+    one, other = catalog_id_for("orders"), catalog_id_for("refunds")
+    assert one == catalog_id_for("orders") and one != other and 0 < one < 2**63
+    for generation in ("canonical", "case-v2", "noetl5"):
+        context = build_context(catalog_id=one, profile=PROFILES[generation])
+        assert context["catalog_id"] == str(one), generation
+    assert "catalog_id" not in build_context(catalog_id=one, profile=PROFILES["v1"])
+    assert "catalog_id" not in build_context(profile=PROFILES["canonical"])
