@@ -100,6 +100,14 @@ class EngineProfile:
             "wrote vars, and then to those alone).",
         )
     )
+    guard_workload_aliases: tuple[str, ...] = field(
+        metadata=_about(
+            "Further names an arc's `when` and its args read the workload under "
+            "(beside `workload`).",
+            "step_case.route_arcs binds each to the workload, unless a step result or a "
+            "variable has that name.",
+        )
+    )
     catalog_id_bound: bool = field(
         metadata=_about(
             "Every template sees `catalog_id`: the id of the playbook's catalog entry, as text.",

@@ -25,6 +25,7 @@ NOETL5 = EngineProfile(
     result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
+    guard_workload_aliases=(),
     catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -83,6 +84,10 @@ NOETL5 = EngineProfile(
         ),
         "vars_flattened": Source(
             "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "guard_workload_aliases": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:94",
+            "with_ctx_shims adds `ctx` and `workload` only",
         ),
         "catalog_id_bound": Source(
             "noetl/server:orchestrate-core/src/state.rs:1160",

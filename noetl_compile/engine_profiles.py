@@ -48,6 +48,7 @@ CASE_V2 = EngineProfile(
     result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=True,
+    guard_workload_aliases=(),
     catalog_id_bound=True,
     vars_flattened=True,
     loop_item_in_variables=False,
@@ -103,6 +104,10 @@ CASE_V2 = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:378", "`vars` is the execution variables"
+        ),
+        "guard_workload_aliases": Source(
+            "noetl/core/dsl/v2/engine.py:377",
+            "the render context names the variables `workload` and `vars` only",
         ),
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:391",
@@ -238,6 +243,7 @@ CANONICAL = EngineProfile(
     result_envelope_fields=True,
     step_results_in_variables=True,
     vars_namespace=False,
+    guard_workload_aliases=(),
     catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=True,
@@ -289,6 +295,10 @@ CANONICAL = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:619", "'vars' is removed in strict v10: use ctx"
+        ),
+        "guard_workload_aliases": Source(
+            "noetl/core/dsl/v2/engine.py:878",
+            "the render context names the variables `ctx` and `workload` only",
         ),
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:894",

@@ -21,6 +21,7 @@ V1 = EngineProfile(
     result_envelope_fields=False,
     step_results_in_variables=False,
     vars_namespace=False,
+    guard_workload_aliases=("work", "context"),
     catalog_id_bound=False,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -76,6 +77,11 @@ V1 = EngineProfile(
             "the render context has no `vars` namespace (v1 has no `vars`)",
         ),
         "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
+        "guard_workload_aliases": Source(
+            "noetl/server/api/event/service/context.py:139",
+            "build_evaluation_context binds `workload`, `work` and `context` to the workload "
+            "(recorded: template_names/b_aliases_dict)",
+        ),
         "catalog_id_bound": Source(
             "noetl/server/api/context/service.py:160",
             "build_rendering_context binds no catalog_id (nor does the broker's context)",

@@ -257,6 +257,13 @@ class CaseRules:
         # `event.name == 'call.error'` (final_status/unconditional_next_*). The older engines
         # take only an arc that addresses the failure (``profile.failed_call_takes_every_arc``).
         every_arc = self.profile.failed_call_takes_every_arc
+        aliases = self.profile.guard_workload_aliases
+        if aliases:
+            # 58c2a16b's broker renders `when` and an arc's args with the workload also under
+            # `work` and `context` (build_evaluation_context; recorded:
+            # template_names/b_aliases_dict); a step result of that name keeps it.
+            workload = context.get("workload", {})
+            context = {**{a: workload for a in aliases}, **context}
         for index, arc in enumerate(self.arcs):
             when = arc.when
             if failed and not every_arc and not addresses_failure(when):

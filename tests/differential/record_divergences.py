@@ -241,7 +241,7 @@ TEMPLATE_PROBE_GROUPS = {
     "s_response": "case-v2-case-rules-on-failure",
     "s_result": "case-v2-case-rules-on-failure",
 }
-CASE_GROUPS["template_names/b_aliases_dict"] = "v1-guard-aliases"
+CASE_GROUPS["template_names/b_aliases_dict"] = "v1-branch-not-taken-hangs"
 CASE_GROUPS["template_names/b_execution_id_dict"] = "v1-branch-not-taken-hangs"
 CASE_GROUPS["template_names/r_results_dict"] = "v1-results-name"
 for _probe in ("i_item", "i_index", "i_batch_parent_work"):
@@ -263,7 +263,6 @@ EXTRA_REASONS.update(
         "canonical-case-next-not-issued": "a canonical step's `case` rule with `then.next`: 138c10ed's worker evaluates the rule (build_eval_context) and reports `case.evaluated`, but no command follows, so neither branch runs and the run completes after the step; noetlc (which reads `case` as case-v2) takes the branch: the name's value is not observable on NoETL this way (docs/semantics.md section 6)",
         "case-v2-step-name-in-args": "a step's name in a case-v2 `args` value: dc55c492's value is not the step's result (the comparison is false) and arrives as text ('False'); noetlc binds the result and keeps the type (docs/semantics.md section 6)",
         "case-v2-case-rules-on-failure": "case-v2 case rules on `error`/`response`/`result`: dc55c492 evaluates every rule (both branches run after a failed call, or one twice) and completes a run whose call failed; noetlc takes the first rule that holds and ends it failed (docs/semantics.md section 6)",
-        "v1-guard-aliases": "an arc's `when` reading `work.x`, `context.x` (58c2a16b's broker binds `work`, `workload` and `context` to the workload there): NoETL takes the arc (and then stays RUNNING for the branch not taken); noetlc's v1 guard reads `workload` only, takes neither arc and completes (docs/semantics.md section 6)",
         "v1-results-name": "`results` in a v1 `with` (58c2a16b's build_rendering_context: every earlier step's result by name): NoETL reads `results.a`; noetlc has no `results` name (docs/semantics.md section 6)",
         "case-v2-non-dict-result": "a case-v2 python step whose result is a list or a scalar: dc55c492's worker cannot report it (POST /api/events answers 422 three times), the call fails and the run ends failed; noetlc keeps the value (docs/semantics.md section 6)",
     }
