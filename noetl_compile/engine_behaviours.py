@@ -108,6 +108,13 @@ class EngineProfile:
             "variable has that name.",
         )
     )
+    loop_total_and_bare_index: bool = field(
+        metadata=_about(
+            "A loop item also sees `iter._total` (the item count), bare `_index` and `_total`, "
+            "and `ctx.<iterator>` (the item).",
+            "templating/context.with_loop adds them.",
+        )
+    )
     catalog_id_bound: bool = field(
         metadata=_about(
             "Every template sees `catalog_id`: the id of the playbook's catalog entry, as text.",

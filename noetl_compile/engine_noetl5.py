@@ -26,6 +26,7 @@ NOETL5 = EngineProfile(
     step_results_in_variables=False,
     vars_namespace=False,
     guard_workload_aliases=(),
+    loop_total_and_bare_index=True,
     catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -84,6 +85,11 @@ NOETL5 = EngineProfile(
         ),
         "vars_flattened": Source(
             "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "loop_total_and_bare_index": Source(
+            "noetl/server:orchestrate-core/src/commands.rs:195",
+            "build_iteration_command binds the item, _index and _total at the top and under "
+            "`iter`, then builds `ctx` from that context",
         ),
         "guard_workload_aliases": Source(
             "noetl/server:orchestrate-core/src/orchestrator.rs:94",

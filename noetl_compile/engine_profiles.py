@@ -49,6 +49,7 @@ CASE_V2 = EngineProfile(
     step_results_in_variables=False,
     vars_namespace=True,
     guard_workload_aliases=(),
+    loop_total_and_bare_index=False,
     catalog_id_bound=True,
     vars_flattened=True,
     loop_item_in_variables=False,
@@ -104,6 +105,10 @@ CASE_V2 = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:378", "`vars` is the execution variables"
+        ),
+        "loop_total_and_bare_index": Source(
+            "noetl/core/dsl/v2/engine.py:401",
+            "a loop item sees the `loop` namespace and its iterator only",
         ),
         "guard_workload_aliases": Source(
             "noetl/core/dsl/v2/engine.py:377",
@@ -244,6 +249,7 @@ CANONICAL = EngineProfile(
     step_results_in_variables=True,
     vars_namespace=False,
     guard_workload_aliases=(),
+    loop_total_and_bare_index=False,
     catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=True,
@@ -295,6 +301,10 @@ CANONICAL = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:619", "'vars' is removed in strict v10: use ctx"
+        ),
+        "loop_total_and_bare_index": Source(
+            "noetl/core/dsl/v2/engine.py:866",
+            "`iter` holds the item, _index, _first and _last; no _total, no bare _index",
         ),
         "guard_workload_aliases": Source(
             "noetl/core/dsl/v2/engine.py:878",

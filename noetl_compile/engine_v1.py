@@ -22,6 +22,7 @@ V1 = EngineProfile(
     step_results_in_variables=False,
     vars_namespace=False,
     guard_workload_aliases=("work", "context"),
+    loop_total_and_bare_index=False,
     catalog_id_bound=False,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -77,6 +78,10 @@ V1 = EngineProfile(
             "the render context has no `vars` namespace (v1 has no `vars`)",
         ),
         "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
+        "loop_total_and_bare_index": Source(
+            "noetl/plugin/iterator/execution.py:64",
+            "an item sees `_loop` {current_index, index, item, count} and `index`, no `_total`",
+        ),
         "guard_workload_aliases": Source(
             "noetl/server/api/event/service/context.py:139",
             "build_evaluation_context binds `workload`, `work` and `context` to the workload "

@@ -95,7 +95,12 @@ def render_collection(payload: Mapping[str, Any], inputs: Mapping[str, Any]) -> 
         kept = []
         for index, item in enumerate(items):
             bound = with_loop(
-                context, iterator=loop["iterator"], item=item, index=index, length=len(items)
+                context,
+                iterator=loop["iterator"],
+                item=item,
+                index=index,
+                length=len(items),
+                profile=profile_for(payload),
             )
             if evaluate_condition(condition, bound, flavor="arc", field="loop.filter"):
                 kept.append(item)
@@ -114,7 +119,11 @@ def _ordered(step: str, loop: Mapping[str, Any], items: list[Any], context: Any)
     keys = []
     for index, item in enumerate(items):
         bound = with_loop(
-            context, iterator=loop["iterator"], item=item, index=index, length=len(items)
+            context,
+            iterator=loop["iterator"],
+            item=item,
+            index=index,
+            length=len(items),
         )
         try:
             keys.append(render_value(loop["order_by"], bound, strict=True, field="loop.order_by"))

@@ -154,6 +154,7 @@ class _StepRun:
                 item=loop.get("item"),
                 index=int(loop.get("index", 0)),
                 length=loop.get("length"),
+                profile=self.profile,
             )
             issued = loop_variables(self.payload, loop)
             if issued:

@@ -222,8 +222,11 @@ def with_loop(
     index: int,
     length: int | None = None,
     iter_scope: Mapping[str, Any] | None = None,
+    profile: EngineProfile = CANONICAL,
 ) -> dict[str, Any]:
-    """Add loop iteration names: ``iter``, the bare iterator, ``loop_index``, ``loop``."""
+    """Add loop iteration names: ``iter``, the bare iterator, ``loop_index``, ``loop``; where
+    the engine binds them (``profile.loop_total_and_bare_index``) ``iter._total``, bare
+    ``_index``/``_total`` and the item under ``ctx``."""
     last = length is not None and index == length - 1
     iter_ns = {
         **dict(iter_scope or {}),
@@ -238,6 +241,14 @@ def with_loop(
         new[iterator] = item
     new["loop_index"] = index
     new["loop"] = {"index": index, "first": index == 0, "length": length, "done": False}
+    if profile.loop_total_and_bare_index:
+        # NoETL 5 build_iteration_command (commands.rs:195-217): the item, `_index` and
+        # `_total` at the top and under `iter`; its `ctx` shim is built after them.
+        iter_ns["_total"] = length
+        bound = {iterator: item, "_index": index, "_total": length}
+        for key in ("_index", "_total"):
+            new[key] = bound[key]
+        new["ctx"] = {**(context.get("ctx") or {}), **bound}
     return new
 
 

@@ -84,6 +84,7 @@ PROFILE_FIELDS = (
     "vars_flattened",
     "catalog_id_bound",
     "guard_workload_aliases",
+    "loop_total_and_bare_index",
     "loop_item_in_variables",
     "args_as_bare_names",
     "output_data_own_data",

@@ -204,3 +204,17 @@ def test_catalog_id_is_the_dags_where_the_engine_binds_one():
         assert context["catalog_id"] == str(one), generation
     assert "catalog_id" not in build_context(catalog_id=one, profile=PROFILES["v1"])
     assert "catalog_id" not in build_context(profile=PROFILES["canonical"])
+
+
+def test_a_noetl5_loop_item_sees_total_bare_index_and_its_ctx():
+    """NoETL 5 build_iteration_command (noetl/server commands.rs:195-217): the item, `_index`
+    and `_total` at the top and under `iter`, and a `ctx` built after them; the Python engines
+    bind none of these (profile.loop_total_and_bare_index)."""
+    base = build_context(workload={"x": 5}, profile=NOETL5)
+    item = with_loop(base, iterator="it", item="a", index=1, length=3, profile=NOETL5)
+    assert (item["_index"], item["_total"], item["iter"]["_total"]) == (1, 3, 3)
+    assert item["ctx"]["it"] == "a" and item["ctx"]["x"] == 5 and base["ctx"] == {"x": 5}
+    plain = with_loop(
+        build_context(), iterator="it", item="a", index=1, length=3, profile=CANONICAL
+    )
+    assert "_total" not in plain and "_total" not in plain["iter"] and "it" not in plain["ctx"]
