@@ -108,6 +108,14 @@ class EngineProfile:
             "variable has that name.",
         )
     )
+    output_fields_flat: bool = field(
+        metadata=_about(
+            "An arc guard's or `set`'s `output` also holds the result's own fields at its top "
+            "(`output.rows` beside `output.data.rows`).",
+            "step_calls.after_call_context lays the result's fields over the output envelope; "
+            "`noetlc check` does not call them unknown (T305).",
+        )
+    )
     loop_total_and_bare_index: bool = field(
         metadata=_about(
             "A loop item also sees `iter._total` (the item count), bare `_index` and `_total`, "

@@ -27,6 +27,7 @@ NOETL5 = EngineProfile(
     vars_namespace=False,
     guard_workload_aliases=(),
     loop_total_and_bare_index=True,
+    output_fields_flat=True,
     catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -85,6 +86,10 @@ NOETL5 = EngineProfile(
         ),
         "vars_flattened": Source(
             "noetl/server:orchestrate-core/src/state.rs:1066", "no `vars` to flatten"
+        ),
+        "output_fields_flat": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:54",
+            "output_namespace: the step's data with its fields at the top and under `.data`",
         ),
         "loop_total_and_bare_index": Source(
             "noetl/server:orchestrate-core/src/commands.rs:195",

@@ -50,6 +50,7 @@ CASE_V2 = EngineProfile(
     vars_namespace=True,
     guard_workload_aliases=(),
     loop_total_and_bare_index=False,
+    output_fields_flat=False,
     catalog_id_bound=True,
     vars_flattened=True,
     loop_item_in_variables=False,
@@ -105,6 +106,10 @@ CASE_V2 = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:378", "`vars` is the execution variables"
+        ),
+        "output_fields_flat": Source(
+            "noetl/worker/case_evaluator.py:380",
+            "`output` is {status, data, ref, error}: the result is `output.data`",
         ),
         "loop_total_and_bare_index": Source(
             "noetl/core/dsl/v2/engine.py:401",
@@ -250,6 +255,7 @@ CANONICAL = EngineProfile(
     vars_namespace=False,
     guard_workload_aliases=(),
     loop_total_and_bare_index=False,
+    output_fields_flat=False,
     catalog_id_bound=True,
     vars_flattened=False,
     loop_item_in_variables=True,
@@ -301,6 +307,11 @@ CANONICAL = EngineProfile(
         ),
         "vars_namespace": Source(
             "noetl/core/dsl/v2/engine.py:619", "'vars' is removed in strict v10: use ctx"
+        ),
+        "output_fields_flat": Source(
+            "noetl/core/dsl/v2/engine.py:387",
+            "_build_output_view: {status, data, ref, error} and the result's "
+            "http/pg/py/meta/context keys only",
         ),
         "loop_total_and_bare_index": Source(
             "noetl/core/dsl/v2/engine.py:866",

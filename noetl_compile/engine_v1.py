@@ -23,6 +23,7 @@ V1 = EngineProfile(
     vars_namespace=False,
     guard_workload_aliases=("work", "context"),
     loop_total_and_bare_index=False,
+    output_fields_flat=False,
     catalog_id_bound=False,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -78,6 +79,10 @@ V1 = EngineProfile(
             "the render context has no `vars` namespace (v1 has no `vars`)",
         ),
         "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
+        "output_fields_flat": Source(
+            "noetl/server/api/event/service/context.py:138",
+            "the broker's context has no `output`",
+        ),
         "loop_total_and_bare_index": Source(
             "noetl/plugin/iterator/execution.py:64",
             "an item sees `_loop` {current_index, index, item, count} and `index`, no `_total`",

@@ -148,6 +148,10 @@ class CallLoop:
             # The engine's arc/set `output.data` is the result's own `data` when it has one
             # (138c10ed engine.py:414, `step_result.get("data", step_result)`).
             output["data"] = data["data"]
+        if self.profile.output_fields_flat and isinstance(data, Mapping):
+            # NoETL 5's `output` is the step's data itself, its fields at the top
+            # (orchestrator.rs output_namespace): `output.rows` beside `output.data.rows`.
+            output = {**output, **{k: v for k, v in data.items() if k != "data"}}
         after = with_values(
             after,
             output=output,

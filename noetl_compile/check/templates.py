@@ -15,6 +15,7 @@ from ..analyze.names import (
     RUNTIME_NAMES,
     name_table,
 )
+from ..engine_profiles import PROFILES
 from ..read.base import did_you_mean
 from .context import CheckContext
 
@@ -231,6 +232,9 @@ def _check_item_field(ctx: CheckContext, site, ref, iterator: str, name, names) 
 def _check_output_field(ctx: CheckContext, site, ref) -> None:
     if not ref.path or ref.path[0] in CANONICAL_OUTPUT_FIELDS:
         return
+    profile = PROFILES.get(ctx.playbook.generation)
+    if profile is not None and profile.output_fields_flat:
+        return  # the engine lays the result's own fields over `output` (NoETL 5)
     field_at = site.value.find(ref.path[0], ref.offset + len(ref.root))
     ctx.report(
         "T305",

@@ -85,6 +85,7 @@ PROFILE_FIELDS = (
     "catalog_id_bound",
     "guard_workload_aliases",
     "loop_total_and_bare_index",
+    "output_fields_flat",
     "loop_item_in_variables",
     "args_as_bare_names",
     "output_data_own_data",
