@@ -12,6 +12,7 @@ before, which a deterministic re-run reproduces.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Any
 
@@ -21,7 +22,20 @@ __all__ = ["EVENT_NAMESPACE", "event_id"]
 EVENT_NAMESPACE = uuid.UUID("6f1c3a52-5d2b-4a57-9a0c-2e7d0c9b4e11")
 
 
+# ``uuid.uuid5`` hashes the namespace's bytes again for every id and builds a UUID object only
+# to print it; every event of every loop item pays for an id, so the namespace's SHA-1 state is
+# made once and copied, and the text formed from the digest (tests/events/test_json_ids.py
+# checks it against ``uuid.uuid5``).
+_NAMESPACE_SHA1 = hashlib.sha1(EVENT_NAMESPACE.bytes, usedforsecurity=False)
+
+
 def event_id(*parts: Any) -> str:
     """uuid5 over ``parts``; None and "" differ, and no part can run into the next."""
     key = "\x1f".join("\x00" if part is None else str(part) for part in parts)
-    return str(uuid.uuid5(EVENT_NAMESPACE, key))
+    digest = _NAMESPACE_SHA1.copy()
+    digest.update(key.encode())
+    raw = bytearray(digest.digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -50,7 +50,11 @@ log = logging.getLogger(__name__)
 
 
 def encode_row(row: Mapping[str, Any]) -> bytes:
-    """One row as one journal (and outbox) line."""
+    """One row as one journal (and outbox) line: the line a fresh row carries
+    (``writer.Row``), else encoded now (a row read back from an outbox file)."""
+    line = getattr(row, "line", None)
+    if line is not None:
+        return line
     return (json.dumps(row, separators=(",", ":"), default=_json_default) + "\n").encode()
 
 

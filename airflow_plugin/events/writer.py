@@ -22,7 +22,9 @@ the outbox. A batch that was in flight may then be stored twice; the store keeps
 from __future__ import annotations
 
 import atexit
+import json
 import logging
+import operator
 import os
 import queue
 import threading
@@ -37,7 +39,7 @@ from .outbox import Outbox
 from .schema import COLUMNS
 from .store import EventStore, StoreUnavailable
 
-__all__ = ["StoreRecorder", "event_row"]
+__all__ = ["Row", "StoreRecorder", "event_row"]
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +52,48 @@ JOURNAL_CLEAR_BYTES = 1 << 20
 BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)  # seconds the store is left alone after failures
 
 
-def event_row(event: Event, max_data_bytes: int) -> dict[str, Any]:
-    """The stored form of ``event``: redacted, bounded, one key per column."""
-    row = {name: getattr(event, name, None) for name in COLUMNS if name not in _RENAMED}
+class Row(dict):
+    """A stored row (one key per column) that also carries its encoded journal line: the row
+    is encoded once, where it is made, and the journal, the outbox and the Postgres ``COPY``
+    all write that line (``journal.encode_row``, ``store``). Rows read back from an outbox
+    file are plain dicts and are encoded again where they are written."""
+
+    __slots__ = ("line",)
+
+
+# The columns an event gives as they are, read in one C call.
+_PLAIN = tuple(
+    name
+    for name in COLUMNS
+    if name not in {"duration_sec", "timestamp", "execution_id", "parent_execution_id", "data"}
+)
+_read_plain = operator.attrgetter(*_PLAIN)
+
+
+def event_row(event: Event, max_data_bytes: int) -> Row:
+    """The stored form of ``event``: redacted, bounded, one key per column, with its line.
+
+    The data is redacted once and encoded once: that text measures it against
+    ``max_data_bytes`` and is spliced into the line (every event of every loop item comes
+    here, and encoding was two thirds of its cost)."""
+    row = Row(zip(_PLAIN, _read_plain(event)))
     row["duration_sec"] = event.duration
     row["timestamp"] = event.timestamp.isoformat()
     row["execution_id"] = _int_or_none(event.execution_id) or 0
     row["parent_execution_id"] = _int_or_none(event.parent_execution_id)
-    row["data"] = bound(redact(dict(event.data)), max_data_bytes)
+    data = redact(dict(event.data))
+    text = _encode(data)  # ASCII: its length is its size in bytes
+    if len(text) > max_data_bytes:
+        data = bound(data, max_data_bytes)
+        text = _encode(data)
+    head = _encode(row)
+    row["data"] = data
+    row.line = f'{head[:-1]},"data":{text}}}\n'.encode()
     return row
 
 
-_RENAMED = {"duration_sec", "timestamp", "execution_id", "parent_execution_id", "data"}
+# One encoder for every row: ``json.dumps`` with options builds a new encoder per call.
+_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def _int_or_none(value: Any) -> int | None:

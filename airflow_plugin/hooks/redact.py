@@ -48,14 +48,23 @@ def is_secret_name(key: str) -> bool:
 
 def redact(value: Any, *, key: str | None = None, _depth: int = 0) -> Any:
     """``value`` with every secret replaced by :data:`REDACTED` (a new object)."""
-    if key is not None and value not in (None, "", {}, []) and not isinstance(value, bool):
-        if is_secret_key(key):
-            return REDACTED
-        if airflow_hides(key):
-            return _strings_hidden(value)
-    if isinstance(value, Mapping):
+    # The name rules first (cached per key, and most keys are no secret), then plain data by
+    # exact type: every event's data comes here, several times per loop item.
+    if (
+        key is not None
+        and (is_secret_key(key) or airflow_hides(key))
+        and value not in (None, "", {}, [])
+        and not isinstance(value, bool)
+    ):
+        return REDACTED if is_secret_key(key) else _strings_hidden(value)
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is str:
+        return _redact_text(value)
+    if kind is dict or isinstance(value, Mapping):
         return {k: redact(v, key=str(k), _depth=_depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if kind is list or isinstance(value, (list, tuple)):
         return [redact(v, _depth=_depth + 1) for v in value]
     if isinstance(value, str):
         return _redact_text(value)

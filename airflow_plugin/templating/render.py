@@ -459,6 +459,19 @@ def evaluate_condition(
 
 def to_jsonable(value: Any) -> Any:
     """Plain JSON data for XCom and events (datetimes as ISO text, unknown objects as str)."""
+    # Plain data first, by exact type: it is what nearly every event carries, and the checks
+    # below (abstract Mapping, the proxies, a copy by ``unwrap`` at every level) cost each event
+    # of every loop item more than its encoding. A proxy or a subclass (``ValueResult``) takes
+    # the general path, so the result is the same.
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): to_jsonable(item) for key, item in value.items()
+        }
+    if kind is list:
+        return [to_jsonable(item) for item in value]
     value = (
         unwrap(value)
         if isinstance(value, (ResultProxy, Mapping, list, tuple, ValueResult))

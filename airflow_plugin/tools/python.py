@@ -46,6 +46,7 @@ import base64
 import codecs
 import contextlib
 import datetime
+import functools
 import importlib
 import inspect
 import json
@@ -434,6 +435,14 @@ def _run_noetl5(
     return value
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str, filename: str) -> types.CodeType:
+    """The code object of ``source``: compiled once per process, not once per loop item (a
+    code object is immutable; every run execs it in a namespace of its own). A SyntaxError is
+    not cached and is raised again by the next call."""
+    return compile(source, filename, "exec")
+
+
 def run_python(call: ToolCall) -> ToolOutcome:
     started = time.monotonic()
     config = call.config
@@ -457,7 +466,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
     noetl5 = call.profile.python_function_body
     wrapped = noetl5 and has_top_level_return(code)
     try:
-        compiled = compile(wrapped_source(code) if wrapped else code, filename, "exec")
+        compiled = _compiled(wrapped_source(code) if wrapped else code, filename)
     except SyntaxError as exc:
         if wrapped and exc.lineno:  # the wrapper's `def` line is not the user's
             exc.lineno -= 1

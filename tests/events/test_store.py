@@ -9,8 +9,10 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from airflow_plugin.events import Event
 from airflow_plugin.events.schema import VIEWS, event_log
 from airflow_plugin.events.store import HEAD_REVISION, EventStore, StoreUnavailable
+from airflow_plugin.events.writer import event_row
 
 
 def row(n: int, *, execution_id: int = 7, name: str = "StepFinished", **extra) -> dict:
@@ -148,3 +150,47 @@ def test_an_unreachable_store_raises_store_unavailable_quickly():
 def test_password_never_appears_in_descriptions():
     store = EventStore("postgresql://user:s3cr3t-pw@127.0.0.1:5/db")
     assert "s3cr3t-pw" not in store.describe() and "s3cr3t-pw" not in repr(store)
+
+
+# Every character JSON and COPY's text format treat specially: backslashes (COPY's escape),
+# quotes, a tab and a newline (COPY's separators, escaped by JSON), non-ASCII text.
+TRICKY = 'back\\slash \\\\N "quoted"\ttab\nline ünï \\u0041 end\\'
+
+
+def test_copy_keeps_every_character_and_the_first_of_a_repeated_id(event_store):
+    """300 rows go through COPY on Postgres: rows the writer made (with their encoded line)
+    and plain dicts (read back from an outbox file) in one batch, one id twice."""
+    made = [
+        event_row(
+            Event(
+                name="LoopIterationCompleted",
+                entity="loop",
+                entity_id=f"{TRICKY}#{n}",
+                status="success",
+                execution_id="9",
+                step="square",
+                iteration=n,
+                duration=0.25,
+                data={"result": {"text": TRICKY, "n": n, "big": 2**62}},
+                event_id=str(uuid.UUID(int=10_000 + n)),
+                dag_id="d",
+                map_index=n % 4,
+            ),
+            65536,
+        )
+        for n in range(150)
+    ]
+    plain = [
+        row(n, execution_id=9, entity_id=f"{TRICKY}{n}", data={"t": TRICKY}) for n in range(150)
+    ]
+    batch = [*made, *plain]
+    batch.insert(7, {**batch[3], "entity_id": "a second copy is dropped"})
+    event_store.append(batch)
+    stored = event_store.events(9)
+    assert [r["event_id"] for r in stored] == [r["event_id"] for r in made + plain]
+    first = stored[3]
+    assert first["entity_id"] == f"{TRICKY}#3"
+    assert first["data"] == {"result": {"text": TRICKY, "n": 3, "big": 2**62}}
+    assert (first["iteration"], first["map_index"], first["duration_sec"]) == (3, 3, 0.25)
+    assert first["timestamp"] == made[3]["timestamp"]
+    assert stored[150]["entity_id"] == f"{TRICKY}0" and stored[150]["data"] == {"t": TRICKY}

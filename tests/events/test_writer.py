@@ -200,3 +200,40 @@ def test_a_forked_child_records_with_its_own_thread_and_connection(event_store, 
     assert len(event_store.events(77)) == 5
     record_all(recorder, events(3, execution_id="78"))  # the parent still works too
     assert recorder.flush(30) and len(event_store.events(78)) == 3
+
+
+def test_event_ids_are_uuid5_of_their_parts():
+    """``event_id`` forms the uuid5 from a copied SHA-1 state (every event of every loop item
+    takes one): the ids stay exactly ``uuid.uuid5`` of the parts, so ids stored before match."""
+    import uuid
+
+    from airflow_plugin.events.identity import EVENT_NAMESPACE, event_id
+
+    cases = [(), (None,), ("",), ("1", "d", None, 3, "ünï", "a\x1fb"), tuple(range(40))]
+    for parts in cases:
+        key = "\x1f".join("\x00" if part is None else str(part) for part in parts)
+        assert event_id(*parts) == str(uuid.uuid5(EVENT_NAMESPACE, key))
+    assert event_id(None) != event_id("")
+
+
+def test_a_row_is_encoded_once_and_its_line_is_the_row():
+    """The journal, the outbox and COPY write the line ``event_row`` made: it reads back as
+    the row itself (the redacted data included), and a read-back dict encodes the same."""
+    from airflow_plugin.events.journal import encode_row
+    from airflow_plugin.events.writer import event_row
+
+    event = Event(
+        name="ToolCompleted",
+        entity="tool",
+        entity_id="s#1",
+        status="success",
+        execution_id="12",
+        data={"result": {"password": "hunter2", "n": 1.5, "text": 'a"b\\c\n'}},
+        dag_id="d",
+    )
+    row = event_row(event, 65536)
+    assert row["data"] == {"result": {"password": "***", "n": 1.5, "text": 'a"b\\c\n'}}
+    line = encode_row(row)
+    assert line.endswith(b"\n") and b"hunter2" not in line
+    assert json.loads(line) == dict(row)
+    assert json.loads(encode_row(dict(row))) == dict(row)
