@@ -236,6 +236,17 @@ class EngineProfile:
             "(runtime/loop_items.run_items), which stops at the failed item.",
         )
     )
+    parallel_loop_stops_at_failed_item: bool = field(
+        metadata=_about(
+            "A parallel loop issues no further item once an item's call failed (the items "
+            "already running finish; the loop, and the run, fail); otherwise every item runs "
+            "and the loop fails at its end.",
+            "inside a task instance no item starts after a failed one (in index order, and on "
+            "the threads of a parallel loop run in one process: runtime/loop_items.run_items, "
+            "operators/loop._run_concurrently); a deployed loop's other mapped instances are "
+            "separate processes and each stops at its own first failed item.",
+        )
+    )
     # -- tools ------------------------------------------------------------------------------
     postgres_result_per_statement: bool = field(
         metadata=_about(

@@ -44,6 +44,7 @@ NOETL5 = EngineProfile(
     loop_results_capped=True,
     loop_omitted_count=True,
     loop_stops_at_failed_item=True,
+    parallel_loop_stops_at_failed_item=False,
     postgres_result_per_statement=False,
     python_function_body=True,
     python_input_undefined_blank=False,
@@ -166,6 +167,11 @@ NOETL5 = EngineProfile(
             "noetl/server:orchestrate-core/src/orchestrator.rs:832",
             "the next sequential item is dispatched only on the previous item's "
             "`command.completed`; a failed item dispatches none",
+        ),
+        "parallel_loop_stops_at_failed_item": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:1829",
+            "a parallel loop dispatches every item at once (`dispatch_count = total`); a failed "
+            "iteration cancels none",
         ),
         "postgres_result_per_statement": Source(
             "noetl/tools:src/tools/postgres.rs:331",

@@ -67,6 +67,7 @@ CASE_V2 = EngineProfile(
     loop_results_capped=False,
     loop_omitted_count=False,
     loop_stops_at_failed_item=False,
+    parallel_loop_stops_at_failed_item=False,
     postgres_result_per_statement=True,
     python_function_body=False,
     python_input_undefined_blank=True,
@@ -184,6 +185,11 @@ CASE_V2 = EngineProfile(
             "a failed item's `step.exit` is counted (`failed_count`) and the loop check issues the "
             "next item (engine.py:1602); the engine has no `command.failed` stop",
         ),
+        "parallel_loop_stops_at_failed_item": Source(
+            "noetl/core/dsl/v2/engine.py:1521",
+            "every item's `step.exit` is counted, a failed one too (`failed`), and the loop check "
+            "issues the next item whatever the mode (engine.py:1602): no failure stops a parallel loop",
+        ),
         "postgres_result_per_statement": Source(
             "noetl/tools/postgres/execution.py:151", '`results[f"command_{i}"]` per statement'
         ),
@@ -272,6 +278,7 @@ CANONICAL = EngineProfile(
     loop_results_capped=True,
     loop_omitted_count=True,
     loop_stops_at_failed_item=True,
+    parallel_loop_stops_at_failed_item=True,
     postgres_result_per_statement=False,
     python_function_body=False,
     python_input_undefined_blank=True,
@@ -385,6 +392,13 @@ CANONICAL = EngineProfile(
             "`command.failed` marks the execution failed and issues no command; an item counts "
             "only on its `call.done` (engine.py:5165), so no item after the failed one is issued "
             "(recorded: loops/loop_item_fails, 2 calls of 3 items)",
+        ),
+        "parallel_loop_stops_at_failed_item": Source(
+            "noetl/core/dsl/v2/engine.py:6103",
+            "a parallel loop is topped up to `max_in_flight` only on an item's `call.done` "
+            "(engine.py:5394); a failed item's `call.error` marks the loop step completed and the "
+            "execution failed (engine.py:5104), so `command.failed` finds no pending command "
+            "(engine.py:5920) and issues none: no item is issued after the failed one",
         ),
         "postgres_result_per_statement": Source(
             "noetl/tools/postgres/response.py:76",

@@ -40,6 +40,7 @@ V1 = EngineProfile(
     loop_results_capped=False,
     loop_omitted_count=True,
     loop_stops_at_failed_item=False,
+    parallel_loop_stops_at_failed_item=False,
     postgres_result_per_statement=False,
     python_function_body=False,
     python_input_undefined_blank=False,
@@ -159,6 +160,13 @@ V1 = EngineProfile(
             "noetl/plugin/iterator/executor.py:213",
             "sequential mode runs every item: a failed one is recorded `status: error` "
             "(execution.py run_one_iteration) and the next runs",
+            differs="noetlc fails the loop after its last item; the iterator returns "
+            "`status: success` with the failures in `errors` (executor.py:283)",
+        ),
+        "parallel_loop_stops_at_failed_item": Source(
+            "noetl/plugin/iterator/executor.py:175",
+            "`mode: async` submits every item to a thread pool at once; a failed one is recorded "
+            "`status: error` and the others run",
             differs="noetlc fails the loop after its last item; the iterator returns "
             "`status: success` with the failures in `errors` (executor.py:283)",
         ),

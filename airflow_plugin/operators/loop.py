@@ -29,7 +29,7 @@ from noetl_compile.step_model import Step
 
 from ..errors import NoetlRuntimeError
 from ..events import names
-from ..runtime.loop_items import instance_count, run_items
+from ..runtime.loop_items import instance_count, run_items, stops_at_failure
 from .base import NoetlTask, fail_task, runs_in_process, step_output
 from .presentation import item_label
 
@@ -206,7 +206,9 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
             if workers > 1:
-                records, failure = _run_concurrently(one, items, workers, self.step)
+                records, failure = _run_concurrently(
+                    one, items, workers, self.step, stop=stops_at_failure(self.payload)
+                )
             else:
                 # In index order. After a failed item a sequential loop of an engine that
                 # issues no further item stops; otherwise the chunk's other items still run,
@@ -239,19 +241,32 @@ def _max_active_tasks() -> int:
         return 16
 
 
-def _run_concurrently(one: Any, items: list, workers: int, step: str) -> tuple[list, Any]:
-    """``one(position, item)`` for every item on ``workers`` threads -> (records in item order,
-    the first failure). Each thread runs in a copy of this task's context (the event scope,
-    render issues) with a recording scope of its own, so an iteration's nested run names its
-    own calling event as parent."""
+def _run_concurrently(
+    one: Any, items: list, workers: int, step: str, *, stop: bool = False
+) -> tuple[list, Any]:
+    """``one(position, item)`` for every item on ``workers`` threads -> (records in item order
+    of the items that ran, the first failure). Each thread runs in a copy of this task's
+    context (the event scope, render issues) with a recording scope of its own, so an
+    iteration's nested run names its own calling event as parent. ``stop``: once an item
+    failed, no item that has not started yet starts (the engine issues none); those running
+    finish."""
     import contextvars
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from ..events import recording
 
-    def scoped(position: int, item: Any) -> dict:
-        with recording():
-            return one(position, item)
+    failed = threading.Event()
+
+    def scoped(position: int, item: Any) -> dict | None:
+        if stop and failed.is_set():
+            return None  # not started: no event, no record
+        try:
+            with recording():
+                return one(position, item)
+        except NoetlRuntimeError:
+            failed.set()
+            raise
 
     records, failure = [], None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"noetl-{step}") as pool:
@@ -261,9 +276,12 @@ def _run_concurrently(one: Any, items: list, workers: int, step: str) -> tuple[l
         ]
         for future in futures:
             try:
-                records.append(future.result())
+                record = future.result()
             except NoetlRuntimeError as exc:
                 failure = failure or exc
+                continue
+            if record is not None:
+                records.append(record)
     return records, failure
 
 

@@ -13,9 +13,13 @@
   shape stays what it was: a parallel loop one instance running ``max_in_flight`` items on
   threads (operators/loop.py), an async loop one instance per item up to 256.
 * :func:`run_items`: one instance's items in index order. A sequential loop of an engine whose
-  profile says ``loop_stops_at_failed_item`` (138c10ed, NoETL 5) starts no item after a failed
-  one, as the engine issues none; otherwise every item runs and the first failure is raised
-  at the end (v1, case-v2: the engine counts the failed item and issues the next).
+  profile says ``loop_stops_at_failed_item`` (138c10ed, NoETL 5), and a parallel one of an
+  engine whose profile says ``parallel_loop_stops_at_failed_item`` (138c10ed), start no item
+  after a failed one, as the engine issues none; otherwise every item runs and the first
+  failure is raised at the end (v1, case-v2: the engine counts the failed item and issues the
+  next; NoETL 5 dispatches a parallel loop's items all at once). Deployed, a parallel loop's
+  mapped instances are separate processes: each stops at its own first failed item, and the
+  others run their items (telling them would cost every item a look at Airflow's state).
 
 Standard library and the engine profiles only, so the operators and ``runtime.loop`` share it.
 """
@@ -39,10 +43,15 @@ IN_PROCESS_MAX_CHUNKS = 256
 
 
 def stops_at_failure(payload: Mapping[str, Any]) -> bool:
-    """Whether this loop starts no item after a failed one (a sequential loop of an engine
-    that issues none: ``profile.loop_stops_at_failed_item``)."""
+    """Whether this loop starts no item after a failed one: a sequential loop of an engine
+    that issues none (``profile.loop_stops_at_failed_item``), a parallel or async one of an
+    engine that tops a parallel loop up only on a successful item
+    (``profile.parallel_loop_stops_at_failed_item``)."""
     loop = payload.get("loop") or {}
-    return loop.get("mode") == "sequential" and profile_for(payload).loop_stops_at_failed_item
+    profile = profile_for(payload)
+    if loop.get("mode") == "sequential":
+        return profile.loop_stops_at_failed_item
+    return profile.parallel_loop_stops_at_failed_item
 
 
 def instance_count(
@@ -99,8 +108,8 @@ def run_items(
                 left = len(items) - position - 1
                 if log is not None and left:
                     log(
-                        f"NoETL loop {payload['step']}: an item failed; a sequential loop starts "
-                        f"no further item ({left} of this instance's items not run)"
+                        f"NoETL loop {payload['step']}: an item failed; the engine issues no "
+                        f"further item ({left} of this instance's items not run)"
                     )
                 break
     return records, failure

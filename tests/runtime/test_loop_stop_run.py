@@ -1,7 +1,8 @@
 """A sequential loop stops at its first failed item where NoETL's engine does (issue 33).
 
 NoETL 138c10ed and NoETL 5 issue no item after a failed one (``loop_stops_at_failed_item``;
-recorded: tests/differential/cases/loops/loop_item_fails); v1 and case-v2 run every item. The
+recorded: tests/differential/cases/loops/loop_item_fails); v1 and case-v2 run every item. A
+parallel loop of 138c10ed issues none either (``parallel_loop_stops_at_failed_item``). The
 loop here "charges" one row per item into a real DuckDB table whose CHECK refuses item 3: after
 it, no row of a later item may exist. Under ``dag.test()`` (compiled DAG, mapped body) and in
 one process (``run_loop``: regions, inline children, loops writing ctx), the same outcome.
@@ -131,11 +132,60 @@ def test_case_v2_sequential_loop_runs_every_item_then_fails(charge):
     assert started == list(range(6))
 
 
-def test_parallel_loop_is_not_stopped(charge):
-    # Only a sequential loop is stopped: a parallel loop's items are independent commands.
-    out, rows, _ = charge("par_go_on", CANONICAL, count=8, mode="parallel")
+def test_canonical_parallel_loop_issues_no_item_after_the_failed_one(charge):
+    # 138c10ed tops a parallel loop up only on an item's call.done; the failed item's
+    # call.error leaves nothing pending, so command.failed issues nothing (engine.py:6103).
+    # Under dag.test() the loop is one instance running max_in_flight items on threads.
+    assert profile_for({"dialect": "canonical"}).parallel_loop_stops_at_failed_item
+    out, rows, started = charge(
+        "par_stop",
+        CANONICAL.replace("{{mode: {mode}}}", "{{mode: parallel, max_in_flight: 1}}"),
+        count=8,
+    )
+    assert out.state == "failed", out.states
+    assert rows == [0, 1, 2] and started == [0, 1, 2, 3]
+    assert out.states["after"] != "success"
+    # Four at a time: items already running when item 3 fails finish, none starts after it.
+    out, rows, started = charge(
+        "par_stop_4",
+        CANONICAL.replace("{{mode: {mode}}}", "{{mode: parallel, max_in_flight: 4}}"),
+        count=60,
+    )
     assert out.state == "failed"
-    assert rows == [0, 1, 2, 4, 5, 6, 7]
+    assert 3 not in rows and {0, 1, 2} <= set(rows)
+    assert len(started) < 60 and set(rows) == set(started) - {3}
+
+
+def test_case_v2_and_noetl5_parallel_loops_run_every_item():
+    # dc55c492 counts a failed item and issues the next whatever the mode (engine.py:1521);
+    # NoETL 5 dispatches a parallel loop's items all at once (orchestrator.rs:1829).
+    for dialect in ("case-v2", "noetl5", "v1"):
+        assert not profile_for({"dialect": dialect}).parallel_loop_stops_at_failed_item
+
+
+def test_in_process_parallel_loop_follows_the_profile(tmp_path):
+    from airflow_plugin.runtime.loop import run_loop
+
+    for dialect, expected in (("canonical", [0, 1, 2]), ("case-v2", [0, 1, 2, 4, 5, 6])):
+        db = tmp_path / f"par_{dialect}.duckdb"
+        with duckdb.connect(str(db)) as con:
+            con.execute("CREATE TABLE charges (n INTEGER CHECK (n <> 3))")
+        payload = {
+            "step": "charge",
+            "dialect": dialect,
+            "tool": {
+                "kind": "duckdb",
+                "database": str(db),
+                "command": "INSERT INTO charges VALUES ({{ iter.n }})",
+            },
+            "loop": {"in": "{{ range(7) | list }}", "iterator": "n", "mode": "parallel"},
+        }
+        inputs = {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 5}
+        with pytest.raises(StepFailed):
+            run_loop(payload, inputs)
+        with duckdb.connect(str(db), read_only=True) as con:
+            rows = [n for (n,) in con.execute("SELECT n FROM charges ORDER BY n").fetchall()]
+        assert rows == expected, dialect
 
 
 def _in_process(dialect: str, tmp_path):
