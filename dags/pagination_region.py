@@ -131,6 +131,7 @@ with DAG(
         reads=READS["done"],
         task_display_name="done (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     start >> region_fetch_page

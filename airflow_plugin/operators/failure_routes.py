@@ -34,6 +34,7 @@ __all__ = [
     "ROUTED_TO",
     "error_text",
     "handled_failure",
+    "routes_by_trigger_rules",
     "run_failures",
     "task_states",
     "upstream_verdict",
@@ -46,6 +47,16 @@ FAILURE_TOLERANT_RULES = frozenset({"none_skipped", "all_done"})
 ROUTED_TO = "routed_to"
 
 _FAILED = frozenset({"failed", "upstream_failed"})
+
+
+def routes_by_trigger_rules(task: Any) -> bool:
+    """Were the tasks after ``task`` compiled to start after its failure (each with a tolerant
+    rule and the guard of this module)? DAG files compiled before that kept a routed failure's
+    task green, so that its branch could run."""
+    downstream = list(getattr(task, "downstream_list", None) or [])
+    return bool(downstream) and all(
+        getattr(t, "trigger_rule", None) in FAILURE_TOLERANT_RULES for t in downstream
+    )
 
 
 def handled_failure(output: Any) -> bool:

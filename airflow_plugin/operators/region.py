@@ -8,7 +8,9 @@ outside the region) no step routed to. The acyclic rest of the playbook stays na
 
 Payload: ``{"region", "dialect", "entry": [step], "steps": {step: step payload}, "exits": [task_id]}``.
 XCom: ``{"result", "results": {step: last result}, "ctx", "vars", "next"}``; downstream tasks
-read a member's result through ``reads["region_results"]``.
+read a member's result through ``reads["region_results"]``. A member whose call failed while
+the routing took the failure fails the region's task once the region has finished (red, the
+member's traceback in the log), as a plain step's handled failure does (``failure_routes``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 from noetl_compile.step_decode import decode_reads, decode_region
 from noetl_compile.step_model import Region
 
+from ..compat import AirflowFailException
 from ..errors import NoetlRuntimeError
-from .base import fail_task
+from .base import XCOM_RETURN_KEY, fail_task, failure_summary
+from .failure_routes import ROUTED_TO, routes_by_trigger_rules
 from .loop import CompiledStepOperator
 
 __all__ = ["NoetlRegionOperator"]
@@ -70,8 +74,37 @@ class NoetlRegionOperator(CompiledStepOperator):
             "order": ran.order,
             "attempts": ran.attempts,
         }
+        chosen = [task_id for _, task_id, _ in ran.exits if task_id is not None]
         if ran.errors:
             output["errors"] = ran.errors  # failed calls that routed on (operators/outcome.py)
+            if routes_by_trigger_rules(self):
+                return self.fail_routed(context, output, ran, chosen)
         self.log.info("NoETL region %s ran %s; exits: %s", self.step, ran.order, exits)
-        chosen = [task_id for _, task_id, _ in ran.exits if task_id is not None]
         return self.push_and_route(context, output, chosen if self.payload.get("exits") else None)
+
+    def fail_routed(self, context: Any, output: dict, ran: Any, chosen: list[str]) -> Any:
+        """A member's call failed and the routing took the failure: the region ran to its end;
+        now its task fails as a plain step's handled failure does (red, each failed member's
+        traceback in the log, Airflow's callbacks), after pushing the output with the first
+        failure as its ``error`` and ``routed_to`` (the exits taken), so the tasks after it run
+        by their trigger rules and the outcome task counts the failure as handled."""
+        for member, error in ran.errors.items():
+            error = error or {}
+            self.log.error(
+                "NoETL region %s: the call of member %s failed (%s); the routing took the "
+                "failure%s",
+                self.step,
+                member,
+                failure_summary(error),
+                f":\n{error['traceback']}" if error.get("traceback") else "",
+            )
+        member, error = next(iter(ran.errors.items()))
+        output = {**output, "error": error, ROUTED_TO: chosen}
+        if self.do_xcom_push:
+            context["ti"].xcom_push(XCOM_RETURN_KEY, output)
+        exits = [target for target, _, _ in ran.exits]
+        raise AirflowFailException(
+            f"region {self.step!r}: step {member!r}: {failure_summary(error)} (the routing took "
+            f"the failure; the region ran {len(ran.order)} step(s) and goes on to "
+            f"{', '.join(exits) or 'no step'})"
+        )

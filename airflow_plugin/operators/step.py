@@ -34,7 +34,7 @@ from noetl_compile.step_decode import decode_reads, decode_step
 from ..compat import AirflowFailException
 from ..errors import NoetlRuntimeError
 from .base import XCOM_RETURN_KEY, NoetlTask, fail_task, failure_summary, step_output
-from .failure_routes import FAILURE_TOLERANT_RULES, ROUTED_TO
+from .failure_routes import ROUTED_TO, routes_by_trigger_rules
 
 # The step runtime (Jinja sandbox, tools) is imported in execute(), not here: DAG files import
 # this module on every parse, and only a worker running the task needs the runtime.
@@ -131,10 +131,7 @@ class NoetlStepOperator(NoetlTask):
         """Were the tasks after this step compiled to start after its failure (``none_skipped``
         or ``all_done``, each checking that the failure routed to it: ``failure_routes.py``)? DAG files compiled
         before that kept a routed failure's task green, so that its branch could run."""
-        downstream = list(getattr(self, "downstream_list", None) or [])
-        return bool(downstream) and all(
-            getattr(task, "trigger_rule", None) in FAILURE_TOLERANT_RULES for task in downstream
-        )
+        return routes_by_trigger_rules(self)
 
     def fail_routed(self, context: Any, outcome: Any) -> Any:
         """Push the output (the failure, where the routing went) and fail the task: red, with

@@ -221,6 +221,7 @@ with DAG(
         reads=READS["validate_results"],
         task_display_name="validate_results (python)",
         tool_kind="python",
+        trigger_rule="none_skipped",
     )
 
     # step: end

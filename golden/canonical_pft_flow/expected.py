@@ -2036,6 +2036,7 @@ with DAG(
         task_display_name="validate_all_results (postgres)",
         tool_kind="postgres",
         inlets=[Asset("x-noetl://postgres/pg_k8s/public/pft_test_validation_log")],
+        trigger_rule="none_skipped",
     )
 
     # step: check_results

@@ -14,9 +14,10 @@ leaves, in the pattern Airflow's own system tests call the *watcher*: ``all_done
 it fails the run when a task failed without a routing that took it, and, where a routing took it,
 as the engine's profile says (``routed_failure_fails_run``: the canonical engine marks the
 execution failed at the first ``call.error``, 138c10ed engine.py:5996; case-v2 dc55c492 and v1
-58c2a16b end it completed). It also watches the regions of an engine that fails such runs: a
-region's member whose call failed and routed on inside it leaves the region's task green, with
-``status: error`` in its output.
+58c2a16b end it completed). A region whose member may route a failure is such a unit too: the
+region finishes its routing, then its task fails (``operators/region.py``). It also watches
+the other regions of an engine that fails such runs (DAG files compiled before regions turned
+red left the region's task green, with ``status: error`` in its output).
 """
 
 from __future__ import annotations
@@ -65,10 +66,17 @@ def _mentions_error(when: Any) -> bool:
 
 
 def routes_failure(unit: Unit, profile: EngineProfile) -> bool:
-    """May this unit's step end with a failed call that its routing takes on?"""
+    """May this unit's step end with a failed call that its routing takes on? A region may
+    when one of its members may: its task then fails once the region finished its routing."""
+    if unit.kind == "region":
+        members = (unit.payload.get("steps") or {}).values()
+        return any(_step_routes_failure(m, profile) for m in members if isinstance(m, Mapping))
     if unit.kind != "step":
         return False
-    payload = unit.payload
+    return _step_routes_failure(unit.payload, profile)
+
+
+def _step_routes_failure(payload: Mapping[str, Any], profile: EngineProfile) -> bool:
     arcs = (payload.get("routing") or {}).get("arcs") or []
     rules = payload.get("case") or []
     if profile.failed_call_takes_every_arc:
@@ -92,7 +100,7 @@ def outcome_plan(units: Sequence[Unit], profile: EngineProfile) -> OutcomePlan:
     routing = set()
     for unit in units:
         if routes_failure(unit, profile):
-            watch[unit.result_task] = unit.steps[0]
+            watch[unit.result_task] = unit.id if unit.kind == "region" else unit.steps[0]
             routing.add(unit.id)
         elif unit.kind == "region" and profile.routed_failure_fails_run:
             watch[unit.result_task] = unit.id

@@ -159,3 +159,62 @@ def test_a_failure_the_routing_takes_is_red_and_the_next_says_why_it_cannot_rend
     assert (
         "its producer step 'transform' failed (ZeroDivisionError: division by zero)" in caplog.text
     )
+
+
+def test_a_region_member_failure_the_routing_takes_is_red_after_the_region_finished(
+    run_playbook, capfd
+):
+    # A cycle (fetch -> check -> fetch) is one region task. Canonical: fetch's failed call
+    # takes its plain arc to check, check routes out to `after`; the region finishes its
+    # routing, then its task fails with fetch's traceback, `after` runs by its trigger rule
+    # and the outcome task ends the run failed, as 138c10ed does after a call.error.
+    out, recorder = run_playbook(
+        "region_handled",
+        f"""
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {{name: region_handled, path: failedtask/region_handled}}
+        workload: {{n: 0}}
+        workflow:
+          - step: start
+            tool: {{kind: noop}}
+            next: [{{step: fetch}}]
+          - step: fetch
+            tool:
+              kind: python
+              input: {{n: "{{{{ workload.n }}}}"}}
+              code: "{RAISING_LINE}\\nresult = {{'ratio': ratio}}"
+            next: [{{step: check}}]
+          - step: check
+            tool: {{kind: python, code: "result = {{'again': False}}"}}
+            next:
+              arcs:
+                - step: fetch
+                  when: "{{{{ check.again }}}}"
+                - step: after
+                  when: "{{{{ not check.again }}}}"
+          - step: after
+            tool: {{kind: python, code: "result = {{'after': True}}"}}
+        """,
+    )
+    log = _task_log(capfd)
+    regions = [t for t in out.states if t not in ("start", "after", "noetl_outcome")]
+    assert len(regions) == 1, out.states
+    (region,) = regions
+    assert out.states == {
+        "start": "success",
+        region: "failed",
+        "after": "success",
+        "noetl_outcome": "failed",
+    }
+    assert out.state == "failed"
+    output = out.xcom[region]
+    # The region ran to its end: check ran after the failed fetch and chose `after`.
+    assert output["order"] == ["fetch", "check"]
+    assert output["status"] == "error" and output["routed_to"] == ["after"]
+    assert output["error"]["type"] == "ZeroDivisionError"
+    assert "the call of member fetch failed (ZeroDivisionError: division by zero)" in log
+    assert RAISING_LINE in log and "Traceback (most recent call last)" in log
+    (finished,) = _step_finished(recorder, "fetch")
+    assert finished.status == "error"
+    assert [e.status for e in _step_finished(recorder, "after")] == ["success"]
