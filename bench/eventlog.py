@@ -9,9 +9,10 @@
     plain table with no index or conflict check (the ceiling) (target >= 20,000 events/s);
 (c) events per loop iteration: a 200-item parallel loop (64 mapped chunks) under ``dag.test()``;
 (d) SQLite store throughput, events/s, the same batches as (b);
-(e) the journal's cost per event (what survives a SIGKILL): encoding a stored row and its one
-    ``O_APPEND`` write, next to what ``StoreRecorder.record`` already spends making the row
-    (redaction, bounding); both in this process, best of 5 rounds of 20,000 events.
+(e) the journal's cost per event (what survives a SIGKILL): the one ``O_APPEND`` write of the
+    line a stored row carries, next to what ``StoreRecorder.record`` spends making the row
+    (redaction, bounding, its one encoding); both in this process, best of 5 rounds of 20,000
+    events.
 
 Usage: ``python bench/eventlog.py [--only a,b,c,d,e] [--events N]``.
 """
@@ -283,8 +284,9 @@ def bench_journal(n: int = 20_000, rounds: int = 5) -> None:
         write.append((written - made) / n * 1e6)
     size = len(encode_row(rows[0]))
     print(
-        f"(e) journal: {min(write):.1f} us per event (encode + one O_APPEND write of ~{size} B;"
-        f" median {statistics.median(write):.1f} us) next to {min(make):.1f} us to make the row"
+        f"(e) journal: {min(write):.1f} us per event (one O_APPEND write of the ~{size} B line"
+        f" the row carries; median {statistics.median(write):.1f} us) next to {min(make):.1f} us"
+        f" to make the row (redacted and encoded once)"
         f" (median {statistics.median(make):.1f} us); {n} events x {rounds} rounds"
     )
     # The same appends while another Python thread runs (as the writer thread does while it
