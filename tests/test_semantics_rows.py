@@ -121,17 +121,50 @@ def test_a_difference_is_reported_at_its_construct():
     assert "D917" not in {d.code for d in check_text(marked, "fan.yaml").diagnostics}
 
 
-def test_section_five_is_the_stored_scan_of_the_engine():
-    """docs/semantics.md section 5 is generated from the stored scan (tests/data); regenerate
-    with `python -m tests.differential.dsl_keys --noetl CHECKOUT --write`."""
-    from tests.differential.dsl_keys import BASES, BEGIN, END, render, stored
+def test_section_five_is_the_stored_scan_of_each_engine():
+    """docs/semantics.md section 5 is generated from the stored scan (tests/data), the recorded
+    cases (cases/dsl_keys, their `row:`) and divergences.yaml; regenerate with
+    `python -m tests.differential.dsl_keys --write` (add `--noetl ENGINE=CHECKOUT` per engine
+    to re-scan)."""
+    from tests.differential.dsl_keys import BEGIN, END, ENGINES, render, stored
 
-    commit, rows = stored()
+    data = stored()
     doc = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
     start, end = doc.index(BEGIN), doc.index(END) + len(END)
-    assert doc[start:end] == render(commit, rows)
-    assert len(rows) >= 200 and all(r["first"].startswith(BASES) for r in rows)
-    assert len({(r["key"], r["default"]) for r in rows}) == len(rows)
+    assert doc[start:end] == render(data)
+    assert set(data["commits"]) == set(ENGINES)
+    for engine, bases in ENGINES.items():
+        rows = [r for r in data["rows"] if r["engine"] == engine]
+        assert len(rows) >= 150 and all(r["first"].startswith(bases) for r in rows), engine
+        assert len({(r["key"], r["default"]) for r in rows}) == len(rows), engine
+
+
+def test_every_recorded_key_case_names_a_row_of_the_scan():
+    """A case under cases/dsl_keys/ says which row it records (`row:`); the row must exist, so a
+    re-scan that drops or renames a key cannot leave a case counted for nothing."""
+    from tests.differential.dsl_keys import recorded_cases, stored
+
+    rows = {(r["engine"], r["key"], r["default"]) for r in stored()["rows"]}
+    recorded = recorded_cases()
+    assert recorded and set(recorded) <= rows, sorted(set(recorded) - rows)
+
+
+def test_a_row_without_a_case_says_why():
+    """Each row's status is a recorded case or a no-case rule; a rule is decided per place
+    (one playbook-reachable place keeps the row `open`), never typed per row."""
+    from tests.differential.dsl_keys import NO_CASE, _rule, stored
+
+    words = {word for word, _ in NO_CASE}
+    for row in stored()["rows"]:
+        assert row["no_case"] in words | {None}, row
+    # The rules, on places whose group is plain from the path or the key.
+    assert _rule("canonical", "__loop_retry", "control_args", "noetl/core/dsl/v2/engine.py") == (
+        "internal"
+    )
+    assert _rule("canonical", "image", "runtime_cfg", "noetl/tools/container/executor.py") == (
+        "service"
+    )
+    assert _rule("canonical", "method", "config", "noetl/worker/v2_worker_nats.py") is None
 
 
 def test_the_scan_keeps_dsl_blocks_and_leaves_state_out():

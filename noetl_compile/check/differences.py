@@ -291,6 +291,19 @@ def _statement_count(sql: str) -> int:
 # ----------------------------------------------------------------------------- v1
 
 
+# v1 step keys that never reach 58c2a16b's tool (D934): per step type, the key and why.
+_V1_KEYS_DROPPED: dict[Any, tuple[tuple[str, str], ...]] = {
+    "http": (
+        ("params", "sends no `params` (an empty `data` map is taken as the query first)"),
+        ("timeout", "never hands a step's `timeout` to its http plugin (30 s applies)"),
+    ),
+    "python": (
+        ("code_b64", "never hands `code_b64` to its python plugin ('No code provided')"),
+        ("code_base64", "never hands `code_base64` to its python plugin ('No code provided')"),
+    ),
+}
+
+
 def _v1_step(ctx: CheckContext, step: Step) -> None:
     raw = step.raw if isinstance(step.raw, YMap) else None
     if raw is None:
@@ -320,6 +333,14 @@ def _v1_step(ctx: CheckContext, step: Step) -> None:
             f"python code of step {step.name!r} defines no `main`: 58c2a16b fails it; noetlc "
             "runs it and takes `result`",
         )
+    for key, why in _V1_KEYS_DROPPED.get(raw.get("type"), ()):
+        if key in raw and not (key.startswith("code_") and "code" in raw):
+            ctx.report(
+                "D934",
+                ctx.key_pos(raw, key),
+                f"`{key}` of v1 {raw.get('type')} step {step.name!r}: 58c2a16b {why}; noetlc "
+                f"applies `{key}`",
+            )
     entries = raw.get("next")
     if not isinstance(entries, YList):
         return

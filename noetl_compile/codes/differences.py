@@ -253,4 +253,16 @@ RULES = (
         + "'A case-v2 template reading `ctx`').",
         "read the value from `vars` or a step's result if the playbook must also run on dc55c492",
     ),
+    rule(
+        "D934",
+        I,
+        "runs differently on NoETL: a v1 step key that never reaches the tool",
+        "58c2a16b's broker copies a fixed list of step fields onto the job: a step's `timeout` "
+        "(http: 30 s applies) and `code_b64`/`code_base64` (python: 'No code provided') are not "
+        "on it, and its http plugin takes the step's empty `data` map as the query before it "
+        "looks at `params`, so `params` is never sent; noetlc applies each key ("
+        + _ROW
+        + "'A v1 step's `params`, `timeout` or `code_b64`').",
+        "inline `code`, and put the query under `data:`, if the playbook must also run on 58c2a16b",
+    ),
 )

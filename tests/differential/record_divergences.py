@@ -267,6 +267,43 @@ EXTRA_REASONS.update(
         "case-v2-non-dict-result": "a case-v2 python step whose result is a list or a scalar: dc55c492's worker cannot report it (POST /api/events answers 422 three times), the call fails and the run ends failed; noetlc keeps the value (docs/semantics.md section 6)",
     }
 )
+# Table (a)'s cases (cases/dsl_keys): a key absent or present, grouped by the behaviour that
+# differs.
+CASE_GROUPS.update(
+    {
+        "dsl_keys/arc_step_absent": "missing-field-refused",
+        "dsl_keys/python_code_absent": "missing-field-refused",
+        "dsl_keys/c2_python_code_absent": "missing-field-refused",
+        "dsl_keys/duckdb_database_absent": "duckdb-result-fields",
+        "dsl_keys/duckdb_database_present": "duckdb-result-fields",
+        "dsl_keys/c2_duckdb_database_absent": "duckdb-result-fields",
+        "dsl_keys/c2_duckdb_database_present": "duckdb-result-fields",
+        "dsl_keys/http_headers_present": "literal-secret-refused",
+        "dsl_keys/http_timeout_present": "http-error-document",
+        "dsl_keys/c2_http_timeout_present": "http-error-document",
+        "dsl_keys/v1_http_method_absent": "http-error-document",
+        "dsl_keys/step_tool_absent": "noetl-hangs",
+        "dsl_keys/v1_next_when_present": "v1-then-else-dropped",
+        "dsl_keys/v1_http_params_present": "v1-step-fields-dropped",
+        "dsl_keys/v1_http_timeout_present": "v1-step-fields-dropped",
+        "dsl_keys/v1_code_b64_present": "v1-step-fields-dropped",
+        "dsl_keys/http_url_absent": "missing-field-refused",
+        "dsl_keys/c2_http_url_absent": "missing-field-refused",
+        "dsl_keys/duckdb_query_absent": "missing-field-refused",
+        "dsl_keys/c2_duckdb_query_absent": "missing-field-refused",
+        "dsl_keys/duckdb_sql_absent": "missing-field-refused",
+        "dsl_keys/duckdb_command_absent": "missing-field-refused",
+        "dsl_keys/duckdb_query_present": "duckdb-result-fields",
+        "dsl_keys/c2_duckdb_query_present": "duckdb-result-fields",
+        "dsl_keys/duckdb_command_present": "duckdb-result-fields",
+        "dsl_keys/duckdb_sql_present": "duckdb-result-fields",
+        **{
+            f"dsl_keys/v1_iterator_{key}_{variant}": "v1-iterator-one-job"
+            for key in ("where", "limit", "order_by", "mode", "concurrency", "enumerate", "chunk")
+            for variant in ("absent", "present")
+        },
+    }
+)
 EXTRA_REASONS.update(
     {
         "duckdb-result-fields": "duckdb step result: NoETL (138c10ed) returns {executed_commands, command_N_rows, command_N_sample (row lists), database_path, secrets_created} with its own execution id and a random task_id, and a failure as {id, status, duration, error: <text>, traceback}; noetlc returns the postgres tool's shape (status, rows as named columns, row_count, columns, statement_count) and the structured error (docs/semantics.md section 1)",
@@ -275,6 +312,9 @@ EXTRA_REASONS.update(
         "case-v2-response-in-case": "a case-v2 `case` whose `when` reads `response.status_code` after a successful http call: NoETL (dc55c492) binds `response` (and `result`, `this`) in a case `when` to the worker's transport envelope {id, status, data: <http result>}, so `response.status_code` is undefined there (its worker offers the status as a bare `status_code`) and the rule is not taken; noetlc binds `response` to the step's result, the value `{{ step }}` gives downstream, and takes it (docs/semantics.md section 1)",
         "case-v2-sink-args": "a case-v2 `then.sink` written as the corpus seed writes it (`tool: {kind: postgres, table}` + `args`): NoETL (dc55c492) refuses it at run time ('postgres save requires table and mapping data', a sink.error event only), the run completes and nothing is written, and it replaces the step's result with its sink envelope; noetlc writes the row and keeps the http result (docs/semantics.md section 1)",
         "rule-then-needs-do": "a policy rule's `then` without `do`: NoETL (138c10ed) fails the call at run time ('Policy rule then must have do field'), takes the step's unconditional arc and ends the run failed; noetlc refuses the playbook at compile time (C514, at the rule): the same refusal, before anything runs (docs/semantics.md section 1)",
+        "missing-field-refused": "a tool or arc without the field that gives it something to do: a python tool without `code`, an http tool without `url` or a duckdb tool without a statement fails its call at run time on NoETL (138c10ed, dc55c492), and an arc without `step` is dropped without a word (138c10ed completes the run without it); noetlc refuses the playbook at compile time at the construct (C501, C502, C504, S101) (docs/semantics.md section 1)",
+        "http-error-document": "a failed http call's step result: NoETL returns its own error document (138c10ed `{id, status: error, error: 'Request error: '}`, the timeout's text empty; dc55c492 'Request error: timed out'; 58c2a16b a 4xx as `{url, data: <body>, headers, status_code, elapsed}`), noetlc the structured error `{status: error, error: {kind, type, message, code, retryable}}` (or `{id, status: error, data}` for a status error) that names what failed (docs/semantics.md section 1)",
+        "v1-step-fields-dropped": "a v1 step key that never reaches the tool: NoETL 58c2a16b's broker copies a fixed list of step fields onto the job (initial.py, transitions.py) without `timeout` (the http plugin's 30 s applies) or `code_b64`/`code_base64` (the python plugin fails: 'No code provided'), and its http plugin takes the step's empty `data` map as the query before it looks at `params` (request.py: `{}` is not None), so `params` is never sent; noetlc applies each key, as the later engines do (D934, docs/semantics.md section 1)",
         "literal-secret-refused": "a literal secret in a header (`Authorization: Bearer ...`): noetlc compile refuses it (X601: secrets come from connections or the secrets tool); NoETL sends it (docs/semantics.md section 1)",
     }
 )

@@ -35,7 +35,8 @@ the values of ``elapsed`` / ``duration`` / ``duration_ms``) and NoETL's result-s
 ``ref`` / ``_ref`` / ``reference`` mapping with a ``locator``: it embeds the execution id and a
 random suffix), a uuid4 ``id`` (NoETL's python tool stamps each error result with a fresh
 one) and a ``command_id`` (``<execution id>:<step>:<snowflake>``). noetlc's transfer cursor name (``noetl_transfer_<hex>``, new per call, quoted in PostgreSQL's error
-text) is normalised too. A locator's or an id's presence is kept (it becomes ``<result-ref>`` / ``<uuid>``), so a
+text) is normalised too, and so is the run-named DuckDB file of a duckdb step without `database`
+(``duckdb_<run>.duckdb``). A locator's or an id's presence is kept (it becomes ``<result-ref>`` / ``<uuid>``), so a
 result that carries one in NoETL and none in noetlc still differs.
 """
 
@@ -269,6 +270,9 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # and PostgreSQL's error text quotes it (cut at the front: `...l_transfer_<hex>`): a value two
 # runs differ in by construction.
 _TRANSFER_CURSOR = re.compile(r"transfer_[0-9a-f]{12}")
+# A duckdb step without `database` writes a file named after its run on both engines (NoETL:
+# `./data/noetldb/duckdb_<execution id>.duckdb`; noetlc: `.../duckdb_<run number>.duckdb`).
+_RUN_DUCKDB = re.compile(r"duckdb_[0-9]+\.duckdb")
 
 
 def _is_locator(value: dict[str, Any]) -> bool:
@@ -291,6 +295,8 @@ def _strip_refs(value: Any) -> Any:
         return [_strip_refs(v) for v in value]
     if isinstance(value, str) and "transfer_" in value:
         return _TRANSFER_CURSOR.sub("transfer_<cursor>", value)
+    if isinstance(value, str) and "duckdb_" in value:
+        return _RUN_DUCKDB.sub("duckdb_<run>.duckdb", value)
     return value
 
 
