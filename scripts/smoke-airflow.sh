@@ -13,7 +13,10 @@
 # every DAG, `noetlc run` every example of the README (one warm runner), one deployed run per
 # executor (scripts/airflow-stack.sh: LocalExecutor runs hello_world, a loop and a gate; Celery
 # runs hello_world; NOETLC_SMOKE_STACK=0 leaves the deployment out); then tests/test_compat.py and
-# tests/runtime/test_tool_secrets.py.
+# tests/runtime/test_tool_secrets.py. What the version cannot run (noetl_compile/airflow_versions.py:
+# on 3.0 approve/input gates) must be refused with C518: the gates playbook then is neither
+# compiled, run nor deployed (the stack runs hello_world and a loop).
+# CI runs this for 3.1 and 3.2 (scripts/matrix-versions.sh); 3.0.6 by hand.
 # Prints how long each part took.
 set -euo pipefail
 
