@@ -111,7 +111,9 @@ def main() -> int:
     stack_text, stack_ok = "stack skipped (NOETLC_SMOKE_STACK=0)", True
     if os.environ.get("NOETLC_SMOKE_STACK", "1") != "0":
         t0 = time.monotonic()
-        good, tried, stopped = run_stacks(lambda line: print(line, flush=True), runnable)
+        good, tried, stopped = run_stacks(
+            lambda line: print(line, flush=True), runnable if refused else None
+        )
         stack_text = f"stack runs {good}/{tried}"
         stack_ok = good == tried and stopped
         print(f"stack: {good}/{tried} ({time.monotonic() - t0:.0f}s)", flush=True)

@@ -116,10 +116,9 @@ def run_stacks(
     """(runs that succeeded, runs tried, every stack stopped) over every executor of
     :data:`PLAN`. ``playbooks``: the ones this Airflow can run (the DAG folder deployed, and the
     runs of :data:`PLAN` kept to them: on 3.0, which has no gates, hello_world and a loop);
-    default every bundled one."""
-    playbooks = playbooks or sorted((ROOT / "playbooks").glob("*.yaml"))
-    deployed = [arg for p in playbooks for arg in ("--playbooks", str(p))]
-    stems = {p.stem for p in playbooks}
+    default every bundled one (the stack compiles its default folder)."""
+    deployed = [arg for p in playbooks or () for arg in ("--playbooks", str(p))]
+    stems = {p.stem for p in playbooks or sorted((ROOT / "playbooks").glob("*.yaml"))}
     from airflow_plugin.deploy.rest import AirflowClient
 
     ok = tried = 0
