@@ -157,7 +157,9 @@ def refused_playbooks(env: dict[str, str]) -> tuple[set[Path], str, bool]:
         return refused, f"gates: other errors than {REFUSAL}: {', '.join(others)}", False
     if has_hitl(target):
         names = ", ".join(sorted(p.name for p in refused))
-        return refused, f"gates: run here, yet {names or 'none'} refused", not refused
+        if refused:
+            return refused, f"gates: run here, yet {REFUSAL} refused {names}", False
+        return refused, "gates: run here (none refused)", True
     if not refused:
         return refused, f"gates: Airflow {version_label(target)} has none, yet none refused", False
     first = version_label(HITL_SINCE)
