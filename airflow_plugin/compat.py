@@ -20,6 +20,8 @@ imports Airflow: the hooks import it and still work without Airflow.
 | an approve gate's request params | none (``HITLOperator`` filters the DAG's by source) | the DAG's on 3.1: the approval operator sends none on every version |
 | a parked approve/input gate | ``awaiting_input`` (3.3), deferred to ``HITLTrigger`` (3.2, 3.1) | none on 3.0 (:func:`hitl_gates`) |
 | a deployment's waiting gates, by its API server's version | :func:`gate_wait_states` | the same |
+| a Variable or Connection read outside a task process (tests, the listener, the CLI) | the task SDK's lookup | the same on 3.1; Airflow core's on 3.0 (:func:`get_variable`, :func:`get_connection`) |
+| the SQLAlchemy driver of a Postgres URL (the stack, the event log) | ``postgresql+psycopg`` (SQLAlchemy 2) | the same on 3.1; ``postgresql+psycopg2`` on 3.0 (SQLAlchemy 1.4: :func:`postgres_driver`) |
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ __all__ = [
     "bundle_dag_bag",
     "dag_is_paused",
     "gate_wait_states",
+    "get_connection",
+    "get_variable",
     "hitl_gates",
     "hitl_operators",
     "in_process_comms",
@@ -44,6 +48,7 @@ __all__ = [
     "mask_secret",
     "masker_redact",
     "paused_check_builtin",
+    "postgres_driver",
     "resume_kwargs",
     "run_test_task",
     "run_user",
@@ -248,8 +253,34 @@ def run_test_task(ti: Any, task: Any) -> Any:
 
     if airflow_version() >= (3, 1):
         return _run_task(ti=ti, task=task, run_triggerer=False)
+    _in_process_task_logging()
     ti.task = task
     return _run_task(ti=ti, run_triggerer=False)
+
+
+@functools.cache
+def _in_process_task_logging() -> None:
+    """Airflow 3.0 leaves the task SDK's structlog unconfigured outside a supervised task
+    process (3.1+ configures it with Airflow's logging): every debug line then reaches the run's
+    log, among them the in-process comms' ``Sending request msg=MaskSecret(value=<the secret>)``,
+    written before the value is masked. Keep structlog at ``[logging] logging_level`` (INFO by
+    default), with Airflow's masking processor before the renderer, as a task process has it."""
+    import logging
+
+    import structlog
+    from airflow.configuration import conf
+    from airflow.sdk.log import mask_logs
+
+    level = logging.getLevelName(conf.get("logging", "logging_level", fallback="INFO").upper())
+    processors = list(structlog.get_config()["processors"])
+    if mask_logs not in processors:
+        processors.insert(max(len(processors) - 1, 0), mask_logs)
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(
+            level if isinstance(level, int) else logging.INFO
+        ),
+    )
 
 
 def trigger_kwargs(message: Any) -> dict[str, Any]:
@@ -316,3 +347,67 @@ def forget_in_process_api() -> None:
     clear = getattr(in_process_api_server, "cache_clear", None)
     if clear is not None:
         clear()
+
+
+def _core_lookup() -> bool:
+    """Whether a Variable or Connection must be read through Airflow core rather than the task
+    SDK: on 3.0 outside a task process (no ``SUPERVISOR_COMMS``: a test, the scheduler's
+    listener, the CLI), the SDK asks its backends (environment, configured backend; no metadata
+    DB) and then a supervisor that is not there, failing with ``ImportError``. 3.1 and later
+    answer "not found" there themselves."""
+    if airflow_version() >= (3, 1):
+        return False
+    from airflow.sdk.execution_time import task_runner
+
+    return getattr(task_runner, "SUPERVISOR_COMMS", None) is None
+
+
+def get_variable(name: str) -> Any:
+    """The Airflow Variable ``name`` (its value registered with the log masker, as Airflow's own
+    lookup does), or None where no backend defines it. Any other failure of the lookup (a
+    secrets backend that cannot be loaded, the API server answering an error) raises."""
+    if _core_lookup():
+        from airflow.models.variable import Variable as CoreVariable
+
+        return CoreVariable.get(name, default_var=None)  # masks what it finds
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
+
+    try:
+        return Variable.get(name)
+    except AirflowRuntimeError as exc:
+        # VARIABLE_NOT_FOUND is "not defined"; any other code is a failure of the lookup.
+        if getattr(getattr(exc, "error", None), "error", None) == ErrorType.VARIABLE_NOT_FOUND:
+            return None
+        raise
+
+
+def get_connection(name: str) -> Any:
+    """The Airflow Connection ``name`` (password and extra registered with the log masker, as
+    the task SDK's lookup does); ``AirflowNotFoundException`` where no backend defines it."""
+    if _core_lookup():
+        from airflow.models.connection import Connection as CoreConnection
+
+        conn = CoreConnection.get_connection_from_secrets(name)
+        # Airflow core's lookup leaves masking to the SDK's caller: do what the SDK does.
+        for secret in (conn.password, conn.extra):
+            if secret:
+                mask_secret(secret)
+        return conn
+    from airflow.sdk import Connection
+
+    return Connection.get(name)
+
+
+def postgres_driver() -> str:
+    """The SQLAlchemy dialect+driver for a Postgres URL: ``postgresql+psycopg`` (psycopg 3) where
+    the installed SQLAlchemy has that dialect (2.0+), else ``postgresql+psycopg2`` (SQLAlchemy
+    1.4, which Airflow 3.0 pins; ``apache-airflow-providers-postgres`` brings psycopg2-binary)."""
+    from sqlalchemy.dialects import registry
+    from sqlalchemy.exc import NoSuchModuleError
+
+    try:
+        registry.load("postgresql.psycopg")
+    except NoSuchModuleError:
+        return "postgresql+psycopg2"
+    return "postgresql+psycopg"

@@ -12,8 +12,8 @@
 # succeeded. Then scripts/smoke_airflow.py runs with it: compile every bundled playbook, import
 # every DAG, `noetlc run` every example of the README (one warm runner), one deployed run per
 # executor (scripts/airflow-stack.sh: LocalExecutor runs hello_world, a loop and a gate; Celery
-# runs hello_world; NOETLC_SMOKE_STACK=0 leaves the deployment out); then tests/test_compat.py and
-# tests/runtime/test_tool_secrets.py. What the version cannot run (noetl_compile/airflow_versions.py:
+# runs hello_world; NOETLC_SMOKE_STACK=0 leaves the deployment out); then tests/test_compat.py,
+# tests/runtime/test_tool_secrets.py and tests/runtime/test_connection_secret_run.py. What the version cannot run (noetl_compile/airflow_versions.py:
 # on 3.0 approve/input gates) must be refused with C518: the gates playbook then is neither
 # compiled, run nor deployed (the stack runs hello_world and a loop).
 # CI runs this for 3.1 and 3.2 (scripts/matrix-versions.sh); 3.0.6 by hand.
@@ -66,9 +66,10 @@ if unshare --net true 2>/dev/null; then
 else
   "$venv/bin/python" scripts/smoke_airflow.py || status=1
 fi
-# What differs between versions below the examples: compat's answers, and the secrets hook
-# (Airflow's own lookup differs by version; unit-test mode sets a Fernet key, as deployments do).
+# What differs between versions below the examples: compat's answers, the secrets hook
+# (Airflow's own lookup differs by version; unit-test mode sets a Fernet key, as deployments do),
+# and a Connection's password kept out of a run's logs, XComs and events.
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_compat.py \
-  tests/runtime/test_tool_secrets.py || status=1
+  tests/runtime/test_tool_secrets.py tests/runtime/test_connection_secret_run.py || status=1
 echo "suite: $(( $(date +%s) - installed ))s"
 exit $status

@@ -111,12 +111,10 @@ def clear_cache() -> None:
 
 
 def _lookup(name: str) -> ConnectionInfo:
+    from ..compat import get_connection as airflow_connection
+
     try:
-        from airflow.sdk import Connection
-    except ImportError as exc:  # pragma: no cover - the runtime is installed with the airflow extra
-        raise ConnectionNotFound(name, exc) from exc
-    try:
-        conn = Connection.get(name)
+        conn = airflow_connection(name)
     except Exception as exc:  # noqa: BLE001 - AirflowNotFoundException, or a backend that is down
         raise ConnectionNotFound(name, exc) from None
     try:

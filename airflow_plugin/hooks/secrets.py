@@ -219,24 +219,19 @@ def _airflow_places(name: str) -> list[str]:
 def _from_airflow(provider: str, name: str) -> str:
     places = _airflow_places(name)
     try:
-        from airflow.sdk import Connection, Variable
-
-        from ..compat import AirflowNotFoundException, AirflowRuntimeError, ErrorType
+        from ..compat import AirflowNotFoundException, get_connection, get_variable
     except ImportError as exc:  # pragma: no cover - the runtime is installed with Airflow
         raise SecretUnavailable(provider, name, places, reason="backend_error", cause=exc) from None
 
     try:
-        return Variable.get(name)
-    except AirflowRuntimeError as exc:
-        # Airflow says "not found" with VARIABLE_NOT_FOUND; any other error code is a failure of
-        # the lookup (e.g. the API server answering a task with an error).
-        if getattr(getattr(exc, "error", None), "error", None) != ErrorType.VARIABLE_NOT_FOUND:
-            raise _failure(provider, name, places, exc) from None
+        value = get_variable(name)
     except Exception as exc:  # noqa: BLE001 - a misconfigured or unreachable backend
         raise _failure(provider, name, places, exc) from None
+    if value is not None:
+        return value
 
     try:
-        conn = Connection.get(name)
+        conn = get_connection(name)
     except AirflowNotFoundException:
         raise _connection_not_found(provider, name, places) from None
     except Exception as exc:  # noqa: BLE001

@@ -131,7 +131,9 @@ def test_name_may_come_from_the_step_input(monkeypatch):
 
 
 def test_resolved_values_are_masked_in_airflow_logs(monkeypatch):
-    from airflow.sdk.log import redact
+    from airflow_plugin.compat import masker_redact
+
+    redact = masker_redact()  # airflow.sdk.log's on 3.2+, the execution-time masker's before
 
     secret = "env-only-value-58c1d2"  # never seen by Airflow's own lookup, so only we mask it
     monkeypatch.setenv("NOETL_MASK_ME", secret)
