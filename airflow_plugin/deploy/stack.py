@@ -45,6 +45,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from ..compat import postgres_driver
 from .layout import Layout, StackError, free_port, tail
 from .postgres import Postgres, pg_parent_dir
 from .processes import alive, recorded_pids, signal_group, spawn, tagged_processes
@@ -127,9 +128,12 @@ def _airflow_env(
     env_file: Path | None,
 ) -> dict[str, str]:
     base_url = f"http://127.0.0.1:{api_port}"
+    # psycopg 3's dialect where the installed SQLAlchemy has it; psycopg2 under Airflow 3.0's
+    # SQLAlchemy 1.4 (compat.postgres_driver).
+    driver = postgres_driver()
     settings = {
         "AIRFLOW_HOME": str(layout.home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg.url("airflow", "postgresql+psycopg"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg.url("airflow", driver),
         "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor" if executor == "celery" else "LocalExecutor",
         "AIRFLOW__CORE__AUTH_MANAGER": (
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
@@ -167,7 +171,7 @@ def _airflow_env(
         # Log servers on free ports: two stacks on one machine must not collide on 8793/8794.
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-        "NOETL_EVENTS_URL": pg.url("noetl_events", "postgresql+psycopg"),
+        "NOETL_EVENTS_URL": pg.url("noetl_events", driver),
         "NOETL_EVENTS_DIR": str(layout.state / "noetl"),
         "NOETL_STACK_ID": str(layout.state),
     }
@@ -178,7 +182,7 @@ def _airflow_env(
         settings.update(
             {
                 "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
-                "AIRFLOW__CELERY__RESULT_BACKEND": pg.url("airflow", "db+postgresql+psycopg"),
+                "AIRFLOW__CELERY__RESULT_BACKEND": pg.url("airflow", f"db+{driver}"),
                 "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
             }
         )

@@ -70,9 +70,11 @@ def _connection_url(conn_id: str) -> str:
     """The URL of an Airflow Connection (resolved through Airflow, env vars included)."""
     from sqlalchemy.engine import URL
 
+    from ..compat import postgres_driver
+
     info = get_connection(conn_id)
     return URL.create(
-        "postgresql+psycopg",
+        postgres_driver(),
         username=info.login,
         password=info.password,
         host=info.host,

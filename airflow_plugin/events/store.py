@@ -11,8 +11,10 @@ revision on first use (alembic, under a lock so concurrent task processes migrat
   of events per second possible); small batches and SQLite use a multi-row ``INSERT``.
 * :meth:`events` reads an execution (or a DAG run) in ``seq`` order, the order of insertion.
 
-URLs: a SQLAlchemy URL, a libpq URL (``postgresql://``, ``postgres://``: psycopg 3 is used), a
-libpq ``key=value`` DSN, or a file path (SQLite).
+URLs: a SQLAlchemy URL, a libpq URL (``postgresql://``, ``postgres://``: psycopg 3 is used, or
+psycopg2 where the installed SQLAlchemy has no psycopg 3 dialect: 1.4, under Airflow 3.0), a libpq
+``key=value`` DSN, or a file path (SQLite). ``COPY`` needs psycopg 3; through psycopg2 every
+batch is a multi-row ``INSERT``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..compat import postgres_driver
 from ..errors import NoetlFailure
 from .journal import encode_row
 from .schema import COLUMNS, SCHEMA, TABLE, event_log
@@ -51,7 +54,7 @@ def normalise_url(url: str) -> str:
     """A SQLAlchemy URL for what a user may write as the event-log location."""
     text = url.strip()
     if text.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + text.split("://", 1)[1]
+        return f"{postgres_driver()}://" + text.split("://", 1)[1]
     if "://" in text:
         return text
     if "=" in text and " " in text or text.startswith(("host=", "dbname=", "user=")):
@@ -60,7 +63,7 @@ def normalise_url(url: str) -> str:
         parts = conninfo_to_dict(text)
         query = {k: str(v) for k, v in parts.items() if k not in _URL_PARTS}
         return sa.engine.URL.create(
-            "postgresql+psycopg",
+            postgres_driver(),
             username=parts.get("user"),
             password=parts.get("password"),
             host=parts.get("host"),
@@ -78,6 +81,8 @@ class EventStore:
     def __init__(self, url: str) -> None:
         self.url = normalise_url(url)
         self.dialect = sa.engine.make_url(self.url).get_backend_name()
+        # COPY through the driver's connection is psycopg 3's API (``cursor.copy``).
+        self._copies = sa.engine.make_url(self.url).get_driver_name() == "psycopg"
         self._engine: sa.Engine | None = None
         self._pid = 0
         self._migrated = False
@@ -206,7 +211,7 @@ class EventStore:
             return
         self.migrate()
         with self._begin() as conn:
-            if self.dialect == "postgresql" and len(rows) >= COPY_THRESHOLD:
+            if self._copies and len(rows) >= COPY_THRESHOLD:
                 _copy_insert(conn, rows)
             else:
                 conn.execute(_insert_ignoring(self.dialect), [_db_row(row) for row in rows])
@@ -350,8 +355,10 @@ def _read_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _is_missing_table(exc: BaseException) -> bool:
     original = getattr(exc, "orig", None)
-    # Postgres: undefined_table (42P01) or invalid_schema_name (3F000); SQLite: "no such table".
-    if getattr(original, "sqlstate", None) in ("42P01", "3F000"):
+    # Postgres: undefined_table (42P01) or invalid_schema_name (3F000) (psycopg 3 calls the code
+    # sqlstate, psycopg2 pgcode); SQLite: "no such table".
+    code = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
+    if code in ("42P01", "3F000"):
         return True
     return "no such table" in str(original or exc)
 
