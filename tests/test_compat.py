@@ -155,6 +155,23 @@ def test_compat_answers_for_the_installed_airflow() -> None:
     assert compat.in_process_comms() is not None
 
 
+def test_postgres_driver_is_one_the_installed_sqlalchemy_loads() -> None:
+    # The stack's metadata DB, Celery's result backend and the event log name this driver:
+    # psycopg 3's dialect on SQLAlchemy 2, psycopg2 on Airflow 3.0's SQLAlchemy 1.4.
+    import sqlalchemy as sa
+
+    from airflow_plugin import compat
+    from airflow_plugin.events.store import normalise_url
+
+    driver = compat.postgres_driver()
+    expected = "psycopg" if int(sa.__version__.split(".")[0]) >= 2 else "psycopg2"
+    assert driver == f"postgresql+{expected}"
+    engine = sa.create_engine(f"{driver}://nobody@127.0.0.1:1/none")  # loads the DBAPI module
+    assert engine.dialect.driver == expected
+    assert normalise_url("postgresql://u@h/db") == f"{driver}://u@h/db"
+    assert normalise_url("host=h dbname=db user=u").startswith(f"{driver}://u@h")
+
+
 def test_unknown_name_is_an_attribute_error() -> None:
     from airflow_plugin import compat
 

@@ -153,9 +153,15 @@ def _airflow_env(
         "AIRFLOW__API__PORT": str(api_port),
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__API__EXPOSE_CONFIG": "False",
+        # Step results read back over the REST API (AirflowClient.xcom asks `deserialize=true`):
+        # Airflow 3.0 answers that only with this on (400 otherwise); 3.1+ does not ask for it.
+        "AIRFLOW__API__ENABLE_XCOM_DESERIALIZE_SUPPORT": "True",
         # Every process signs and checks the same tokens (workers <-> Execution API).
         "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
         "AIRFLOW__API__SECRET_KEY": jwt_secret,
+        # The tokens' `iss` claim, which Airflow recommends setting. Airflow 3.0 without one signs
+        # `iss: []`, and PyJWT 2.10+ refuses to encode that: every login answered 500.
+        "AIRFLOW__API_AUTH__JWT_ISSUER": "noetlc-stack",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.5",
