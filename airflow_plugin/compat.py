@@ -30,9 +30,6 @@ import functools
 import importlib
 from typing import Any
 
-from noetl_compile.airflow_versions import gate_wait_states as _gate_wait_states
-from noetl_compile.airflow_versions import has_hitl
-
 __all__ = [
     "airflow_version",
     "awaiting_input_state",
@@ -179,6 +176,9 @@ def hitl_gates() -> bool:
     """Whether this Airflow has the human-in-the-loop operators (3.1+; on 3.0 the provider's
     module refuses to import with ``AirflowOptionalProviderFeatureException``); the compiler's
     table (``noetl_compile.airflow_versions``) says so for both."""
+    # The table is imported on use: the operators import this module on every DAG parse.
+    from noetl_compile.airflow_versions import has_hitl
+
     return has_hitl(airflow_version())
 
 
@@ -187,7 +187,9 @@ def gate_wait_states(server_version: str) -> tuple[str, ...]:
     version its API server reports (``GET /api/v2/version``; the CLI talking to it may run
     another Airflow, or none): ``awaiting_input`` on 3.3, ``deferred`` to ``HITLTrigger`` on 3.2
     and 3.1, none on 3.0."""
-    return _gate_wait_states(server_version)
+    from noetl_compile.airflow_versions import gate_wait_states as wait_states
+
+    return wait_states(server_version)
 
 
 def hitl_operators() -> tuple[type, type]:

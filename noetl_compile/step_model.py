@@ -7,16 +7,17 @@ validates a payload: the runtime is handed a :class:`Step` and trusts it. A malf
 a DAG import error (:class:`PayloadError`, a ``ValueError``) that names the step and, for each
 problem, the field's path (``routing.arcs[1].task_id``).
 
-Frozen dataclasses, not pydantic models, on purpose: the runtime imports this module when a DAG
-file is parsed, and the plugin takes only standard-library leaves of the compiler
-(tests/test_layout.py), so the compiler's install and the DAG import stay free of a model
-library's start-up; the decode is one pass of ``isinstance`` checks whose messages the project
-words itself (path first, then what is wrong). Templates stay ``Any``: a value the runtime
-renders is JSON whose shape only the template decides.
-
-``eq=False`` throughout (nothing compares two steps) and write-once fields (``_WriteOnce``)
-rather than ``frozen=True``: each generated method is code compiled when the module loads, on
-every DAG file parse that is not pre-imported.
+Plain classes with ``__slots__``, read-only fields (``Final`` to a type checker, a
+``FrozenInstanceError`` at run time) and a keyword-only ``__init__`` written out, not pydantic
+models and not ``@dataclass``: the runtime imports this module when a DAG file is parsed, and
+the plugin takes only standard-library leaves of the compiler (tests/test_layout.py), so the DAG
+import stays free of a model library's start-up; and ``@dataclass`` builds each class's methods
+by compiling generated source when the module loads (``slots=True`` then builds the class a
+second time): about 2 ms on every DAG parse that is not pre-imported, against nothing for
+methods that are part of the module's own bytecode. The decode is one pass of ``isinstance``
+checks whose messages the project words itself (path first, then what is wrong). Templates stay
+``Any``: a value the runtime renders is JSON whose shape only the template decides. Nothing
+compares two steps (no ``__eq__`` but a ``Step``'s, a mapping's).
 
 Standard library only (and ``engine_profiles``, also a leaf, when a run asks a step's profile):
 the runtime imports it.
@@ -25,9 +26,9 @@ the runtime imports it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import FrozenInstanceError
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from .engine_behaviours import EngineProfile
@@ -113,8 +114,8 @@ class PayloadError(ValueError):
 
 class _WriteOnce:
     """Each field is set once, by ``__init__``; setting or deleting it again raises, as a frozen
-    dataclass would. One ``__setattr__`` for every class here: ``frozen=True`` compiles two more
-    methods per class when the module loads (on a DAG parse that is not pre-imported)."""
+    dataclass would (``Final`` tells a type checker the same). ``__repr__`` shows the fields but
+    the raw payload."""
 
     __slots__ = ()
 
@@ -126,67 +127,145 @@ class _WriteOnce:
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
+    def __repr__(self) -> str:
+        # The annotations, in the order the class declares its fields.
+        fields = type(self).__annotations__
+        shown = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in fields if name not in _UNSHOWN
+        )
+        return f"{type(self).__name__}({shown})"
 
-@dataclass(slots=True, eq=False)
+
+_UNSHOWN = frozenset(("payload", "mapping"))
+
+
 class Tool(_WriteOnce):
     """One tool call: ``kind`` plus the kind's own settings (``code``, ``url``...: ``settings``
     is the whole mapping as the runtime renders it); ``name``: its label in a pipeline;
     ``workbook``: the workbook task it was resolved from."""
 
-    kind: str
-    name: str | None
-    workbook: str | None
-    settings: Mapping[str, Any]
+    __slots__ = ("kind", "name", "settings", "workbook")
+    kind: Final[str]
+    name: Final[str | None]
+    workbook: Final[str | None]
+    settings: Final[Mapping[str, Any]]
+
+    def __init__(
+        self, *, kind: str, name: str | None, workbook: str | None, settings: Mapping[str, Any]
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.workbook = workbook
+        self.settings = settings
 
 
-@dataclass(slots=True, eq=False)
 class Arc(_WriteOnce):
     """A routing target. ``guarded`` false: no ``when``, the arc always matches; ``task_id``:
     the Airflow task it routes to (``None``: the target has no task in this DAG); ``group``:
     v1 ``then: [a, b]`` arcs that fire together."""
 
-    step: str
-    task_id: str | None
-    guarded: bool
-    when: Any
-    set: Mapping[str, Any] | None
-    args: Mapping[str, Any] | None
-    spec: Mapping[str, Any] | None
-    group: int | None
+    __slots__ = ("args", "group", "guarded", "set", "spec", "step", "task_id", "when")
+    step: Final[str]
+    task_id: Final[str | None]
+    guarded: Final[bool]
+    when: Final[Any]
+    set: Final[Mapping[str, Any] | None]
+    args: Final[Mapping[str, Any] | None]
+    spec: Final[Mapping[str, Any] | None]
+    group: Final[int | None]
+
+    def __init__(
+        self,
+        *,
+        step: str,
+        task_id: str | None,
+        guarded: bool,
+        when: Any,
+        set: Mapping[str, Any] | None,
+        args: Mapping[str, Any] | None,
+        spec: Mapping[str, Any] | None,
+        group: int | None,
+    ) -> None:
+        self.step = step
+        self.task_id = task_id
+        self.guarded = guarded
+        self.when = when
+        self.set = set
+        self.args = args
+        self.spec = spec
+        self.group = group
 
 
-@dataclass(slots=True, eq=False)
 class Routing(_WriteOnce):
-    mode: Literal["exclusive", "inclusive"]
-    arcs: tuple[Arc, ...]
+    __slots__ = ("arcs", "mode")
+    mode: Final[Literal["exclusive", "inclusive"]]
+    arcs: Final[tuple[Arc, ...]]
+
+    def __init__(self, *, mode: Literal["exclusive", "inclusive"], arcs: tuple[Arc, ...]) -> None:
+        self.mode = mode
+        self.arcs = arcs
 
 
-@dataclass(slots=True, eq=False)
 class CaseRule(_WriteOnce):
     """A case-v2 rule; ``then.next`` targets carry the Airflow task id they route to."""
 
-    guarded: bool
-    when: Any
-    then: Any
+    __slots__ = ("guarded", "then", "when")
+    guarded: Final[bool]
+    when: Final[Any]
+    then: Final[Any]
+
+    def __init__(self, *, guarded: bool, when: Any, then: Any) -> None:
+        self.guarded = guarded
+        self.when = when
+        self.then = then
 
 
-@dataclass(slots=True, eq=False)
 class Loop(_WriteOnce):
     """``loop``: the iterator name, the mode, the collection (``has_in``/``collection``) or the
     cursor, the bound on iterations in flight, and a v1 loop body's steps and end step."""
 
-    iterator: str
+    __slots__ = (
+        "body",
+        "collection",
+        "cursor",
+        "end",
+        "has_in",
+        "iterator",
+        "max_in_flight",
+        "mode",
+    )
+    iterator: Final[str]
     # None: not said (a step runner iterates in order; the loop operators require a mode).
-    mode: Literal["sequential", "parallel", "async", "cursor"] | None
-    has_in: bool
-    collection: Any
-    cursor: Mapping[str, Any] | None
-    max_in_flight: int | str | None
-    body: Mapping[str, Step] | None
-    end: Step | None
+    mode: Final[Literal["sequential", "parallel", "async", "cursor"] | None]
+    has_in: Final[bool]
+    collection: Final[Any]
+    cursor: Final[Mapping[str, Any] | None]
+    max_in_flight: Final[int | str | None]
+    body: Final[Mapping[str, Step] | None]
+    end: Final[Step | None]
+
+    def __init__(
+        self,
+        *,
+        iterator: str,
+        mode: Literal["sequential", "parallel", "async", "cursor"] | None,
+        has_in: bool,
+        collection: Any,
+        cursor: Mapping[str, Any] | None,
+        max_in_flight: int | str | None,
+        body: Mapping[str, Step] | None,
+        end: Step | None,
+    ) -> None:
+        self.iterator = iterator
+        self.mode = mode
+        self.has_in = has_in
+        self.collection = collection
+        self.cursor = cursor
+        self.max_in_flight = max_in_flight
+        self.body = body
+        self.end = end
 
 
-@dataclass(slots=True, eq=False)
 class Step(_WriteOnce, Mapping[str, Any]):
     """One compiled step. ``profile``: the engine whose semantics it follows (``generation``,
     else ``dialect``). ``payload``: the payload as the DAG file holds it (the
@@ -196,17 +275,57 @@ class Step(_WriteOnce, Mapping[str, Any]):
     a payload's templates take the decoded step as they took the payload, and nothing below
     the operator decodes it again."""
 
-    name: str
-    dialect: str
-    generation: str | None
-    tool: Tool | None
-    pipeline: tuple[Tool, ...] | None
-    case: tuple[CaseRule, ...]
-    routing: Routing
-    loop: Loop | None
-    guard: Any
-    guard_walks_on: bool
-    payload: Mapping[str, Any] = field(repr=False, compare=False)
+    __slots__ = (
+        "case",
+        "dialect",
+        "generation",
+        "guard",
+        "guard_walks_on",
+        "loop",
+        "name",
+        "payload",
+        "pipeline",
+        "routing",
+        "tool",
+    )
+    name: Final[str]
+    dialect: Final[str]
+    generation: Final[str | None]
+    tool: Final[Tool | None]
+    pipeline: Final[tuple[Tool, ...] | None]
+    case: Final[tuple[CaseRule, ...]]
+    routing: Final[Routing]
+    loop: Final[Loop | None]
+    guard: Final[Any]
+    guard_walks_on: Final[bool]
+    payload: Final[Mapping[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        dialect: str,
+        generation: str | None,
+        tool: Tool | None,
+        pipeline: tuple[Tool, ...] | None,
+        case: tuple[CaseRule, ...],
+        routing: Routing,
+        loop: Loop | None,
+        guard: Any,
+        guard_walks_on: bool,
+        payload: Mapping[str, Any],
+    ) -> None:
+        self.name = name
+        self.dialect = dialect
+        self.generation = generation
+        self.tool = tool
+        self.pipeline = pipeline
+        self.case = case
+        self.routing = routing
+        self.loop = loop
+        self.guard = guard
+        self.guard_walks_on = guard_walks_on
+        self.payload = payload
 
     @property
     def profile(self) -> EngineProfile:
@@ -235,31 +354,65 @@ class Step(_WriteOnce, Mapping[str, Any]):
         return len(self.payload)
 
 
-@dataclass(slots=True, eq=False)
 class Reads(_WriteOnce):
     """Which upstream XComs a task pulls: ``results``/``region_results``: step -> task id;
     ``ctx``/``vars``: name -> task ids (the last that ran and wrote it wins); ``args``: tasks
     that may route into the step with ``args`` (``None``: the direct upstream tasks)."""
 
-    results: Mapping[str, str]
-    region_results: Mapping[str, str]
-    ctx: Mapping[str, tuple[str, ...]]
-    vars: Mapping[str, tuple[str, ...]]
-    args: tuple[str, ...] | None
-    mapping: Mapping[str, Any] = field(repr=False, compare=False)
+    __slots__ = ("args", "ctx", "mapping", "region_results", "results", "vars")
+    results: Final[Mapping[str, str]]
+    region_results: Final[Mapping[str, str]]
+    ctx: Final[Mapping[str, tuple[str, ...]]]
+    vars: Final[Mapping[str, tuple[str, ...]]]
+    args: Final[tuple[str, ...] | None]
+    mapping: Final[Mapping[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        results: Mapping[str, str],
+        region_results: Mapping[str, str],
+        ctx: Mapping[str, tuple[str, ...]],
+        vars: Mapping[str, tuple[str, ...]],
+        args: tuple[str, ...] | None,
+        mapping: Mapping[str, Any],
+    ) -> None:
+        self.results = results
+        self.region_results = region_results
+        self.ctx = ctx
+        self.vars = vars
+        self.args = args
+        self.mapping = mapping
 
 
-@dataclass(slots=True, eq=False)
 class Region(_WriteOnce):
     """One task that interprets a routing cycle: its member steps, the steps it starts at, and
     the task ids outside it that its steps route to."""
 
-    name: str
-    dialect: str
-    entry: tuple[str, ...]
-    steps: Mapping[str, Step]
-    exits: tuple[str, ...]
-    payload: Mapping[str, Any] = field(repr=False, compare=False)
+    __slots__ = ("dialect", "entry", "exits", "name", "payload", "steps")
+    name: Final[str]
+    dialect: Final[str]
+    entry: Final[tuple[str, ...]]
+    steps: Final[Mapping[str, Step]]
+    exits: Final[tuple[str, ...]]
+    payload: Final[Mapping[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        dialect: str,
+        entry: tuple[str, ...],
+        steps: Mapping[str, Step],
+        exits: tuple[str, ...],
+        payload: Mapping[str, Any],
+    ) -> None:
+        self.name = name
+        self.dialect = dialect
+        self.entry = entry
+        self.steps = steps
+        self.exits = exits
+        self.payload = payload
 
     def __copy__(self) -> Region:
         return self

@@ -25,6 +25,7 @@ from noetl_compile.step_decode import decode_reads, decode_step
 
 from ..compat import AirflowRuntimeError, DagIsPaused, dag_is_paused, paused_check_builtin
 from ..errors import NoetlRuntimeError
+from ..runtime.call_settings import parent_of, poll_interval
 from ..runtime.catalog import dag_id_for_path
 from .base import NoetlTaskMixin, fail_task, runs_in_process, step_output
 from .tool_events import ToolCallEvents
@@ -89,8 +90,6 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         kwargs.setdefault("poke_interval", 5)
         # The call's own `poll_interval` (NoETL 5 playbook.rs:402) where the DAG file holds it
         # as a number; a templated one is read again once rendered (execute()).
-        from ..runtime.nested import poll_interval
-
         declared = payload.get("tool")
         if isinstance(declared, Mapping) and poll_interval(declared) is not None:
             kwargs["poke_interval"] = poll_interval(declared)
@@ -178,8 +177,6 @@ class NoetlPlaybookOperator(TriggerDagRunOperator, NoetlTaskMixin):
         from ..runtime.interpreter import interpret
         from ..runtime.nested import (
             child_execution_id,
-            parent_of,
-            poll_interval,
             run_child,
             started_record,
         )

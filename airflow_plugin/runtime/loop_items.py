@@ -21,15 +21,14 @@
   mapped instances are separate processes: each stops at its own first failed item, and the
   others run their items (telling them would cost every item a look at Airflow's state).
 
-Standard library and the engine profiles only, so the operators and ``runtime.loop`` share it.
+Standard library and the engine profiles only (those when a loop runs), so the operators and
+``runtime.loop`` share it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-from noetl_compile.engine_profiles import profile_for
 
 from ..errors import NoetlRuntimeError
 
@@ -47,6 +46,10 @@ def stops_at_failure(payload: Mapping[str, Any]) -> bool:
     that issues none (``profile.loop_stops_at_failed_item``), a parallel or async one of an
     engine that tops a parallel loop up only on a successful item
     (``profile.parallel_loop_stops_at_failed_item``)."""
+    # Imported when a loop runs: the loop operators import this module on every DAG parse,
+    # which needs no profile.
+    from noetl_compile.engine_profiles import profile_for
+
     loop = payload.get("loop") or {}
     profile = profile_for(payload)
     if loop.get("mode") == "sequential":

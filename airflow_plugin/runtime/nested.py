@@ -34,6 +34,7 @@ from ..events import current_event_id, recording
 from ..events.listener import playbook_identity
 from ..events.workflow import run_finished, run_started
 from ..tools.outcome import ToolCall, ToolOutcome, tool_error
+from .call_settings import parent_of, poll_interval, whole_number
 from .catalog import PlaybookNotFound, dag_id_for_path, find_playbook
 from .interpretation import Interpretation
 from .step_outcome import StepFailed
@@ -91,7 +92,7 @@ def status_payload(execution_id: Any, ran: Any, failed_step: str | None = None) 
     entered = list(dict.fromkeys([*ran.order, *([failed_step] if failed_step else [])]))
     failed = set(ran.errors) | ({failed_step} if failed_step else set())
     return {
-        "execution_id": _int(execution_id),
+        "execution_id": whole_number(execution_id),
         "status": "FAILED" if failed else "COMPLETED",
         "current_step": entered[-1] if entered else None,
         "progress": {
@@ -114,13 +115,6 @@ def child_workload(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> 
             workload.update(value)
     workload.update(step_input)
     return workload
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def child_execution_id(parent: Any, step: str, task: str, dag_id: str) -> int:
@@ -251,26 +245,6 @@ def run_playbook(call: ToolCall, *, interpret: Interpret) -> ToolOutcome:
             dag_id=dag_id,
         )
     return ToolOutcome.success(result, child_execution_id=str(execution_id), dag_id=dag_id)
-
-
-def poll_interval(config: Mapping[str, Any]) -> int | None:
-    """Seconds between two looks at a child that the call waits for: the call's
-    ``poll_interval`` (playbook.rs:402: ``unwrap_or(2).max(1)``), None where it gives none or
-    one that is not a whole number (the waiter keeps its own default)."""
-    value = config.get("poll_interval")
-    if isinstance(value, bool):
-        return None
-    seconds = _int(value)
-    return None if seconds is None else max(seconds, 1)
-
-
-def parent_of(config: Mapping[str, Any], caller: Any) -> int | None:
-    """The parent recorded for the child: the call's ``parent_execution_id`` where it is a
-    positive id, else the caller's execution (playbook.rs:343: ``unwrap_or(ctx.execution_id)``,
-    only a positive one sent)."""
-    given = _int(config.get("parent_execution_id"))
-    parent = given if given is not None else _int(caller)
-    return parent if parent is not None and parent > 0 else None
 
 
 def _child_failure(exc: BaseException, dag_id: str, execution_id: int) -> ToolOutcome:
