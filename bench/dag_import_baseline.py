@@ -15,6 +15,12 @@ tree's files are imported with that tree's `airflow_plugin` first on the path.
 * Rounds interleave the trees (the order flips every round), so a load change on a shared
   machine hits both; the load averages are printed with every round.
 
+* Bytecode (``--bytecode``): ``compiled`` (default) byte-compiles both trees' packages first,
+  as ``pip install`` does, so an import reads ``.pyc`` files as a deployment's DAG processor
+  does; ``source`` removes their ``__pycache__`` and writes none, so every import compiles the
+  modules from source (a checkout run with ``PYTHONDONTWRITEBYTECODE``). Left to the
+  environment, one tree could read caches and the other not.
+
 * The parent's heap is frozen before forking, as Airflow's DAG processor manager does
   (`--gc live` leaves it live: then a file whose allocations reach a full collection pays for
   walking the inherited heap, noise of 150-250 ms on single files).
@@ -24,6 +30,7 @@ machine) import time of each tree and their ratio with the load average, then th
 per-round medians with its ratio against the budget (1.1x, issue 29's), and the files that grew most.
 
     python bench/dag_import_baseline.py [--base REV] [--rounds 5] [--top 10] [--budget 1.1]
+        [--bytecode compiled|source]
 """
 
 from __future__ import annotations
@@ -89,9 +96,29 @@ def measure(files: list[str], preload: list[str], freeze: bool) -> list[list[flo
     return timings
 
 
+PACKAGES = ("noetl_compile", "airflow_plugin")
+
+
+def prepare_bytecode(tree: Path, mode: str) -> None:
+    """``compiled``: byte-compile the tree's packages (as an install does); ``source``: remove
+    their caches (the children write none: ``tree_env``)."""
+    if mode == "compiled":
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", *(str(tree / p) for p in PACKAGES)],
+            check=True,
+            capture_output=True,
+            env=dict(os.environ, PYTHONDONTWRITEBYTECODE=""),
+        )
+        return
+    for package in PACKAGES:
+        for cache in (tree / package).rglob("__pycache__"):
+            shutil.rmtree(cache)
+
+
 def tree_env(tree: Path, home: Path) -> dict[str, str]:
     return dict(
         os.environ,
+        PYTHONDONTWRITEBYTECODE="1",  # compiled: the caches are there; source: none is written
         PYTHONPATH=str(tree),  # this tree's noetl_compile and airflow_plugin, nobody else's
         AIRFLOW_HOME=str(home),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
@@ -154,6 +181,13 @@ def main() -> None:
     )
     parser.add_argument("--only", help="time only the playbooks whose path holds this text")
     parser.add_argument("--budget", type=float, default=BUDGET, help="the ratio to stay within")
+    parser.add_argument(
+        "--bytecode",
+        choices=("compiled", "source"),
+        default="compiled",
+        help="import the packages from byte-compiled caches, as an installed package "
+        "(default), or compile them from source on every import",
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -177,6 +211,8 @@ def main() -> None:
             name: build(tree, tmp / "out" / name, CORPUS, envs[name])
             for name, tree in trees.items()
         }
+        for tree in trees.values():
+            prepare_bytecode(tree, args.bytecode)
         common = sorted(set(built["today"]) & set(built["base"]))
         only = {name: len(set(files) - set(common)) for name, files in built.items()}
         files = {name: [built[name][source] for source in common] for name in trees}
@@ -192,7 +228,7 @@ def main() -> None:
             f"{len(common)} playbooks both trees compile (today {only['today']} more, "
             f"base {args.base if not args.base_tree else base_tree} {only['base']} more); "
             "each file imported in a child forked after `import airflow` (cold) or after the "
-            f"files' own imports (warm); parent heap {args.gc}"
+            f"files' own imports (warm); parent heap {args.gc}; bytecode {args.bytecode}"
         )
         # (tree, mode, clock) -> the median of each round; clock 0 = wall, 1 = CPU
         medians: dict[tuple[str, str, int], list[float]] = {}
