@@ -130,6 +130,14 @@ class EngineProfile:
             "the compiled playbook is the catalog entry).",
         )
     )
+    minijinja_filters: bool = field(
+        metadata=_about(
+            "The renderer also has NoETL 5's filters (`keys`, `values`, `items`, `get`, `split`, "
+            "`len`, `string`, `int`, `float`, `trim`, `safe`) beside Jinja's and NoETL's.",
+            "`noetlc check` knows them there (T304 elsewhere); the runtime registers them for "
+            "every profile (templating/filters5.py), so a playbook using one still runs.",
+        )
+    )
     vars_flattened: bool = field(
         metadata=_about(
             "`vars` written by earlier steps are also bare names (`{{ got }}`).",

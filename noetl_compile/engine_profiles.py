@@ -52,6 +52,7 @@ CASE_V2 = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=True,
+    minijinja_filters=False,
     vars_flattened=True,
     loop_item_in_variables=False,
     args_as_bare_names=False,
@@ -123,6 +124,11 @@ CASE_V2 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:391",
             "catalog_id = str(self.catalog_id) (recorded: template_names/s_catalog_id_dict)",
+        ),
+        "minijinja_filters": Source(
+            "noetl/core/dsl/render.py:35",
+            "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
+            "of NoETL 5's",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:384",
@@ -263,6 +269,7 @@ CANONICAL = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=True,
+    minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=True,
     args_as_bare_names=False,
@@ -331,6 +338,11 @@ CANONICAL = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:894",
             "catalog_id = str(self.catalog_id) (recorded: template_names/c_catalog_id_dict)",
+        ),
+        "minijinja_filters": Source(
+            "noetl/core/dsl/render.py:107",
+            "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
+            "of NoETL 5's",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:5773", "step.vars is removed in strict v10"
