@@ -130,6 +130,14 @@ class EngineProfile:
             "the compiled playbook is the catalog entry).",
         )
     )
+    input_event_bound: bool = field(
+        metadata=_about(
+            "A step's input and its tool's templates see `event`: the command being issued, "
+            "`{name: command_creation, step, payload: {}, timestamp}`.",
+            "step._execute and CallLoop.call render them with that `event`; arc guards, case "
+            "rules and `set` keep the call's event (`call.done`, `call.error`).",
+        )
+    )
     minijinja_filters: bool = field(
         metadata=_about(
             "The renderer also has NoETL 5's filters (`keys`, `values`, `items`, `get`, `split`, "

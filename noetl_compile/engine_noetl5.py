@@ -29,6 +29,7 @@ NOETL5 = EngineProfile(
     loop_total_and_bare_index=True,
     output_fields_flat=True,
     catalog_id_bound=True,
+    input_event_bound=False,
     minijinja_filters=True,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -105,6 +106,10 @@ NOETL5 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/server:orchestrate-core/src/state.rs:1160",
             "build_context binds catalog_id = self.catalog_id.to_string()",
+        ),
+        "input_event_bound": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:1112",
+            "`event` is bound in the loop.done arc guard only, never in an input",
         ),
         "minijinja_filters": Source(
             "noetl/server:orchestrate-core/src/template.rs:59",

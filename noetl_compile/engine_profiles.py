@@ -52,6 +52,7 @@ CASE_V2 = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=True,
+    input_event_bound=True,
     minijinja_filters=False,
     vars_flattened=True,
     loop_item_in_variables=False,
@@ -124,6 +125,11 @@ CASE_V2 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:391",
             "catalog_id = str(self.catalog_id) (recorded: template_names/s_catalog_id_dict)",
+        ),
+        "input_event_bound": Source(
+            "noetl/core/dsl/v2/engine.py:1277",
+            'the input is rendered with Event(name="command_creation", step=step.step, '
+            "payload={}) (recorded: template_names/s_event_keys_dict)",
         ),
         "minijinja_filters": Source(
             "noetl/core/dsl/render.py:35",
@@ -269,6 +275,7 @@ CANONICAL = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=True,
+    input_event_bound=True,
     minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=True,
@@ -338,6 +345,11 @@ CANONICAL = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:894",
             "catalog_id = str(self.catalog_id) (recorded: template_names/c_catalog_id_dict)",
+        ),
+        "input_event_bound": Source(
+            "noetl/core/dsl/v2/engine.py:4160",
+            'the input is rendered with Event(name="command_creation", step=step.step, '
+            "payload={}) (recorded: template_names/c_event_fields_dict)",
         ),
         "minijinja_filters": Source(
             "noetl/core/dsl/render.py:107",

@@ -25,6 +25,7 @@ V1 = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=False,
+    input_event_bound=False,
     minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -97,6 +98,10 @@ V1 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/server/api/context/service.py:160",
             "build_rendering_context binds no catalog_id (nor does the broker's context)",
+        ),
+        "input_event_bound": Source(
+            "noetl/server/api/context/service.py:160",
+            "build_rendering_context binds no `event`",
         ),
         "minijinja_filters": Source(
             "noetl/core/dsl/render.py:36",

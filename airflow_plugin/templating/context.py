@@ -18,6 +18,7 @@ under both names): a ``set: ctx.x`` is visible as ``{{ workload.x }}`` too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
@@ -36,6 +37,7 @@ __all__ = [
     "build_context",
     "entry_args",
     "execution_variables",
+    "issuing_context",
     "job_namespace",
     "loop_variables",
     "reveal",
@@ -212,6 +214,21 @@ def with_values(context: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     new = dict(context)
     new.update(values)
     return new
+
+
+def issuing_context(
+    context: Mapping[str, Any], step: str, profile: EngineProfile = CANONICAL
+) -> Mapping[str, Any]:
+    """The context a step's input and tool templates render in. NoETL's Python engines render
+    them when they issue the command, under the event ``command_creation`` of that step with an
+    empty payload (``profile.input_event_bound``; 138c10ed engine.py:4160, dc55c492
+    engine.py:1277; recorded: template_names/c_event_fields_dict, s_event_keys_dict); arc
+    guards, case rules and ``set`` keep the call's own event."""
+    if not profile.input_event_bound:
+        return context
+    stamp = datetime.now(UTC).isoformat()
+    event = {"name": "command_creation", "step": step, "payload": {}, "timestamp": stamp}
+    return with_values(context, event=event)
 
 
 def with_loop(
