@@ -138,6 +138,13 @@ class EngineProfile:
             "rules and `set` keep the call's event (`call.done`, `call.error`).",
         )
     )
+    input_output_view: bool = field(
+        metadata=_about(
+            "A step's input and its tool's templates also see `output`: the output view of the "
+            "command being issued, `{status: ok, data: null, ref: null, error: null}`.",
+            "templating/context.issuing_context binds it beside `event`.",
+        )
+    )
     minijinja_filters: bool = field(
         metadata=_about(
             "The renderer also has NoETL 5's filters (`keys`, `values`, `items`, `get`, `split`, "

@@ -30,6 +30,7 @@ NOETL5 = EngineProfile(
     output_fields_flat=True,
     catalog_id_bound=True,
     input_event_bound=False,
+    input_output_view=False,
     minijinja_filters=True,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -110,6 +111,10 @@ NOETL5 = EngineProfile(
         "input_event_bound": Source(
             "noetl/server:orchestrate-core/src/orchestrator.rs:1112",
             "`event` is bound in the loop.done arc guard only, never in an input",
+        ),
+        "input_output_view": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:54",
+            "`output` is bound in arc guards and `set` only, never in an input",
         ),
         "minijinja_filters": Source(
             "noetl/server:orchestrate-core/src/template.rs:59",

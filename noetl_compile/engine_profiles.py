@@ -53,6 +53,7 @@ CASE_V2 = EngineProfile(
     output_fields_flat=False,
     catalog_id_bound=True,
     input_event_bound=True,
+    input_output_view=False,
     minijinja_filters=False,
     vars_flattened=True,
     loop_item_in_variables=False,
@@ -130,6 +131,10 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/engine.py:1277",
             'the input is rendered with Event(name="command_creation", step=step.step, '
             "payload={}) (recorded: template_names/s_event_keys_dict)",
+        ),
+        "input_output_view": Source(
+            "noetl/core/dsl/v2/engine.py:369",
+            "get_render_context binds no `output`",
         ),
         "minijinja_filters": Source(
             "noetl/core/dsl/render.py:35",
@@ -276,6 +281,7 @@ CANONICAL = EngineProfile(
     output_fields_flat=False,
     catalog_id_bound=True,
     input_event_bound=True,
+    input_output_view=True,
     minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=True,
@@ -350,6 +356,10 @@ CANONICAL = EngineProfile(
             "noetl/core/dsl/v2/engine.py:4160",
             'the input is rendered with Event(name="command_creation", step=step.step, '
             "payload={}) (recorded: template_names/c_event_fields_dict)",
+        ),
+        "input_output_view": Source(
+            "noetl/core/dsl/v2/engine.py:922",
+            "the output view of an empty payload for a step with no result yet (recorded: template_names/c_output_keys_dict)",
         ),
         "minijinja_filters": Source(
             "noetl/core/dsl/render.py:107",

@@ -26,6 +26,7 @@ V1 = EngineProfile(
     output_fields_flat=False,
     catalog_id_bound=False,
     input_event_bound=False,
+    input_output_view=False,
     minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=False,
@@ -102,6 +103,10 @@ V1 = EngineProfile(
         "input_event_bound": Source(
             "noetl/server/api/context/service.py:160",
             "build_rendering_context binds no `event`",
+        ),
+        "input_output_view": Source(
+            "noetl/server/api/context/service.py:160",
+            "build_rendering_context binds no `output`",
         ),
         "minijinja_filters": Source(
             "noetl/core/dsl/render.py:36",

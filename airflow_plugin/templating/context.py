@@ -222,13 +222,23 @@ def issuing_context(
     """The context a step's input and tool templates render in. NoETL's Python engines render
     them when they issue the command, under the event ``command_creation`` of that step with an
     empty payload (``profile.input_event_bound``; 138c10ed engine.py:4160, dc55c492
-    engine.py:1277; recorded: template_names/c_event_fields_dict, s_event_keys_dict); arc
-    guards, case rules and ``set`` keep the call's own event."""
-    if not profile.input_event_bound:
-        return context
-    stamp = datetime.now(UTC).isoformat()
-    event = {"name": "command_creation", "step": step, "payload": {}, "timestamp": stamp}
-    return with_values(context, event=event)
+    engine.py:1277; recorded: template_names/c_event_fields_dict, s_event_keys_dict), and
+    138c10ed with its output view (``profile.input_output_view``; recorded:
+    template_names/c_output_keys_dict); arc guards, case rules and ``set`` keep the call's own."""
+    values: dict[str, Any] = {}
+    if profile.input_event_bound:
+        stamp = datetime.now(UTC).isoformat()
+        values["event"] = {
+            "name": "command_creation",
+            "step": step,
+            "payload": {},
+            "timestamp": stamp,
+        }
+    if profile.input_output_view:
+        # 138c10ed builds its output view from that empty payload and the step's result, which
+        # a step being issued does not have yet (engine.py:380-423, :922).
+        values["output"] = {"status": "ok", "data": None, "ref": None, "error": None}
+    return with_values(context, **values) if values else context
 
 
 def with_loop(

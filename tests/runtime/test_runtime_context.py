@@ -239,3 +239,8 @@ def test_a_step_input_sees_the_command_it_is_rendered_for():
         assert rendered == '[["name", "payload", "step", "timestamp"], []]'
     for profile in (V1, NOETL5):
         assert "event" not in issuing_context(build_context(profile=profile), "probe", profile)
+    # 138c10ed also binds its output view there, built from the empty payload and a step with
+    # no result yet (engine.py:922; recorded: template_names/c_output_keys_dict); dc55c492 none.
+    output = issuing_context(build_context(profile=CANONICAL), "probe", CANONICAL)["output"]
+    assert output == {"status": "ok", "data": None, "ref": None, "error": None}
+    assert "output" not in issuing_context(build_context(profile=CASE_V2), "probe", CASE_V2)
