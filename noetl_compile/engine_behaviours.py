@@ -130,6 +130,29 @@ class EngineProfile:
             "the compiled playbook is the catalog entry).",
         )
     )
+    input_event_bound: bool = field(
+        metadata=_about(
+            "A step's input and its tool's templates see `event`: the command being issued, "
+            "`{name: command_creation, step, payload: {}, timestamp}`.",
+            "step._execute and CallLoop.call render them with that `event`; arc guards, case "
+            "rules and `set` keep the call's event (`call.done`, `call.error`).",
+        )
+    )
+    input_output_view: bool = field(
+        metadata=_about(
+            "A step's input and its tool's templates also see `output`: the output view of the "
+            "command being issued, `{status: ok, data: null, ref: null, error: null}`.",
+            "templating/context.issuing_context binds it beside `event`.",
+        )
+    )
+    minijinja_filters: bool = field(
+        metadata=_about(
+            "The renderer also has NoETL 5's filters (`keys`, `values`, `items`, `get`, `split`, "
+            "`len`, `string`, `int`, `float`, `trim`, `safe`) beside Jinja's and NoETL's.",
+            "`noetlc check` knows them there (T304 elsewhere); the runtime registers them for "
+            "every profile (templating/filters5.py), so a playbook using one still runs.",
+        )
+    )
     vars_flattened: bool = field(
         metadata=_about(
             "`vars` written by earlier steps are also bare names (`{{ got }}`).",

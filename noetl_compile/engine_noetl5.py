@@ -29,6 +29,9 @@ NOETL5 = EngineProfile(
     loop_total_and_bare_index=True,
     output_fields_flat=True,
     catalog_id_bound=True,
+    input_event_bound=False,
+    input_output_view=False,
+    minijinja_filters=True,
     vars_flattened=False,
     loop_item_in_variables=False,
     args_as_bare_names=False,
@@ -104,6 +107,18 @@ NOETL5 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/server:orchestrate-core/src/state.rs:1160",
             "build_context binds catalog_id = self.catalog_id.to_string()",
+        ),
+        "input_event_bound": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:1112",
+            "`event` is bound in the loop.done arc guard only, never in an input",
+        ),
+        "input_output_view": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:54",
+            "`output` is bound in arc guards and `set` only, never in an input",
+        ),
+        "minijinja_filters": Source(
+            "noetl/server:orchestrate-core/src/template.rs:59",
+            "TemplateRenderer registers keys, values, items, get, split, len, string, int, float, trim",
         ),
         "loop_item_in_variables": Source(
             "noetl/server:orchestrate-core/src/state.rs:1151",

@@ -52,6 +52,9 @@ CASE_V2 = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=True,
+    input_event_bound=True,
+    input_output_view=False,
+    minijinja_filters=False,
     vars_flattened=True,
     loop_item_in_variables=False,
     args_as_bare_names=False,
@@ -123,6 +126,20 @@ CASE_V2 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:391",
             "catalog_id = str(self.catalog_id) (recorded: template_names/s_catalog_id_dict)",
+        ),
+        "input_event_bound": Source(
+            "noetl/core/dsl/v2/engine.py:1277",
+            'the input is rendered with Event(name="command_creation", step=step.step, '
+            "payload={}) (recorded: template_names/s_event_keys_dict)",
+        ),
+        "input_output_view": Source(
+            "noetl/core/dsl/v2/engine.py:369",
+            "get_render_context binds no `output`",
+        ),
+        "minijinja_filters": Source(
+            "noetl/core/dsl/render.py:35",
+            "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
+            "of NoETL 5's",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:384",
@@ -263,6 +280,9 @@ CANONICAL = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=True,
+    input_event_bound=True,
+    input_output_view=True,
+    minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=True,
     args_as_bare_names=False,
@@ -331,6 +351,20 @@ CANONICAL = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/core/dsl/v2/engine.py:894",
             "catalog_id = str(self.catalog_id) (recorded: template_names/c_catalog_id_dict)",
+        ),
+        "input_event_bound": Source(
+            "noetl/core/dsl/v2/engine.py:4160",
+            'the input is rendered with Event(name="command_creation", step=step.step, '
+            "payload={}) (recorded: template_names/c_event_fields_dict)",
+        ),
+        "input_output_view": Source(
+            "noetl/core/dsl/v2/engine.py:922",
+            "the output view of an empty payload for a step with no result yet (recorded: template_names/c_output_keys_dict)",
+        ),
+        "minijinja_filters": Source(
+            "noetl/core/dsl/render.py:107",
+            "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
+            "of NoETL 5's",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:5773", "step.vars is removed in strict v10"

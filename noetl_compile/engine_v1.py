@@ -25,6 +25,9 @@ V1 = EngineProfile(
     loop_total_and_bare_index=False,
     output_fields_flat=False,
     catalog_id_bound=False,
+    input_event_bound=False,
+    input_output_view=False,
+    minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=False,
     args_as_bare_names=True,
@@ -96,6 +99,19 @@ V1 = EngineProfile(
         "catalog_id_bound": Source(
             "noetl/server/api/context/service.py:160",
             "build_rendering_context binds no catalog_id (nor does the broker's context)",
+        ),
+        "input_event_bound": Source(
+            "noetl/server/api/context/service.py:160",
+            "build_rendering_context binds no `event`",
+        ),
+        "input_output_view": Source(
+            "noetl/server/api/context/service.py:160",
+            "build_rendering_context binds no `output`",
+        ),
+        "minijinja_filters": Source(
+            "noetl/core/dsl/render.py:36",
+            "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
+            "of NoETL 5's",
         ),
         "loop_item_in_variables": Source(
             "noetl/plugin/iterator/executor.py:117",

@@ -56,6 +56,7 @@ from noetl_compile.engine_profiles import EngineProfile
 
 from ..templating.context import (
     build_context,
+    issuing_context,
     loop_variables,
     with_bindings,
     with_loop,
@@ -246,7 +247,8 @@ def _execute(run: _StepRun) -> StepOutcome:
             run.case.apply_case(*matched, routing=run.phase == "step")
 
     raw_input = payload.get("input") or {}
-    step_input = render_value(raw_input, state.context, strict=False, field="input")
+    issuing = issuing_context(state.context, step, run.profile)
+    step_input = render_value(raw_input, issuing, strict=False, field="input")
     step_input = (
         {**step_input, **run.incoming_args}
         if isinstance(step_input, Mapping)

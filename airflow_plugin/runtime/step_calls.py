@@ -15,7 +15,7 @@ from typing import Any
 from noetl_compile.engine_behaviours import EngineProfile
 
 from ..events import names
-from ..templating.context import with_values
+from ..templating.context import issuing_context, with_values
 from ..templating.proxy import response_view, wrap_result
 from ..templating.render import evaluate_condition, render_value, to_jsonable
 from ..tools import ToolOutcome
@@ -124,7 +124,7 @@ class CallLoop:
                 self.events.step,
                 self.events.step,
                 tool,
-                self.state.context,
+                issuing_context(self.state.context, self.events.step, self.profile),
                 step_input,
                 events=self.events,
                 attempt=attempt,

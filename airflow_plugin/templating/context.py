@@ -18,6 +18,7 @@ under both names): a ``set: ctx.x`` is visible as ``{{ workload.x }}`` too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
@@ -36,6 +37,7 @@ __all__ = [
     "build_context",
     "entry_args",
     "execution_variables",
+    "issuing_context",
     "job_namespace",
     "loop_variables",
     "reveal",
@@ -212,6 +214,31 @@ def with_values(context: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     new = dict(context)
     new.update(values)
     return new
+
+
+def issuing_context(
+    context: Mapping[str, Any], step: str, profile: EngineProfile = CANONICAL
+) -> Mapping[str, Any]:
+    """The context a step's input and tool templates render in. NoETL's Python engines render
+    them when they issue the command, under the event ``command_creation`` of that step with an
+    empty payload (``profile.input_event_bound``; 138c10ed engine.py:4160, dc55c492
+    engine.py:1277; recorded: template_names/c_event_fields_dict, s_event_keys_dict), and
+    138c10ed with its output view (``profile.input_output_view``; recorded:
+    template_names/c_output_keys_dict); arc guards, case rules and ``set`` keep the call's own."""
+    values: dict[str, Any] = {}
+    if profile.input_event_bound:
+        stamp = datetime.now(UTC).isoformat()
+        values["event"] = {
+            "name": "command_creation",
+            "step": step,
+            "payload": {},
+            "timestamp": stamp,
+        }
+    if profile.input_output_view:
+        # 138c10ed builds its output view from that empty payload and the step's result, which
+        # a step being issued does not have yet (engine.py:380-423, :922).
+        values["output"] = {"status": "ok", "data": None, "ref": None, "error": None}
+    return with_values(context, **values) if values else context
 
 
 def with_loop(

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..analyze.expressions import scan_template
 from ..ast import Arc, Step
+from ..read import detect_dialect
 from ..spans import YList, YMap, YStr
 from .context import CheckContext
 
@@ -24,6 +25,12 @@ from .context import CheckContext
 _RESULT_NONE = re.compile(r"^[ \t]*result[ \t]*=[ \t]*None[ \t]*(?:#[^\n]*)?$", re.MULTILINE)
 _DEF_MAIN = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+main[ \t]*\(", re.MULTILINE)
 _WHOLE_TEMPLATE = re.compile(r"[ \t]*\{\{[^{}]*\}\}[ \t]*")
+# A python result that is a list or a scalar literal: `result = [..`, `return 7` (per line,
+# anchored; one alternation after fixed prefixes: linear).
+_NON_DICT_RESULT = re.compile(
+    r"^[ \t]*(?:result[ \t]*=|return\b)[ \t]*(?:\[|\(|-?[0-9]|'|\"|True\b|False\b)",
+    re.MULTILINE,
+)
 _WORKLOAD_NAME = re.compile(r"\{\{[ \t]*workload\.([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
 
 
@@ -41,6 +48,8 @@ def check(ctx: CheckContext) -> None:
             _v1_step(ctx, step)
         else:
             _engine_step(ctx, step, dialect)
+    if dialect == "case-v2":
+        _case_next_on_canonical(ctx)
     _references(ctx, dialect, loop_steps, pipeline_steps)
 
 
@@ -223,6 +232,46 @@ def _case_v2_step(ctx: CheckContext, step: Step) -> None:
             )
 
 
+def _case_next_on_canonical(ctx: CheckContext) -> None:
+    """D941, once per playbook (at its first `then.next`): every case-v2 file whose only mark is
+    `case` could be either generation's, so one finding says it without repeating per rule."""
+    if not _case_v2_by_case_alone(ctx):
+        return
+    found = [
+        (step, rule.then)
+        for step in ctx.playbook.steps
+        for rule in step.case
+        if isinstance(rule.then, YMap) and "next" in rule.then
+    ]
+    if not found:
+        return
+    step, then = found[0]
+    more = f" (and {len(found) - 1} more such rules)" if len(found) > 1 else ""
+    ctx.report(
+        "D941",
+        ctx.key_pos(then, "next"),
+        f"`then.next` in a case rule of step {step.name!r}{more}: `case` is this playbook's "
+        "only case-v2 mark; on the canonical engine (138c10ed) such a rule routes nowhere (no "
+        "branch runs); noetlc takes the branch, as the case-v2 engine does",
+        hint="for the canonical engine route with arcs: next: {arcs: [{step: ..., when: ...}]}",
+    )
+
+
+def _case_v2_by_case_alone(ctx: CheckContext) -> bool:
+    """True where the file reads as canonical once its steps' `case` keys are set aside: `case`
+    is its only mark of the case-v2 generation, so it may be a canonical playbook with the
+    worker-side case rules 138c10ed evaluates (table (b) place `worker`)."""
+    root = ctx.document.data
+    steps = root.get("workflow") if isinstance(root, dict) else None
+    if not isinstance(steps, list):
+        return False
+    without = dict(root)
+    without["workflow"] = [
+        {k: v for k, v in s.items() if k != "case"} if isinstance(s, dict) else s for s in steps
+    ]
+    return detect_dialect(without) == "canonical"
+
+
 def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -> None:
     if not isinstance(config, dict):
         return
@@ -256,6 +305,19 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
                 f"postgres transfer source of step {step.name!r}: a failure's error text quotes "
                 "noetlc's server-side cursor (`DECLARE ... CURSOR FOR SELECT ...`), NoETL's the "
                 "plain SELECT",
+            )
+    elif kind == "python" and dialect == "case-v2":
+        code = config.get("code")
+        found = _NON_DICT_RESULT.search(code) if isinstance(code, str) else None
+        if found:
+            ctx.report(
+                "D942",
+                ctx.position_in_string(code, found.start()),
+                f"python step {step.name!r} returns a list or a scalar: the case-v2 engine's "
+                "worker cannot report such a result (its event is refused, HTTP 422) and the "
+                "run fails there; noetlc keeps the value",
+                hint="return a mapping (`{'items': [...]}`) if the playbook must also run on "
+                "dc55c492",
             )
     elif kind == "python" and dialect == "canonical":
         code = config.get("code")

@@ -84,7 +84,10 @@ CANONICAL_OUTPUT_FIELDS = frozenset(
 
 def check(ctx: CheckContext) -> None:
     names = name_table(ctx.playbook)
-    known_filters = KNOWN_FILTERS_5 if ctx.playbook.generation == "noetl5" else KNOWN_FILTERS
+    # Which filters the generation's engine knows is a profile field (engine differences are data).
+    profile = PROFILES.get(ctx.playbook.generation)
+    minijinja = profile is not None and profile.minijinja_filters
+    known_filters = KNOWN_FILTERS_5 if minijinja else KNOWN_FILTERS
     for site in ctx.sites:
         scan = scan_template(site.value)
         if scan.error is not None:

@@ -265,4 +265,24 @@ RULES = (
         + "'A v1 step's `params`, `timeout` or `code_b64`').",
         "inline `code`, and put the query under `data:`, if the playbook must also run on 58c2a16b",
     ),
+    rule(
+        "D941",
+        I,
+        "runs differently on NoETL: a `case` rule's `then.next` on the canonical engine",
+        "A playbook whose only case-v2 mark is `case` may be a canonical one: 138c10ed's worker "
+        "evaluates such a rule and reports `case.evaluated`, but no command follows, so neither "
+        "branch runs and the run completes after the step; noetlc reads `case` as case-v2 and "
+        "takes the branch (" + _ROW + "'A `case` rule with `then.next` in a playbook').",
+        "route with arcs if the playbook must also run on the canonical engine:\n"
+        "  next: {arcs: [{step: ..., when: ...}]}",
+    ),
+    rule(
+        "D942",
+        I,
+        "runs differently on NoETL: a case-v2 python step returning a list or a scalar",
+        "dc55c492's worker cannot report a result that is not a mapping (its event is refused, "
+        "HTTP 422, three times): the call fails and the run ends failed; noetlc keeps the value "
+        "(" + _ROW + "'A case-v2 python step whose result is a list or a scalar').",
+        "return a mapping (`{'items': [...]}`) if the playbook must also run on dc55c492",
+    ),
 )

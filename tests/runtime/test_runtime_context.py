@@ -218,3 +218,29 @@ def test_a_noetl5_loop_item_sees_total_bare_index_and_its_ctx():
         build_context(), iterator="it", item="a", index=1, length=3, profile=CANONICAL
     )
     assert "_total" not in plain and "_total" not in plain["iter"] and "it" not in plain["ctx"]
+
+
+def test_a_step_input_sees_the_command_it_is_rendered_for():
+    """NoETL's Python engines render a step's input when they issue its command, under the
+    event `command_creation` of that step with an empty payload (138c10ed engine.py:4160,
+    dc55c492 engine.py:1277; recorded: template_names/c_event_fields_dict, s_event_keys_dict);
+    v1 and NoETL 5 bind no `event` there (profile.input_event_bound)."""
+    from datetime import datetime
+
+    from airflow_plugin.templating.context import issuing_context
+
+    for profile in (CANONICAL, CASE_V2):
+        context = issuing_context(build_context(profile=profile), "probe", profile)
+        event = context["event"]
+        assert (event["name"], event["step"], event["payload"]) == ("command_creation", "probe", {})
+        assert datetime.fromisoformat(event["timestamp"]).tzinfo is not None
+        text = "{{ [event | list | sort, event.payload | list] | tojson }}"
+        rendered = render_value(text, context, strict=True)
+        assert rendered == '[["name", "payload", "step", "timestamp"], []]'
+    for profile in (V1, NOETL5):
+        assert "event" not in issuing_context(build_context(profile=profile), "probe", profile)
+    # 138c10ed also binds its output view there, built from the empty payload and a step with
+    # no result yet (engine.py:922; recorded: template_names/c_output_keys_dict); dc55c492 none.
+    output = issuing_context(build_context(profile=CANONICAL), "probe", CANONICAL)["output"]
+    assert output == {"status": "ok", "data": None, "ref": None, "error": None}
+    assert "output" not in issuing_context(build_context(profile=CASE_V2), "probe", CASE_V2)
