@@ -19,7 +19,9 @@ With ``--loop`` it measures a big loop instead, on the Celery stack
 (5,000 items, a parallel loop of ``max_in_flight: 16``, compiled as is) against a hand-written
 DAG doing the same work the way an Airflow user would batch it (:data:`BATCHED_DAG`: 16 mapped
 batches squaring their items, then a total over the last 128), both in one run, alternately;
-prints the medians, the ratio loop/batched (target: within 1.5x) and the load average.
+prints the medians, the ratio loop/batched (target: within 1.5x) and the load average, and the
+timeline of each DAG's last run (:func:`timeline`: per task, from the REST API, where its time
+went).
 
 Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--loop]``.
 """
