@@ -19,7 +19,9 @@ With ``--loop`` it measures a big loop instead, on the Celery stack
 (5,000 items, a parallel loop of ``max_in_flight: 16``, compiled as is) against a hand-written
 DAG doing the same work the way an Airflow user would batch it (:data:`BATCHED_DAG`: 16 mapped
 batches squaring their items, then a total over the last 128), both in one run, alternately;
-prints the medians, the ratio loop/batched (target: within 1.5x) and the load average.
+prints the medians, the ratio loop/batched (target: within 1.5x) and the load average, and the
+timeline of each DAG's last run (:func:`timeline`: per task, from the REST API, where its time
+went).
 
 Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--loop]``.
 """
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,16 +149,73 @@ def write_loop_dags(folder: Path, dags: Path) -> tuple[str, str]:
     return "bench.large_loop", "bench.loop_batched"
 
 
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def timeline(client, dag_id: str, run_id: str) -> list[str]:
+    """Where one run's time went, from the REST API: one line per task (mapped instances
+    together), seconds from the run's ``queued_at`` (the trigger): when the first instance was
+    queued, the first and last start, the last end, the gap from the upstream phase's last end
+    to this phase's first queueing (scheduling), the median wait queued -> started (Celery and
+    the task process start), the median / max duration (inside the task process) and the tries;
+    then the run's end after its last task."""
+    run = client.get_run(dag_id, run_id)
+    zero = _seconds(run["queued_at"]) or _seconds(run["start_date"])
+    phases: dict[str, list[dict]] = {}
+    for ti in client.task_instances(dag_id, run_id):
+        phases.setdefault(ti["task_id"], []).append(ti)
+
+    def rel(stamp: str | None) -> float:
+        value = _seconds(stamp)
+        return float("nan") if value is None else value - zero
+
+    lines = [
+        (
+            f"  {dag_id} run {run_id}: started +{rel(run['start_date']):.1f} s, "
+            f"ended +{rel(run['end_date']):.1f} s"
+        ),
+        (
+            f"  {'task':18} {'n':>3} {'queued':>7} {'start':>13} {'end':>7} {'gap':>6} "
+            f"{'wait~':>6} {'dur~':>6} {'durmax':>6} tries"
+        ),
+    ]
+    ordered = sorted(phases.items(), key=lambda kv: min(rel(t["queued_when"]) for t in kv[1]))
+    last_end = rel(run["start_date"])
+    for task_id, tis in ordered:
+        queued = min(rel(t["queued_when"]) for t in tis)
+        starts = [rel(t["start_date"]) for t in tis]
+        end = max(rel(t["end_date"]) for t in tis)
+        waits = [rel(t["start_date"]) - rel(t["queued_when"]) for t in tis]
+        durs = [t["duration"] or 0.0 for t in tis]
+        tries = max(t["try_number"] for t in tis)
+        lines.append(
+            f"  {task_id:18} {len(tis):3d} {queued:7.1f} {min(starts):6.1f}-{max(starts):6.1f} "
+            f"{end:7.1f} {queued - last_end:6.1f} {statistics.median(waits):6.2f} "
+            f"{statistics.median(durs):6.2f} {max(durs):6.2f} {tries}"
+        )
+        last_end = max(last_end, end)
+    lines.append(f"  run end after its last task: {rel(run['end_date']) - last_end:.1f} s")
+    return lines
+
+
 def loop_bench(client, loop_id: str, batched_id: str, rounds: int) -> None:
     for dag_id in (loop_id, batched_id):
         client.wait_for_dag(dag_id, 300)
         timed_run(client, dag_id)  # warm-up: first parse in the task processes
-    loop_t, batched_t, loads = [], [], []
+    loop_t, batched_t, loads, last = [], [], [], {}
     for _ in range(rounds):
         loads.append(os.getloadavg()[0])
-        loop_t.append(timed_run(client, loop_id))
-        batched_t.append(timed_run(client, batched_id))
+        for dag_id, times in ((loop_id, loop_t), (batched_id, batched_t)):
+            started = time.perf_counter()
+            last[dag_id] = run_once(client, dag_id)
+            times.append(time.perf_counter() - started)
     loads.append(os.getloadavg()[0])
+    print("timeline of each DAG's last run (s from its trigger):")
+    for dag_id, run_id in last.items():
+        print("\n".join(timeline(client, dag_id, run_id)))
     lo, ba = statistics.median(loop_t), statistics.median(batched_t)
     print(f"{'DAG':28} {'runs s':>24} {'median s':>9}")
     print(f"{'large_loop (5,000 items)':28} {' '.join(f'{t:.1f}' for t in loop_t):>24} {lo:9.2f}")
@@ -192,15 +252,20 @@ def stack(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     )
 
 
-def timed_run(client, dag_id: str) -> float:
-    started = time.perf_counter()
+def run_once(client, dag_id: str) -> str:
+    """Trigger ``dag_id`` and wait for it to succeed -> the run's id."""
     run = client.trigger(dag_id)
     done = client.wait_for_run(dag_id, run["dag_run_id"], timeout=600, interval=0.2)
-    elapsed = time.perf_counter() - started
     if done["state"] != "success":
         tasks = {t["task_id"]: t["state"] for t in client.task_instances(dag_id, run["dag_run_id"])}
         raise SystemExit(f"{dag_id}: run {done['state']}: {tasks}")
-    return elapsed
+    return run["dag_run_id"]
+
+
+def timed_run(client, dag_id: str) -> float:
+    started = time.perf_counter()
+    run_once(client, dag_id)
+    return time.perf_counter() - started
 
 
 def main() -> None:

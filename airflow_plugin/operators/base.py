@@ -138,6 +138,11 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
         run_id = getattr(ti, "run_id", None) or context["run_id"]
         return execution_id_for(dag_id, run_id)
 
+    def outputless_upstreams(self) -> set[str]:
+        """Direct upstream tasks whose return value is never a step output (no ``args`` to
+        look for): pulling them is an XCom round trip through the API server for nothing."""
+        return set()
+
     def pull_inputs(self, context: Mapping[str, Any], step: str) -> dict[str, Any]:
         ti = context["ti"]
         pulled: dict[str, Any] = {}
@@ -181,7 +186,7 @@ class NoetlTaskMixin(LineageMixin, BranchMixIn):
         args: dict[str, Any] = {}
         senders = reads.get("args")
         if senders is None:
-            senders = sorted(self.upstream_task_ids)
+            senders = sorted(set(self.upstream_task_ids) - self.outputless_upstreams())
         for task_id in senders:
             output = output_of(task_id)
             sent = (output.get("args") or {}).get(step) if output else None

@@ -70,6 +70,8 @@ class NoetlCursorHeadOperator(CompiledStepOperator):
 
 
 class NoetlCursorWorkerOperator(CompiledStepOperator):
+    loop_group_member = True  # its head returns slots, not a step output
+
     @classmethod
     def partial(cls, **kwargs: Any) -> Any:
         # Decoded for the DAG import's sake; each mapped instance decodes its own (loop.py).

@@ -58,6 +58,8 @@ class CompiledStepOperator(NoetlTask):
     decoded step (a ``Step`` reads as its payload) or, for a region, its decoded payload."""
 
     ui_color = "#e8f0fe"
+    # A body, a cursor worker or a tail: downstream of its loop group's head (and body).
+    loop_group_member = False
 
     def __init__(self, *, payload: Mapping[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -72,6 +74,14 @@ class CompiledStepOperator(NoetlTask):
         """Task id of a sibling in this loop's task group (``head``, ``body``, ``tail``)."""
         prefix, _, _ = self.task_id.rpartition(".")
         return f"{prefix}.{name}" if prefix else name
+
+    def outputless_upstreams(self) -> set[str]:
+        # Inside a loop's task group the head returns chunks, a body or a cursor worker its
+        # records: none is a step output. Each of a 5,000-item loop's 16 body instances pulled
+        # the head's whole collection this way, and the tail every instance's records twice.
+        if not self.loop_group_member:
+            return set()
+        return {self.group_task(part) for part in ("head", "body", "worker")}
 
     def finish_and_route(self, context: Any, inputs: dict[str, Any], records: list) -> dict:
         from ..runtime.loop import finish
@@ -164,6 +174,8 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
 
 class NoetlLoopBodyOperator(CompiledStepOperator):
     """One mapped instance: runs the loop step for each item of ``chunk``."""
+
+    loop_group_member = True
 
     @classmethod
     def partial(cls, **kwargs: Any) -> Any:  # the mapped operator is built from partial()
@@ -307,6 +319,8 @@ def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> l
 
 class NoetlLoopTailOperator(CompiledStepOperator):
     """Collects the iterations into the loop step's result and routes (``loop.done``)."""
+
+    loop_group_member = True
 
     def __init__(self, *, payload: dict[str, Any], reads: dict[str, Any], **kwargs: Any) -> None:
         # The tail closes a loop over `in` and a cursor loop alike: its mode says which.

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from airflow_plugin.deploy.layout import Layout
-from airflow_plugin.deploy.stack import REPO, _write_env_file, python_path
+from airflow_plugin.deploy.stack import REPO, _base_env, _write_env_file, python_path
 
 PROBE = (
     "import json; from airflow import plugins_manager; "
@@ -74,3 +74,20 @@ def test_the_env_file_names_pythonpath_once_with_each_entry_once(tmp_path):
     _write_env_file(layout, env)
     lines = [line for line in layout.env_file.read_text().splitlines() if "PYTHONPATH" in line]
     assert lines == [f"export PYTHONPATH='{layout.python}'"]
+
+
+def test_the_stacks_processes_keep_bytecode_caches(tmp_path, monkeypatch):
+    """Each task instance is a fresh interpreter importing the runtime: under a caller's
+    PYTHONDONTWRITEBYTECODE every one compiled the checkout from source. The stack's
+    processes write (and so reuse) bytecode caches whatever the caller's shell says."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = _base_env(None, Layout(tmp_path / "state"))
+    (tmp_path / "probe_module.py").write_text("VALUE = 1\n")
+    subprocess.run(
+        [sys.executable, "-c", "import probe_module"],
+        env={**env, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+        timeout=60,
+        check=True,
+    )
+    assert list((tmp_path / "__pycache__").glob("probe_module.*.pyc"))

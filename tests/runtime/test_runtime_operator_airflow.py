@@ -7,6 +7,7 @@ DAGs are written as files in the shape the compiler emits: ``with DAG(...)``, on
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import pytest
 
@@ -401,3 +402,26 @@ def test_every_routing_operator_honours_branch_decisions_on_rerun():
     ):
         assert operator.inherits_from_skipmixin is True, operator
         assert operator.template_fields == (), operator
+
+
+def test_loop_tasks_pull_no_args_from_their_own_group():
+    """Inside a loop's group the head returns chunks and the bodies their records, never a
+    step output with ``args``: a body instance pulled the head's whole collection for them (an
+    XCom round trip through the API server per instance, 5,000 items in large_loop) and the
+    tail every body's records a second time. Other upstreams are still asked."""
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "large_loop_dag", Path(__file__).parents[2] / "dags" / "large_loop.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tasks = module.dag.task_dict
+    # A body instance as its task runner builds it (the mapped operator, unmapped).
+    body = tasks["square.body"].unmap({"chunk": {"offset": 0, "items": [1]}})
+    for task_id, task in (("square.body", body), ("square.tail", tasks["square.tail"])):
+        asked = set(tasks[task_id].upstream_task_ids) - task.outputless_upstreams()
+        assert tasks[task_id].upstream_task_ids and not asked, (task_id, asked)
+    assert tasks["square.head"].outputless_upstreams() == set()
+    assert tasks["total"].outputless_upstreams() == set()
+    assert tasks["square.head"].upstream_task_ids == {"start"}
