@@ -368,6 +368,16 @@ def _rehearse(home: Home, log: Any) -> None:
     log.info("rehearsal run %s in %.1fs", state, time.monotonic() - started)
 
 
+def _locate_endpoints(log: Any) -> None:
+    """``warmup.locate_endpoints``: a failure costs the forks a few milliseconds, never a run."""
+    from .warmup import locate_endpoints
+
+    try:
+        log.info("located %d endpoint(s) of the Execution API", locate_endpoints())
+    except Exception:
+        log.warning("could not locate the Execution API's endpoints", exc_info=True)
+
+
 def _compile_playbook(path: str, dags: str) -> dict[str, Any]:
     from noetl_compile.run_compile import compile_for_run
 
@@ -410,6 +420,7 @@ def serve(home: Home, idle: float) -> None:
         log.info("another runner serves this home; leaving")
         return
     _rehearse(home, log)
+    _locate_endpoints(log)
     gc.collect()
     gc.freeze()  # forks share these pages; the collector never walks them again
     with contextlib.suppress(FileNotFoundError):

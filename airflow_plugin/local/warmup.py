@@ -109,6 +109,36 @@ def _remember_dependants() -> None:
     utils.get_dependant = get_dependant
 
 
+def locate_endpoints() -> int:
+    """Where each endpoint of the in-process app is defined, looked up now: FastAPI keeps it
+    for its error messages (``_extract_endpoint_context``, a per-process cache) and looks it up
+    on an endpoint's first request by reading and tokenizing its source file. The warm runner
+    calls this once, so its forks do not (about 5 lookups per hello_world run); a cold run would
+    look up every endpoint to use a few, so it does not. Returns how many were looked up."""
+    from airflow.sdk.execution_time.supervisor import in_process_api_server
+    from fastapi import routing
+
+    locate = getattr(routing, "_extract_endpoint_context", None)
+    if locate is None:
+        return 0
+    pending, seen, located = [in_process_api_server().app.router], set(), 0
+    while pending:
+        router = pending.pop()
+        if id(router) in seen:
+            continue
+        seen.add(id(router))
+        versioned = getattr(router, "versioned_routers", None)  # cadwyn: a router per version
+        pending.extend(versioned.values() if isinstance(versioned, dict) else ())
+        for route in getattr(router, "routes", None) or ():
+            call = getattr(getattr(route, "dependant", None), "call", None)
+            if call is not None:
+                locate(call)
+                located += 1
+            if getattr(route, "routes", None) is not None:
+                pending.append(route)
+    return located
+
+
 def prepare_execution_api() -> str:
     """Build the in-process Execution API now; returns "one-version", "full" or "lazy"."""
     state = _prepare()
