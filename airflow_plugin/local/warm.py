@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .home import Home, code_stamp
+from .home import Home, code_stamp, pin_code_stamp
 from .launch import EXIT_INTERRUPTED
 from .warm_fork import become_run
 
@@ -408,6 +408,7 @@ def serve(home: Home, idle: float) -> None:
             pass  # open the DB (and the pool) once, here
     api = prepare_execution_api()
     _preload()
+    pin_code_stamp()  # what every fork's run reads; a client of other code stops this runner
     mine = fingerprint()
     path = socket_path(home)
     # One runner per home: a second one (two starts racing) leaves at once.
