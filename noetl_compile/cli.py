@@ -21,7 +21,6 @@ from contextlib import contextmanager
 
 from . import demo_cli, editor_cli
 from .cli_parser import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, build_parser
-from .diagnostics import Severity
 from .run_cli import run_run
 
 MISSING_PATH = "E001"
@@ -145,6 +144,8 @@ def run_check(args: argparse.Namespace) -> int:
         # A path on the command line that does not exist is a mistake in the command, not a
         # finding (an unreadable folder or a broken symlink found under one is a finding).
         return EXIT_USAGE
+    from .diagnostics import Severity
+
     failing = Severity.WARNING if args.strict else Severity.ERROR
     return EXIT_FINDINGS if any(d.severity >= failing for d in diagnostics) else EXIT_OK
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from .diagnostics import Diagnostic
+if TYPE_CHECKING:  # the CLI imports this module for every run; the fork compiles
+    from .diagnostics import Diagnostic
 
 __all__ = ["NOT_COMPILED", "called_playbooks", "compile_for_run", "place_dags"]
 

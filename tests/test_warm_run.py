@@ -8,6 +8,7 @@ run` runs cold (tests/harness/run_cli.py drops NOETLC_WARM from their environmen
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -122,3 +123,26 @@ def test_warm_is_the_default_except_where_asked_or_on_ci():
     assert enabled(None, {"NOETLC_WARM": "1", "CI": "true"}) is True  # a test that asks
     assert enabled(True, {"NOETLC_WARM": "0"}) is True  # --warm
     assert enabled(False, {}) is False  # --cold
+
+
+def test_a_pinned_code_stamp_is_what_the_runner_and_its_forks_read(tmp_path, monkeypatch):
+    """The warm runner pins its code stamp (home.pin_code_stamp) so its forks do not walk the
+    code again; a fresh stamp still sees a change, and the client never pins."""
+    from airflow_plugin.local import home as home_module
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "a.py").write_text("A = 1\n", encoding="utf-8")
+    monkeypatch.setattr(home_module, "_CODE", (code,))
+    monkeypatch.setattr(home_module, "_PINNED", [])
+    before = home_module.code_stamp()
+    newer = code / "b.py"
+    newer.write_text("B = 2\n", encoding="utf-8")
+    later = time.time() + 5
+    os.utime(newer, (later, later))
+    changed = home_module.code_stamp()
+    assert changed != before  # unpinned: a change on disk is seen
+    assert home_module.pin_code_stamp() == changed
+    os.utime(newer, (later + 5, later + 5))
+    assert home_module.code_stamp() == changed  # pinned: no walk, the runner's stamp
+    assert home_module.pin_code_stamp() != changed  # pinning again takes the code as it is now

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .home import Home, code_stamp
+from .home import Home, code_stamp, pin_code_stamp
 from .launch import EXIT_INTERRUPTED
 from .warm_fork import become_run
 
@@ -296,7 +296,8 @@ def _compile(home: Home, spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # What every run imports after the fork (measured: about 0.3 s of a warm hello_world run, and
-# 0.6 s for the compiler). Imported once here, they are shared by every fork.
+# 0.6 s for the compiler). Imported once here, they are shared by every fork. (A fork that
+# imports nothing more: compare sys.modules at the fork's start and end.)
 _PRELOAD = (
     "noetl_compile.run_compile",
     "noetl_compile.compile",
@@ -306,6 +307,8 @@ _PRELOAD = (
     "airflow_plugin.local.runner",
     "airflow_plugin.local.driver",
     "airflow_plugin.local.report",
+    "airflow_plugin.local.live",
+    "airflow_plugin.local.__main__",
     "airflow_plugin.operators.step",
     "airflow_plugin.operators.region",
     "airflow_plugin.operators.loop",
@@ -313,6 +316,13 @@ _PRELOAD = (
     "airflow_plugin.runtime.interpreter",
     "airflow_plugin.tools",
     "airflow_plugin.events",
+    # The event log a run records to (each fork opens its own store; the rehearsal records to
+    # memory only, so nothing imported these before the fork).
+    "airflow_plugin.events.config",
+    "airflow_plugin.events.outbox",
+    "airflow_plugin.events.store",
+    "airflow_plugin.events.writer",
+    "airflow_plugin.hooks.state",
     "airflow.sdk",
     "airflow.models.dagbag",
     "airflow.providers.standard.operators.hitl",
@@ -358,6 +368,16 @@ def _rehearse(home: Home, log: Any) -> None:
     log.info("rehearsal run %s in %.1fs", state, time.monotonic() - started)
 
 
+def _locate_endpoints(log: Any) -> None:
+    """``warmup.locate_endpoints``: a failure costs the forks a few milliseconds, never a run."""
+    from .warmup import locate_endpoints
+
+    try:
+        log.info("located %d endpoint(s) of the Execution API", locate_endpoints())
+    except Exception:
+        log.warning("could not locate the Execution API's endpoints", exc_info=True)
+
+
 def _compile_playbook(path: str, dags: str) -> dict[str, Any]:
     from noetl_compile.run_compile import compile_for_run
 
@@ -388,6 +408,7 @@ def serve(home: Home, idle: float) -> None:
             pass  # open the DB (and the pool) once, here
     api = prepare_execution_api()
     _preload()
+    pin_code_stamp()  # what every fork's run reads; a client of other code stops this runner
     mine = fingerprint()
     path = socket_path(home)
     # One runner per home: a second one (two starts racing) leaves at once.
@@ -400,6 +421,7 @@ def serve(home: Home, idle: float) -> None:
         log.info("another runner serves this home; leaving")
         return
     _rehearse(home, log)
+    _locate_endpoints(log)
     gc.collect()
     gc.freeze()  # forks share these pages; the collector never walks them again
     with contextlib.suppress(FileNotFoundError):

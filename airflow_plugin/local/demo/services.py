@@ -38,8 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,6 +253,11 @@ def _pg_uri(pg: dict[str, Any]) -> str:
 
 
 def _http_answers(port: int) -> bool:
+    # Imported here: every `noetlc run` imports this module (connection_env), and importing
+    # urllib's HTTP stack (http.client, email, ssl) costs about as much CPU as starting Python.
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
             return json.loads(response.read()) == {"status": "ok"}
