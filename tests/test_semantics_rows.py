@@ -165,6 +165,15 @@ def test_a_row_without_a_case_says_why():
         "service"
     )
     assert _rule("canonical", "method", "config", "noetl/worker/v2_worker_nats.py") is None
+    # `log-only` is reviewed per (key, default, file): the display name of an http tool is, the
+    # same key with another default or in another file is not.
+    http = "noetl/tools/http/executor.py"
+    assert _rule("canonical", "task", "task_config", http, "'http_task'") == "log-only"
+    assert _rule("canonical", "task", "task_config", http, "None") is None
+    assert (
+        _rule("v1", "task", "task_config", "noetl/plugin/playbook/executor.py", "'playbook_task'")
+        is None
+    )
 
 
 def test_the_scan_keeps_dsl_blocks_and_leaves_state_out():

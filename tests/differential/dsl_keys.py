@@ -115,6 +115,21 @@ _INTERNAL_KEYS = frozenset(
         "workflow_id",
     }
 )
+# A tool's display name, read into a local that only log lines, NoETL's error-log table and the
+# tool's `log_event_callback` use (the workers call the tools without one: v2_worker_nats.py
+# `execute_http_task(task_config, context, jinja_env, task_with)`, v1 worker.py `execute_task(...,
+# task_data)`); it never reaches a result, a template or a routing decision. Reviewed per
+# (key, default, file): the same key elsewhere may well be read for its value.
+_LOG_ONLY = frozenset(
+    {
+        ("task", "'duckdb_task'", "/duckdb/__init__.py"),
+        ("task", "'duckdb_task'", "/duckdb/config.py"),
+        ("task", "'http_task'", "/http/executor.py"),
+        ("task", "'postgres_task'", "/postgres/executor.py"),
+        ("name", "'unnamed_python_task'", "/python/executor.py"),
+        ("name", "'transfer'", "/transfer/executor.py"),
+    }
+)
 NO_CASE: tuple[tuple[str, str], ...] = (
     (
         "internal",
@@ -144,10 +159,18 @@ NO_CASE: tuple[tuple[str, str], ...] = (
         "a field of a stored credential record or of NoETL's credential lookup, not playbook "
         "text; noetlc resolves `auth:` to an Airflow connection of the same name",
     ),
+    (
+        "log-only",
+        "a tool's display name (`task:` of duckdb/http/postgres, `name:` of python/transfer) "
+        "that only log lines, NoETL's error-log table and an event callback the workers never "
+        "pass read: no result, template or routing decision depends on it",
+    ),
 )
 
 
-def _rule(engine: str, key: str, receiver: str, file: str) -> str | None:
+def _rule(
+    engine: str, key: str, receiver: str, file: str, default: str | None = None
+) -> str | None:
     where = "/" + file
     if key.startswith("__") or receiver in _INTERNAL_RECEIVERS or key in _INTERNAL_KEYS:
         return "internal"
@@ -157,6 +180,8 @@ def _rule(engine: str, key: str, receiver: str, file: str) -> str | None:
         return "cloud-auth"
     if any(part in where for part in _CREDENTIAL):
         return "credential"
+    if any(where.endswith(tail) for k, d, tail in _LOG_ONLY if (k, d) == (key, default)):
+        return "log-only"
     return None
 
 
@@ -282,7 +307,7 @@ def scan(engine: str, checkout: Path) -> list[dict]:
                 row["places"] += 1
                 # Per place: the no-case rule it falls under (None: playbook-reachable).
                 live = reached and node.lineno not in dead
-                rule = _rule(engine, key[0], receiver, relative) if live else "unreachable"
+                rule = _rule(engine, key[0], receiver, relative, default) if live else "unreachable"
                 row["rules"].append(rule)
     rows = sorted(found.values(), key=lambda r: (r["key"], r["default"]))
     order = [word for word, _ in NO_CASE]
