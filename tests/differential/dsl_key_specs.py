@@ -344,4 +344,22 @@ CANONICAL: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         _two(_py(_LIBS_CODE), {"next": [{"step": "after"}]}),
         _two(_py(_LIBS_CODE, libs={"j": "json"}), {"next": [{"step": "after"}]}),
     ),
+    (
+        "http_data",
+        "canonical",
+        "data",
+        "None",
+        "noetl/tools/http/executor.py",
+        _two(_http(url="@HTTP@/respond")),
+        _two(_http(url="@HTTP@/respond", data={"query": {"body": "d", "status": 202}})),
+    ),
+    (
+        "http_headers_map",
+        "canonical",
+        "headers",
+        "{}",
+        "noetl/tools/http/executor.py",
+        _two(_http(url="@HTTP@/bearer")),
+        _two(_http(url="@HTTP@/bearer", headers={"Authorization": "Bearer k33b"})),
+    ),
 )

@@ -280,6 +280,33 @@ CASE_V2: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         _c2(_py(_LIBS_CODE)),
         _c2(_py(_LIBS_CODE, libs={"j": "json"})),
     ),
+    (
+        "c2_http_data",
+        "case-v2",
+        "data",
+        "None",
+        "noetl/tools/http/executor.py",
+        _c2(_http(url="@HTTP@/respond")),
+        _c2(_http(url="@HTTP@/respond", data={"query": {"body": "d", "status": 202}})),
+    ),
+    (
+        "c2_http_headers_map",
+        "case-v2",
+        "headers",
+        "{}",
+        "noetl/tools/http/executor.py",
+        _c2(_http(url="@HTTP@/bearer")),
+        _c2(_http(url="@HTTP@/bearer", headers={"Authorization": "Bearer k33b"})),
+    ),
+    (
+        "c2_http_tool_url",
+        "case-v2",
+        "url",
+        "''",
+        "noetl/tools/http/executor.py",
+        _c2(_http(method="GET")),
+        _c2(_http(url="@HTTP@/respond", params={"body": "t"})),
+    ),
 )
 
 V1: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
@@ -425,5 +452,44 @@ V1: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
             ("enumerate", True),
             ("chunk", 2),
         )
+    ),
+    (
+        "v1_http_url",
+        "v1",
+        "url",
+        "''",
+        "noetl/plugin/http/executor.py",
+        _v1({"type": "http"}),
+        _v1({"type": "http", "url": "@HTTP@/respond", "params": {"body": "u"}}),
+    ),
+    (
+        "v1_http_headers",
+        "v1",
+        "headers",
+        "{}",
+        "noetl/plugin/http/executor.py",
+        _v1({"type": "http", "endpoint": "@HTTP@/bearer"}),
+        _v1(
+            {
+                "type": "http",
+                "endpoint": "@HTTP@/bearer",
+                "headers": {"Authorization": "Bearer k33b"},
+            }
+        ),
+    ),
+    (
+        "v1_http_data",
+        "v1",
+        "data",
+        "None",
+        "noetl/plugin/http/executor.py",
+        _v1({"type": "http", "endpoint": "@HTTP@/respond"}),
+        _v1(
+            {
+                "type": "http",
+                "endpoint": "@HTTP@/respond",
+                "data": {"query": {"body": "d", "status": 202}},
+            }
+        ),
     ),
 )

@@ -103,6 +103,9 @@ _INTERNAL_RECEIVERS = frozenset(
         "task_seq_dict",
         "input_ctx",
         "first_metadata",
+        # The http tool's own keyword arguments for its request, built from the rendered
+        # `params`/`payload`/`data` (rows of their own), summarised for a log line.
+        "request_args",
     }
 )
 _INTERNAL_KEYS = frozenset(
