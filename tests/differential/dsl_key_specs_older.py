@@ -110,6 +110,8 @@ def _v1_iter(**extra: Any) -> dict[str, Any]:
 
 _V1_FAILS = "def main():\n    raise RuntimeError('boom')\n"
 _V1_OK = "def main():\n    return {'x': 4}\n"
+# Reads `x` from the step's inputs, 1 when the engine hands it none.
+_V1_ARG = "def main(x=1):\n    return {'v': int(x)}\n"
 
 CASE_V2: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
     # case-v2 (dc55c492)
@@ -491,5 +493,26 @@ V1: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
                 "data": {"query": {"body": "d", "status": 202}},
             }
         ),
+    ),
+    *(
+        (
+            f"v1_python_{key}",
+            "v1",
+            key,
+            "None",
+            "noetl/worker/worker.py",
+            _v1({"type": "python", "code": _V1_ARG}),
+            _v1({"type": "python", "code": _V1_ARG, key: {"x": 3}}),
+        )
+        for key in ("args", "input", "payload")
+    ),
+    (
+        "v1_step_description",
+        "v1",
+        "description",
+        "None",
+        "noetl/server/api/event/service/workflow.py",
+        _v1({"type": "python", "code": _V1_OK}),
+        _v1({"type": "python", "code": _V1_OK, "description": "says what a does"}),
     ),
 )
