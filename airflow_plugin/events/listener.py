@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -192,7 +193,17 @@ class EventLogListener:
         emit(self._task_event(ti, names.TASK_FINISHED, status, run, task, data, duration=duration))
         # The task is over: its events must be stored (or in the outbox) before the process
         # ends (the supervisor gives listeners task_success_overtime, 20 s by default).
-        flush(default_recorder())
+        recorder = default_recorder()
+        waiting, began = getattr(recorder, "pending", None), time.monotonic()
+        flush(recorder)
+        took = time.monotonic() - began
+        # A task's end waits here: said in its log when it is long enough to matter.
+        log.log(
+            logging.INFO if took >= 0.05 else logging.DEBUG,
+            "NoETL event log: the task's end stored %s events in %.2fs",
+            waiting if waiting is not None else "?",
+            took,
+        )
 
     def _archived_finished(self, ti: Any, run: _Run) -> None:
         state = _state(ti.state)

@@ -165,6 +165,12 @@ class StoreRecorder:
             self._spill([row])
             self._settle(1)
 
+    @property
+    def pending(self) -> int:
+        """Rows recorded and not yet stored or spilled (a task's end waits for them)."""
+        with self._lock:
+            return self._pending
+
     # -- ending -------------------------------------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> bool:

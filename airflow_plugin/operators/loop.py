@@ -21,6 +21,7 @@ the step); ``execute()`` runs the iterations with ``runtime.loop``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -195,9 +196,11 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
 
+        entered = time.monotonic()
         part = self.chunk if isinstance(self.chunk, dict) else {}
         offset, items, total = part.get("offset", 0), part.get("items") or [], part.get("total")
         inputs = self.pull_inputs(context, self.step)
+        pulled = time.monotonic()
         # The loop's upstream routed into the head with args: the same args bind every item.
         inputs["args"] = dict(part.get("args") or {})
         records, failure = [], None
@@ -212,6 +215,7 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                 run_body=interpret,
             )
 
+        looped = pulled
         with self.recording(context):
             try:
                 workers = self._in_process_workers(inputs, len(items))
@@ -226,9 +230,50 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                 # issues no further item stops; otherwise the chunk's other items still run,
                 # as they would in instances of their own (NoETL's iterations are commands).
                 records, failure = run_items(self.payload, items, one, log=self.log.info)
+            looped = time.monotonic()
         if failure is not None:
             raise fail_task(self.step, failure) from failure
-        return {"records": _bounded_records(self.payload, records, total or len(items))}
+        output = {"records": _bounded_records(self.payload, records, total or len(items))}
+        self._log_phases(context, entered, pulled, looped, len(items), output)
+        return output
+
+    def _log_phases(
+        self, context: Any, entered: float, pulled: float, looped: float, items: int, output: dict
+    ) -> None:
+        """One INFO line with where this instance's time went: its start-up (the task instance
+        started -> execute), the inputs pull, the items, the end so far (events left to store,
+        the XCom about to be pushed). A deployed loop's instance costs seconds where its items
+        cost milliseconds; this line says which part."""
+        import json
+        from datetime import UTC, datetime
+
+        from ..events.recorder import default_recorder
+
+        started = getattr(context.get("ti"), "start_date", None)
+        startup = "?"
+        if isinstance(started, datetime):
+            now = datetime.now(UTC)
+            before = (now - started).total_seconds() - (time.monotonic() - entered)
+            startup = f"{max(0.0, before):.2f}s"
+        waiting = getattr(default_recorder(), "pending", None)
+        try:
+            size = len(json.dumps(output, default=str))
+        except (TypeError, ValueError):
+            size = -1
+        self.log.info(
+            "NoETL loop body %s: start-up %s, inputs %.2fs, %d items %.2fs (%.2f ms each), "
+            "end %.2fs; events not yet stored %s; XCom %d records, %d bytes",
+            self.step,
+            startup,
+            pulled - entered,
+            items,
+            looped - pulled,
+            (looped - pulled) * 1000 / max(1, items),
+            time.monotonic() - looped,
+            waiting if waiting is not None else "?",
+            len(output.get("records") or []),
+            size,
+        )
 
     def _in_process_workers(self, inputs: Mapping[str, Any], items: int) -> int:
         """Threads for this instance's items: under ``noetlc run`` / ``dag.test()`` a parallel

@@ -10,6 +10,7 @@ one process (``run_loop``: regions, inline children, loops writing ctx), the sam
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import duckdb
@@ -251,3 +252,17 @@ def test_instance_count(mode, items, max_in_flight, templated, in_process, expec
         in_process=in_process,
     )
     assert got == expected
+
+
+def test_a_body_instance_logs_where_its_time_went(charge, capfd):
+    # One INFO line per body instance: start-up, inputs, the items (and per item), the end,
+    # the events not yet stored and the XCom it pushes (issue 32: a deployed instance costs
+    # seconds where its items cost milliseconds; this line says which part).
+    out, rows, _ = charge("seq_phases", CANONICAL, count=3)
+    assert out.state == "success", out.states
+    assert rows == [0, 1, 2]
+    captured = capfd.readouterr()
+    log = captured.out + captured.err
+    (line,) = [x for x in log.splitlines() if "NoETL loop body charge: start-up " in x]
+    assert re.search(r"inputs \d+\.\d\ds, 3 items \d+\.\d\ds \(\d+\.\d\d ms each\)", line), line
+    assert re.search(r"end \d+\.\d\ds; events not yet stored \S+; XCom 3 records, \d+ bytes", line)
