@@ -266,3 +266,10 @@ def test_a_body_instance_logs_where_its_time_went(charge, capfd):
     (line,) = [x for x in log.splitlines() if "NoETL loop body charge: start-up " in x]
     assert re.search(r"inputs \d+\.\d\ds, 3 items \d+\.\d\ds \(\d+\.\d\d ms each\)", line), line
     assert re.search(r"end \d+\.\d\ds; events not yet stored \S+; XCom 3 records, \d+ bytes", line)
+    # The XCom leaves out what the tail would read as empty anyway.
+    body = out.xcom["charge.body"]
+    records = [r for part in (body if isinstance(body, list) else [body]) for r in part["records"]]
+    assert [r["index"] for r in records] == [0, 1, 2]
+    # (a canonical iteration's ctx holds its iterator: kept; its next and vars are empty).
+    assert all(r["ctx"] == {"n": r["index"], "loop_index": r["index"]} for r in records), records
+    assert all(r["status"] == "ok" and not {"vars", "next"} & set(r) for r in records), records
