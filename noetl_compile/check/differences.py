@@ -31,6 +31,8 @@ _NON_DICT_RESULT = re.compile(
     r"^[ \t]*(?:result[ \t]*=|return\b)[ \t]*(?:\[|\(|-?[0-9]|'|\"|True\b|False\b)",
     re.MULTILINE,
 )
+# The names a case-v2 rule reads the call's outcome by (table (b), place case-v2 context).
+_OUTCOME_NAMES = ("error", "response", "result")
 _WORKLOAD_NAME = re.compile(r"\{\{[ \t]*workload\.([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
 
 
@@ -230,6 +232,30 @@ def _case_v2_step(ctx: CheckContext, step: Step) -> None:
                 "to its worker's envelope {id, status, data} (`response.status_code` is "
                 "undefined there after a successful call); noetlc binds the step's result",
             )
+    _case_rules_on_call_outcome(ctx, step)
+
+
+def _case_rules_on_call_outcome(ctx: CheckContext, step: Step) -> None:
+    """D943, once per step (at the first such `when`): dc55c492 evaluates a step's case rules on
+    more than one of its events, so a rule on the call's outcome can route twice or both ways."""
+    for rule in step.case:
+        if not (isinstance(rule.then, YMap) and "next" in rule.then):
+            continue
+        when = rule.when
+        names = [n for n in _OUTCOME_NAMES if isinstance(when, str) and _reads(when, n)]
+        if names:
+            ctx.report(
+                "D943",
+                ctx.pos(when) if isinstance(when, YStr) else ctx.pos(rule, None),
+                f"a case rule of step {step.name!r} routes on `{names[0]}`: the case-v2 engine "
+                "(dc55c492) evaluates the step's rules on each of its events, so a branch can "
+                "run twice, or both branches after a failed call, and a run whose call failed "
+                "completes; noetlc takes the first rule that holds, once, and a failed call no "
+                "rule handles fails the run",
+                hint="make each branch's steps safe to run twice if the playbook must also run on "
+                "dc55c492 (it may run a branch twice, or both)",
+            )
+            return
 
 
 def _case_next_on_canonical(ctx: CheckContext) -> None:

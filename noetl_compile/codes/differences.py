@@ -285,4 +285,17 @@ RULES = (
         "(" + _ROW + "'A case-v2 python step whose result is a list or a scalar').",
         "return a mapping (`{'items': [...]}`) if the playbook must also run on dc55c492",
     ),
+    rule(
+        "D943",
+        I,
+        "runs differently on NoETL: a case-v2 case rule routing on `error`, `response` or `result`",
+        "dc55c492 evaluates a step's case rules on more than one of the step's events: a rule on "
+        "`error` routes its branch twice after a successful call, both rules' branches run after "
+        "a failed one, and a run whose call failed completes; noetlc takes the first rule that "
+        "holds, once, and a failed call no rule handles ends the run failed ("
+        + _ROW
+        + "'A case-v2 step whose case rules route on `error`, `response` or `result`').",
+        "make each branch's steps safe to run twice if the playbook must also run on "
+        "dc55c492 (it may run a branch twice, or both)",
+    ),
 )
