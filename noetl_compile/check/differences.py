@@ -504,7 +504,7 @@ def _first_whole_template(block: dict) -> YStr | None:
 def _references(
     ctx: CheckContext, dialect: str, loop_steps: set[str], pipeline_steps: set[str]
 ) -> None:
-    """D907, D916, D923, D926: what a template reads, once per construct and step."""
+    """D907, D916, D923, D926, D944: what a template reads, once per construct and step."""
     if dialect == "v1":
         return
     steps = ctx.step_names
@@ -530,6 +530,8 @@ def _reference_code(
         return "D926" if root == "ctx" else None
     if root == "ctx" and (not path or path[0] in steps):
         return "D923"
+    if root == "output" and path[:1] in (("ref",), ("context",)):
+        return "D944"
     if root in loop_steps and path[:1] == ("results",):
         return "D907"
     if root in steps and (not path or root in pipeline_steps):
@@ -553,6 +555,10 @@ _MESSAGES = {
     "D923": lambda ref: (
         "a step's result read through `ctx`: NoETL's `ctx.<step>` is the result-store envelope "
         "(the result's keys plus ref, _ref, data, status, ...); noetlc's is the result itself"
+    ),
+    "D944": lambda ref: (
+        f"`output.{ref.path[0]}`: 138c10ed fills it from the worker's result-store record (a "
+        "mapping after every call, failed or not); noetlc keeps no result store, so it is none"
     ),
     "D926": lambda ref: (
         "`ctx` in a case-v2 template: dc55c492 has no `ctx` in its render context (the template "

@@ -298,4 +298,15 @@ RULES = (
         "make each branch's steps safe to run twice if the playbook must also run on "
         "dc55c492 (it may run a branch twice, or both)",
     ),
+    rule(
+        "D944",
+        I,
+        "runs differently on NoETL: `output.ref` or `output.context` in a canonical template",
+        "138c10ed's output view takes `ref` and `context` from the worker's result-store record, "
+        "a mapping after every call (failed or not; with no result of its own, `output.data` is "
+        "that context too); noetlc stores results in XCom, has no such record and binds them to "
+        "none (" + _ROW + "'`output.ref` or `output.context` in a canonical template').",
+        "read the step's result (`output.data`, `{{ step }}`) rather than NoETL's storage "
+        "record if the playbook must also run on 138c10ed",
+    ),
 )
