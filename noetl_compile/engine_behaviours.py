@@ -187,6 +187,13 @@ class EngineProfile:
             "`output` is the task's call envelope, unchanged).",
         )
     )
+    output_result_own_keys: bool = field(
+        metadata=_about(
+            "In a step's arcs and `set`, `output.http`/`pg`/`py`/`meta`/`context` are the "
+            "result's own keys of those names where it has them (else noetlc's call envelope's).",
+            "runtime/step_calls.after_call_context lays them over `output`.",
+        )
+    )
     # -- routing and outcomes ---------------------------------------------------------------
     case_result_own_action: bool = field(
         metadata=_about(

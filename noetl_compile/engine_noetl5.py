@@ -37,6 +37,7 @@ NOETL5 = EngineProfile(
     args_as_bare_names=False,
     collect_into_vars=False,
     output_data_own_data=True,
+    output_result_own_keys=False,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
     routed_failure_fails_run=True,
@@ -131,6 +132,10 @@ NOETL5 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/server:orchestrate-core/src/state.rs:1189",
             "set mutations write ctx (apply_set_mutations)",
+        ),
+        "output_result_own_keys": Source(
+            "noetl/server:orchestrate-core/src/orchestrator.rs:58",
+            "output_namespace lays every field of the data at the top (output_fields_flat)",
         ),
         "output_data_own_data": Source(
             "noetl/server:orchestrate-core/src/orchestrator.rs:58",

@@ -60,6 +60,7 @@ CASE_V2 = EngineProfile(
     args_as_bare_names=False,
     collect_into_vars=True,
     output_data_own_data=False,
+    output_result_own_keys=False,
     case_result_own_action=True,
     failed_call_takes_every_arc=False,
     routed_failure_fails_run=False,
@@ -158,6 +159,10 @@ CASE_V2 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/core/dsl/v2/engine.py:965",
             "`collect.into` names the variable the pages collect into",
+        ),
+        "output_result_own_keys": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "the render context has no `output` namespace: noetlc's is its call envelope",
         ),
         "output_data_own_data": Source(
             "noetl/core/dsl/v2/engine.py:379",
@@ -288,6 +293,7 @@ CANONICAL = EngineProfile(
     args_as_bare_names=False,
     collect_into_vars=False,
     output_data_own_data=True,
+    output_result_own_keys=True,
     case_result_own_action=False,
     failed_call_takes_every_arc=True,
     routed_failure_fails_run=True,
@@ -380,6 +386,11 @@ CANONICAL = EngineProfile(
         "collect_into_vars": Source(
             "noetl/core/dsl/v2/engine.py:619",
             "no `vars` in v10: collected pages land in ctx",
+        ),
+        "output_result_own_keys": Source(
+            "noetl/core/dsl/v2/engine.py:416",
+            '_build_output_view: for key in ("http", "pg", "py", "meta", "context"): '
+            "output[key] = step_result[key] (recorded: template_names/c_output_own_key_dict)",
         ),
         "output_data_own_data": Source(
             "noetl/core/dsl/v2/engine.py:413",

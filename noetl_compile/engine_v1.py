@@ -33,6 +33,7 @@ V1 = EngineProfile(
     args_as_bare_names=True,
     collect_into_vars=False,
     output_data_own_data=False,
+    output_result_own_keys=False,
     case_result_own_action=False,
     failed_call_takes_every_arc=False,
     routed_failure_fails_run=False,
@@ -124,6 +125,10 @@ V1 = EngineProfile(
         "collect_into_vars": Source(
             "noetl/server/api/event/service/transitions.py:299",
             "v1 has no case rules, so no `collect`: noetlc writes ctx",
+        ),
+        "output_result_own_keys": Source(
+            "noetl/core/dsl/render.py:114",
+            "the render context has no `output` namespace: noetlc's is its call envelope",
         ),
         "output_data_own_data": Source(
             "noetl/core/dsl/render.py:114",

@@ -38,6 +38,9 @@ from .repeat import (
 from .step_case import CaseRules
 from .step_state import RunState, SinkRunner, StepEvents, failure_error
 
+# The result keys 138c10ed's output view lays over its envelope (engine.py:416).
+_RESULT_OWN_KEYS = ("http", "pg", "py", "meta", "context")
+
 __all__ = ["CallLoop", "failure_error", "has_rules", "retry_policies"]
 
 log = logging.getLogger(__name__)
@@ -148,6 +151,10 @@ class CallLoop:
             # The engine's arc/set `output.data` is the result's own `data` when it has one
             # (138c10ed engine.py:414, `step_result.get("data", step_result)`).
             output["data"] = data["data"]
+        if self.profile.output_result_own_keys and not failed and isinstance(result, Mapping):
+            # 138c10ed's view lays the result's own http/pg/py/meta/context over its envelope
+            # (engine.py:416), so `output.meta` reads a result's `meta` key.
+            output.update({k: result[k] for k in _RESULT_OWN_KEYS if k in result})
         if self.profile.output_fields_flat and isinstance(data, Mapping):
             # NoETL 5's `output` is the step's data itself, its fields at the top
             # (orchestrator.rs output_namespace): `output.rows` beside `output.data.rows`.

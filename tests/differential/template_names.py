@@ -89,6 +89,7 @@ PROFILE_FIELDS = (
     "loop_item_in_variables",
     "args_as_bare_names",
     "output_data_own_data",
+    "output_result_own_keys",
     "loop_result_is_list",
     "python_input_undefined_blank",
     "pipeline_last_task_promoted",
