@@ -877,6 +877,30 @@ def test_v1_inputs_under_two_keys_become_one_input() -> None:
     assert check_text(clash, "two.yaml").playbook.step("start").input["a"] == "{{ workload.base }}"
 
 
+def test_a_v1_step_payload_binds_arguments_except_an_http_body() -> None:
+    # 58c2a16b's worker binds a step's `payload` between `with` and `input` (recorded:
+    # dsl_keys/v1_python_payload_present); an http step's `payload` is its request body only.
+    from tests.test_upgrade_runs import TWO_KEYS
+
+    python = TWO_KEYS.replace("    data:\n      b: 3\n", "    payload:\n      b: 3\n      a: 1\n")
+    python = python.replace("    with:\n", "    input:\n      b: 9\n    with:\n")
+    step = check_text(python, "p.yaml").playbook.step("start")
+    assert dict(step.input) == {"a": "{{ workload.base }}", "b": 3}
+    # The upgrade cannot keep it as a canonical tool setting: left for a hand (U801).
+    left = upgrade_text(python, "p.yaml")
+    assert not left.writable
+    assert any("`payload` of" in d.message and d.code == "U801" for d in left.diagnostics)
+    http = (
+        "apiVersion: noetl.io/v1\nkind: Playbook\nname: h\npath: tests/h\nworkflow:\n"
+        "  - step: start\n    type: http\n    method: POST\n"
+        "    endpoint: http://127.0.0.1:9/x\n    payload:\n      data: {k: 1}\n"
+        "    next:\n      - step: end\n  - step: end\n"
+    )
+    step = check_text(http, "h.yaml").playbook.step("start")
+    assert step.input is None
+    assert dict(step.tool.config["payload"]) == {"data": {"k": 1}}
+
+
 def test_values_along_a_v1_conditional_next_replace_a_forwarding_input() -> None:
     from tests.test_upgrade_runs import V1_PASSED
 

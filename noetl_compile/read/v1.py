@@ -71,6 +71,9 @@ TASK_KEYS = {
     "retry",
     "loop",
 } | INLINE_TOOL_KEYS
+# Tools whose step-level `payload` is one of their own settings (the http request body), not
+# arguments for the call.
+PAYLOAD_IS_SETTING = frozenset({"http"})
 LOOP_KEYS = {"in", "iterator", "mode", "filter", "limit", "collection", "element"}
 NEXT_ENTRY_KEYS = {"step", "with", "args", "data", "input", "when", "then", "else"}
 E = Severity.ERROR
@@ -155,7 +158,7 @@ class V1Reader(PlaybookReader):
                 kind_span=self.span(item, "type" if "type" in item else "tool"),
                 config=tool,
             )
-        step.input = self.step_input(item, label)
+        step.input = self.step_input(item, label, kind)
         if "loop" in item:
             step.loop = self.read_loop(item, label)
         if "end_loop" in item:
@@ -215,14 +218,19 @@ class V1Reader(PlaybookReader):
             # The task's own `save` writes each item's result: the step's sink, run per item.
             step.sink = task.get("sink", task.get("save"))
 
-    def step_input(self, item: YMap, label: str) -> Any:
-        """A step's inputs as NoETL's v1 worker binds them (96458eef noetl/worker/worker.py,
-        the task_data merge): every one of `args`, `with`, `input` and `data` (`data` only
-        without `args`) merged, a key of the earlier one in that order winning."""
+    def step_input(self, item: YMap, label: str, kind: str | None = None) -> Any:
+        """A step's inputs as NoETL's v1 worker binds them (58c2a16b noetl/worker/worker.py,
+        the task_data merge): every one of `args`, `with`, `payload`, `input` and `data` (`data`
+        only without `args`) merged, a key of the earlier one in that order winning (recorded:
+        dsl_keys/v1_python_payload_present). An http step's `payload` is its request body
+        (the http tool reads it from the step's config), so it binds no argument there: its
+        keys (a body's `data`, `headers`...) would otherwise override the request's settings."""
+        own_payload = kind in PAYLOAD_IS_SETTING
         found = [
             (key, mapping)
-            for key in ("args", "with", "input", "data")
+            for key in ("args", "with", "payload", "input", "data")
             if (key != "data" or not item.get("args"))
+            and (key != "payload" or not own_payload)
             and (mapping := self.mapping(item, key, f"`{key}` of {label}")) is not None
         ]
         if len(found) <= 1:

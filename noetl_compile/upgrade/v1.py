@@ -31,7 +31,7 @@ from ..analyze.expressions import scan_template
 from ..analyze.sites import template_sites
 from ..ast import Playbook
 from ..read.base import TOOL_KINDS
-from ..read.v1 import INLINE_TOOL_KEYS
+from ..read.v1 import INLINE_TOOL_KEYS, PAYLOAD_IS_SETTING
 from . import v1_loop
 from .case_v2_unsafe import RETRY_REASON, SINK_REASON
 from .edits import Edits, flow, note, render, seq
@@ -215,6 +215,11 @@ class V1Upgrade(V1UnsafeFixes, Rewriter):
             self.inexact(item, "tool", f"`tool` mapping of the v1 {label}")
             return
         if left:
+            return
+        if "payload" in item and kind not in PAYLOAD_IS_SETTING:
+            # 58c2a16b binds it as the call's arguments (read/v1.py step_input); a canonical
+            # tool would take it as a setting, so the arguments would be lost.
+            self.inexact(item, "payload", f"`payload` of {label} binds the call's arguments")
             return
         inputs = [k for k in item if k in INPUT_KEYS]  # in the file's order
         merged = _merged_inputs(item, inputs) if len(inputs) > 1 else None
