@@ -77,6 +77,32 @@ def _arcs(arc: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def _transfer(table: str, source: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    """A Postgres table made by `start` (its own per case: the recorder keeps one database per
+    session), then `copy`: a transfer from the local API's `/users` (10 records) into it. The
+    copy's result (direction, types, rows transferred, chunks) is what the runner compares."""
+    create = f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int, username text);"
+    return _playbook(
+        {
+            "step": "start",
+            "tool": {"kind": "postgres", "auth": "pg_local", "command": create},
+            "next": [{"step": "copy"}],
+        },
+        {
+            "step": "copy",
+            "tool": {"kind": "transfer", "source": source, "target": target, "chunk_size": 4},
+        },
+    )
+
+
+_USERS = "@HTTP@/users"
+_MAP = {"id": "id", "username": "username"}
+
+
+def _pg_target(table: str, **keys: Any) -> dict[str, Any]:
+    return {"auth": "pg_local", "table": table, **keys}
+
+
 # name, engine, key, default, the engine file that reads it, absent playbook, present playbook
 CANONICAL: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
     (
@@ -361,5 +387,107 @@ CANONICAL: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/tools/http/executor.py",
         _two(_http(url="@HTTP@/bearer")),
         _two(_http(url="@HTTP@/bearer", headers={"Authorization": "Bearer k33b"})),
+    ),
+    (
+        "transfer_target_mapping",
+        "canonical",
+        "mapping",
+        "{}",
+        "noetl/tools/transfer/executor.py",
+        _transfer(
+            "diff_k_map_a",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_map_a", tool="postgres"),
+        ),
+        _transfer(
+            "diff_k_map_p",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_map_p", tool="postgres", mapping=_MAP),
+        ),
+    ),
+    (
+        "transfer_source_tool",
+        "canonical",
+        "tool",
+        "source_config.get('kind', source_config.get('type', ''))",
+        "noetl/tools/transfer/executor.py",
+        _transfer(
+            "diff_k_stool_a",
+            {"kind": "http", "url": _USERS},
+            _pg_target("diff_k_stool_a", tool="postgres", mapping=_MAP),
+        ),
+        _transfer(
+            "diff_k_stool_p",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_stool_p", tool="postgres", mapping=_MAP),
+        ),
+    ),
+    (
+        "transfer_source_kind",
+        "canonical",
+        "kind",
+        "source_config.get('type', '')",
+        "noetl/tools/transfer/executor.py",
+        _transfer(
+            "diff_k_skind_a",
+            {"type": "http", "url": _USERS},
+            _pg_target("diff_k_skind_a", tool="postgres", mapping=_MAP),
+        ),
+        _transfer(
+            "diff_k_skind_p",
+            {"kind": "http", "url": _USERS},
+            _pg_target("diff_k_skind_p", tool="postgres", mapping=_MAP),
+        ),
+    ),
+    (
+        "transfer_source_type",
+        "canonical",
+        "type",
+        "''",
+        "noetl/tools/transfer/executor.py",
+        _transfer(
+            "diff_k_stype_a",
+            {"url": _USERS},
+            _pg_target("diff_k_stype_a", tool="postgres", mapping=_MAP),
+        ),
+        _transfer(
+            "diff_k_stype_p",
+            {"type": "http", "url": _USERS},
+            _pg_target("diff_k_stype_p", tool="postgres", mapping=_MAP),
+        ),
+    ),
+    (
+        "transfer_target_tool",
+        "canonical",
+        "tool",
+        "target_config.get('kind', target_config.get('type', ''))",
+        "noetl/tools/transfer/executor.py",
+        _transfer(
+            "diff_k_ttool_a",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_ttool_a", kind="postgres", mapping=_MAP),
+        ),
+        _transfer(
+            "diff_k_ttool_p",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_ttool_p", tool="postgres", mapping=_MAP),
+        ),
+    ),
+    (
+        "transfer_target_kind",
+        "canonical",
+        "kind",
+        "target_config.get('type', '')",
+        "noetl/tools/transfer/executor.py",
+        _transfer(
+            "diff_k_tkind_a",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_tkind_a", type="postgres", mapping=_MAP),
+        ),
+        _transfer(
+            "diff_k_tkind_p",
+            {"tool": "http", "url": _USERS},
+            _pg_target("diff_k_tkind_p", kind="postgres", mapping=_MAP),
+        ),
     ),
 )

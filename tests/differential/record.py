@@ -154,6 +154,29 @@ class Stack:
         self._wait_http("/api/health", 90)
         self._spawn("worker", worker, dict(env, NOETL_RUN_MODE="worker"))
         time.sleep(3)  # the worker registers its pool and binds its consumer
+        self._credential()
+
+    def _credential(self) -> None:
+        """`auth: pg_local` of the tool cases: a postgres credential on database `noetl_test`
+        (trust auth: the password is never checked). An engine without the credential API
+        (404) records the playbooks that need none; a case that needs it then fails there."""
+        registered = self.request(
+            "POST",
+            "/api/credentials",
+            {
+                "name": "pg_local",
+                "type": "postgres",
+                "data": {
+                    "db_host": "127.0.0.1",
+                    "db_port": str(self.cluster.port),
+                    "db_user": self.cluster.user,
+                    "db_password": "noetl",
+                    "db_name": "noetl_test",
+                },
+            },
+        )
+        if isinstance(registered, dict) and registered.get("<http-error>") not in (None, 404):
+            raise SystemExit(f"registering the pg_local credential failed: {registered}")
 
     def _schema(self) -> None:
         import psycopg

@@ -180,6 +180,7 @@ EXTRA_REASONS = {
     "failed-step-result": "a step that fails the run: NoETL stores its result (a pipeline's {status: failed, _prev, results, ctx, failed_task, error}); noetlc pushes no XCom for the failed Airflow task",
     "pipeline-set-text": "a pipeline rule's `set`: NoETL's worker renders the value to text ('7'), and its engine's sync of the pipeline's ctx into the execution variables (engine.py: 'Synced ctx variable from task sequence') finds no ctx in the reference-only event, so later steps render `{{ ctx.x }}` as ''; noetlc keeps the value (7), as NoETL's step and arc `set` do, and later steps read it, as the engine intends (docs/semantics.md section 1)",
     "ctx-step-envelope": "`{{ ctx }}` rendered whole: NoETL's `ctx.<step>` is the step's result-store envelope (the result's keys plus ref, _ref, data, status, context, reference); noetlc's is the result itself, the value `{{ step }}` gives (`{{ ctx.<step>.<field> }}` reads the same in both; docs/semantics.md section 1)",
+    "transfer-failure-result": "a transfer call that fails (a source with no `tool`/`kind`/`type`; an http source into postgres without `mapping`, whose records' columns the table lacks): both engines fail the step and the run, but 138c10ed's stored result is only the worker's {command_id} (the error is in the event), where noetlc's is its error document (status, error: kind, type, message; the rows transferred so far) (open: decide whether to follow; the status matches)",
     "pipeline-result-fields": "a field of a pipeline step's result (`{{ step.status }}`, `{{ step.results }}`): NoETL hands templates the result-store envelope, whose `context` flattens the record, so it renders ''; noetlc the field",
 }
 
@@ -194,6 +195,8 @@ CASE_GROUPS.update(
         "tools_transfer/transfer_bad_source_error_arc": "transfer-cursor-error-text",
         "tools_case_v2/v2_http_case_on_status": "case-v2-response-in-case",
         "tools_case_v2/v2_case_sink_postgres": "case-v2-sink-args",
+        "dsl_keys/transfer_source_type_absent": "transfer-failure-result",
+        "dsl_keys/transfer_target_mapping_absent": "transfer-failure-result",
     }
 )
 # Table (b)'s cases (cases/template_names): a name read as NoETL binds it, grouped by the
