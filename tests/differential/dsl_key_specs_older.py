@@ -13,6 +13,7 @@ from tests.differential.dsl_key_specs import (
     _OK,
     _POST_ONLY,
     _SLOW,
+    CANONICAL,
     _http,
     _playbook,
     _py,
@@ -308,6 +309,13 @@ CASE_V2: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/tools/http/executor.py",
         _c2(_http(method="GET")),
         _c2(_http(url="@HTTP@/respond", params={"body": "t"})),
+    ),
+    # The transfer tool of dc55c492 reads its source and target as 138c10ed's does (the same
+    # executor lines): the canonical transfer cases, recorded again on this engine.
+    *(
+        (f"c2_{name}", "case-v2", key, default, file, absent, present)
+        for name, _, key, default, file, absent, present in CANONICAL
+        if name.startswith("transfer_")
     ),
 )
 

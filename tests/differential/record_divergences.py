@@ -180,6 +180,7 @@ EXTRA_REASONS = {
     "failed-step-result": "a step that fails the run: NoETL stores its result (a pipeline's {status: failed, _prev, results, ctx, failed_task, error}); noetlc pushes no XCom for the failed Airflow task",
     "pipeline-set-text": "a pipeline rule's `set`: NoETL's worker renders the value to text ('7'), and its engine's sync of the pipeline's ctx into the execution variables (engine.py: 'Synced ctx variable from task sequence') finds no ctx in the reference-only event, so later steps render `{{ ctx.x }}` as ''; noetlc keeps the value (7), as NoETL's step and arc `set` do, and later steps read it, as the engine intends (docs/semantics.md section 1)",
     "ctx-step-envelope": "`{{ ctx }}` rendered whole: NoETL's `ctx.<step>` is the step's result-store envelope (the result's keys plus ref, _ref, data, status, context, reference); noetlc's is the result itself, the value `{{ step }}` gives (`{{ ctx.<step>.<field> }}` reads the same in both; docs/semantics.md section 1)",
+    "case-v2-postgres-result": "a case-v2 postgres call's result (here the step that creates a transfer's target table): dc55c492's postgres tool returns one entry per statement ({command_0: {status, message, row_count}, command_1: ...}); noetlc returns the canonical shape {status, row_count, message, statement_count}. A failed transfer's result differs too: dc55c492's {error: 'Transfer failed: ...', status: failed, error_type}, noetlc's error document (open: found by the table (a) transfer cases; the transfer results themselves match)",
     "transfer-failure-result": "a transfer call that fails (a source with no `tool`/`kind`/`type`; an http source into postgres without `mapping`, whose records' columns the table lacks): both engines fail the step and the run, but 138c10ed's stored result is only the worker's {command_id} (the error is in the event), where noetlc's is its error document (status, error: kind, type, message; the rows transferred so far) (open: decide whether to follow; the status matches)",
     "pipeline-result-fields": "a field of a pipeline step's result (`{{ step.status }}`, `{{ step.results }}`): NoETL hands templates the result-store envelope, whose `context` flattens the record, so it renders ''; noetlc the field",
 }
@@ -197,6 +198,12 @@ CASE_GROUPS.update(
         "tools_case_v2/v2_case_sink_postgres": "case-v2-sink-args",
         "dsl_keys/transfer_source_type_absent": "transfer-failure-result",
         "dsl_keys/transfer_target_mapping_absent": "transfer-failure-result",
+        **{
+            f"dsl_keys/c2_transfer_{row}_{variant}": "case-v2-postgres-result"
+            for row in ("source_kind", "source_tool", "source_type", "target_kind")
+            + ("target_mapping", "target_tool")
+            for variant in ("absent", "present")
+        },
     }
 )
 # Table (b)'s cases (cases/template_names): a name read as NoETL binds it, grouped by the
