@@ -421,7 +421,10 @@ def _v1_step(ctx: CheckContext, step: Step) -> None:
             f"python code of step {step.name!r} defines no `main`: 58c2a16b fails it; noetlc "
             "runs it and takes `result`",
         )
-    for key, why in _V1_KEYS_DROPPED.get(raw.get("type"), ()):
+    kind = raw.get("type")
+    # A mistyped `type` (a list, a map) is the structure checks' finding, not a lookup key here.
+    dropped = _V1_KEYS_DROPPED.get(kind, ()) if isinstance(kind, str) else ()
+    for key, why in dropped:
         if key in raw and not (key.startswith("code_") and "code" in raw):
             ctx.report(
                 "D934",
