@@ -165,34 +165,17 @@ def test_case_v2_and_noetl5_parallel_loops_run_every_item():
 
 
 def test_in_process_parallel_loop_follows_the_profile(tmp_path):
-    from airflow_plugin.runtime.loop import run_loop
-
     for dialect, expected in (("canonical", [0, 1, 2]), ("case-v2", [0, 1, 2, 4, 5, 6])):
-        db = tmp_path / f"par_{dialect}.duckdb"
-        with duckdb.connect(str(db)) as con:
-            con.execute("CREATE TABLE charges (n INTEGER CHECK (n <> 3))")
-        payload = {
-            "step": "charge",
-            "dialect": dialect,
-            "tool": {
-                "kind": "duckdb",
-                "database": str(db),
-                "command": "INSERT INTO charges VALUES ({{ iter.n }})",
-            },
-            "loop": {"in": "{{ range(7) | list }}", "iterator": "n", "mode": "parallel"},
-        }
-        inputs = {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 5}
-        with pytest.raises(StepFailed):
-            run_loop(payload, inputs)
-        with duckdb.connect(str(db), read_only=True) as con:
-            rows = [n for (n,) in con.execute("SELECT n FROM charges ORDER BY n").fetchall()]
+        rows, _ = _in_process(dialect, tmp_path, mode="parallel")
         assert rows == expected, dialect
 
 
-def _in_process(dialect: str, tmp_path):
+def _in_process(dialect: str, tmp_path, mode: str = "sequential"):
+    """Charge items 0-6 in one process; item 3 breaks the table's CHECK. Returns the rows kept
+    and the step's failure."""
     from airflow_plugin.runtime.loop import run_loop
 
-    db = tmp_path / f"{dialect}.duckdb"
+    db = tmp_path / f"{dialect}_{mode}.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE TABLE charges (n INTEGER CHECK (n <> 3))")
     payload = {
@@ -203,7 +186,7 @@ def _in_process(dialect: str, tmp_path):
             "database": str(db),
             "command": "INSERT INTO charges VALUES ({{ iter.n }})",
         },
-        "loop": {"in": "{{ range(7) | list }}", "iterator": "n", "mode": "sequential"},
+        "loop": {"in": "{{ range(7) | list }}", "iterator": "n", "mode": mode},
     }
     inputs = {"workload": {}, "results": {}, "ctx": {}, "vars": {}, "execution_id": 5}
     with pytest.raises(StepFailed) as failed:
