@@ -15,16 +15,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..analyze.expressions import scan_template
-from ..ast import Arc, Step
+from ..ast import Step
 from ..read import detect_dialect
 from ..spans import YList, YMap, YStr
 from .context import CheckContext
+from .difference_reads import references
+from .difference_sites import arc_pos, mentions, pos_of, reads, step_pos
+from .differences_v1 import v1_step
 
 # `result = None` on a line of its own (the whole statement): linear, anchored per line.
 _RESULT_NONE = re.compile(r"^[ \t]*result[ \t]*=[ \t]*None[ \t]*(?:#[^\n]*)?$", re.MULTILINE)
-_DEF_MAIN = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+main[ \t]*\(", re.MULTILINE)
-_WHOLE_TEMPLATE = re.compile(r"[ \t]*\{\{[^{}]*\}\}[ \t]*")
 # A python result that is a list or a scalar literal: `result = [..`, `return 7` (per line,
 # anchored; one alternation after fixed prefixes: linear).
 _NON_DICT_RESULT = re.compile(
@@ -47,12 +47,12 @@ def check(ctx: CheckContext) -> None:
     }
     for step in playbook.steps:
         if dialect == "v1":
-            _v1_step(ctx, step)
+            v1_step(ctx, step)
         else:
             _engine_step(ctx, step, dialect)
     if dialect == "case-v2":
         _case_next_on_canonical(ctx)
-    _references(ctx, dialect, loop_steps, pipeline_steps)
+    references(ctx, dialect, loop_steps, pipeline_steps)
 
 
 # ----------------------------------------------------------------------------- canonical, case-v2
@@ -64,7 +64,7 @@ def _engine_step(ctx: CheckContext, step: Step, dialect: str) -> None:
     if not step.tasks and step.loop is None and (arcs or step.case) and dialect == "canonical":
         ctx.report(
             "D901",
-            _step_pos(ctx, step),
+            step_pos(ctx, step),
             f"step {step.name!r} has no tool: NoETL's engine issues no command for it and its "
             "execution never finishes; noetlc passes through it (docs/semantics.md section 1)",
             hint="give it `tool: {kind: noop}` if the playbook must also run on NoETL",
@@ -86,7 +86,7 @@ def _loop(ctx: CheckContext, step: Step, dialect: str) -> None:
     explicit_null = isinstance(written, YMap) and "in" in written and written["in"] is None
     empty = "null" if explicit_null else _empty_collection(ctx, collection)
     if empty is not None:
-        where = ctx.pos(written, "in") if explicit_null else _pos_of(ctx, collection, loop)
+        where = ctx.pos(written, "in") if explicit_null else pos_of(ctx, collection, loop)
         ctx.report(
             "D903",
             where,
@@ -101,7 +101,7 @@ def _loop(ctx: CheckContext, step: Step, dialect: str) -> None:
     if text is not None and ctx.playbook.generation is None:
         ctx.report(
             "D917",
-            _pos_of(ctx, collection, loop),
+            pos_of(ctx, collection, loop),
             f"the loop of step {step.name!r} runs over {text}: read as canonical, it is one "
             "item; the case-v2 engine (dc55c492) runs it character by character, so a case-v2 "
             "playbook read as canonical runs it once",
@@ -110,7 +110,7 @@ def _loop(ctx: CheckContext, step: Step, dialect: str) -> None:
     if loop.mode == "parallel":
         ctx.report(
             "D908",
-            _pos_of(ctx, collection, loop),
+            pos_of(ctx, collection, loop),
             f"parallel loop of step {step.name!r}: NoETL's aggregate can miss iterations that "
             "finish together and start the next step twice; noetlc counts every iteration once, "
             "in collection order",
@@ -157,15 +157,15 @@ def _canonical_step(ctx: CheckContext, step: Step, raw: YMap | None) -> None:
         what = "pipeline" if step.pipeline is not None else "tool with `spec.policy.rules`"
         ctx.report(
             "D904",
-            _step_pos(ctx, step),
+            step_pos(ctx, step),
             f"step {step.name!r} is a {what} with no `next`: NoETL's execution stays RUNNING "
             "after it; noetlc ends the run there",
         )
     for arc in arcs:
-        if arc.event == "call.error" or (arc.when and _mentions(arc.when, "error")):
+        if arc.event == "call.error" or (arc.when and mentions(arc.when, "error")):
             ctx.report(
                 "D906",
-                _arc_pos(ctx, arc),
+                arc_pos(ctx, arc),
                 f"arc to {arc.target!r} after a failed call of step {step.name!r}: NoETL marks "
                 "the execution failed at the error and its recovery steps race that mark (a "
                 "step after the recovery step never runs there); noetlc runs the chain to its "
@@ -224,7 +224,7 @@ def _case_v2_step(ctx: CheckContext, step: Step) -> None:
                 "case-v2 engine refuses this form at run time and writes nothing; noetlc writes "
                 "the row",
             )
-        if isinstance(rule.when, str) and _reads(rule.when, "response"):
+        if isinstance(rule.when, str) and reads(rule.when, "response"):
             ctx.report(
                 "D922",
                 ctx.pos(rule, None) if not isinstance(rule.when, YStr) else ctx.pos(rule.when),
@@ -242,7 +242,7 @@ def _case_rules_on_call_outcome(ctx: CheckContext, step: Step) -> None:
         if not (isinstance(rule.then, YMap) and "next" in rule.then):
             continue
         when = rule.when
-        names = [n for n in _OUTCOME_NAMES if isinstance(when, str) and _reads(when, n)]
+        names = [n for n in _OUTCOME_NAMES if isinstance(when, str) and reads(when, n)]
         if names:
             ctx.report(
                 "D943",
@@ -317,7 +317,7 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
     elif kind == "duckdb":
         ctx.report(
             "D919",
-            ctx.pos(config, "kind") if "kind" in config else _step_pos(ctx, step),
+            ctx.pos(config, "kind") if "kind" in config else step_pos(ctx, step),
             f"the result of duckdb step {step.name!r}: NoETL's has no named "
             "columns ({executed_commands, command_N_rows, command_N_sample, ...}); noetlc's is "
             "the postgres tool's shape (`rows` with named columns, `row_count`)",
@@ -374,227 +374,3 @@ def _statement_count(sql: str) -> int:
         elif not char.isspace():
             current = True
     return count + current
-
-
-# ----------------------------------------------------------------------------- v1
-
-
-# v1 step keys that never reach 58c2a16b's tool (D934): per step type, the key and why.
-_V1_KEYS_DROPPED: dict[Any, tuple[tuple[str, str], ...]] = {
-    "http": (
-        ("params", "sends no `params` (an empty `data` map is taken as the query first)"),
-        ("timeout", "never hands a step's `timeout` to its http plugin (30 s applies)"),
-    ),
-    "python": (
-        ("code_b64", "never hands `code_b64` to its python plugin ('No code provided')"),
-        ("code_base64", "never hands `code_base64` to its python plugin ('No code provided')"),
-    ),
-}
-
-
-def _v1_step(ctx: CheckContext, step: Step) -> None:
-    raw = step.raw if isinstance(step.raw, YMap) else None
-    if raw is None:
-        return
-    if step.loop is not None:
-        ctx.report(
-            "D909",
-            ctx.pos(raw, "type") if "type" in raw else _step_pos(ctx, step),
-            f"v1 iterator {step.name!r}: 58c2a16b runs every item in one job and `{{{{ "
-            f"{step.name} }}}}` is the plain list; noetlc runs one call per item and the list is "
-            f"`{{{{ {step.name}.result }}}}`",
-        )
-    _v1_whole_template(ctx, raw, ("with", "args", "data", "input"))
-    if isinstance(raw.get("data"), dict):
-        ctx.report(
-            "D911",
-            ctx.key_pos(raw, "data"),
-            f"a step's `data` (step {step.name!r}): 58c2a16b reads a step's arguments from "
-            "`with`/`args` only; noetlc reads `data` as the arguments",
-            hint="with: {...}",
-        )
-    code = raw.get("code")
-    if raw.get("type") == "python" and isinstance(code, str) and not _DEF_MAIN.search(code):
-        ctx.report(
-            "D913",
-            ctx.pos(raw, "code"),
-            f"python code of step {step.name!r} defines no `main`: 58c2a16b fails it; noetlc "
-            "runs it and takes `result`",
-        )
-    kind = raw.get("type")
-    # A mistyped `type` (a list, a map) is the structure checks' finding, not a lookup key here.
-    dropped = _V1_KEYS_DROPPED.get(kind, ()) if isinstance(kind, str) else ()
-    for key, why in dropped:
-        if key in raw and not (key.startswith("code_") and "code" in raw):
-            ctx.report(
-                "D934",
-                ctx.key_pos(raw, key),
-                f"`{key}` of v1 {raw.get('type')} step {step.name!r}: 58c2a16b {why}; noetlc "
-                f"applies `{key}`",
-            )
-    entries = raw.get("next")
-    if not isinstance(entries, YList):
-        return
-    conditional = False
-    for entry in entries:
-        if not isinstance(entry, YMap):
-            continue
-        if "step" in entry:
-            _v1_whole_template(ctx, entry, ("data", "input", "with", "args"))
-        if "with" in entry and "step" in entry:
-            ctx.report(
-                "D911",
-                ctx.key_pos(entry, "with"),
-                f"an arc's `with` (to {entry.get('step')!r}): 58c2a16b reads an arc's arguments "
-                "from `data`/`input` only; noetlc reads `with` as the arguments",
-                hint="data: {...}",
-            )
-        if "then" in entry or "else" in entry:
-            key = "then" if "then" in entry else "else"
-            ctx.report(
-                "D915",
-                ctx.key_pos(entry, key),
-                f"`{key}` block in `next` of step {step.name!r}: 58c2a16b reads only `step` of a "
-                "`next` entry (neither block runs, the execution stays RUNNING); noetlc follows "
-                "the blocks",
-            )
-            conditional = True
-            continue
-        when = entry.get("when")
-        if when is not None:
-            conditional = True
-            if isinstance(when, str) and _mentions(when, "error"):
-                ctx.report(
-                    "D912",
-                    ctx.pos(entry, "when"),
-                    f"this arc of step {step.name!r} routes a failure: 58c2a16b fails the "
-                    "execution at the failed action and takes no arc; noetlc takes it",
-                )
-    if conditional and not any("then" in e or "else" in e for e in entries if isinstance(e, YMap)):
-        ctx.report(
-            "D914",
-            ctx.key_pos(raw, "next"),
-            f"conditional `next` of step {step.name!r}: 58c2a16b keeps the execution RUNNING "
-            "when a branch is not taken; noetlc ends the run when the branch taken ends",
-        )
-
-
-def _v1_whole_template(ctx: CheckContext, holder: YMap, keys: tuple[str, ...]) -> None:
-    """D910 at the first argument (of a step or an arc) that is one whole template."""
-    for key in keys:
-        block = holder.get(key)
-        whole = _first_whole_template(block) if isinstance(block, dict) else None
-        if whole is not None:
-            ctx.report(
-                "D910",
-                ctx.pos(whole),
-                f"`{whole.strip()}` is one whole template: 58c2a16b renders it to text; "
-                "noetlc keeps the value's type",
-            )
-            return
-
-
-def _first_whole_template(block: dict) -> YStr | None:
-    for value in block.values():
-        if isinstance(value, YStr) and _WHOLE_TEMPLATE.fullmatch(value):
-            return value
-    return None
-
-
-# ----------------------------------------------------------------------------- template reads
-
-
-def _references(
-    ctx: CheckContext, dialect: str, loop_steps: set[str], pipeline_steps: set[str]
-) -> None:
-    """D907, D916, D923, D926, D944: what a template reads, once per construct and step."""
-    if dialect == "v1":
-        return
-    steps = ctx.step_names
-    said: set[tuple[str, str | None]] = set()
-    for site in ctx.sites:
-        for ref in scan_template(site.value).references:
-            code = _reference_code(ref.root, ref.path, dialect, steps, loop_steps, pipeline_steps)
-            if code is None or (code, site.step) in said:
-                continue
-            said.add((code, site.step))
-            ctx.report(code, ctx.position_in_string(site.value, ref.offset), _MESSAGES[code](ref))
-
-
-def _reference_code(
-    root: str,
-    path: tuple,
-    dialect: str,
-    steps: frozenset[str],
-    loop_steps: set[str],
-    pipeline_steps: set[str],
-) -> str | None:
-    if dialect == "case-v2":
-        return "D926" if root == "ctx" else None
-    if root == "ctx" and (not path or path[0] in steps):
-        return "D923"
-    if root == "output" and path[:1] in (("ref",), ("context",)):
-        return "D944"
-    if root in loop_steps and path[:1] == ("results",):
-        return "D907"
-    if root in steps and (not path or root in pipeline_steps):
-        return "D916"
-    return None
-
-
-_MESSAGES = {
-    "D907": lambda ref: (
-        f"`{ref.root}.results` of a loop: NoETL hands templates one result-store record per "
-        "iteration (an item's fields fail there); noetlc hands the iteration results"
-    ),
-    "D916": lambda ref: (
-        f"`{ref.root}` rendered whole: NoETL renders the step's result-store envelope (ref, "
-        "_ref, context, ...), '' for a failed step; noetlc renders the result"
-        if not ref.path
-        else f"a field of pipeline step `{ref.root}`: NoETL hands templates its result-store "
-        "envelope, whose `context` flattens the record (the field renders ''); noetlc reads the "
-        "field, the last task's fields laid under the record"
-    ),
-    "D923": lambda ref: (
-        "a step's result read through `ctx`: NoETL's `ctx.<step>` is the result-store envelope "
-        "(the result's keys plus ref, _ref, data, status, ...); noetlc's is the result itself"
-    ),
-    "D944": lambda ref: (
-        f"`output.{ref.path[0]}`: 138c10ed fills it from the worker's result-store record (a "
-        "mapping after every call, failed or not); noetlc keeps no result store, so it is none"
-    ),
-    "D926": lambda ref: (
-        "`ctx` in a case-v2 template: dc55c492 has no `ctx` in its render context (the template "
-        "stays text there); noetlc keeps `ctx`"
-    ),
-}
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def _mentions(when: Any, word: str) -> bool:
-    return isinstance(when, str) and word in when
-
-
-def _reads(text: str, name: str) -> bool:
-    return any(ref.root == name for ref in scan_template(text).references)
-
-
-def _step_pos(ctx: CheckContext, step: Step):
-    raw = step.raw
-    if isinstance(raw, YMap) and "step" in raw:
-        return ctx.pos(raw, "step")
-    return ctx.pos(step, None)
-
-
-def _arc_pos(ctx: CheckContext, arc: Arc):
-    if isinstance(arc.when, YStr):
-        return ctx.pos(arc.when)
-    return ctx.pos(arc, None)
-
-
-def _pos_of(ctx: CheckContext, value: Any, fallback: Any):
-    if isinstance(value, (YStr, YMap, YList)):
-        return ctx.pos(value)
-    return ctx.pos(fallback, None)
