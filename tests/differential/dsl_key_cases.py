@@ -25,9 +25,12 @@ from typing import Any
 import yaml
 
 from tests.differential.dsl_key_specs import CANONICAL
+from tests.differential.dsl_key_specs_canonical import CANONICAL_MORE
+from tests.differential.dsl_key_specs_case_v2 import CASE_V2_MORE
 from tests.differential.dsl_key_specs_older import CASE_V2, V1
+from tests.differential.dsl_key_specs_v1 import V1_MORE
 
-SPECS = CANONICAL + CASE_V2 + V1
+SPECS = CANONICAL + CANONICAL_MORE + CASE_V2 + CASE_V2_MORE + V1 + V1_MORE
 
 CASES = Path(__file__).parent / "cases" / "dsl_keys"
 ENGINES = {
