@@ -493,7 +493,7 @@ def test_an_async_loop_runs_as_the_original(airflow_db, run_dag, tmp_path, monke
 
 
 def test_a_v1_iterator_runs_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
-    """A v1 `type: iterator` step as a canonical loop step (tests/test_upgrade.py holds the
+    """A v1 `type: iterator` step as a canonical loop step (tests/test_upgrade_rewrites.py holds the
     text)."""
     from tests.test_upgrade import V1_ITERATOR
 
@@ -529,7 +529,7 @@ def test_v1_inputs_under_two_keys_run_as_the_original(
     airflow_db, run_dag, tmp_path, monkeypatch
 ) -> None:
     """NoETL's v1 worker binds a step's `with` and `data` together; the upgrade writes them as
-    one `input` (tests/test_upgrade.py holds the text)."""
+    one `input` (tests/test_upgrade_rewrites.py holds the text)."""
     run = _compare(TWO_KEYS, {}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
     assert run.results["start"] == {"sum": 8}

@@ -1,4 +1,4 @@
-"""What tests/test_upgrade.py and tests/test_upgrade_runs.py share: the corpus playbooks the
+"""What tests/test_upgrade*.py and tests/test_upgrade_runs.py share: the corpus playbooks the
 upgrade is asked to rewrite (check-clean, not canonical) with their upgrades, computed once per
 process, and one run of a playbook text under Airflow's ``dag.test()`` with the comparison of an
 original's run against its upgrade's."""
