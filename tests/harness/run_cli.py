@@ -8,10 +8,12 @@ import os
 import sqlite3
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOKS = ROOT / "playbooks"
 TIMEOUT = 300  # seconds for one run; a loaded 2-core CI machine needs a few
 
 
@@ -57,3 +59,10 @@ def loop_timeline(home: Path, execution_id: Any) -> list[dict[str, Any]]:
                 (execution_id,),
             )
         ]
+
+
+def write_playbook(folder: Path, name: str, text: str) -> Path:
+    """``text`` (dedented) as ``folder/name.yaml``."""
+    path = folder / f"{name}.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
