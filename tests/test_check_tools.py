@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from noetl_compile.check.pycode import compile_error, stale_reads
+from noetl_compile.check.pycode import compile_error, non_mapping_result, stale_reads
 from noetl_compile.diagnostics import Severity
 from tests.check_support import CANONICAL, canonical, findings, severities
 
@@ -443,3 +443,34 @@ def test_secrets_tool_names_its_secret_as_the_runtime_reads_it(tmp_path):
     [(code, line, _col, message)] = findings(tmp_path, text, "C516")
     assert (code, line) == ("C516", 11)
     assert "'secret_nmae'" in message and "secret_name" in message.split("ignores it")[1]
+
+
+# -- D942: what a case-v2 python call's result is -------------------------------------------------
+@pytest.mark.parametrize(
+    ("code", "statement"),
+    [
+        ("result = [1, 2]\n", "result = [1, 2]"),
+        ("for i in range(3):\n    result = -1\n", "result = -1"),
+        ("def main():\n    if x:\n        return 'text'\n    return {}\n", "return 'text'"),
+        ("# é\nresult = (1, 2)\n", "result = (1, 2)"),
+    ],
+)
+def test_a_non_mapping_result_is_found_at_its_statement(code, statement):
+    assert code[non_mapping_result(code) :].startswith(statement)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a helper's return is not the result: main's is (the regex this replaced flagged it)
+        "def helper():\n    return [1]\n\ndef main():\n    return {'x': helper()}\n",
+        "def main():\n    def inner():\n        return [1]\n    return inner()\n",
+        "result = {{ workload.items }}\n",  # a template: rendered first, its value unknown here
+        "result = (a if b else c)\n",
+        "class Row:\n    result = [1]\nresult = {}\n",
+        "result = None\n",  # D924's row, not this one
+        "def main(:\n",  # C501 says why
+    ],
+)
+def test_a_result_that_may_be_a_mapping_is_not_flagged(code):
+    assert non_mapping_result(code) is None

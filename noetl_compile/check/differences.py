@@ -22,15 +22,10 @@ from .context import CheckContext
 from .difference_reads import references
 from .difference_sites import arc_pos, mentions, pos_of, reads, step_pos
 from .differences_v1 import v1_step
+from .pycode import non_mapping_result
 
 # `result = None` on a line of its own (the whole statement): linear, anchored per line.
 _RESULT_NONE = re.compile(r"^[ \t]*result[ \t]*=[ \t]*None[ \t]*(?:#[^\n]*)?$", re.MULTILINE)
-# A python result that is a list or a scalar literal: `result = [..`, `return 7` (per line,
-# anchored; one alternation after fixed prefixes: linear).
-_NON_DICT_RESULT = re.compile(
-    r"^[ \t]*(?:result[ \t]*=|return\b)[ \t]*(?:\[|\(|-?[0-9]|'|\"|True\b|False\b)",
-    re.MULTILINE,
-)
 # The names a case-v2 rule reads the call's outcome by (table (b), place case-v2 context).
 _OUTCOME_NAMES = ("error", "response", "result")
 _WORKLOAD_NAME = re.compile(r"\{\{[ \t]*workload\.([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
@@ -334,11 +329,11 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
             )
     elif kind == "python" and dialect == "case-v2":
         code = config.get("code")
-        found = _NON_DICT_RESULT.search(code) if isinstance(code, str) else None
-        if found:
+        found = non_mapping_result(code) if isinstance(code, str) else None
+        if found is not None:
             ctx.report(
                 "D942",
-                ctx.position_in_string(code, found.start()),
+                ctx.position_in_string(code, found),
                 f"python step {step.name!r} returns a list or a scalar: the case-v2 engine's "
                 "worker cannot report such a result (its event is refused, HTTP 422) and the "
                 "run fails there; noetlc keeps the value",

@@ -280,3 +280,78 @@ def _offset_of(code: str, line: int, column: int) -> int:
     line = min(max(line, 1), len(lines))
     start = sum(len(text) + 1 for text in lines[: line - 1])
     return min(start + min(max(column - 1, 0), len(lines[line - 1])), len(code))
+
+
+# What a python call's result is when it is not a mapping, written as a literal: a list, tuple,
+# set or comprehension of one, text, a number, a boolean (None is D924's concern, not this).
+_NON_MAPPING_NODES = (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.JoinedStr)
+
+
+def non_mapping_result(code: str) -> int | None:
+    """Offset of the first statement that makes a python call's result a list or a scalar
+    literal, read as dc55c492's python tool takes the result: the return value of a top-level
+    ``main`` where the code defines one (only ``main``'s own returns: a nested helper's return
+    is not the result), else the module-level ``result`` variable. None when no such statement
+    exists or the code does not parse (C501 says why)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    main = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "main"
+        ),
+        None,
+    )
+    for node in _own_statements(main.body if main is not None else tree.body):
+        if (
+            main is not None
+            and isinstance(node, ast.Return)
+            or main is None
+            and isinstance(node, ast.Assign)
+            and _assigns_result(node)
+        ):
+            value = node.value
+        else:
+            continue
+        if value is not None and _non_mapping_literal(value):
+            line = code.split("\n")[node.lineno - 1]
+            column = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "ignore"))
+            return _offset_of(code, node.lineno, column + 1)
+    return None
+
+
+def _own_statements(body: list[ast.stmt]):
+    """The statements of a body and of the blocks inside it (if, for, while, with, try, match),
+    in source order, not those of a function or class defined in it (their scope is another)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield node
+        inner: list[ast.stmt] = []
+        for field in ("body", "orelse", "finalbody"):
+            inner.extend(getattr(node, field, None) or [])
+        for handler in getattr(node, "handlers", None) or []:
+            inner.extend(handler.body)
+        for case in getattr(node, "cases", None) or []:
+            inner.extend(case.body)
+        inner.sort(key=lambda s: (s.lineno, s.col_offset))
+        stack.extend(reversed(inner))
+
+
+def _assigns_result(node: ast.Assign) -> bool:
+    return any(isinstance(target, ast.Name) and target.id == "result" for target in node.targets)
+
+
+def _non_mapping_literal(value: ast.expr) -> bool:
+    if isinstance(value, ast.Set) and any(isinstance(e, (ast.Set, ast.Dict)) for e in value.elts):
+        return False  # `{{ x }}`: a template the engine renders first; its value is not known
+    if isinstance(value, _NON_MAPPING_NODES):
+        return True
+    if isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Constant):
+        return True
+    return isinstance(value, ast.Constant) and value.value is not None and value.value is not ...
