@@ -273,8 +273,9 @@ class EngineProfile:
             "and the loop fails at its end.",
             "inside a task instance no item starts after a failed one (in index order, and on "
             "the threads of a parallel loop run in one process: runtime/loop_items.run_items, "
-            "operators/loop._run_concurrently); a deployed loop's other mapped instances are "
-            "separate processes and each stops at its own first failed item.",
+            "operators/loop._run_concurrently); a deployed loop's mapped instances share a "
+            "stop flag (the failed instance's XCom, read before each item: "
+            "operators/loop._SiblingStop), so none starts an item once a failure is known.",
         )
     )
     # -- tools ------------------------------------------------------------------------------

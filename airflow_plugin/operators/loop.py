@@ -229,7 +229,14 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                 # In index order. After a failed item a sequential loop of an engine that
                 # issues no further item stops; otherwise the chunk's other items still run,
                 # as they would in instances of their own (NoETL's iterations are commands).
-                records, failure = run_items(self.payload, items, one, log=self.log.info)
+                records, failure = run_items(
+                    self.payload,
+                    items,
+                    one,
+                    log=self.log.info,
+                    shared=_SiblingStop.of(context, self.task_id, part, len(items)),
+                    offset=offset,
+                )
             looped = time.monotonic()
         if failure is not None:
             raise fail_task(self.step, failure) from failure
@@ -287,6 +294,39 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
             return 1
         limit = max_in_flight(self.payload, inputs) or _max_active_tasks()
         return max(1, min(limit, items))
+
+
+class _SiblingStop:
+    """The loop's stop flag across its mapped instances (runtime.loop_items.StopFlag): the
+    instance whose item failed pushes an XCom under ``KEY``; each instance reads that key of
+    every map index of its task (one Execution API call, ``XCom.get_all``) before each item.
+    Under ``dag.test()`` the instances run one after another, so a later one starts no item;
+    deployed, one running beside the failed one starts none after the push. An instance that
+    dies without raising (a killed worker) pushes nothing: its siblings run their items."""
+
+    KEY = "noetl_loop_failed_item"
+
+    def __init__(self, ti: Any, task_id: str) -> None:
+        self.ti, self.task_id = ti, task_id
+
+    @classmethod
+    def of(cls, context: Any, task_id: str, part: Mapping[str, Any], items: int) -> Any:
+        """The flag, or None when this instance holds every item (no sibling to tell: a
+        sequential loop, a loop that fits one instance), so such a loop pays no call."""
+        ti = context.get("ti") if hasattr(context, "get") else None
+        total = part.get("total")
+        if ti is None or not isinstance(total, int) or total <= items:
+            return None
+        return cls(ti, task_id)
+
+    def failed(self) -> int | None:
+        pulled = self.ti.xcom_pull(task_ids=self.task_id, key=self.KEY)
+        values = pulled if isinstance(pulled, list) else [pulled]
+        positions = [v["position"] for v in values if isinstance(v, dict) and "position" in v]
+        return min(positions) if positions else None
+
+    def fail(self, position: int) -> None:
+        self.ti.xcom_push(key=self.KEY, value={"position": position})
 
 
 def _max_active_tasks() -> int:

@@ -17,9 +17,11 @@
   engine whose profile says ``parallel_loop_stops_at_failed_item`` (138c10ed), start no item
   after a failed one, as the engine issues none; otherwise every item runs and the first
   failure is raised at the end (v1, case-v2: the engine counts the failed item and issues the
-  next; NoETL 5 dispatches a parallel loop's items all at once). Deployed, a parallel loop's
-  mapped instances are separate processes: each stops at its own first failed item, and the
-  others run their items (telling them would cost every item a look at Airflow's state).
+  next; NoETL 5 dispatches a parallel loop's items all at once). Deployed, a parallel or async
+  loop's items are spread over mapped instances, separate processes: there a shared stop flag
+  (a :class:`StopFlag`, the operators' an XCom of the failed instance) is read before each item
+  and raised at a failed one, so no instance starts an item once a failure is known. Items
+  already running in other instances when it is raised finish, as NoETL's issued commands do.
 
 Standard library and the engine profiles only (those when a loop runs), so the operators and
 ``runtime.loop`` share it.
@@ -28,17 +30,34 @@ Standard library and the engine profiles only (those when a loop runs), so the o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import NoetlRuntimeError
 
-__all__ = ["IN_PROCESS_MAX_CHUNKS", "instance_count", "run_items", "stops_at_failure"]
+__all__ = [
+    "IN_PROCESS_MAX_CHUNKS",
+    "StopFlag",
+    "instance_count",
+    "run_items",
+    "stops_at_failure",
+]
 
 # Under ``noetlc run`` / ``dag.test()`` mapped instances run one at a time in one process, so
 # more instances buy no parallelism, while each costs Airflow about 50 ms of Execution API calls
 # (start, state, rendered fields, XComs): a 10,000-item loop spent minutes there. Past this many
 # items a local run chunks the loop as a deployment does past ``max_map_length``.
 IN_PROCESS_MAX_CHUNKS = 256
+
+
+class StopFlag(Protocol):
+    """What a loop's instances share so that none starts an item after another's item failed
+    (the loop's instances are separate processes when deployed)."""
+
+    def failed(self) -> int | None:
+        """The position (in the whole collection) of an item that failed elsewhere, or None."""
+
+    def fail(self, position: int) -> None:
+        """Tell the other instances that the item at ``position`` failed."""
 
 
 def stops_at_failure(payload: Mapping[str, Any]) -> bool:
@@ -96,17 +115,32 @@ def run_items(
     one: Callable[[int, Any], dict[str, Any]],
     *,
     log: Callable[[str], None] | None = None,
+    shared: StopFlag | None = None,
+    offset: int = 0,
 ) -> tuple[list[dict[str, Any]], NoetlRuntimeError | None]:
     """``one(position, item)`` for the items in order -> (records of the items that ended, the
-    first failure or None). Stops after a failed item where :func:`stops_at_failure`."""
+    first failure or None). Stops after a failed item where :func:`stops_at_failure`; then
+    ``shared`` (the loop's other instances; ``offset``: this instance's first item in the
+    collection) is read before each item and told of a failed one."""
     records: list[dict[str, Any]] = []
     failure: NoetlRuntimeError | None = None
     stop = stops_at_failure(payload)
     for position, item in enumerate(items):
+        elsewhere = shared.failed() if stop and shared is not None else None
+        if elsewhere is not None:
+            if log is not None:
+                log(
+                    f"NoETL loop {payload['step']}: item {elsewhere} failed in another instance; "
+                    f"the engine issues no further item ({len(items) - position} of this "
+                    "instance's items not run)"
+                )
+            break
         try:
             records.append(one(position, item))
         except NoetlRuntimeError as exc:
             failure = failure or exc
+            if stop and shared is not None:
+                shared.fail(offset + position)
             if stop:
                 left = len(items) - position - 1
                 if log is not None and left:

@@ -157,6 +157,37 @@ def test_canonical_parallel_loop_issues_no_item_after_the_failed_one(charge):
     assert len(started) < 60 and set(rows) == set(started) - {3}
 
 
+def test_no_mapped_instance_starts_an_item_after_a_sibling_failed(charge, monkeypatch):
+    # Deployed, a parallel loop that fits the run's slots is one mapped instance per item
+    # (runtime/loop_items.instance_count), separate processes. The loop operators are given
+    # that deployed shape here (one instance per item, no threads); dag.test() then runs the
+    # instances one after another, in no fixed order. Every item fails here (the CHECK holds
+    # for none): the first instance to run fails and pushes the loop's stop flag (an XCom);
+    # every other instance reads it before its item and starts none (138c10ed issues no item
+    # after a failed one: parallel_loop_stops_at_failed_item). Without the flag all 8 start.
+    import airflow_plugin.operators.loop as loop_operators
+
+    monkeypatch.setattr(loop_operators, "runs_in_process", lambda: False)
+    text = CANONICAL.replace("{{mode: {mode}}}", "{{mode: parallel}}")
+    out, rows, started = charge(
+        "par_deployed_stop", text.replace("CHECK (n <> 3)", "CHECK (n < 0)"), count=8
+    )
+    assert len(out.xcom["charge.head"]) == 8  # eight instances, one item each
+    assert out.state == "failed", out.states
+    assert rows == [] and len(started) == 1, started
+    assert out.states["after"] != "success"
+
+
+def test_an_async_loop_of_an_engine_that_goes_on_runs_every_instance(charge):
+    # An async loop under dag.test() is one instance per item already. dc55c492 issues the
+    # next item after a failed one: every instance runs its item, none reads a stop flag.
+    text = CASE_V2.replace("      iterator: n\n", "      iterator: n\n      mode: async\n")
+    out, rows, started = charge("async_go_on", text, count=6)
+    assert len(out.xcom["charge.head"]) == 6
+    assert out.state == "failed"
+    assert rows == [0, 1, 2, 4, 5] and started == list(range(6))
+
+
 def test_case_v2_and_noetl5_parallel_loops_run_every_item():
     # dc55c492 counts a failed item and issues the next whatever the mode (engine.py:1521);
     # NoETL 5 dispatches a parallel loop's items all at once (orchestrator.rs:1829).
