@@ -30,6 +30,9 @@ NOT_SHOWN_BY_TEXT = {
     # A raised error before a plain `next` (dc55c492 stops; 138c10ed goes on): any call can
     # fail, so marking every plain `next` of an unmarked playbook would say nothing.
     "case_v2/case_error_no_route": "a failed call before a plain `next`: every call can fail",
+    # A failed step read by name in the step its plain arc reaches (D950 marks the reads where
+    # an arc routes the failure): every call can fail.
+    "template_names/c_step_by_name_failed": "a failed step read after a plain arc: any call fails",
 }
 # A case a row cites for what both engines share, whose difference is another row's.
 CITED_FOR_AGREEMENT = {
@@ -232,3 +235,39 @@ def test_the_context_scan_follows_dicts_placed_under_a_key():
         "nested": "{'c': 3}",
         "nested.c": "3",
     }
+
+
+def test_the_reads_noetl_binds_otherwise_are_reported_where_they_apply():
+    """D948 at a loop item's position in a loop step (not outside a loop), D950 at a failed
+    step read where an arc routes its failure (not after a plain arc: any call can fail),
+    D944 at `output.data` read whole (not at one of its fields)."""
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: python, code: 'result = {}'}\n"
+        "    next:\n      arcs:\n"
+        "        - step: recover\n          when: \"{{ event.name == 'call.error' }}\"\n"
+        "        - step: each\n          when: '{{ output.data is none or output.data.x }}'\n"
+        "  - step: recover\n    tool: {kind: python, code: 'result = {}'}\n"
+        "    input: {why: '{{ start.error }}'}\n"
+        "  - step: each\n    loop: {in: '{{ [1, 2] }}', iterator: n}\n"
+        "    tool: {kind: python, code: 'result = {}'}\n"
+        "    input: {first: '{{ loop.first }}', n: '{{ iter.n }}'}\n"
+        "    next: [{step: later}]\n"
+        "  - step: later\n    tool: {kind: python, code: 'result = {}'}\n"
+        "    input: {s: '{{ start.x }}', i: '{{ loop.index }}'}\n"
+    )
+    found = [(d.code, d.position.line) for d in check_text(text, "p.yaml").diagnostics]
+    assert ("D950", 15) in found and ("D948", 19) in found and ("D944", 12) in found, found
+    assert [c for c, _ in found].count("D950") == 1  # `later` reads start after a plain arc
+    assert [c for c, _ in found].count("D948") == 1  # `later` is no loop step
+    case_v2 = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: p}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: python, code: 'result = {}'}\n"
+        "    case:\n      - when: \"{{ event.name == 'call.done' }}\"\n"
+        "        then: {next: [{step: probe}]}\n"
+        "  - step: probe\n    tool:\n      kind: python\n      code: 'result = {}'\n"
+        "      args: {v: '{{ start.a }}', w: '{{ workload.x }}'}\n"
+    )
+    found = [(d.code, d.position.line) for d in check_text(case_v2, "p.yaml").diagnostics]
+    assert [c for c, line in found if c == "D949"] == ["D949"] and ("D949", 14) in found, found
+    assert "D949" not in [d.code for d in check_text(text, "p.yaml").diagnostics]

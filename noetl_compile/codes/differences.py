@@ -304,9 +304,50 @@ RULES = (
         "runs differently on NoETL: `output.ref` or `output.context` in a canonical template",
         "138c10ed's output view takes `ref` and `context` from the worker's result-store record, "
         "a mapping after every call (failed or not; with no result of its own, `output.data` is "
-        "that context too); noetlc stores results in XCom, has no such record and binds them to "
-        "none (" + _ROW + "'`output.ref` or `output.context` in a canonical template').",
+        "that context too, so `output.data` read whole is a mapping after a failed call); "
+        "noetlc stores results in XCom, has no such record and binds them to none (after a "
+        "failed call `output.data` is none) ("
+        + _ROW
+        + "'`output.ref` or `output.context` in a canonical template').",
         "read the step's result (`output.data`, `{{ step }}`) rather than NoETL's storage "
-        "record if the playbook must also run on 138c10ed",
+        "record, and route a failure on `output.status` or `error`, if the playbook must also "
+        "run on 138c10ed",
+    ),
+    rule(
+        "D948",
+        I,
+        "runs differently on NoETL: a loop item's position (`loop.first`, `loop.index`)",
+        "138c10ed and dc55c492 render an item's templates before the loop's counter follows the "
+        "item: recorded, `loop.first` is false and `loop.index` 0 on the item the step records, "
+        "and `iter` also holds the engine's `loop_event_id`; noetlc gives each item its own "
+        "index (0, 1, ...) and `loop.first` true on the first only ("
+        + _ROW
+        + "'A loop item's `loop.first`').",
+        "do first-item work in a step before the loop, and carry a position in the items "
+        "themselves, if the playbook must also run on NoETL's engine",
+    ),
+    rule(
+        "D949",
+        I,
+        "runs differently on NoETL: a step's name in a case-v2 `args` value",
+        "dc55c492 does not hand a case-v2 tool's `args` the earlier step's result under its "
+        "name: recorded, a comparison with the result is false and the value arrives as text "
+        "(`'False'`); noetlc binds the result and keeps the value's type ("
+        + _ROW
+        + "'A step's name in a case-v2 `args` value').",
+        "pass the value through `vars` (`vars: {a: '{{ result.a }}'}` in the step's case rule) "
+        "if the playbook must also run on dc55c492",
+    ),
+    rule(
+        "D950",
+        I,
+        "runs differently on NoETL: a failed step's name read after its failure",
+        "138c10ed keeps no step result for a failed call, so a step reached after the failure "
+        "finds the failed step's name undefined; noetlc binds the failed step's error document "
+        "(`{status: error, error: {...}}`) to it ("
+        + _ROW
+        + "'A failed step's name in a later step').",
+        "read the failure where the engine offers it (`error`, `output.error` in the arc's "
+        "`when` or `set`) if the playbook must also run on 138c10ed",
     ),
 )
