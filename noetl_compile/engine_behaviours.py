@@ -166,6 +166,14 @@ class EngineProfile:
             "templating/context.loop_variables returns them as the iteration's ctx writes.",
         )
     )
+    results_namespace: bool = field(
+        metadata=_about(
+            "`results` is every earlier step's result by step name (`{{ results.fetch.id }}`), "
+            "beside the bare step names.",
+            "templating/context.build_context binds it; lower/dataflow reads `results.<step>` "
+            "as a read of that step's result.",
+        )
+    )
     args_as_bare_names: bool = field(
         metadata=_about(
             "Args arriving along a routing arc are bare names in the target step's templates.",

@@ -34,6 +34,7 @@ NOETL5 = EngineProfile(
     minijinja_filters=True,
     vars_flattened=False,
     loop_item_in_variables=False,
+    results_namespace=False,
     args_as_bare_names=False,
     collect_into_vars=False,
     output_data_own_data=True,
@@ -124,6 +125,10 @@ NOETL5 = EngineProfile(
         "loop_item_in_variables": Source(
             "noetl/server:orchestrate-core/src/state.rs:1151",
             "only durable `set: ctx.*` writes overlay the context",
+        ),
+        "results_namespace": Source(
+            "noetl/server:orchestrate-core/src/state.rs:1140",
+            "earlier step results are top-level names and `steps.<name>`: no `results`",
         ),
         "args_as_bare_names": Source(
             "noetl/server:orchestrate-core/src/input_binding.rs:86",

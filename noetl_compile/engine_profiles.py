@@ -57,6 +57,7 @@ CASE_V2 = EngineProfile(
     minijinja_filters=False,
     vars_flattened=True,
     loop_item_in_variables=False,
+    results_namespace=False,
     args_as_bare_names=False,
     collect_into_vars=True,
     output_data_own_data=False,
@@ -151,6 +152,10 @@ CASE_V2 = EngineProfile(
             "loop variables are added to the variables in _create_command_for_step",
             differs="noetlc binds the item in the iteration only (no live recording of "
             "`ctx.<iterator>` after a case-v2 loop)",
+        ),
+        "results_namespace": Source(
+            "noetl/core/dsl/v2/engine.py:379",
+            "get_render_context spreads the step results by name; it binds no `results`",
         ),
         "args_as_bare_names": Source(
             "noetl/core/dsl/v2/engine.py:1174",
@@ -290,6 +295,7 @@ CANONICAL = EngineProfile(
     minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=True,
+    results_namespace=False,
     args_as_bare_names=False,
     collect_into_vars=False,
     output_data_own_data=True,
@@ -378,6 +384,10 @@ CANONICAL = EngineProfile(
         "loop_item_in_variables": Source(
             "noetl/core/dsl/v2/engine.py:4120",
             "state.variables[iterator] = item; variables['loop_index'] = index",
+        ),
+        "results_namespace": Source(
+            "noetl/core/dsl/v2/engine.py:882",
+            "the render context spreads `self.step_results` by name; it binds no `results`",
         ),
         "args_as_bare_names": Source(
             "noetl/core/dsl/v2/engine.py:3447",

@@ -30,6 +30,7 @@ V1 = EngineProfile(
     minijinja_filters=False,
     vars_flattened=False,
     loop_item_in_variables=False,
+    results_namespace=True,
     args_as_bare_names=True,
     collect_into_vars=False,
     output_data_own_data=False,
@@ -117,6 +118,11 @@ V1 = EngineProfile(
         "loop_item_in_variables": Source(
             "noetl/plugin/iterator/executor.py:117",
             "the item is bound in the iteration's own context, not the workload",
+        ),
+        "results_namespace": Source(
+            "noetl/server/api/context/service.py:181",
+            "build_rendering_context binds `results` (every completed step's result by name) "
+            "beside the bare step names (recorded: template_names/r_results_dict)",
         ),
         "args_as_bare_names": Source(
             "noetl/plugin/python/executor.py:126",

@@ -172,6 +172,11 @@ def build_context(
     context["ctx"] = variables
     context["execution_id"] = eid
     context["job"] = job_namespace(eid)
+    if profile.results_namespace and "results" not in shown:
+        # 58c2a16b's build_rendering_context binds `results`: every completed step's result by
+        # name, beside the bare names (recorded: template_names/r_results_dict). The step reads
+        # only the upstream results its templates name (lower/dataflow), so these are those.
+        context["results"] = dict(shown)
     if profile.catalog_id_bound and catalog_id:
         context["catalog_id"] = str(catalog_id)
     if profile.vars_namespace:

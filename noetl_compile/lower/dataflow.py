@@ -136,6 +136,14 @@ def template_reads(
                     else:
                         found.all_ctx = found.all_ctx or root == "ctx"
                         found.all_results = found.all_results or step_vars
+                elif root == "results" and profile.results_namespace:
+                    # v1 `results.<step>` (58c2a16b build_rendering_context): that step's result;
+                    # `results` whole or by a computed name: every earlier step's.
+                    if head in steps:
+                        if head != step.name:
+                            found.results.add(head)
+                    else:
+                        found.all_results = True
                 elif root == "vars":
                     if head is not None:
                         found.vars.add(head)

@@ -253,7 +253,6 @@ TEMPLATE_PROBE_GROUPS = {
 }
 CASE_GROUPS["template_names/b_aliases_dict"] = "v1-branch-not-taken-hangs"
 CASE_GROUPS["template_names/b_execution_id_dict"] = "v1-branch-not-taken-hangs"
-CASE_GROUPS["template_names/r_results_dict"] = "v1-results-name"
 for _probe in ("i_item", "i_index", "i_batch_parent_work"):
     CASE_GROUPS[f"template_names/{_probe}_dict"] = "v1-iterator-one-job"
 # dc55c492 refuses a list or scalar python result outright (the row below), whatever the probe.
@@ -274,7 +273,6 @@ EXTRA_REASONS.update(
         "output-result-store-record": "`output.ref`/`output.context` in a canonical arc guard: 138c10ed's output view (_build_output_view) takes them from the worker's result-store record (`reference`, `context`), a mapping after every call, failed or not; noetlc keeps results in XCom, has no such record and binds both to none: the value is NoETL's storage, not the step's data (D944; by design, docs/semantics.md section 1)",
         "case-v2-step-name-in-args": "a step's name in a case-v2 `args` value: dc55c492's value is not the step's result (the comparison is false) and arrives as text ('False'); noetlc binds the result and keeps the type, as the engine does in its other places (D949; by design, docs/semantics.md section 1)",
         "case-v2-case-rules-on-failure": "case-v2 case rules on `error`/`response`/`result`: dc55c492 evaluates a step's rules on more than one of its events (both branches run after a failed call, or one twice) and completes a run whose call failed; noetlc takes the first rule that holds, once, and ends a run whose failed call no rule routes failed: a branch run twice is an engine defect, not copied (D943; by design, docs/semantics.md section 1)",
-        "v1-results-name": "`results` in a v1 `with` (58c2a16b's build_rendering_context: every earlier step's result by name): NoETL reads `results.a`; noetlc has no `results` name (docs/semantics.md section 6)",
         "case-v2-non-dict-result": "a case-v2 python step whose result is a list or a scalar: dc55c492's worker cannot report it (POST /api/events answers 422 three times), the call fails and the run ends failed; noetlc keeps the value, as 138c10ed does: a result the engine's event schema refuses is a defect, not copied (D942; by design, docs/semantics.md section 1)",
     }
 )

@@ -78,6 +78,7 @@ BUILDERS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
 # The profile fields (noetl_compile/engine_profiles.py) that decide what a template reads on noetlc.
 PROFILE_FIELDS = (
     "result_fallbacks",
+    "results_namespace",
     "result_envelope_fields",
     "step_results_in_variables",
     "vars_namespace",
