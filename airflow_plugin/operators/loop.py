@@ -234,7 +234,9 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                     items,
                     one,
                     log=self.log.info,
-                    shared=_SiblingStop.of(context, self.task_id, part, len(items)),
+                    shared=_SiblingStop.of(
+                        context, self.task_id, part, len(items), int(self.retries or 0)
+                    ),
                     offset=offset,
                 )
             looped = time.monotonic()
@@ -301,23 +303,27 @@ class _SiblingStop:
     instance whose item failed pushes an XCom under ``KEY``; each instance reads that key of
     every map index of its task (one Execution API call, ``XCom.get_all``) before each item.
     Under ``dag.test()`` the instances run one after another, so a later one starts no item;
-    deployed, one running beside the failed one starts none after the push. An instance that
-    dies without raising (a killed worker) pushes nothing: its siblings run their items."""
+    deployed, one running beside the failed one starts none after the push. A failure that
+    Airflow will try again (a retryable error with retries left) pushes nothing, so the retry
+    that succeeds leaves no item unrun; nor does an instance that dies without raising (a
+    killed worker): its siblings run their items."""
 
     KEY = "noetl_loop_failed_item"
 
-    def __init__(self, ti: Any, task_id: str) -> None:
-        self.ti, self.task_id = ti, task_id
+    def __init__(self, ti: Any, task_id: str, retries: int) -> None:
+        self.ti, self.task_id, self.retries = ti, task_id, retries
 
     @classmethod
-    def of(cls, context: Any, task_id: str, part: Mapping[str, Any], items: int) -> Any:
+    def of(
+        cls, context: Any, task_id: str, part: Mapping[str, Any], items: int, retries: int = 0
+    ) -> Any:
         """The flag, or None when this instance holds every item (no sibling to tell: a
         sequential loop, a loop that fits one instance), so such a loop pays no call."""
         ti = context.get("ti") if hasattr(context, "get") else None
         total = part.get("total")
         if ti is None or not isinstance(total, int) or total <= items:
             return None
-        return cls(ti, task_id)
+        return cls(ti, task_id, retries)
 
     def failed(self) -> int | None:
         pulled = self.ti.xcom_pull(task_ids=self.task_id, key=self.KEY)
@@ -325,8 +331,13 @@ class _SiblingStop:
         positions = [v["position"] for v in values if isinstance(v, dict) and "position" in v]
         return min(positions) if positions else None
 
-    def fail(self, position: int) -> None:
-        self.ti.xcom_push(key=self.KEY, value={"position": position})
+    def fail(self, position: int, error: NoetlRuntimeError) -> None:
+        from ..errors import fails_task
+
+        tries = getattr(self.ti, "try_number", None)
+        retried = isinstance(tries, int) and tries <= self.retries
+        if fails_task(error) or not retried:
+            self.ti.xcom_push(key=self.KEY, value={"position": position})
 
 
 def _max_active_tasks() -> int:

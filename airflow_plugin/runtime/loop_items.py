@@ -56,8 +56,9 @@ class StopFlag(Protocol):
     def failed(self) -> int | None:
         """The position (in the whole collection) of an item that failed elsewhere, or None."""
 
-    def fail(self, position: int) -> None:
-        """Tell the other instances that the item at ``position`` failed."""
+    def fail(self, position: int, error: NoetlRuntimeError) -> None:
+        """Tell the other instances that the item at ``position`` failed with ``error`` (a
+        flag may leave out a failure its task will try again)."""
 
 
 def stops_at_failure(payload: Mapping[str, Any]) -> bool:
@@ -140,7 +141,7 @@ def run_items(
         except NoetlRuntimeError as exc:
             failure = failure or exc
             if stop and shared is not None:
-                shared.fail(offset + position)
+                shared.fail(offset + position, exc)
             if stop:
                 left = len(items) - position - 1
                 if log is not None and left:
