@@ -301,7 +301,8 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
 class _SiblingStop:
     """The loop's stop flag across its mapped instances (runtime.loop_items.StopFlag): the
     instance whose item failed pushes an XCom under ``KEY``; each instance reads that key of
-    every map index of its task (one Execution API call, ``XCom.get_all``) before each item.
+    every map index of its task (one Execution API call, ``XCom.get_all``) before an item, at
+    most every ``EVERY`` seconds (the first item always reads it).
     Under ``dag.test()`` the instances run one after another, so a later one starts no item;
     deployed, one running beside the failed one starts none after the push. A failure that
     Airflow will try again (a retryable error with retries left) pushes nothing, so the retry
@@ -309,9 +310,16 @@ class _SiblingStop:
     killed worker): its siblings run their items."""
 
     KEY = "noetl_loop_failed_item"
+    # How stale the flag may be, in seconds: one Execution API call per item would cost a big
+    # loop more than its items (5,000 calls for large_loop). Read at most this often, an item
+    # may start up to this long after a sibling's failure, as NoETL's commands issued before
+    # the failure was known still run.
+    EVERY = 0.25
 
     def __init__(self, ti: Any, task_id: str, retries: int) -> None:
         self.ti, self.task_id, self.retries = ti, task_id, retries
+        self._read_at: float | None = None
+        self._known: int | None = None
 
     @classmethod
     def of(
@@ -326,6 +334,13 @@ class _SiblingStop:
         return cls(ti, task_id, retries)
 
     def failed(self) -> int | None:
+        now = time.monotonic()
+        if self._known is None and (self._read_at is None or now - self._read_at >= self.EVERY):
+            self._read_at = now
+            self._known = self._pull()
+        return self._known
+
+    def _pull(self) -> int | None:
         pulled = self.ti.xcom_pull(task_ids=self.task_id, key=self.KEY)
         values = pulled if isinstance(pulled, list) else [pulled]
         positions = [v["position"] for v in values if isinstance(v, dict) and "position" in v]
