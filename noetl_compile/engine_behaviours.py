@@ -22,6 +22,7 @@ __all__ = [
     "NoopResult",
     "Source",
     "SqlShape",
+    "TransferFailure",
     "behaviours",
 ]
 
@@ -29,6 +30,7 @@ LoopItems = Literal["one item", "characters", "error"]
 Backoff = Literal["none", "fixed"]
 SqlShape = Literal["statement record", "columns and rows"]
 NoopResult = Literal["noop record", "ok message"]
+TransferFailure = Literal["transfer document", "worker exception"]
 
 
 @dataclass(frozen=True)
@@ -371,6 +373,16 @@ class EngineProfile:
             "A noop without `result`: `noop record` `{status: noop, step}` (a `message` added), "
             "or `ok message` `{status: ok, message}` (`message` defaults to `noop`).",
             "tools/noop.py.",
+        )
+    )
+    transfer_failure_result: TransferFailure = field(
+        metadata=_about(
+            "A failed transfer's step result: `transfer document` `{direction, source_type, "
+            "target_type, mode, status: error, rows_transferred: 0, chunks_processed: 0, "
+            "target_table, error}`, or `worker exception` `{error: 'Transfer failed: <message>', "
+            "status: failed, error_type: ValueError}` (the tool re-raises every failure as a "
+            "ValueError and the worker reports the exception as the step's result).",
+            "tools/transfer.py (the structured error stays the call's `error` either way).",
         )
     )
     playbook_call_waits: bool = field(

@@ -61,6 +61,7 @@ NOETL5 = EngineProfile(
     sql_result_shape="columns and rows",
     http_result_keys=("status_code", "headers", "data", "body"),
     noop_result="ok message",
+    transfer_failure_result="transfer document",
     playbook_call_waits=False,
     playbook_return_step_status=True,
     sources={
@@ -253,6 +254,12 @@ NOETL5 = EngineProfile(
         "noop_result": Source(
             "noetl/tools:src/tools/noop.rs:60",
             "the config's `result`, else `{status: ok, message}` (message defaults to `noop`)",
+        ),
+        "transfer_failure_result": Source(
+            "noetl/tools:src/tools/transfer.rs:346",
+            "a failure is an `Err(ToolError)`",
+            differs="what NoETL 5's worker stores for it is not recorded: noetlc keeps the "
+            "transfer document",
         ),
         "playbook_call_waits": Source(
             "noetl/tools:src/tools/playbook.rs:387",

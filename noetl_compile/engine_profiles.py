@@ -84,6 +84,7 @@ CASE_V2 = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     noop_result="noop record",
+    transfer_failure_result="worker exception",
     playbook_call_waits=True,
     playbook_return_step_status=False,
     sources={
@@ -262,6 +263,12 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/models.py:170",
             "the tool kinds of case-v2 have no noop: noetlc's noop record",
         ),
+        "transfer_failure_result": Source(
+            "noetl/tools/transfer/executor.py:613",
+            "every failure is re-raised as `ValueError('Transfer failed: ...')`; the worker "
+            "(v2_worker_nats.py:1591) reports `{status: failed, error, error_type}` as the "
+            "step's result",
+        ),
         "playbook_call_waits": Source(
             "noetl/worker/v2_worker_nats.py:2267",
             "without `return_step` the worker returns `{status: started, execution_id, path, async: true}`",
@@ -322,6 +329,7 @@ CANONICAL = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     noop_result="noop record",
+    transfer_failure_result="transfer document",
     playbook_call_waits=True,
     playbook_return_step_status=False,
     sources={
@@ -501,6 +509,15 @@ CANONICAL = EngineProfile(
         "noop_result": Source(
             "noetl/worker/v2_worker_nats.py:2723",
             "a noop tool returns `{status: noop, step}`",
+        ),
+        "transfer_failure_result": Source(
+            "noetl/tools/transfer/executor.py:618",
+            "a failure is re-raised as `ValueError('Transfer failed: ...')` (the http source's "
+            "own copy returns `{status: error, rows_transferred, chunks_processed, target_table, "
+            "error}`, line 256)",
+            differs="recorded, 138c10ed stores only the worker's `{command_id}` for a failed "
+            "transfer (docs/semantics.md section 2, `transfer-failure-result`, open): noetlc keeps "
+            "the transfer document",
         ),
         "playbook_call_waits": Source(
             "noetl/worker/v2_worker_nats.py:3039",

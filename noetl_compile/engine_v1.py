@@ -57,6 +57,7 @@ V1 = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     noop_result="noop record",
+    transfer_failure_result="transfer document",
     playbook_call_waits=True,
     playbook_return_step_status=False,
     sources={
@@ -244,6 +245,12 @@ V1 = EngineProfile(
         "noop_result": Source(
             "noetl/plugin/tool/execution.py:88",
             "v1 has no noop tool (a step without `type` routes only): noetlc's noop record",
+        ),
+        "transfer_failure_result": Source(
+            "noetl/plugin/transfer/executor.py:438",
+            "a failure is re-raised as `ValueError('Transfer failed: ...')`",
+            differs="how 58c2a16b's worker stores that exception is not recorded: noetlc keeps "
+            "the transfer document",
         ),
         "playbook_call_waits": Source(
             "noetl/plugin/tool/execution.py:89",

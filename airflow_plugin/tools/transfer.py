@@ -26,7 +26,9 @@ chunks_processed, target_table, columns}``; from an http source NoETL's shorter 
 source_type, target_type, mode, rows_transferred, chunks_processed, records_fetched}``. A failed
 transfer's step result is NoETL's ``{direction, source_type, target_type, mode, status: "error",
 rows_transferred: 0, chunks_processed: 0, target_table, error: <text>}`` (nothing was committed);
-the structured error stays the call's error. Snowflake and other ends have no executor here:
+for a case-v2 playbook (profile field ``transfer_failure_result``) dc55c492's worker's
+``{error: "Transfer failed: <text>", status: "failed", error_type: "ValueError"}``; the structured
+error stays the call's error. Snowflake and other ends have no executor here:
 :class:`~.registry.ToolNotAvailable`.
 """
 
@@ -353,6 +355,21 @@ def _failure(exc: BaseException, side: str | None) -> ToolOutcome:
 
 def run_transfer(call: ToolCall) -> ToolOutcome:
     """Copy source rows into the target (see the module docstring)."""
+    outcome = _transfer(call)
+    if not outcome.ok and call.profile.transfer_failure_result == "worker exception":
+        # dc55c492's tool re-raises every failure as `ValueError("Transfer failed: ...")` and
+        # its worker stores that exception as the step's result: a case-v2 playbook reads
+        # `{{ copy.status }}` as `failed` and `{{ copy.error }}` as text.
+        message = (outcome.error or {}).get("message") or "transfer failed"
+        outcome.reported = {
+            "error": f"Transfer failed: {message}",
+            "status": "failed",
+            "error_type": "ValueError",
+        }
+    return outcome
+
+
+def _transfer(call: ToolCall) -> ToolOutcome:
     config = call.config
     context = call.context
     try:

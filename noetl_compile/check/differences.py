@@ -327,6 +327,7 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
                 "noetlc's server-side cursor (`DECLARE ... CURSOR FOR SELECT ...`), NoETL's the "
                 "plain SELECT",
             )
+        _transfer_without_columns(ctx, step, config)
     elif kind == "python" and dialect == "case-v2":
         code = config.get("code")
         found = non_mapping_result(code) if isinstance(code, str) else None
@@ -369,3 +370,43 @@ def _statement_count(sql: str) -> int:
         elif not char.isspace():
             current = True
     return count + current
+
+
+# A transfer end's type, in the order NoETL's transfer executor reads it (executor.py:440).
+_END_TYPE = ("tool", "kind", "type")
+
+
+def _end_type(end: Any) -> Any:
+    return next((end.get(key) for key in _END_TYPE if end.get(key)), None)
+
+
+def _transfer_without_columns(ctx: CheckContext, step: Step, config: dict) -> None:
+    """D938: a transfer that fails on NoETL before it copies a row, where noetlc's outcome or
+    error text differs: an end naming no type (NoETL `source.tool is required`), or an http
+    source into a table without `target.mapping` (NoETL inserts no columns)."""
+    source, target = config.get("source"), config.get("target")
+    for side, end in (("source", source), ("target", target)):
+        if isinstance(end, dict) and _end_type(end) is None:
+            ctx.report(
+                "D938",
+                ctx.pos(config, side),
+                f"transfer {side} of step {step.name!r} names no `tool`, `kind` or `type`: the "
+                f"call fails on both engines, NoETL's error saying `{side}.tool is required`, "
+                "noetlc's naming the three keys it reads",
+                hint=f"name the {side}'s type:\n  {side}: {{tool: postgres, ...}}",
+            )
+            return
+    if (
+        isinstance(source, dict)
+        and isinstance(target, dict)
+        and str(_end_type(source)).lower() == "http"
+        and not target.get("mapping")
+    ):
+        ctx.report(
+            "D938",
+            ctx.pos(config, "target"),
+            f"http transfer of step {step.name!r} without `target.mapping`: NoETL inserts no "
+            "columns (`INSERT INTO t () VALUES ()`) and fails; noetlc inserts each record's "
+            "fields into the columns of the same name",
+            hint="name the columns:\n  target: {mapping: {column: field}}",
+        )

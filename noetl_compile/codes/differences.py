@@ -266,6 +266,21 @@ RULES = (
         "inline `code`, and put the query under `data:`, if the playbook must also run on 58c2a16b",
     ),
     rule(
+        "D938",
+        I,
+        "runs differently on NoETL: a transfer that fails before it copies",
+        "A transfer end naming no `tool`/`kind`/`type` fails on NoETL (`source.tool is "
+        "required`) and on noetlc (an error naming the three keys); an http source into a table "
+        "without `target.mapping` makes NoETL insert no columns (`INSERT INTO t () VALUES ()`, "
+        "a syntax error) where noetlc inserts each record's fields into the columns of the same "
+        "name. A case-v2 step's result is dc55c492's `{error: 'Transfer failed: <text>', status: "
+        "failed, error_type: ValueError}` in both, the text noetlc's ("
+        + _ROW
+        + "'A transfer that fails on NoETL before it copies').",
+        "name each end's type and the target's columns:\n"
+        "  source: {tool: http, ...}\n  target: {tool: postgres, mapping: {column: field}}",
+    ),
+    rule(
         "D941",
         I,
         "runs differently on NoETL: a `case` rule's `then.next` on the canonical engine",

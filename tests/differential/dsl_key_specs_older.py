@@ -35,6 +35,15 @@ def _c2(first_tool: dict, **first_extra: Any) -> dict[str, Any]:
     )
 
 
+def _c2_marked(playbook: dict[str, Any]) -> dict[str, Any]:
+    """A canonical-shaped playbook with the case-v2 mark `_c2` uses (step `args` on `start`):
+    without it noetlc reads the playbook as canonical (docs/semantics.md section 1,
+    `unmarked-case-v2`) and the case would record that reading, not the key."""
+    first, *rest = playbook["workflow"]
+    marked = {"step": first["step"], "args": {"m": 1}, **first}
+    return {**playbook, "workflow": [marked, *rest]}
+
+
 def _c2_case(case: list[dict[str, Any]]) -> dict[str, Any]:
     """case-v2: `start` routed by its `case` alone (no `next` beside it: dc55c492 would issue
     `after` once per route)."""
@@ -311,9 +320,10 @@ CASE_V2: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         _c2(_http(url="@HTTP@/respond", params={"body": "t"})),
     ),
     # The transfer tool of dc55c492 reads its source and target as 138c10ed's does (the same
-    # executor lines): the canonical transfer cases, recorded again on this engine.
+    # executor lines): the canonical transfer cases, recorded again on this engine, with the
+    # case-v2 mark on `start` so that noetlc reads them in that generation.
     *(
-        (f"c2_{name}", "case-v2", key, default, file, absent, present)
+        (f"c2_{name}", "case-v2", key, default, file, _c2_marked(absent), _c2_marked(present))
         for name, _, key, default, file, absent, present in CANONICAL
         if name.startswith("transfer_")
     ),

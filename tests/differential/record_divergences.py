@@ -180,7 +180,6 @@ EXTRA_REASONS = {
     "failed-step-result": "a step that fails the run: NoETL stores its result (a pipeline's {status: failed, _prev, results, ctx, failed_task, error}); noetlc pushes no XCom for the failed Airflow task",
     "pipeline-set-text": "a pipeline rule's `set`: NoETL's worker renders the value to text ('7'), and its engine's sync of the pipeline's ctx into the execution variables (engine.py: 'Synced ctx variable from task sequence') finds no ctx in the reference-only event, so later steps render `{{ ctx.x }}` as ''; noetlc keeps the value (7), as NoETL's step and arc `set` do, and later steps read it, as the engine intends (docs/semantics.md section 1)",
     "ctx-step-envelope": "`{{ ctx }}` rendered whole: NoETL's `ctx.<step>` is the step's result-store envelope (the result's keys plus ref, _ref, data, status, context, reference); noetlc's is the result itself, the value `{{ step }}` gives (`{{ ctx.<step>.<field> }}` reads the same in both; docs/semantics.md section 1)",
-    "case-v2-postgres-result": "a case-v2 postgres call's result (here the step that creates a transfer's target table): dc55c492's postgres tool returns one entry per statement ({command_0: {status, message, row_count}, command_1: ...}); noetlc returns the canonical shape {status, row_count, message, statement_count}. A failed transfer's result differs too: dc55c492's {error: 'Transfer failed: ...', status: failed, error_type}, noetlc's error document (open: found by the table (a) transfer cases; the transfer results themselves match)",
     "transfer-failure-result": "a transfer call that fails (a source with no `tool`/`kind`/`type`; an http source into postgres without `mapping`, whose records' columns the table lacks): both engines fail the step and the run, but 138c10ed's stored result is only the worker's {command_id} (the error is in the event), where noetlc's is its error document (status, error: kind, type, message; the rows transferred so far): a result that says nothing of the failure is not copied (by design, docs/semantics.md section 1)",
     "pipeline-result-fields": "a field of a pipeline step's result (`{{ step.status }}`, `{{ step.results }}`): NoETL hands templates the result-store envelope, whose `context` flattens the record, so it renders ''; noetlc the field",
 }
@@ -198,12 +197,8 @@ CASE_GROUPS.update(
         "tools_case_v2/v2_case_sink_postgres": "case-v2-sink-args",
         "dsl_keys/transfer_source_type_absent": "transfer-failure-result",
         "dsl_keys/transfer_target_mapping_absent": "transfer-failure-result",
-        **{
-            f"dsl_keys/c2_transfer_{row}_{variant}": "case-v2-postgres-result"
-            for row in ("source_kind", "source_tool", "source_type", "target_kind")
-            + ("target_mapping", "target_tool")
-            for variant in ("absent", "present")
-        },
+        "dsl_keys/c2_transfer_source_type_absent": "transfer-fails-before-copy",
+        "dsl_keys/c2_transfer_target_mapping_absent": "transfer-fails-before-copy",
     }
 )
 # Table (b)'s cases (cases/template_names): a name read as NoETL binds it, grouped by the
@@ -317,6 +312,7 @@ EXTRA_REASONS.update(
     {
         "duckdb-result-fields": "duckdb step result: NoETL (138c10ed) returns {executed_commands, command_N_rows, command_N_sample (row lists), database_path, secrets_created} with its own execution id and a random task_id, and a failure as {id, status, duration, error: <text>, traceback}; noetlc returns the postgres tool's shape (status, rows as named columns, row_count, columns, statement_count) and the structured error (docs/semantics.md section 1)",
         "one-transaction-per-call": "a postgres call whose later statement fails: NoETL ran each statement in autocommit and kept what the earlier ones wrote (the table and its first row); noetlc runs the call's statements in one transaction and rolls all of them back (docs/semantics.md section 1)",
+        "transfer-fails-before-copy": "a case-v2 transfer that fails before it copies a row (a source with no `tool`/`kind`/`type`; an http source into postgres without `target.mapping`): both engines fail the step and the run with dc55c492's worker result {error: 'Transfer failed: <text>', status: failed, error_type: ValueError} (profile field transfer_failure_result); the text is each engine's own: NoETL's `source.tool is required` and, without a mapping, PostgreSQL's syntax error on `INSERT INTO t () VALUES ()` (it inserts no columns), noetlc's naming the three keys and, without a mapping, the column the table lacks (it inserts each record's fields into the columns of the same name) (D938, docs/semantics.md section 1)",
         "transfer-cursor-error-text": "a failed postgres transfer source: the result document is NoETL's, but PostgreSQL's error text quotes the statement it ran: NoETL's plain SELECT, noetlc's server-side cursor (`DECLARE ... CURSOR FOR SELECT ...`, which streams the source in chunks) (docs/semantics.md section 1)",
         "case-v2-response-in-case": "a case-v2 `case` whose `when` reads `response.status_code` after a successful http call: NoETL (dc55c492) binds `response` (and `result`, `this`) in a case `when` to the worker's transport envelope {id, status, data: <http result>}, so `response.status_code` is undefined there (its worker offers the status as a bare `status_code`) and the rule is not taken; noetlc binds `response` to the step's result, the value `{{ step }}` gives downstream, and takes it (docs/semantics.md section 1)",
         "case-v2-sink-args": "a case-v2 `then.sink` written as the corpus seed writes it (`tool: {kind: postgres, table}` + `args`): NoETL (dc55c492) refuses it at run time ('postgres save requires table and mapping data', a sink.error event only), the run completes and nothing is written, and it replaces the step's result with its sink envelope; noetlc writes the row and keeps the http result (docs/semantics.md section 1)",
