@@ -328,6 +328,18 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
                 "plain SELECT",
             )
         _transfer_without_columns(ctx, step, config)
+    elif kind == "http" and dialect == "case-v2":
+        args = step.raw.get("args") if isinstance(step.raw, YMap) else None
+        if isinstance(args, YMap) and isinstance(args.get("headers"), dict):
+            ctx.report(
+                "D939",
+                ctx.key_pos(args, "headers"),
+                f"`headers` in the `args` of http step {step.name!r}: the case-v2 engine's "
+                "http tool merges them into a variable it has not set yet and fails the call "
+                "(`cannot access local variable 'headers'`); noetlc sends them over the tool's",
+                hint="put the headers on the tool if the playbook must also run on dc55c492:\n"
+                "  tool: {kind: http, headers: {...}}",
+            )
     elif kind == "python" and dialect == "case-v2":
         code = config.get("code")
         found = non_mapping_result(code) if isinstance(code, str) else None
@@ -382,11 +394,22 @@ def _end_type(end: Any) -> Any:
 
 def _transfer_without_columns(ctx: CheckContext, step: Step, config: dict) -> None:
     """D938: a transfer that fails on NoETL before it copies a row, where noetlc's outcome or
-    error text differs: an end naming no type (NoETL `source.tool is required`), or an http
-    source into a table without `target.mapping` (NoETL inserts no columns)."""
+    error text differs: a missing end, an end naming no type (NoETL `source.tool is
+    required`), or an http source into a table without `target.mapping` (NoETL inserts no
+    columns)."""
     source, target = config.get("source"), config.get("target")
     for side, end in (("source", source), ("target", target)):
-        if isinstance(end, dict) and _end_type(end) is None:
+        if not isinstance(end, dict) or not end:
+            ctx.report(
+                "D938",
+                ctx.pos(config, side) if side in config else ctx.pos(config),
+                f"transfer of step {step.name!r} has no `{side}`: the call fails on both "
+                f"engines, NoETL's error saying `'{side}' configuration is required`, noetlc's "
+                "asking for both mappings",
+                hint=f"add the {side}:\n  {side}: {{tool: postgres, auth: ..., table: ...}}",
+            )
+            return
+        if _end_type(end) is None:
             ctx.report(
                 "D938",
                 ctx.pos(config, side),

@@ -269,8 +269,9 @@ RULES = (
         "D938",
         I,
         "runs differently on NoETL: a transfer that fails before it copies",
-        "A transfer end naming no `tool`/`kind`/`type` fails on NoETL (`source.tool is "
-        "required`) and on noetlc (an error naming the three keys); an http source into a table "
+        "A transfer without a `source` or `target`, or with an end naming no "
+        "`tool`/`kind`/`type`, fails on NoETL (`'target' configuration is required`, "
+        "`source.tool is required`) and on noetlc (its own words); an http source into a table "
         "without `target.mapping` makes NoETL insert no columns (`INSERT INTO t () VALUES ()`, "
         "a syntax error) where noetlc inserts each record's fields into the columns of the same "
         "name. A case-v2 step's result is dc55c492's `{error: 'Transfer failed: <text>', status: "
@@ -279,6 +280,19 @@ RULES = (
         + "'A transfer that fails on NoETL before it copies').",
         "name each end's type and the target's columns:\n"
         "  source: {tool: http, ...}\n  target: {tool: postgres, mapping: {column: field}}",
+    ),
+    rule(
+        "D939",
+        I,
+        "runs differently on NoETL: `headers` in a case-v2 http step's `args`",
+        "dc55c492's worker hands a step's `args` to the http tool as its overrides; the tool "
+        "merges `args.headers` into its `headers` before it has set them and fails the call "
+        "(`cannot access local variable 'headers'`), where `args.params` and `args.payload` "
+        "are merged as meant; noetlc merges the headers over the tool's and sends them ("
+        + _ROW
+        + "'`headers` in the `args` of a case-v2 http step').",
+        "put the headers on the tool if the playbook must also run on dc55c492:\n"
+        "  tool: {kind: http, headers: {...}}",
     ),
     rule(
         "D941",

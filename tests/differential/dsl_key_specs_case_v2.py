@@ -7,4 +7,160 @@ the key absent, playbook with it present); the builders come from ``dsl_key_spec
 
 from __future__ import annotations
 
-CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = ()
+from typing import Any
+
+from tests.differential.dsl_key_specs import _MAP, _USERS, _http, _pg_target, _playbook, _py
+from tests.differential.dsl_key_specs_older import _c2_case
+
+_AFTER = {"step": "after", "tool": _py("result = {'after': True}")}
+_RAISES = "raise ValueError('boom')"
+
+
+def _c2_args(tool: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """case-v2: `start` with the tool under test and the step `args` under test (dc55c492's
+    worker hands a step's `args` to the http tool as its overrides, `task_with`), then `after`."""
+    return _playbook(
+        {"step": "start", "args": args, "tool": tool, "next": [{"step": "after"}]}, _AFTER
+    )
+
+
+def _c2_transfer(table: str, **config: Any) -> dict[str, Any]:
+    """case-v2: `start` (marked by its `args`) makes `table`, `copy` moves the local API's
+    `/users` into it with `config` (its `target` unless `config` names one)."""
+    create = f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int, username text);"
+    tool = {"kind": "transfer", "source": {"tool": "http", "url": _USERS}}
+    tool.update(config)
+    return _playbook(
+        {
+            "step": "start",
+            "args": {"m": 1},
+            "tool": {"kind": "postgres", "auth": "pg_local", "command": create},
+            "next": [{"step": "copy"}],
+        },
+        {"step": "copy", "tool": tool},
+    )
+
+
+def _c2_retry(**retry: Any) -> dict[str, Any]:
+    """case-v2: `start` raises and its `call.error` rule retries it with `retry` (D905:
+    dc55c492 re-issues the call while `event.attempt` stays 1, so a bound above 1 never ends)."""
+    return _playbook(
+        {
+            "step": "start",
+            "tool": _py(_RAISES),
+            "case": [{"when": "{{ event.name == 'call.error' }}", "then": {"retry": retry}}],
+        },
+        _AFTER,
+    )
+
+
+def _target(table: str) -> dict[str, Any]:
+    return _pg_target(table, tool="postgres", mapping=_MAP)
+
+
+CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
+    (
+        "c2_http_args_params",
+        "case-v2",
+        "params",
+        "None",
+        "noetl/tools/http/executor.py",
+        _c2_args(_http(url="@HTTP@/respond", params={"body": "tool"}), {"m": 1}),
+        _c2_args(_http(url="@HTTP@/respond", params={"body": "tool"}), {"params": {"body": "arg"}}),
+    ),
+    (
+        "c2_http_args_headers",
+        "case-v2",
+        "headers",
+        "None",
+        "noetl/tools/http/executor.py",
+        _c2_args(_http(url="@HTTP@/respond", params={"body": "h"}), {"m": 1}),
+        _c2_args(_http(url="@HTTP@/respond", params={"body": "h"}), {"headers": {"X-K": "v"}}),
+    ),
+    (
+        "c2_transfer_chunk_size",
+        "case-v2",
+        "chunk_size",
+        "1000",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer("diff_k_c2chunk_a", target=_target("diff_k_c2chunk_a")),
+        _c2_transfer("diff_k_c2chunk_p", target=_target("diff_k_c2chunk_p"), chunk_size=3),
+    ),
+    (
+        "c2_transfer_mode",
+        "case-v2",
+        "mode",
+        "'append'",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer("diff_k_c2mode_a", target=_target("diff_k_c2mode_a")),
+        _c2_transfer("diff_k_c2mode_p", target=_target("diff_k_c2mode_p"), mode="replace"),
+    ),
+    (
+        "c2_transfer_target",
+        "case-v2",
+        "target",
+        "{}",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer("diff_k_c2tgt_a"),
+        _c2_transfer("diff_k_c2tgt_p", target=_target("diff_k_c2tgt_p")),
+    ),
+    (
+        "c2_case_then",
+        "case-v2",
+        "then",
+        "None",
+        "noetl/worker/v2_worker_nats.py",
+        _c2_case([{"when": "{{ event.name == 'call.done' }}"}]),
+        _c2_case(
+            [{"when": "{{ event.name == 'call.done' }}", "then": {"next": [{"step": "after"}]}}]
+        ),
+    ),
+    (
+        "c2_retry_max_attempts",
+        "case-v2",
+        "max_attempts",
+        "3",
+        "noetl/core/dsl/v2/engine.py",
+        _c2_retry(delay=0.1),
+        _c2_retry(delay=0.1, max_attempts=1),
+    ),
+    (
+        "c2_retry_delay",
+        "case-v2",
+        "delay",
+        "0",
+        "noetl/core/dsl/v2/engine.py",
+        _c2_retry(max_attempts=2),
+        _c2_retry(max_attempts=2, delay=0.2),
+    ),
+    (
+        "c2_retry_backoff",
+        "case-v2",
+        "backoff",
+        "'linear'",
+        "noetl/core/dsl/v2/engine.py",
+        _c2_retry(max_attempts=2),
+        _c2_retry(max_attempts=2, backoff="exponential"),
+    ),
+    (
+        "c2_then_retry",
+        "case-v2",
+        "retry",
+        "None",
+        "noetl/core/dsl/v2/engine.py",
+        _playbook(
+            {
+                "step": "start",
+                "tool": _py(_RAISES),
+                "case": [
+                    {
+                        "when": "{{ event.name == 'call.error' }}",
+                        "then": {"next": [{"step": "after"}]},
+                    }
+                ],
+            },
+            _AFTER,
+        ),
+        _c2_retry(max_attempts=1),
+    ),
+)
