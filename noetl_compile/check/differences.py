@@ -297,6 +297,18 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
     if not isinstance(config, dict):
         return
     if kind == "postgres":
+        pool = config.get("pool")
+        if dialect == "case-v2" and isinstance(pool, dict) and pool.get("timeout") is None:
+            ctx.report(
+                "D940",
+                ctx.pos(config, "pool"),
+                f"`pool` without `timeout` in postgres step {step.name!r}: the case-v2 engine "
+                "opens its connection pool with no acquire timeout and every call fails "
+                "(`unsupported operand type(s) for +: 'float' and 'NoneType'`); noetlc runs the "
+                "call on its own connection",
+                hint="give the pool a timeout if the playbook must also run on dc55c492:\n"
+                "  pool: {timeout: 10}",
+            )
         for key in ("command", "query", "sql"):
             text = config.get(key)
             if isinstance(text, str) and _statement_count(text) > 1:

@@ -295,6 +295,17 @@ RULES = (
         "  tool: {kind: http, headers: {...}}",
     ),
     rule(
+        "D940",
+        I,
+        "runs differently on NoETL: a case-v2 postgres `pool` without `timeout`",
+        "dc55c492's postgres tool drops the pool settings left unset and opens its connection "
+        "pool with `timeout=None`, so taking a connection fails every call (`unsupported "
+        "operand type(s) for +: 'float' and 'NoneType'`); noetlc runs each call on its own "
+        "connection and ignores `pool` (" + _ROW + "'A case-v2 postgres tool's `pool` without "
+        "`timeout`').",
+        "give the pool a timeout if the playbook must also run on dc55c492:\n  pool: {timeout: 10}",
+    ),
+    rule(
         "D941",
         I,
         "runs differently on NoETL: a `case` rule's `then.next` on the canonical engine",

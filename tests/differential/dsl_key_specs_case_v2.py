@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from tests.differential.dsl_key_specs import _MAP, _USERS, _http, _pg_target, _playbook, _py
-from tests.differential.dsl_key_specs_older import _c2_case
+from tests.differential.dsl_key_specs_older import _c2, _c2_case
 
 _AFTER = {"step": "after", "tool": _py("result = {'after': True}")}
 _RAISES = "raise ValueError('boom')"
+_PG_SELECT = {"kind": "postgres", "auth": "pg_local", "command": "SELECT 40 + 2 AS n;"}
 
 
 def _c2_args(tool: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
@@ -162,5 +163,14 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
             _AFTER,
         ),
         _c2_retry(max_attempts=1),
+    ),
+    (
+        "c2_postgres_pool",
+        "case-v2",
+        "pool",
+        "None",
+        "noetl/tools/postgres/executor.py",
+        _c2(_PG_SELECT),
+        _c2({**_PG_SELECT, "pool": {"name": "k33c2"}}),
     ),
 )
