@@ -516,7 +516,7 @@ CANONICAL = EngineProfile(
             "own copy returns `{status: error, rows_transferred, chunks_processed, target_table, "
             "error}`, line 256)",
             differs="recorded, 138c10ed stores only the worker's `{command_id}` for a failed "
-            "transfer (docs/semantics.md section 2, `transfer-failure-result`, open): noetlc keeps "
+            "transfer (docs/semantics.md section 1, 'A failed transfer call's stored result'): noetlc keeps "
             "the transfer document",
         ),
         "playbook_call_waits": Source(
