@@ -2,7 +2,7 @@
 (C516, "did you mean" per kind) and that the reference pages under docs/tools/ are generated from
 (`scripts/gen_tool_docs.py`), so the two cannot drift. A standard-library leaf.
 
-To add a kind or a field, add a `ToolKind` or a `ToolField` below; `tests/test_tool_catalogue.py`
+To add a kind or a field, add a `ToolKind` or a `ToolField` below; `tests/test_tool_docs.py`
 then fails until `python scripts/gen_tool_docs.py` has regenerated the docs.
 
 Every key a NoETL 5 tool reads (`noetl5_tools.py`, from NoETL 5's sources) is a field of its kind

@@ -64,7 +64,7 @@ _available: bool = False
 
 def available() -> bool:
     """Whether the corpus is there. A folder named by NOETLC_CORPUS or ../shared is taken as it
-    is (tests/test_corpus_pins.py compares it with the pins); the cache must match the pins."""
+    is (tests/test_corpus_fetch.py compares it with the pins); the cache must match the pins."""
     global _available
     if not _available:
         if FROM_CACHE:
