@@ -368,6 +368,13 @@ class EngineProfile:
             "tools/http.py keeps these keys of its full result.",
         )
     )
+    http_empty_body: bool = field(
+        metadata=_about(
+            "A POST/PUT/PATCH call with no `data`, `payload` or `body`: `yes` sends the JSON "
+            "body `{}` (the Python http tools' default payload), `no` sends no body.",
+            "tools/http_request.py (`call.profile.http_empty_body`).",
+        )
+    )
     noop_result: NoopResult = field(
         metadata=_about(
             "A noop without `result`: `noop record` `{status: noop, step}` (a `message` added), "

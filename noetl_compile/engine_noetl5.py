@@ -60,6 +60,7 @@ NOETL5 = EngineProfile(
     pipeline_result_labelled=True,
     sql_result_shape="columns and rows",
     http_result_keys=("status_code", "headers", "data", "body"),
+    http_empty_body=False,
     noop_result="ok message",
     transfer_failure_result="transfer document",
     playbook_call_waits=False,
@@ -250,6 +251,10 @@ NOETL5 = EngineProfile(
             "noetl/tools:src/tools/http.rs:320",
             "build_response_data: `{status_code, headers, data, body}`, `body` the same parsed "
             "payload as `data`",
+        ),
+        "http_empty_body": Source(
+            "noetl/tools:src/tools/http.rs:211",
+            "a body is set only from the config's `json`, `form` or `body`: none, no body",
         ),
         "noop_result": Source(
             "noetl/tools:src/tools/noop.rs:60",

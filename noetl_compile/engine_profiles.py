@@ -83,6 +83,7 @@ CASE_V2 = EngineProfile(
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
+    http_empty_body=True,
     noop_result="noop record",
     transfer_failure_result="worker exception",
     playbook_call_waits=True,
@@ -259,6 +260,11 @@ CASE_V2 = EngineProfile(
             "noetl/tools/http/response.py:29",
             "the response data: status code, headers, url, elapsed, the parsed body as `data`",
         ),
+        "http_empty_body": Source(
+            "noetl/tools/http/request.py:82",
+            "a POST without `data`/`body` takes the payload, `{}` when the step has none: the "
+            "request carries the JSON body `{}`",
+        ),
         "noop_result": Source(
             "noetl/core/dsl/v2/models.py:170",
             "the tool kinds of case-v2 have no noop: noetlc's noop record",
@@ -328,6 +334,7 @@ CANONICAL = EngineProfile(
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
+    http_empty_body=True,
     noop_result="noop record",
     transfer_failure_result="transfer document",
     playbook_call_waits=True,
@@ -505,6 +512,11 @@ CANONICAL = EngineProfile(
         "http_result_keys": Source(
             "noetl/tools/http/response.py:41",
             "the response data: status code, headers, url, elapsed, the parsed body as `data`",
+        ),
+        "http_empty_body": Source(
+            "noetl/tools/http/request.py:82",
+            "a POST without `data`/`body` takes the payload, `{}` when the step has none "
+            "(executor.py 313: `raw_payload or {}`): the request carries the JSON body `{}`",
         ),
         "noop_result": Source(
             "noetl/worker/v2_worker_nats.py:2723",

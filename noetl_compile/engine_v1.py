@@ -56,6 +56,7 @@ V1 = EngineProfile(
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
+    http_empty_body=True,
     noop_result="noop record",
     transfer_failure_result="transfer document",
     playbook_call_waits=True,
@@ -241,6 +242,11 @@ V1 = EngineProfile(
         "http_result_keys": Source(
             "noetl/plugin/http/response.py:29",
             "the response data: status code, headers, url, elapsed, the parsed body as `data`",
+        ),
+        "http_empty_body": Source(
+            "noetl/plugin/http/request.py:67",
+            "a POST without `data.body`/`data.query` sends the data map, `{}` when the step has "
+            "none, as the JSON body",
         ),
         "noop_result": Source(
             "noetl/plugin/tool/execution.py:88",

@@ -201,6 +201,12 @@ CATALOGUE: dict[str, ToolKind] = {
             (
                 _f("database", "string", "per execution", "the DuckDB file"),
                 _f("auth", "string | mapping", "-", "connections to ATTACH (postgres)"),
+                _f(
+                    "require_cloud_output",
+                    "boolean",
+                    "false",
+                    "fail the call unless a statement is a COPY to gs:// or s3://",
+                ),
                 *_SQL_FIELDS,
                 *_SINK_FIELDS,
             ),

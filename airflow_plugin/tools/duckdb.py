@@ -378,6 +378,21 @@ def failure(
 # --------------------------------------------------------------------------------------------
 
 
+def _check_cloud_output(config: Any, statements: Sequence[str]) -> None:
+    """`require_cloud_output: true` asks that the SQL write to a bucket: NoETL's duckdb tool
+    (138c10ed tools/duckdb/cloud/scopes.py validate_cloud_output_requirement, read by every
+    Python engine) fails the call, before any statement runs, when no statement is a COPY whose
+    text names a gs:// or s3:// URI; noetlc fails it the same way."""
+    if not config.get("require_cloud_output"):
+        return
+    if not any("COPY" in s.upper() and ("gs://" in s or "s3://" in s) for s in statements):
+        raise SqlConfigError(
+            "No cloud COPY targets detected (gs:// or s3://) while require_cloud_output=true: "
+            "write the result with COPY ... TO 'gs://...' (or s3://), or drop "
+            "`require_cloud_output`"
+        )
+
+
 def run_duckdb(call: ToolCall) -> ToolOutcome:
     """Execute the call's SQL (see the module docstring)."""
     config = call.config
@@ -390,6 +405,7 @@ def run_duckdb(call: ToolCall) -> ToolOutcome:
                 "the others in a step of their own"
             )
         database = database_path(config, call.context)
+        _check_cloud_output(config, statements)
     except SqlConfigError as exc:
         return failure(exc)
     try:

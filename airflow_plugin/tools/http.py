@@ -287,7 +287,9 @@ def run_http(call: ToolCall) -> ToolOutcome:
     """Send one request; a failure of the request itself is a failure outcome, never a raise."""
     started = time.perf_counter()
     try:
-        request = build_request(call.config, call.step_input)
+        request = build_request(
+            call.config, call.step_input, empty_body=call.profile.http_empty_body
+        )
     except ValueError as exc:
         return _config_failure(str(exc), started)
 

@@ -288,18 +288,24 @@ def _multipart(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_request(
-    config: Mapping[str, Any], step_input: Mapping[str, Any] | None = None
+    config: Mapping[str, Any],
+    step_input: Mapping[str, Any] | None = None,
+    *,
+    empty_body: bool = False,
 ) -> HttpRequest:
     """Decide method, URL, query, headers and body; raises ``ValueError`` for a bad config.
 
     The URL may still be relative here: joining it with a connection's host needs the lookup,
-    which :func:`run_http` does.
+    which :func:`run_http` does. ``empty_body`` (the engine profile's ``http_empty_body``): a
+    POST/PUT/PATCH with no body sends the JSON body ``{}``, as NoETL's Python http tools do.
     """
     merged = _merged_config(config, step_input or {})
     method = _method(merged)
     request = HttpRequest(method=method, url=_url(merged))
     request.headers = _headers(merged.get("headers"))
     request.params, body = _route(method, _params(merged.get("params"), "params"), merged)
+    if body is None and empty_body and method in ("POST", "PUT", "PATCH"):
+        body = {}
     form = merged.get("form")
     if form is not None and merged.get("json") is None:
         # NoETL 5's `form` (noetl/tools http.rs): form-urlencoded fields; `json` wins over it,

@@ -275,6 +275,23 @@ def test_errors_and_config(db):
     assert out.error["type"] == "ConfigError"
 
 
+def test_require_cloud_output_fails_without_a_bucket_copy(db):
+    """NoETL's duckdb tool refuses SQL that writes no gs:// or s3:// COPY when the step says
+    `require_cloud_output: true`, before any statement runs."""
+    out = run(
+        {
+            "database": db,
+            "commands": "CREATE TABLE t AS SELECT 1 AS a",
+            "require_cloud_output": True,
+        }
+    )
+    assert not out.ok and "No cloud COPY targets detected" in str(out.error)
+    with duckdb.connect(db) as con:
+        assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)
+    # Without the flag the same SQL runs; `false` is the default.
+    assert run({"database": db, "commands": "SELECT 1 AS a", "require_cloud_output": False}).ok
+
+
 def test_registry_resolves_the_kind(db):
     out = get_tool("duckdb")(
         ToolCall(step="s", task="s", config={"database": db, "query": "SELECT 3 AS x"})

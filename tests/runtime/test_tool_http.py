@@ -105,11 +105,25 @@ def test_data_routing_by_method(http_server, config, query, body):
         assert seen["content_type"] == "application/json"
 
 
-def test_post_without_a_body_sends_none(http_server):
-    seen = echo(call({"method": "POST", "url": f"{http_server}/echo"}))
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+def test_a_body_method_without_a_body_sends_json_braces_on_the_python_engines(http_server, method):
+    """NoETL's Python http tools send their default payload `{}` as JSON (profile
+    `http_empty_body`; recorded: cases/dsl_keys/http_body_absent)."""
+    seen = echo(call({"method": method, "url": f"{http_server}/echo"}))
+    assert (seen["data"], seen["content_type"]) == ("{}", "application/json")
+
+
+def test_post_without_a_body_sends_none_on_noetl5(http_server):
+    from noetl_compile.engine_profiles import profile_of
+
+    config = {"method": "POST", "url": f"{http_server}/echo"}
+    out = run_http(ToolCall(step="s", task="t", config=config, profile=profile_of("noetl5")))
+    seen = out.data["data"] if "data" in out.data else out.data["body"]
     assert seen["data"] == ""
     assert seen["headers"].get("content-length") == "0"
     assert seen["content_type"] is None
+    # A GET never gets a body.
+    assert echo(call({"method": "GET", "url": f"{http_server}/echo"}))["data"] == ""
 
 
 def test_string_payload_is_sent_raw(http_server):
