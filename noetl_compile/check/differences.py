@@ -296,6 +296,8 @@ def _case_v2_by_case_alone(ctx: CheckContext) -> bool:
 def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -> None:
     if not isinstance(config, dict):
         return
+    if dialect == "canonical":
+        _canonical_tool_keys(ctx, step, kind, config)
     if kind == "postgres":
         pool = config.get("pool")
         if dialect == "case-v2" and isinstance(pool, dict) and pool.get("timeout") is None:
@@ -376,6 +378,27 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
                     f"step {step.name!r} sets `result = None`: NoETL stores it as "
                     "{_value: None}; noetlc keeps None",
                 )
+
+
+def _canonical_tool_keys(ctx: CheckContext, step: Step, kind: Any, config: dict) -> None:
+    """D935, D936: tool keys 138c10ed's worker reads otherwise than noetlc (table (a) cases
+    dsl_keys/output_*, tool_output_*, python_args_*)."""
+    if isinstance(config.get("output"), dict):
+        ctx.report(
+            "D935",
+            ctx.key_pos(config, "output"),
+            f"`output` of the tool of step {step.name!r}: 138c10ed's result store takes it "
+            "(without a `store` the step's stored result is only {command_id}; `select` is "
+            "refused); noetlc ignores it and the result is the tool's value",
+        )
+    if kind == "python" and "args" in config:
+        ctx.report(
+            "D936",
+            ctx.key_pos(config, "args"),
+            f"`args` of python step {step.name!r}: 138c10ed's worker replaces it with the "
+            "tool's `input`, so its names are undefined there; noetlc binds them",
+            hint="input: {...}",
+        )
 
 
 def _statement_count(sql: str) -> int:

@@ -390,4 +390,27 @@ RULES = (
         "read the failure where the engine offers it (`error`, `output.error` in the arc's "
         "`when` or `set`) if the playbook must also run on 138c10ed",
     ),
+    rule(
+        "D935",
+        I,
+        "runs differently on NoETL: a canonical tool's `output:` block",
+        "138c10ed's worker hands a tool's `output` to its result store (`inline_max_bytes`, "
+        "`output_select`, `store`): without a `store` the step's stored result is only "
+        "`{command_id}`, a `store.kind: memory` result cannot be read back (404), and "
+        "`output.select` is refused at registration; noetlc keeps results in XCom, ignores the "
+        "block and the step's result is its value (" + _ROW + "'A canonical tool's `output:` "
+        "block').",
+        "drop `output:` (noetlc keeps every result), or give it a `store` if the playbook must "
+        "also run on 138c10ed",
+    ),
+    rule(
+        "D936",
+        I,
+        "runs differently on NoETL: a canonical python tool's `args`",
+        "138c10ed's worker replaces a tool's `args` with its `input` before the call "
+        "(v2_worker_nats.py: `task_config['args'] = merged_input`), so a name only `args` binds "
+        "is undefined there and the call fails; noetlc binds `args` as the formal "
+        "specification's python tool does (" + _ROW + "'A canonical python tool's `args`').",
+        "bind the names with `input:` (both engines read it)",
+    ),
 )

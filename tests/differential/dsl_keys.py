@@ -133,6 +133,38 @@ _LOG_ONLY = frozenset(
         ("name", "'transfer'", "/transfer/executor.py"),
     }
 )
+# Places a generic rule cannot see, each reviewed against the code at its engine's commit:
+# (engine, key, default, file tail) -> rule. Like _LOG_ONLY, keyed per row and file: the same key
+# read elsewhere stays open.
+_REVIEWED_PLACES: dict[tuple[str, str, str, str], str] = {
+    # 138c10ed v2_worker_nats.py 2637-2641: read only in the `tool_kind == "artifact"` branch
+    # (NoETL's result store), like the artifact tool's own read of it.
+    ("canonical", "action", "'get'", "/worker/v2_worker_nats.py"): "service",
+    # 138c10ed tools/http/response.py build_result_reference: called only under
+    # `if sink_config:` in execute_http_task, whose every caller (v2_worker_nats.py 2463,
+    # core/runtime/retry.py, core/runtime/execution.py) passes four arguments, never
+    # `sink_config`: no playbook reaches it.
+    ("canonical", "tool", "{}", "/tools/http/response.py"): "unreachable",
+    ("canonical", "kind", "'unknown'", "/tools/http/response.py"): "unreachable",
+    ("canonical", "table", "None", "/tools/http/response.py"): "unreachable",
+    # 138c10ed: the worker evaluates case blocks only under `if case_blocks:` (v2_worker_nats.py
+    # 1966-2104; CaseEvaluator is built nowhere else), and case_blocks is the command context's
+    # `case`, which the server never writes (api/v2.py _build_command_context) while the parser
+    # rejects a step's `case` (core/dsl/v2/parser.py 239). v2_worker_nats.py 1508 is in
+    # _evaluate_case_blocks_with_event, called only by _evaluate_case_blocks, which nothing calls.
+    ("canonical", "then", "None", "/worker/case_evaluator.py"): "unreachable",
+    ("canonical", "then", "None", "/worker/v2_worker_nats.py"): "unreachable",
+    ("canonical", "else", "[]", "/worker/case_evaluator.py"): "unreachable",
+    ("canonical", "steps", "[]", "/worker/v2_worker_nats.py"): "unreachable",
+    ("canonical", "type", "None", "/worker/v2_worker_nats.py"): "unreachable",
+    # 138c10ed v2_worker_nats.py 1750-1751 read the command context's `spec`, which the server
+    # writes as CommandSpec.model_dump() (api/v2.py 1056; models.py CommandSpec: next_mode only).
+    ("canonical", "case_mode", "'exclusive'", "/worker/v2_worker_nats.py"): "internal",
+    ("canonical", "eval_mode", "'on_entry'", "/worker/v2_worker_nats.py"): "internal",
+    # 138c10ed task_sequence_executor.py 423 reads the task record _parse_tasks builds itself
+    # (745-748, 772-775) from the task's `spec.policy.rules` (a row of its own).
+    ("canonical", "policy_rules", "[]", "/worker/task_sequence_executor.py"): "internal",
+}
 NO_CASE: tuple[tuple[str, str], ...] = (
     (
         "internal",
@@ -175,6 +207,9 @@ def _rule(
     engine: str, key: str, receiver: str, file: str, default: str | None = None
 ) -> str | None:
     where = "/" + file
+    for (e, k, d, tail), rule in _REVIEWED_PLACES.items():
+        if (e, k, d) == (engine, key, default) and where.endswith(tail):
+            return rule
     if key.startswith("__") or receiver in _INTERNAL_RECEIVERS or key in _INTERNAL_KEYS:
         return "internal"
     if any(part in where for part in _SERVICE_TOOLS):
@@ -217,28 +252,39 @@ def _module(relative: str) -> str:
 
 
 def imported_modules(checkout: Path) -> tuple[set[str], set[str]]:
-    """Every module some file of the checkout imports (absolute or relative, `from X import y`
-    counting X.y too, since y may be a submodule), and every name the checkout refers to (a
-    name or an attribute: a function nothing names is never called)."""
+    """Every module some live code of the checkout imports (absolute or relative, `from X import
+    y` counting X.y too, since y may be a submodule), and every name the checkout refers to (a
+    name or an attribute: a function nothing names is never called). An import inside a
+    function nothing names does not count: 138c10ed's worker imports `script_loader` only in
+    its uncalled `_execute_python`, so that module is never loaded."""
     names: set[str] = set()
     referred: set[str] = set()
+    trees: list[tuple[str, ast.AST]] = []
     for path in (checkout / "noetl").rglob("*.py"):
         relative = path.relative_to(checkout).as_posix()
-        package = (
-            _module(relative)
-            if path.name == "__init__.py"
-            else _module(relative).rpartition(".")[0]
-        )
         try:
             tree = ast.parse(py311_source(path.read_text(encoding="utf-8")))
         except SyntaxError:
             continue
+        trees.append((relative, tree))
         for node in ast.walk(tree):
             if isinstance(node, ast.Name):
                 referred.add(node.id)
             elif isinstance(node, ast.Attribute):
                 referred.add(node.attr)
-            elif isinstance(node, ast.Import):
+            elif isinstance(node, ast.ImportFrom):
+                referred.update(alias.name for alias in node.names)
+    for relative, tree in trees:
+        package = (
+            _module(relative)
+            if relative.endswith("/__init__.py")
+            else _module(relative).rpartition(".")[0]
+        )
+        dead = _dead_lines(tree, referred)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno in dead:
+                continue
+            if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
@@ -248,7 +294,6 @@ def imported_modules(checkout: Path) -> tuple[set[str], set[str]]:
                     base = ".".join(parent + ([base] if base else []))
                 names.add(base)
                 names.update(f"{base}.{alias.name}" for alias in node.names)
-                referred.update(alias.name for alias in node.names)
     return names, referred
 
 

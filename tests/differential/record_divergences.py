@@ -321,11 +321,51 @@ EXTRA_REASONS.update(
         "transfer-cursor-error-text": "a failed postgres transfer source: the result document is NoETL's, but PostgreSQL's error text quotes the statement it ran: NoETL's plain SELECT, noetlc's server-side cursor (`DECLARE ... CURSOR FOR SELECT ...`, which streams the source in chunks) (docs/semantics.md section 1)",
         "case-v2-response-in-case": "a case-v2 `case` whose `when` reads `response.status_code` after a successful http call: NoETL (dc55c492) binds `response` (and `result`, `this`) in a case `when` to the worker's transport envelope {id, status, data: <http result>}, so `response.status_code` is undefined there (its worker offers the status as a bare `status_code`) and the rule is not taken; noetlc binds `response` to the step's result, the value `{{ step }}` gives downstream, and takes it (docs/semantics.md section 1)",
         "case-v2-sink-args": "a case-v2 `then.sink` written as the corpus seed writes it (`tool: {kind: postgres, table}` + `args`): NoETL (dc55c492) refuses it at run time ('postgres save requires table and mapping data', a sink.error event only), the run completes and nothing is written, and it replaces the step's result with its sink envelope; noetlc writes the row and keeps the http result (docs/semantics.md section 1)",
-        "rule-then-needs-do": "a policy rule's `then` without `do`: NoETL (138c10ed) fails the call at run time ('Policy rule then must have do field'), takes the step's unconditional arc and ends the run failed; noetlc refuses the playbook at compile time (C514, at the rule): the same refusal, before anything runs (docs/semantics.md section 1)",
+        "rule-then-needs-do": "a policy rule's `then` without `do`, or a pipeline `jump` without `to`: NoETL (138c10ed) fails the call at run time ('Policy rule then must have do field', 'Jump action missing to target'), takes the step's unconditional arc and ends the run failed; noetlc refuses the playbook at compile time (C514, at the rule): the same refusal, before anything runs (docs/semantics.md section 1)",
         "missing-field-refused": "a tool or arc without the field that gives it something to do: a python tool without `code`, an http tool without `url` or a duckdb tool without a statement fails its call at run time on NoETL (138c10ed, dc55c492), and an arc without `step` is dropped without a word (138c10ed completes the run without it); noetlc refuses the playbook at compile time at the construct (C501, C502, C504, S101) (docs/semantics.md section 1)",
         "http-error-document": "a failed http call's step result: NoETL returns its own error document (138c10ed `{id, status: error, error: 'Request error: '}`, the timeout's text empty; dc55c492 'Request error: timed out'; 58c2a16b a 4xx as `{url, data: <body>, headers, status_code, elapsed}`), noetlc the structured error `{status: error, error: {kind, type, message, code, retryable}}` (or `{id, status: error, data}` for a status error) that names what failed (docs/semantics.md section 1)",
         "v1-step-fields-dropped": "a v1 step key that never reaches the tool: NoETL 58c2a16b's broker copies a fixed list of step fields onto the job (initial.py, transitions.py) without `timeout` (the http plugin's 30 s applies) or `code_b64`/`code_base64` (the python plugin fails: 'No code provided'), and its http plugin takes the step's empty `data` map as the query before it looks at `params` (request.py: `{}` is not None), so `params` is never sent; noetlc applies each key, as the later engines do (D934, docs/semantics.md section 1)",
         "literal-secret-refused": "a literal secret in a header (`Authorization: Bearer ...`): noetlc compile refuses it (X601: secrets come from connections or the secrets tool); NoETL sends it (docs/semantics.md section 1)",
+    }
+)
+# Table (a)'s canonical rows recorded by lane keysc (dsl_key_specs_canonical.py).
+CASE_GROUPS.update(
+    {
+        **{
+            f"dsl_keys/duckdb_{key}_{variant}": "duckdb-result-fields"
+            for key in (
+                "auto_secrets",
+                "credentials",
+                "database_file",
+                "db_type",
+                "gcs_credential",
+                "require_cloud_output",
+            )
+            for variant in ("absent", "present")
+        },
+        **{
+            f"dsl_keys/transfer_{key}_absent": "transfer-failure-result"
+            for key in ("auth", "source", "table", "target", "url")
+        },
+        "dsl_keys/pipeline_rule_to_absent": "rule-then-needs-do",
+        "dsl_keys/python_args_present": "python-tool-args-replaced",
+        **{
+            f"dsl_keys/{name}": "tool-output-block"
+            for name in (
+                "output_select_absent",
+                "output_select_present",
+                "output_inline_max_bytes_present",
+                "output_store_absent",
+                "output_store_kind_present",
+                "tool_output_present",
+            )
+        },
+    }
+)
+EXTRA_REASONS.update(
+    {
+        "tool-output-block": "a canonical tool's `output:` block: NoETL (138c10ed) hands it to its result store, and without a `store` the step's stored result is only the worker's {command_id}, with `store: {kind: memory}` it cannot be read back (404), and `output.select` is refused at registration; noetlc ignores the block and the result is the tool's value (D935, by design, docs/semantics.md section 1)",
+        "python-tool-args-replaced": "a canonical python tool's `args`: NoETL (138c10ed)'s worker replaces it with the tool's `input` before the call, so a name only `args` binds is undefined and the call fails; noetlc binds it (D936, by design, docs/semantics.md section 1)",
     }
 )
 

@@ -106,6 +106,13 @@ route(r"/patch", methods=("PATCH",))(_echo)
 route(r"/delete", methods=("DELETE",))(_echo)
 
 
+@route(r"/request-body", methods=None)
+def request_body(req: Request) -> Response:
+    """The request's method and parsed body alone: no port or header, so that two clients (the
+    differential suite's NoETL run and noetlc's) sending the same body get the same answer."""
+    return Response(body={"method": req.method, "body": _echo_body(req)["body"]})
+
+
 @route(r"/status/(?P<codes>[0-9,]+)", methods=None)
 def status_code(req: Request) -> Response:
     code = int(req.params["codes"].split(",")[0])
