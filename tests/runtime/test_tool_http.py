@@ -17,6 +17,7 @@ import pytest
 
 from airflow_plugin.hooks import http as http_hook
 from airflow_plugin.tools.http import build_request, run_http
+from airflow_plugin.tools.outcome import ToolCall
 from airflow_plugin.tools.registry import get_tool
 from tests.runtime.http_support import call, echo
 
