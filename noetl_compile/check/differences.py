@@ -185,6 +185,7 @@ def _canonical_step(ctx: CheckContext, step: Step, raw: YMap | None) -> None:
             hint="written for case-v2: --dialect case-v2 (or a `case` rule); a canonical fan-out: "
             "next: {spec: {mode: inclusive}, arcs: [...]}",
         )
+    _init_page_break(ctx, step)
     for task in step.tasks:
         for rule in task.rules:
             block = rule.set
@@ -196,6 +197,35 @@ def _canonical_step(ctx: CheckContext, step: Step, raw: YMap | None) -> None:
                     "text and later steps read it as ''; noetlc keeps its type and later steps "
                     "read it",
                 )
+
+
+# 138c10ed task_sequence_executor.py 329-370: the names its no-progress guard looks for after a
+# `break` at a pipeline's first task `init_page`.
+_NO_PROGRESS_PAGINATE = "paginate"
+_NO_PROGRESS_PAGES = frozenset({"fetch_page", "save_page"})
+
+
+def _init_page_break(ctx: CheckContext, step: Step) -> None:
+    """D937: 138c10ed fails a pipeline that breaks at `init_page` before `paginate` and
+    `fetch_page`/`save_page` when a positive `patient_count` is anywhere in its context."""
+    tasks = step.tasks
+    if len(tasks) < 2 or (tasks[0].name or "").strip().lower() != "init_page":
+        return
+    later = {(t.name or "").strip().lower() for t in tasks[1:]}
+    if _NO_PROGRESS_PAGINATE not in later or not later & _NO_PROGRESS_PAGES:
+        return
+    for rule in tasks[0].rules:
+        if rule.action == "break":
+            ctx.report(
+                "D937",
+                ctx.pos(tasks[0].config, "spec"),
+                f"`break` at task 'init_page' of step {step.name!r}, before 'paginate' and a page "
+                "task: 138c10ed fails the step there (TASK_SEQUENCE_NO_PROGRESS) when a "
+                "`patient_count` above 0 is in its context; noetlc ends the pipeline as any "
+                "break",
+                hint="rename the tasks if the playbook must also run on 138c10ed",
+            )
+            return
 
 
 def _case_v2_step(ctx: CheckContext, step: Step) -> None:

@@ -413,4 +413,17 @@ RULES = (
         "specification's python tool does (" + _ROW + "'A canonical python tool's `args`').",
         "bind the names with `input:` (both engines read it)",
     ),
+    rule(
+        "D937",
+        I,
+        "runs differently on NoETL: a pipeline `break` at `init_page` before `paginate`",
+        "138c10ed's task-sequence executor carries a guard written for one of NoETL's own "
+        "pagination playbooks: a `break` at a pipeline whose only finished task is `init_page`, "
+        "with tasks named `paginate` and `fetch_page`/`save_page` after it and a `patient_count` "
+        "above 0 anywhere in the context, fails the step (TASK_SEQUENCE_NO_PROGRESS); noetlc "
+        "ends the pipeline as any `break` ("
+        + _ROW
+        + "'A pipeline `break` at its first task `init_page` before tasks named `paginate` ...').",
+        "rename the tasks if the playbook must also run on 138c10ed",
+    ),
 )

@@ -91,6 +91,21 @@ def _pipeline(*tasks: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def _init_page_break(*names: str | None) -> dict[str, Any]:
+    """A pipeline that breaks at its first task `init_page`, the tasks after it named `names`
+    (None: no `name`), with a `patient_count` in the workload: what 138c10ed's no-progress
+    guard (task_sequence_executor.py 338-370) reads the remaining tasks' names for."""
+    rule = {"when": "{{ true }}", "then": {"do": "break"}}
+    rest = [
+        {**_py(f"result = {{'t{i}': 1}}"), **({"name": name} if name else {})}
+        for i, name in enumerate(names, 2)
+    ]
+    playbook = _pipeline(
+        {**_py(_OK), "name": "init_page", "spec": {"policy": {"rules": [rule]}}}, *rest
+    )
+    return {**playbook, "workload": {"patient_count": 3}}
+
+
 def _output(**output: Any) -> dict[str, Any]:
     """A python step whose tool carries `output:` (NoETL's result handler: result_handler.py)."""
     return _two(_py("result = {'ok': 1, 'text': 'abc'}", output=output))
@@ -347,6 +362,15 @@ CANONICAL_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/worker/task_sequence_executor.py",
         _pipeline({"name": "t1", "code": _OK}),
         _pipeline({**_py(_OK), "name": "t1"}),
+    ),
+    (
+        "pipeline_task_name",
+        "canonical",
+        "name",
+        "None",
+        "noetl/worker/task_sequence_executor.py",
+        _init_page_break(None, None),
+        _init_page_break("paginate", "fetch_page"),
     ),
     (
         "pipeline_rule_to",

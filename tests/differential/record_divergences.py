@@ -349,6 +349,7 @@ CASE_GROUPS.update(
         },
         "dsl_keys/pipeline_rule_to_absent": "rule-then-needs-do",
         "dsl_keys/python_args_present": "python-tool-args-replaced",
+        "dsl_keys/pipeline_task_name_present": "init-page-no-progress",
         **{
             f"dsl_keys/{name}": "tool-output-block"
             for name in (
@@ -365,6 +366,7 @@ CASE_GROUPS.update(
 EXTRA_REASONS.update(
     {
         "tool-output-block": "a canonical tool's `output:` block: NoETL (138c10ed) hands it to its result store, and without a `store` the step's stored result is only the worker's {command_id}, with `store: {kind: memory}` it cannot be read back (404), and `output.select` is refused at registration; noetlc ignores the block and the result is the tool's value (D935, by design, docs/semantics.md section 1)",
+        "init-page-no-progress": "a pipeline `break` at its first task `init_page` with `paginate` and `fetch_page` after it and a `patient_count` in the workload: NoETL (138c10ed)'s task-sequence guard, written for one of its own pagination playbooks, fails the step (TASK_SEQUENCE_NO_PROGRESS); noetlc ends the pipeline as any break (D937, by design, docs/semantics.md section 1)",
         "python-tool-args-replaced": "a canonical python tool's `args`: NoETL (138c10ed)'s worker replaces it with the tool's `input` before the call, so a name only `args` binds is undefined and the call fails; noetlc binds it (D936, by design, docs/semantics.md section 1)",
     }
 )
