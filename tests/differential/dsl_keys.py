@@ -174,8 +174,10 @@ NO_CASE: tuple[tuple[str, str], ...] = (
     ),
     (
         "unreachable",
-        "read only in dead code at that commit: a module nothing in the checkout imports, or a "
-        "function nothing in it names (never called); no playbook reaches it",
+        "read only in dead code at that commit: a module nothing in the checkout imports (or "
+        "imports only inside a function nothing names), a function nothing in it names (never "
+        "called), or a branch no caller or command can enter (reviewed per place: an argument "
+        "no caller passes, a command field the server never writes); no playbook reaches it",
     ),
     (
         "service",
