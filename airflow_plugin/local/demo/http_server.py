@@ -47,6 +47,8 @@ GET /bearer, GET /api/v1/protected      ``/api/v1/protected`` accepts the fixed 
   [?scheme=basic|bearer|api_key]        below (basic, bearer or ``X-API-Key``) and never echoes
 GET /redirect/<n>, /redirect-to?url     redirects (``follow_redirects``)
 ANY /respond?status&content_type&body   any status / content type / body (JSON vs text tests)
+ANY /request-body                       ``{method, body}``: the parsed request body alone (no
+                                        port or header: tests/differential dsl_keys http_body)
 GET /posts[/<id>], GET /users[/<id>]    JSONPlaceholder-shaped posts (100) and users (10) —
                                         data_transfer/*, python_psycopg/http_to_postgres_bulk,
                                         seeds/spec_case_sink (``/users/1``)
