@@ -23,7 +23,10 @@ prints the medians, the ratio loop/batched (target: within 1.5x) and the load av
 timeline of each DAG's last run (:func:`timeline`: per task, from the REST API, where its time
 went).
 
-Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--loop]``.
+``--also-in-flight N`` adds a copy of large_loop whose ``max_in_flight`` is N (timed in the same
+rounds): how the number of mapped instances moves the loop's time on this stack.
+
+Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--loop [--also-in-flight N]]``.
 """
 
 from __future__ import annotations
@@ -132,13 +135,22 @@ with DAG(dag_id="bench.loop_batched", schedule=None, catchup=False,
 """
 
 
-def write_loop_dags(folder: Path, dags: Path) -> tuple[str, str]:
-    """large_loop as ``bench.large_loop`` and the hand-written batched DAG -> their ids."""
+def write_loop_dags(folder: Path, dags: Path, also: list[int]) -> list[tuple[str, str]]:
+    """large_loop as ``bench.large_loop`` (and, per number in ``also``, a copy whose
+    ``max_in_flight`` is that number: ``bench.large_loop_N``) and the hand-written batched DAG
+    -> (label, DAG id) of each, the batched one last."""
     folder.mkdir(parents=True)
     text = (ROOT / "playbooks" / "large_loop.yaml").read_text()
     (folder / "large_loop.yaml").write_text(
         text.replace("path: examples/large_loop", "path: bench/large_loop")
     )
+    ids = [("large_loop (5,000 items)", "bench.large_loop")]
+    for number in also:
+        variant = text.replace(
+            "path: examples/large_loop", f"path: bench/large_loop_{number}"
+        ).replace("max_in_flight: 16", f"max_in_flight: {number}")
+        (folder / f"large_loop_{number}.yaml").write_text(variant)
+        ids.append((f"large_loop, {number} in flight", f"bench.large_loop_{number}"))
     done = subprocess.run(
         [sys.executable, "-m", "noetl_compile", "compile", str(folder), "-o", str(dags / "loop")],
         cwd=ROOT, capture_output=True, text=True, check=False,
@@ -146,7 +158,7 @@ def write_loop_dags(folder: Path, dags: Path) -> tuple[str, str]:
     if done.returncode != 0:
         raise SystemExit(f"noetlc compile failed:\n{done.stdout}\n{done.stderr}")
     (dags / "loop" / "loop_batched.py").write_text(BATCHED_DAG.lstrip())
-    return "bench.large_loop", "bench.loop_batched"
+    return [*ids, ("hand-written, 16 batches", "bench.loop_batched")]
 
 
 def _seconds(stamp: str | None) -> float | None:
@@ -201,29 +213,32 @@ def timeline(client, dag_id: str, run_id: str) -> list[str]:
     return lines
 
 
-def loop_bench(client, loop_id: str, batched_id: str, rounds: int) -> None:
-    for dag_id in (loop_id, batched_id):
+def loop_bench(client, dags: list[tuple[str, str]], rounds: int) -> None:
+    """Each DAG of ``dags`` (label, id; the baseline last) warmed up, then timed ``rounds``
+    times, alternately; the medians and each one's ratio to the baseline."""
+    for _, dag_id in dags:
         client.wait_for_dag(dag_id, 300)
         timed_run(client, dag_id)  # warm-up: first parse in the task processes
-    loop_t, batched_t, loads, last = [], [], [], {}
+    times: dict[str, list[float]] = {dag_id: [] for _, dag_id in dags}
+    loads, last = [], {}
     for _ in range(rounds):
         loads.append(os.getloadavg()[0])
-        for dag_id, times in ((loop_id, loop_t), (batched_id, batched_t)):
+        for _, dag_id in dags:
             started = time.perf_counter()
             last[dag_id] = run_once(client, dag_id)
-            times.append(time.perf_counter() - started)
+            times[dag_id].append(time.perf_counter() - started)
     loads.append(os.getloadavg()[0])
     print("timeline of each DAG's last run (s from its trigger):")
     for dag_id, run_id in last.items():
         print("\n".join(timeline(client, dag_id, run_id)))
-    lo, ba = statistics.median(loop_t), statistics.median(batched_t)
-    print(f"{'DAG':28} {'runs s':>24} {'median s':>9}")
-    print(f"{'large_loop (5,000 items)':28} {' '.join(f'{t:.1f}' for t in loop_t):>24} {lo:9.2f}")
-    print(
-        f"{'hand-written, 16 batches':28} {' '.join(f'{t:.1f}' for t in batched_t):>24} {ba:9.2f}"
-    )
-    print(f"ratio loop/batched: {lo / ba:.2f}x (target <= 1.5x); 1-minute load "
-          f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs")  # fmt: skip
+    base = statistics.median(times[dags[-1][1]])
+    print(f"{'DAG':28} {'runs s':>24} {'median s':>9} {'ratio':>6}")
+    for label, dag_id in dags:
+        median = statistics.median(times[dag_id])
+        runs = " ".join(f"{t:.1f}" for t in times[dag_id])
+        print(f"{label:28} {runs:>24} {median:9.2f} {median / base:5.2f}x")
+    print(f"target: loop/batched <= 1.5x; 1-minute load {min(loads):.1f}-{max(loads):.1f} "
+          f"on {os.cpu_count()} CPUs")  # fmt: skip
 
 
 def compile_into(folder: Path, dags: Path) -> None:
@@ -275,12 +290,20 @@ def main() -> None:
     parser.add_argument(
         "--loop", action="store_true", help="the 5,000-item loop against 16 hand-written batches"
     )
+    parser.add_argument(
+        "--also-in-flight",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="with --loop: also time large_loop with max_in_flight N (repeatable)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="noetlc-bench-deploy-"))
     state = Path(args.keep_state) if args.keep_state else work / "stack"
     if args.loop:
         ids, executor = {}, "celery"
-        loop_ids = write_loop_dags(work / "playbooks", work / "dags")
+        loop_dags = write_loop_dags(work / "playbooks", work / "dags", args.also_in_flight)
     else:
         ids, executor = write_playbooks(work / "playbooks"), "local"
         compile_into(work / "playbooks", work / "dags")
@@ -296,7 +319,7 @@ def main() -> None:
         print(f"stack up in {time.perf_counter() - started:.1f} s")
         with AirflowClient.from_stack(state) as client:
             if args.loop:
-                loop_bench(client, *loop_ids, args.rounds)
+                loop_bench(client, loop_dags, args.rounds)
                 return
             for plain, fused in ids.values():
                 client.wait_for_dag(plain, 300)

@@ -101,7 +101,6 @@ with DAG(
         reads=READS["fetch"],
         task_display_name="fetch (http)",
         tool_kind="http",
-        trigger_rule="none_skipped",
     )
 
     # step: summarize
@@ -119,7 +118,7 @@ with DAG(
     # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
-        watch={"start": "start", "fetch": "fetch"},
+        watch={"fetch": "fetch"},
         routed_failure_fails_run=True,
         trigger_rule="all_done",
     )

@@ -98,6 +98,32 @@ def test_steps_whose_routing_cannot_take_a_failure_get_none(tmp_path):
     assert not ir.outcome_watch and "NoetlOutcomeOperator" not in source
 
 
+def test_a_bare_noop_start_cannot_route_a_failure(tmp_path):
+    # The canonical `start` of many playbooks: `tool: {kind: noop}` and arcs. tools/noop.py
+    # succeeds without a condition and nothing of the step renders before it, so no failure
+    # can take its arcs: no outcome task, its targets keep all_success.
+    bare = CANONICAL.replace('tool: {kind: python, code: "result = 1"}', "tool: {kind: noop}")
+    source, ir = _compile(tmp_path, bare, "bare")
+    assert not ir.outcome_watch and "NoetlOutcomeOperator" not in source
+    assert {u.id: u.trigger_rule for u in ir.units} == {
+        "start": None,
+        "recover": None,
+        "done": None,
+    }
+    # A noop that renders something (its input, a tool field) or carries a policy is judged
+    # as any step: the canonical engine takes every arc after its failed call.
+    for extra in ("input: {n: 1}", "set: {seen: 1}"):
+        text = bare.replace(
+            "tool: {kind: noop}\n    next:", f"tool: {{kind: noop}}\n    {extra}\n    next:", 1
+        )
+        assert text != bare
+        _, ir = _compile(tmp_path, text, "rendering")
+        assert ir.outcome_watch == {"start": "start"}, extra
+    text = bare.replace("tool: {kind: noop}", "tool: {kind: noop, message: '{{ workload }}'}", 1)
+    _, ir = _compile(tmp_path, text, "message")
+    assert ir.outcome_watch == {"start": "start"}
+
+
 def test_a_join_after_a_routed_failure_waits_for_every_branch(tmp_path):
     # `done` joins `start` (which may route a failure) and `recover`: none_skipped would skip it
     # whenever one branch was not taken, so a join gets all_done (its guard stands in for

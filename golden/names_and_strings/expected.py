@@ -137,7 +137,6 @@ with DAG(
         reads=READS["params_step"],
         task_display_name="params (noop)",
         tool_kind="noop",
-        trigger_rule="none_skipped",
     )
 
     # step: run_id
@@ -147,7 +146,6 @@ with DAG(
         reads=READS["run_id_step"],
         task_display_name="run_id (noop)",
         tool_kind="noop",
-        trigger_rule="none_skipped",
     )
 
     # step: Run.Id
@@ -157,7 +155,6 @@ with DAG(
         reads=READS["Run_Id"],
         task_display_name="Run.Id (noop)",
         tool_kind="noop",
-        trigger_rule="none_skipped",
     )
 
     # step: \xe9tape finale \u2713
@@ -167,7 +164,6 @@ with DAG(
         reads=READS["etape_finale"],
         task_display_name="étape finale ✓ (noop)",
         tool_kind="noop",
-        trigger_rule="none_skipped",
     )
 
     # step: \u65e5\u672c
@@ -177,7 +173,6 @@ with DAG(
         reads=READS["step_cf2abf0c"],
         task_display_name="日本 (noop)",
         tool_kind="noop",
-        trigger_rule="none_skipped",
     )
 
     # step: def
@@ -187,7 +182,6 @@ with DAG(
         reads=READS["def"],
         task_display_name="def (noop)",
         tool_kind="noop",
-        trigger_rule="none_skipped",
     )
 
     start >> tests_fixtures_playbooks_hello_world >> params_step >> run_id_step >> Run_Id
@@ -196,15 +190,7 @@ with DAG(
     # run outcome: failed on any failed step, even where the routing took it
     noetl_outcome = NoetlOutcomeOperator(
         task_id="noetl_outcome",
-        watch={
-            "start": "start",
-            "tests_fixtures_playbooks_hello_world": "tests/fixtures/playbooks/hello world",
-            "params_step": "params",
-            "run_id_step": "run_id",
-            "Run_Id": "Run.Id",
-            "etape_finale": "étape finale ✓",
-            "step_cf2abf0c": "日本",
-        },
+        watch={"start": "start"},
         routed_failure_fails_run=True,
         trigger_rule="all_done",
     )

@@ -76,7 +76,27 @@ def routes_failure(unit: Unit, profile: EngineProfile) -> bool:
     return _step_routes_failure(unit.payload, profile)
 
 
+# What a step that only routes carries: its name, dialect, a bare noop tool and its arcs.
+_ROUTER_KEYS = frozenset({"step", "dialect", "tool", "routing"})
+
+
+def _call_cannot_fail(payload: Mapping[str, Any]) -> bool:
+    """A step whose only call is a bare ``noop`` (or that has no call at all: a v1 router) ends
+    every run ``ok``: ``tools/noop.py`` returns its result without a condition, and nothing is
+    rendered before it (no input, args, set, loop, guard, policy or tool field to render). Its
+    arcs are still evaluated, with ``call.done``; an arc that cannot render fails the task
+    itself, a failure no routing takes. So it never routes a failure, whatever the engine:
+    the canonical ``start`` of many playbooks needs no outcome task and leaves its targets'
+    trigger rules alone."""
+    if not _ROUTER_KEYS.issuperset(payload):
+        return False
+    tool = payload.get("tool")
+    return tool is None or (isinstance(tool, Mapping) and dict(tool) == {"kind": "noop"})
+
+
 def _step_routes_failure(payload: Mapping[str, Any], profile: EngineProfile) -> bool:
+    if _call_cannot_fail(payload):
+        return False
     arcs = (payload.get("routing") or {}).get("arcs") or []
     rules = payload.get("case") or []
     if profile.failed_call_takes_every_arc:
