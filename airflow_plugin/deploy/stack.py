@@ -60,6 +60,7 @@ OTHER_USERS = ("viewer:viewer", "outsider:")
 DATABASES = ("airflow", "noetl_events", "noetl_data")
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 CELERY_WORKERS = ("worker1", "worker2")
+WORKER_CONCURRENCY = 4  # task slots of each Celery worker
 STOP_GRACE_S = 5.0  # uvicorn (api-server) waits for idle connections on SIGTERM
 
 
@@ -194,7 +195,10 @@ def _airflow_env(
             {
                 "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
                 "AIRFLOW__CELERY__RESULT_BACKEND": pg.url("airflow", f"db+{driver}"),
-                "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
+                "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(WORKER_CONCURRENCY),
+                # What the workers run at once: a big loop's head makes that many mapped
+                # instances, one wave of full ones (operators/loop.py, issue 32).
+                "AIRFLOW__NOETL__WORKER_SLOTS": str(WORKER_CONCURRENCY * len(CELERY_WORKERS)),
             }
         )
     return {**_base_env(env_file, layout), **settings}
@@ -344,7 +348,8 @@ def up(args: argparse.Namespace) -> dict:
             spawn(
                 layout,
                 name,
-                [*airflow, "celery", "worker", "--concurrency", "4", "--celery-hostname",
+                [*airflow, "celery", "worker", "--concurrency", str(WORKER_CONCURRENCY),
+                 "--celery-hostname",
                  f"{name}@%h", "--skip-serve-logs", "--without-mingle", "--without-gossip"],
                 {**env, "NOETL_WORKER_HOSTNAME": f"{name}.{socket.gethostname()}"},
             )  # fmt: skip

@@ -160,7 +160,13 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
 
     def _slots(self) -> int:
         """Task instances one run of this DAG can have running at once: ``[core] parallelism``
-        (0: unbounded) and the DAG's ``max_active_tasks``, the smaller."""
+        (0: unbounded), the DAG's ``max_active_tasks`` and ``[noetl] worker_slots``, the
+        smallest. ``worker_slots`` is what the deployment's workers run at once (the Celery
+        workers' concurrency, summed: no Airflow option knows how many workers there are):
+        where ``parallelism`` exceeds it, one more instance than the workers hold waits for a
+        second wave and pays a second process start, while a fuller instance costs only its
+        items (the scripted Celery stack: 2 workers x 4; a 5,000-item loop in 8 instances ran
+        in 0.76x the time of 16 there)."""
         from ..compat import conf
 
         limits = [getattr(self.dag, "max_active_tasks", None) or _max_active_tasks()]
@@ -170,7 +176,20 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
             parallelism = 32
         if parallelism > 0:
             limits.append(parallelism)
+        workers = _worker_slots()
+        if workers > 0:
+            limits.append(workers)
         return max(1, min(limits))
+
+
+def _worker_slots() -> int:
+    """``[noetl] worker_slots`` (``AIRFLOW__NOETL__WORKER_SLOTS``); 0 when unset or unreadable."""
+    from ..compat import conf
+
+    try:
+        return max(0, conf.getint("noetl", "worker_slots", fallback=0))
+    except Exception:  # noqa: BLE001 - a malformed value bounds nothing, as an unset one
+        return 0
 
 
 class NoetlLoopBodyOperator(CompiledStepOperator):

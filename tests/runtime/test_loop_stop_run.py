@@ -287,3 +287,40 @@ def test_a_body_instance_logs_where_its_time_went(charge, capfd):
     # (a canonical iteration's ctx holds its iterator: kept; its next and vars are empty).
     assert all(r["ctx"] == {"n": r["index"], "loop_index": r["index"]} for r in records), records
     assert all(r["status"] == "ok" and not {"vars", "next"} & set(r) for r in records), records
+
+
+@pytest.mark.parametrize(
+    ("worker_slots", "expected"),
+    [(None, 16), ("8", 8), ("64", 16), ("0", 16), ("eight", 16)],
+)
+def test_the_head_makes_no_more_instances_than_the_workers_run_at_once(
+    monkeypatch, worker_slots, expected
+):
+    # `[noetl] worker_slots` (the Celery workers' concurrency, summed: the stack sets 2 x 4)
+    # bounds the head's slots beside parallelism and max_active_tasks: 5,000 items then make
+    # one wave of 8 full instances on the stack instead of 16 in two waves. Unset, 0 or not a
+    # number, it bounds nothing.
+    pytest.importorskip("airflow")
+    from airflow.sdk import DAG
+
+    from airflow_plugin.operators.loop import NoetlLoopHeadOperator
+
+    payload = {
+        "step": "square",
+        "dialect": "canonical",
+        "tool": {"kind": "python", "code": "result = 1"},
+        "loop": {"iterator": "n", "mode": "parallel", "in": "{{ range(5000) | list }}"},
+    }
+    monkeypatch.setenv("AIRFLOW__CORE__PARALLELISM", "32")
+    if worker_slots is None:
+        monkeypatch.delenv("AIRFLOW__NOETL__WORKER_SLOTS", raising=False)
+    else:
+        monkeypatch.setenv("AIRFLOW__NOETL__WORKER_SLOTS", worker_slots)
+    with DAG(dag_id="slots", schedule=None, max_active_tasks=16):
+        head = NoetlLoopHeadOperator(task_id="head", payload=payload, reads={})
+    slots = head._slots()
+    assert slots == expected
+    assert instance_count(
+        "parallel", 5000, map_limit=1024, slots=slots, max_in_flight=16, templated=False,
+        in_process=False,
+    ) == expected  # fmt: skip
