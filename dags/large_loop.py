@@ -1,7 +1,7 @@
 """Airflow DAG for the NoETL playbook large_loop.
 
 Source: playbooks/large_loop.yaml
-SHA-256: 216913b3fc564a415f13e3d2d0c9d6679909a70831034747a224b97cfaf5ef4f
+SHA-256: 17b71f6ab61061ac1fb71bae35f4392dcd848a585aa5928430164f0f23cda88f
 Dialect: canonical
 Engine profile: canonical
 
@@ -80,7 +80,7 @@ with DAG(
         "- Source: `playbooks/large_loop.yaml`\n"
         "- Dialect: canonical\n"
         "- Engine profile: canonical (what it does: noetlc's docs/semantics.md, section 4)\n"
-        "- SHA-256: `216913b3fc564a415f13e3d2d0c9d6679909a70831034747a224b97cfaf5ef4f`\n"
+        "- SHA-256: `17b71f6ab61061ac1fb71bae35f4392dcd848a585aa5928430164f0f23cda88f`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -8,7 +8,9 @@
   index order under every executor, so that it can stop at a failed item); a parallel or async
   loop one per item while the items fit in the deployment's parallelism (no extra round, and
   each instance is named by its item in the UI), else ``min(max_in_flight, the deployment's
-  parallelism, max_map_length)``. Under
+  parallelism, max_map_length)``; the deployment's parallelism counts what its workers run at
+  once where it says so (``[noetl] worker_slots``, operators/loop.py): one wave of full
+  instances, not a second wave paying a second process start. Under
   ``noetlc run`` / ``dag.test()`` instances run one after another in one process, where the
   shape stays what it was: a parallel loop one instance running ``max_in_flight`` items on
   threads (operators/loop.py), an async loop one instance per item up to 256.
@@ -88,8 +90,9 @@ def instance_count(
     in_process: bool,
 ) -> int:
     """Mapped instances for a loop of ``items`` items (see the module docstring). ``slots`` is
-    what one DAG run can have running at once (``[core] parallelism`` and the DAG's
-    ``max_active_tasks``, the smaller), ``map_limit`` Airflow's ``[core] max_map_length``;
+    what one DAG run can have running at once (``[core] parallelism``, the DAG's
+    ``max_active_tasks`` and ``[noetl] worker_slots``, the smallest), ``map_limit`` Airflow's
+    ``[core] max_map_length``;
     ``templated``: ``max_in_flight`` was a template, so no parse-time
     ``max_active_tis_per_dagrun`` bounds the instances and their count must."""
     if items <= 0:
