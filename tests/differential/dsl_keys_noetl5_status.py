@@ -1,0 +1,218 @@
+"""The status of each row of NoETL 5's table (a) (dsl_keys_noetl5.py): the cases under
+tests/noetl5/cases/ that pin the key on noetlc against the Rust line the case cites, or the
+rule that says why the key has no case. Derived, never typed per row: a case's own ``differs``
+makes its row ``differs``; a rule holds for a whole struct or reader, checked by
+test_dsl_keys_noetl5.py against the code it names (runtime_support.NEEDS, noetl5_tools)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+# (key, read by) -> the cases (area/name) that run the key absent and/or present on noetlc.
+# The server's ToolSpec field and the tool's config struct are one key seen twice (the server
+# copies it into the command, the tool deserializes it): both rows cite the same cases.
+_HTTP = {
+    "url": ("result_shapes/http_result_keys",),
+    "method": ("defaults/http_method_default_get", "tool_args/http_json_body"),
+    "headers": ("tool_args/http_headers",),
+    "json": ("tool_args/http_json_body",),
+    "form": ("tool_args/http_form_body",),
+    "params": ("tool_args/http_query_params",),
+    "response_type": (
+        "tool_args/http_response_type_json",
+        "tool_args/http_response_type_text",
+        "tool_args/http_response_type_binary",
+    ),
+    "timeout_seconds": ("tool_args/http_timeout_seconds",),
+}
+_PG = {
+    "query": ("result_shapes/pg_select", "tool_args/pg_command_alias"),
+    "params": ("defaults/pg_params_default_empty", "tool_args/pg_params_list"),
+    "as_objects": ("defaults/pg_as_objects_default", "tool_args/pg_as_objects_false"),
+    "schema": ("tool_args/pg_schema_search_path",),
+}
+_DUCK = {
+    "query": ("result_shapes/duck_select",),
+    "params": ("tool_args/duck_params",),
+    "as_objects": ("defaults/duck_as_objects_default", "tool_args/duck_as_objects_false"),
+    "db_path": ("defaults/duck_in_memory", "tool_args/duck_db_path"),
+}
+_PY = {
+    "code": ("tool_args/python_return_wrapped", "result_shapes/python_printed_result"),
+    "args": (
+        "defaults/python_args_default_empty",
+        "tool_args/python_args",
+        "tool_args/python_input_alias",
+    ),
+    "cwd": ("tool_args/python_cwd",),
+    "env": ("tool_args/python_env",),
+    "python": ("tool_args/python_interpreter",),
+    "timeout_seconds": ("tool_args/python_timeout_seconds",),
+}
+_NOOP = {
+    "message": ("defaults/noop_default_result", "tool_args/noop_message"),
+    "result": ("defaults/noop_default_result", "tool_args/noop_result"),
+}
+_PLAYBOOK = {
+    "path": ("nested/playbook_return_result",),
+    "payload": ("nested/playbook_payload_key",),
+    "parent_execution_id": ("nested/playbook_parent_execution_id",),
+    "return_result": ("nested/playbook_fire_and_forget", "nested/playbook_return_result"),
+    "return_step": ("nested/playbook_fire_and_forget", "nested/playbook_return_step_status"),
+    "result_step": ("nested/playbook_return_result", "nested/playbook_result_step"),
+}
+_RULE_THEN = ("defaults/pipeline_retry_backoff_none", "result_shapes/pipeline_failed_shape")
+_STEP_ARGS = (
+    "step_args/step_args_reach_python",
+    "step_args/step_args_templated",
+    "step_args/tool_args_win_over_step_args",
+)
+
+CASES: dict[tuple[str, str], tuple[str, ...]] = {
+    **{(k, "HttpConfig"): v for k, v in _HTTP.items()},
+    **{(k, "PostgresConfig"): v for k, v in _PG.items()},
+    **{(k, "DuckdbConfig"): v for k, v in _DUCK.items()},
+    **{(k, "PythonConfig"): v for k, v in _PY.items()},
+    **{(k, "NoopConfig"): v for k, v in _NOOP.items()},
+    **{(k, "PlaybookConfig"): v for k, v in _PLAYBOOK.items()},
+    ("url", "ToolSpec"): _HTTP["url"],
+    ("method", "ToolSpec"): _HTTP["method"],
+    ("headers", "ToolSpec"): _HTTP["headers"],
+    ("query", "ToolSpec"): _PG["query"] + _DUCK["query"],
+    ("command", "ToolSpec"): ("tool_args/pg_command_alias",),
+    ("params", "ToolSpec"): _PG["params"] + ("tool_args/pg_params_mapping",),
+    ("code", "ToolSpec"): _PY["code"],
+    ("args", "ToolSpec"): _PY["args"],
+    ("kind", "ToolSpec"): ("result_shapes/pg_select", "tool_args/python_args"),
+    ("apiVersion", "Playbook"): ("guards/when_true_runs",),
+    ("kind", "Playbook"): ("guards/when_true_runs",),
+    ("metadata", "Playbook"): ("guards/when_true_runs",),
+    ("name", "Metadata"): ("guards/when_true_runs",),
+    ("path", "Metadata"): ("nested/playbook_return_result",),
+    ("workflow", "Playbook"): ("guards/when_true_runs",),
+    ("workload", "Playbook"): (
+        "workload/workload_template_is_data",
+        "workload/workload_request_overrides",
+    ),
+    ("step", "Step"): ("guards/when_true_runs",),
+    ("tool", "Step"): ("guards/when_true_runs", "label_form/label_form_names_the_task"),
+    ("when", "Step"): ("guards/when_true_runs", "guards/when_false_skips_and_walks_on"),
+    ("args", "Step"): _STEP_ARGS,
+    ("args", "command input"): _STEP_ARGS,
+    ("spec", "Step"): ("guards/next_mode_inclusive",),
+    ("next_mode", "StepSpec"): ("guards/next_mode_exclusive_default", "guards/next_mode_inclusive"),
+    ("next", "Step"): ("guards/arc_when_on_result", "guards/when_skip_chain"),
+    ("step", "NextArc"): ("guards/arc_when_on_result",),
+    ("when", "NextArc"): ("guards/arc_when_on_result", "guards/next_mode_exclusive_default"),
+    ("label", "PipelineTask"): ("label_form/label_form_names_the_task",),
+    ("tool", "PipelineTask"): ("label_form/label_form_names_the_task",),
+    ("kind", "pipeline task"): ("label_form/label_form_python_and_noop",),
+    ("set", "pipeline task"): ("result_shapes/pipeline_task_set",),
+    ("spec", "pipeline task"): _RULE_THEN,
+    ("policy", "pipeline task spec"): _RULE_THEN,
+    ("rules", "pipeline task policy"): _RULE_THEN,
+    ("when", "pipeline task rule"): _RULE_THEN,
+    ("then", "pipeline task rule"): _RULE_THEN,
+    ("do", "pipeline rule then"): _RULE_THEN,
+    ("attempts", "pipeline rule then"): ("defaults/pipeline_retry_backoff_none",),
+    ("backoff", "pipeline rule then"): ("defaults/pipeline_retry_backoff_none",),
+    ("set", "pipeline rule else/then"): ("result_shapes/pipeline_context_updates",),
+}
+
+# read by -> the tool kind whose executor noetlc lacks (runtime_support.NEEDS has it, and
+# `noetlc check` warns C515 at the tool)
+SERVICE_KINDS: dict[str, str] = {
+    "SnowflakeConfig": "snowflake",
+    "ContainerConfig": "container",
+    "ContainerToleration": "container",
+    "ContainerVolume": "container",
+    "ContainerVolumeMount": "container",
+    "ContainerEnvVar": "container",
+    "ContainerResources": "container",
+    "McpConfig": "mcp",
+    "NatsConfig": "nats",
+    "SubscriptionConfig": "subscription",
+    "PollConfig": "provider",
+    "GuardSpec": "provider",
+    "ProviderSpec": "provider",
+    "ResultFetchConfig": "result_fetch",
+    "ArtifactConfig": "artifact",
+    "ArtifactInput": "artifact",
+    "ScriptConfig": "script",
+    "ScriptSource": "script",
+    "JobConfig": "script",
+    "ResourceRequirements": "script",
+    "RhaiConfig": "rhai",
+    "wasm plugin config": "wasm",
+}
+# read by -> the tool kind of noetl5_tools.TOOLS whose keys it holds (for the S116 rule)
+TOOL_KINDS = {
+    "PlaybookConfig": "playbook",
+    "HttpConfig": "http",
+    "PostgresConfig": "postgres",
+    "DuckdbConfig": "duckdb",
+    "PythonConfig": "python",
+    "NoopConfig": "noop",
+}
+# readers that hold what NoETL writes itself: the server's command to the worker
+INTERNAL = {"command args", "command input", "pipeline item"}
+# readers whose fields no code of the commit acts on: tools' registry RetryConfig is parsed and
+# copied between configs (artifact.rs, task_sequence.rs) but no loop reads max_retries or a delay
+INERT = {"RetryConfig", ("retry", "ToolConfig")}
+KEYCHAIN = {"KeychainDef", ("keychain", "Playbook")}
+
+RULES: dict[str, str] = {
+    "internal": "a key NoETL writes itself into the command the server hands the worker "
+    "(`command.input`'s `tool_config`/`cases`, `__stateless__`, `trigger_event_id`, a pipeline "
+    "item's `tool_config`), not playbook text",
+    "service": "a field of a tool noetlc has no executor for (snowflake, container, mcp, nats, "
+    "subscription, provider, result_fetch, artifact, script, rhai, wasm): `noetlc check` "
+    "warns C515 at the tool (runtime_support.NEEDS says what to use instead)",
+    "not-run (S116)": "a tool key noetlc reads but the Airflow runtime does not act on: "
+    "`noetlc check` warns S116 at the key with the reason (noetl5_tools.py, docs/noetl5.md)",
+    "cloud-auth": "a `keychain:` entry: a credential NoETL 5's server fetches from its keychain "
+    "store or a cloud provider (token type, scope, region, residency, renewal); noetlc binds "
+    "the entry's name (no unknown-name warning) and fetches nothing (airflow_plugin has no "
+    "keychain resolver): credentials come from Airflow connections (`auth:`)",
+    "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`: copied "
+    "between configs, never acted on): nothing a playbook can observe",
+    "open": "playbook text can set the key and no case pins it yet",
+}
+
+
+@cache
+def _differs() -> dict[str, str]:
+    """case id -> the semantics.md row it differs by ('' when the case matches)."""
+    from tests.noetl5.cases_runner import load_cases
+
+    return {cid: (case.get("differs") or {}).get("row", "") for cid, case in load_cases().items()}
+
+
+def rule_of(row: dict) -> str:
+    """The no-case rule that holds for the row's reader, or ``open``."""
+    from noetl_compile.noetl5_tools import not_run
+
+    key, reader = row["key"], row["read_by"]
+    if reader in INTERNAL:
+        return "internal"
+    if reader in SERVICE_KINDS:
+        return "service"
+    if reader in TOOL_KINDS and not_run(TOOL_KINDS[reader], key):
+        return "not-run (S116)"
+    if reader in KEYCHAIN or (key, reader) in KEYCHAIN:
+        return "cloud-auth"
+    if reader in INERT or (key, reader) in INERT:
+        return "inert"
+    return "open"
+
+
+def status_of(row: dict) -> str:
+    cases = CASES.get((row["key"], row["read_by"]))
+    if not cases:
+        return rule_of(row)
+    differs = _differs()
+    same = [c for c in cases if not differs[c]]
+    other = [c for c in cases if differs[c]]
+    parts = [f"matches: {', '.join(same)}"] if same else []
+    parts += [f"differs: {differs[c]} ({c})" for c in other]
+    return "; ".join(parts)
