@@ -61,6 +61,14 @@ _PLAYBOOK = {
     "return_step": ("nested/playbook_fire_and_forget", "nested/playbook_return_step_status"),
     "result_step": ("nested/playbook_return_result", "nested/playbook_result_step"),
 }
+_SHELL = {
+    "command": ("tool_args/shell_command_one_process", "tool_args/shell_exit_code_fails"),
+    "shell": ("defaults/shell_default_shell_sh", "tool_args/shell_named_shell"),
+    "cwd": ("tool_args/shell_cwd",),
+    "env": ("tool_args/shell_env",),
+    "timeout_seconds": ("tool_args/shell_timeout_seconds",),
+    "capture": ("tool_args/shell_capture_false",),
+}
 _RULE_THEN = ("defaults/pipeline_retry_backoff_none", "result_shapes/pipeline_failed_shape")
 _STEP_ARGS = (
     "step_args/step_args_reach_python",
@@ -75,6 +83,9 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     **{(k, "PythonConfig"): v for k, v in _PY.items()},
     **{(k, "NoopConfig"): v for k, v in _NOOP.items()},
     **{(k, "PlaybookConfig"): v for k, v in _PLAYBOOK.items()},
+    **{(k, "ShellConfig"): v for k, v in _SHELL.items()},
+    ("timeout", "ToolConfig"): ("tool_args/shell_timeout_tool_level",),
+    ("kind", "ToolConfig"): ("tool_args/shell_command_one_process", "tool_args/python_args"),
     ("url", "ToolSpec"): _HTTP["url"],
     ("method", "ToolSpec"): _HTTP["method"],
     ("headers", "ToolSpec"): _HTTP["headers"],
