@@ -375,6 +375,14 @@ class EngineProfile:
             "tools/http_request.py (`call.profile.http_empty_body`).",
         )
     )
+    http_follows_redirects: bool = field(
+        metadata=_about(
+            "An http call without `follow_redirects` follows a 3xx response to its target (yes) "
+            "or returns the 3xx response itself (no).",
+            "tools/http_request.py: the default of `follow_redirects`; a value the call gives "
+            "wins.",
+        )
+    )
     noop_result: NoopResult = field(
         metadata=_about(
             "A noop without `result`: `noop record` `{status: noop, step}` (a `message` added), "

@@ -61,6 +61,7 @@ NOETL5 = EngineProfile(
     sql_result_shape="columns and rows",
     http_result_keys=("status_code", "headers", "data", "body"),
     http_empty_body=False,
+    http_follows_redirects=True,
     noop_result="ok message",
     transfer_failure_result="transfer document",
     playbook_call_waits=False,
@@ -246,6 +247,13 @@ NOETL5 = EngineProfile(
             differs="a statement that is not a SELECT/WITH but returns rows (`INSERT ... "
             "RETURNING`) also keeps `columns`/`rows`/`row_count` beside `affected_rows` (NoETL 5 "
             "drops the rows)",
+        ),
+        "http_follows_redirects": Source(
+            "noetl/tools:src/tools/http.rs:167",
+            "the tool's one client is built with reqwest's default redirect policy (up to 10 "
+            "redirects followed); `follow_redirects` (line 85, default true) is never read",
+            differs="an explicit `follow_redirects: false` is honoured: the 3xx response is the "
+            "result (NoETL 5 declares the key and follows anyway)",
         ),
         "http_result_keys": Source(
             "noetl/tools:src/tools/http.rs:320",

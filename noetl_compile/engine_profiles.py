@@ -84,6 +84,7 @@ CASE_V2 = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     http_empty_body=True,
+    http_follows_redirects=False,
     noop_result="noop record",
     transfer_failure_result="worker exception",
     playbook_call_waits=True,
@@ -256,6 +257,10 @@ CASE_V2 = EngineProfile(
             "the postgres result is `{status, rows, row_count, columns}`, a statement "
             "without rows `{row_count, message}`; decimals as numbers",
         ),
+        "http_follows_redirects": Source(
+            "noetl/tools/http/executor.py:142",
+            "`follow_redirects` defaults to False: httpx returns a 3xx response as it is",
+        ),
         "http_result_keys": Source(
             "noetl/tools/http/response.py:29",
             "the response data: status code, headers, url, elapsed, the parsed body as `data`",
@@ -335,6 +340,7 @@ CANONICAL = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     http_empty_body=True,
+    http_follows_redirects=False,
     noop_result="noop record",
     transfer_failure_result="transfer document",
     playbook_call_waits=True,
@@ -508,6 +514,10 @@ CANONICAL = EngineProfile(
             "noetl/tools/postgres/execution.py:525",
             "the postgres result is `{status, rows, row_count, columns}`, a statement "
             "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_follows_redirects": Source(
+            "noetl/tools/http/executor.py:347",
+            "`follow_redirects` defaults to False: httpx returns a 3xx response as it is",
         ),
         "http_result_keys": Source(
             "noetl/tools/http/response.py:41",

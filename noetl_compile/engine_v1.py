@@ -57,6 +57,7 @@ V1 = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     http_empty_body=True,
+    http_follows_redirects=False,
     noop_result="noop record",
     transfer_failure_result="transfer document",
     playbook_call_waits=True,
@@ -238,6 +239,11 @@ V1 = EngineProfile(
             "noetl/plugin/postgres/execution.py:126",
             "the postgres result is `{status, rows, row_count, columns}`, a statement "
             "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_follows_redirects": Source(
+            "noetl/plugin/http/executor.py:117",
+            "the httpx.Client is built without `follow_redirects`: httpx's default, a 3xx "
+            "response returned as it is",
         ),
         "http_result_keys": Source(
             "noetl/plugin/http/response.py:29",

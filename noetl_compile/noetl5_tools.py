@@ -205,8 +205,9 @@ TOOLS: dict[str, N5Tool] = {
                     "follow_redirects",
                     "boolean",
                     "true",
-                    "follow 3xx responses (the Airflow runtime's default is false: the engine "
-                    "profile's)",
+                    "follow 3xx responses (NoETL 5's client follows whatever the key says, "
+                    "http.rs:167; the Airflow runtime follows by default, as NoETL 5, and "
+                    "honours an explicit `false`)",
                     _src(_HTTP, 85),
                 ),
                 N5Key(

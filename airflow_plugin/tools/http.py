@@ -5,7 +5,9 @@ Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/
 * **Config keys.** ``method`` (GET), ``url`` | ``endpoint`` (``endpoint`` wins, as in NoETL),
   ``params``, ``headers``, body from ``payload`` | ``body`` | ``json`` | ``data``, ``timeout``
   (seconds, or ``{connect, read, write, pool}``; default 60 s), ``verify`` | ``verify_ssl``
-  (bool or a CA bundle path), ``follow_redirects`` (default false), ``auth``. NoETL 5's
+  (bool or a CA bundle path), ``follow_redirects`` (default: the engine's,
+  ``profile.http_follows_redirects``: false for NoETL's Python engines, true for NoETL 5),
+  ``auth``. NoETL 5's
   ``timeout_seconds`` is read when ``timeout`` is absent (a timeout fails the call), its ``form``
   (a mapping) is sent form-urlencoded unless ``json`` is given (it wins over ``body``).
 * **The step input.** NoETL hands the step's rendered ``input`` to the http executor as its
@@ -288,7 +290,10 @@ def run_http(call: ToolCall) -> ToolOutcome:
     started = time.perf_counter()
     try:
         request = build_request(
-            call.config, call.step_input, empty_body=call.profile.http_empty_body
+            call.config,
+            call.step_input,
+            empty_body=call.profile.http_empty_body,
+            follows_redirects=call.profile.http_follows_redirects,
         )
     except ValueError as exc:
         return _config_failure(str(exc), started)

@@ -292,6 +292,7 @@ def build_request(
     step_input: Mapping[str, Any] | None = None,
     *,
     empty_body: bool = False,
+    follows_redirects: bool = False,
 ) -> HttpRequest:
     """Decide method, URL, query, headers and body; raises ``ValueError`` for a bad config.
 
@@ -320,7 +321,11 @@ def build_request(
         timeout = merged.get("timeout_seconds")  # NoETL 5's name for it (http.rs)
     request.timeout = _timeout(timeout)
     request.verify = _verify(merged)
-    request.follow_redirects = _bool(merged.get("follow_redirects"), "follow_redirects", False)
+    # Without the key, the engine's default (profile.http_follows_redirects: NoETL 5's client
+    # follows, the Python engines' httpx does not); a value the call gives wins.
+    request.follow_redirects = _bool(
+        merged.get("follow_redirects"), "follow_redirects", follows_redirects
+    )
     request.auth = merged.get("auth")
     request.response_type = _response_type(merged.get("response_type"))
     return request

@@ -24,6 +24,10 @@ _HTTP = {
         "tool_args/http_response_type_binary",
     ),
     "timeout_seconds": ("tool_args/http_timeout_seconds",),
+    "follow_redirects": (
+        "defaults/http_follows_redirects",
+        "tool_args/http_follow_redirects_false",
+    ),
 }
 _PG = {
     "query": ("result_shapes/pg_select", "tool_args/pg_command_alias"),
