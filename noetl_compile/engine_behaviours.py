@@ -375,6 +375,13 @@ class EngineProfile:
             "tools/http_request.py (`call.profile.http_empty_body`).",
         )
     )
+    http_body_keys: tuple[str, ...] = field(
+        metadata=_about(
+            "The keys an http call's body is read from, in order: the first one given is the "
+            "body (`form`, when given without `json`, is sent form-encoded instead).",
+            "tools/http_request.py reads the body from these keys.",
+        )
+    )
     http_follows_redirects: bool = field(
         metadata=_about(
             "An http call without `follow_redirects` follows a 3xx response to its target (yes) "

@@ -61,6 +61,7 @@ NOETL5 = EngineProfile(
     sql_result_shape="columns and rows",
     http_result_keys=("status_code", "headers", "data", "body"),
     http_empty_body=False,
+    http_body_keys=("json", "body", "payload"),
     http_follows_redirects=True,
     noop_result="ok message",
     transfer_failure_result="transfer document",
@@ -247,6 +248,13 @@ NOETL5 = EngineProfile(
             differs="a statement that is not a SELECT/WITH but returns rows (`INSERT ... "
             "RETURNING`) also keeps `columns`/`rows`/`row_count` beside `affected_rows` (NoETL 5 "
             "drops the rows)",
+        ),
+        "http_body_keys": Source(
+            "noetl/tools:src/tools/http.rs:212",
+            "`json` is the body, else `form` (form-encoded), else `body` (a text as it is, "
+            "anything else as JSON)",
+            differs="noetlc also reads `payload` (the Python engines' key) when neither `json` "
+            "nor `body` is given",
         ),
         "http_follows_redirects": Source(
             "noetl/tools:src/tools/http.rs:167",

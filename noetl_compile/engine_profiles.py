@@ -84,6 +84,7 @@ CASE_V2 = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     http_empty_body=True,
+    http_body_keys=("payload", "body", "json"),
     http_follows_redirects=False,
     noop_result="noop record",
     transfer_failure_result="worker exception",
@@ -257,6 +258,11 @@ CASE_V2 = EngineProfile(
             "the postgres result is `{status, rows, row_count, columns}`, a statement "
             "without rows `{row_count, message}`; decimals as numbers",
         ),
+        "http_body_keys": Source(
+            "noetl/tools/http/executor.py:114",
+            "the body is `payload`; `body` and `json` are not read",
+            differs="noetlc also reads `body`, then `json`, when `payload` is not given",
+        ),
         "http_follows_redirects": Source(
             "noetl/tools/http/executor.py:142",
             "`follow_redirects` defaults to False: httpx returns a 3xx response as it is",
@@ -340,6 +346,7 @@ CANONICAL = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     http_empty_body=True,
+    http_body_keys=("payload", "body", "json"),
     http_follows_redirects=False,
     noop_result="noop record",
     transfer_failure_result="transfer document",
@@ -514,6 +521,12 @@ CANONICAL = EngineProfile(
             "noetl/tools/postgres/execution.py:525",
             "the postgres result is `{status, rows, row_count, columns}`, a statement "
             "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_body_keys": Source(
+            "noetl/tools/http/executor.py:313",
+            "the body is `payload`, else `body` (`task_config.get('payload') or "
+            "task_config.get('body')`); `json` is not read",
+            differs="noetlc also reads `json` when neither is given",
         ),
         "http_follows_redirects": Source(
             "noetl/tools/http/executor.py:347",

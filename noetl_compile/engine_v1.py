@@ -57,6 +57,7 @@ V1 = EngineProfile(
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
     http_empty_body=True,
+    http_body_keys=("payload", "body", "json"),
     http_follows_redirects=False,
     noop_result="noop record",
     transfer_failure_result="transfer document",
@@ -239,6 +240,11 @@ V1 = EngineProfile(
             "noetl/plugin/postgres/execution.py:126",
             "the postgres result is `{status, rows, row_count, columns}`, a statement "
             "without rows `{row_count, message}`; decimals as numbers",
+        ),
+        "http_body_keys": Source(
+            "noetl/plugin/http/executor.py:81",
+            "the body is `payload` (beside `data.body`); `body` and `json` are not read",
+            differs="noetlc also reads `body`, then `json`, when `payload` is not given",
         ),
         "http_follows_redirects": Source(
             "noetl/plugin/http/executor.py:117",

@@ -3,7 +3,8 @@
 Why it looks the way it does (reference/noetl_dsl.md section 3.5; NoETL ``noetl/tools/http/``):
 
 * **Config keys.** ``method`` (GET), ``url`` | ``endpoint`` (``endpoint`` wins, as in NoETL),
-  ``params``, ``headers``, body from ``payload`` | ``body`` | ``json`` | ``data``, ``timeout``
+  ``params``, ``headers``, body from ``payload`` | ``body`` | ``json`` (the first given, in the
+  engine's order: ``profile.http_body_keys``; NoETL 5's ``json`` first) | ``data``, ``timeout``
   (seconds, or ``{connect, read, write, pool}``; default 60 s), ``verify`` | ``verify_ssl``
   (bool or a CA bundle path), ``follow_redirects`` (default: the engine's,
   ``profile.http_follows_redirects``: false for NoETL's Python engines, true for NoETL 5),
@@ -294,6 +295,7 @@ def run_http(call: ToolCall) -> ToolOutcome:
             call.step_input,
             empty_body=call.profile.http_empty_body,
             follows_redirects=call.profile.http_follows_redirects,
+            body_keys=call.profile.http_body_keys,
         )
     except ValueError as exc:
         return _config_failure(str(exc), started)

@@ -64,7 +64,9 @@ class HttpRequest:
         return kwargs
 
 
-def _merged_config(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> dict[str, Any]:
+def _merged_config(
+    config: Mapping[str, Any], step_input: Mapping[str, Any], body_keys: tuple[str, ...]
+) -> dict[str, Any]:
     """The tool config with NoETL's step-input overrides (``task_with``) applied."""
     merged = dict(config)
     if not isinstance(step_input, Mapping):
@@ -78,7 +80,7 @@ def _merged_config(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> 
         if not isinstance(override, Mapping):
             continue
         if key == "payload":
-            current = _payload(merged)
+            current = _payload(merged, body_keys)
             merged.pop("body", None)
             merged.pop("json", None)
         else:
@@ -95,8 +97,8 @@ def _merged_config(config: Mapping[str, Any], step_input: Mapping[str, Any]) -> 
     return merged
 
 
-def _payload(config: Mapping[str, Any]) -> Any:
-    for key in ("payload", "body", "json"):
+def _payload(config: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
         value = config.get(key)
         if value is not None:
             return value
@@ -223,10 +225,12 @@ def _verify(config: Mapping[str, Any]) -> bool | str:
     return _bool(value, "verify", True)
 
 
-def _route(method: str, params: dict[str, Any], config: Mapping[str, Any]) -> tuple[dict, Any]:
+def _route(
+    method: str, params: dict[str, Any], config: Mapping[str, Any], body_keys: tuple[str, ...]
+) -> tuple[dict, Any]:
     """(query parameters, body or None) after NoETL's data routing."""
     data = config.get("data")
-    payload = _payload(config)
+    payload = _payload(config, body_keys)
     if data is not None and not isinstance(data, Mapping):
         # A non-mapping ``data`` (a string, a list) can only be a body.
         return params, data
@@ -293,6 +297,7 @@ def build_request(
     *,
     empty_body: bool = False,
     follows_redirects: bool = False,
+    body_keys: tuple[str, ...] = ("payload", "body", "json"),
 ) -> HttpRequest:
     """Decide method, URL, query, headers and body; raises ``ValueError`` for a bad config.
 
@@ -300,11 +305,13 @@ def build_request(
     which :func:`run_http` does. ``empty_body`` (the engine profile's ``http_empty_body``): a
     POST/PUT/PATCH with no body sends the JSON body ``{}``, as NoETL's Python http tools do.
     """
-    merged = _merged_config(config, step_input or {})
+    merged = _merged_config(config, step_input or {}, body_keys)
     method = _method(merged)
     request = HttpRequest(method=method, url=_url(merged))
     request.headers = _headers(merged.get("headers"))
-    request.params, body = _route(method, _params(merged.get("params"), "params"), merged)
+    request.params, body = _route(
+        method, _params(merged.get("params"), "params"), merged, body_keys
+    )
     if body is None and empty_body and method in ("POST", "PUT", "PATCH"):
         body = {}
     form = merged.get("form")

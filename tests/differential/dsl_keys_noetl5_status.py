@@ -15,7 +15,12 @@ _HTTP = {
     "url": ("result_shapes/http_result_keys",),
     "method": ("defaults/http_method_default_get", "tool_args/http_json_body"),
     "headers": ("tool_args/http_headers",),
-    "json": ("tool_args/http_json_body",),
+    "json": ("tool_args/http_json_body", "tool_args/http_json_wins_over_body"),
+    "body": (
+        "tool_args/http_body_text",
+        "tool_args/http_body_mapping",
+        "tool_args/http_json_wins_over_body",
+    ),
     "form": ("tool_args/http_form_body",),
     "params": ("tool_args/http_query_params",),
     "response_type": (
