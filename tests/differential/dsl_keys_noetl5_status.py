@@ -133,7 +133,16 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("rules", "pipeline task policy"): _RULE_THEN,
     ("when", "pipeline task rule"): _RULE_THEN,
     ("then", "pipeline task rule"): _RULE_THEN,
-    ("do", "pipeline rule then"): _RULE_THEN,
+    ("do", "pipeline rule then"): _RULE_THEN
+    + (
+        "tool_args/pipeline_jump_to",
+        "tool_args/pipeline_break",
+        "defaults/pipeline_rule_do_continue",
+    ),
+    ("to", "pipeline rule then"): ("tool_args/pipeline_jump_to",),
+    ("delay", "pipeline rule then"): ("defaults/pipeline_retry_backoff_none",),
+    ("else", "pipeline task rule"): _RULE_THEN,
+    ("then", "pipeline rule else/then"): ("result_shapes/pipeline_failed_shape",),
     ("attempts", "pipeline rule then"): ("defaults/pipeline_retry_backoff_none",),
     ("backoff", "pipeline rule then"): ("defaults/pipeline_retry_backoff_none",),
     ("set", "pipeline rule else/then"): ("result_shapes/pipeline_context_updates",),

@@ -10,7 +10,9 @@ does. ``expect`` holds the outcome that line implies:
   ``keys.<step>``: the exact key set of a mapping result.
 
 A case whose outcome noetlc does not give on purpose names the row of docs/semantics.md that
-says so (``differs: {row, fields, reason}``), and the test holds it to exactly those fields.
+says so (``differs: {row, fields, reason}``), and the test holds it to exactly those fields. A
+playbook NoETL 5 runs that noetlc refuses at compile on purpose says ``refused: CODE`` (its
+``differs.fields`` is ``[compile]``): the test holds the compile to that diagnostic.
 
 Children of nested calls (``children:``) are compiled into the DAG folder beside the case, where
 the runtime's catalog finds them. ``@HTTP@`` is the local API's base URL, ``@WORK@`` a scratch
@@ -55,7 +57,8 @@ def needs(case: dict[str, Any]) -> set[str]:
     return found
 
 
-def _compile(doc: dict[str, Any], name: str, workdir: Path, out: Path, dialect: str | None):
+def _compile_report(doc: dict[str, Any], name: str, workdir: Path, dialect: str | None):
+    """(exit status, compiled files, what `noetlc compile` printed) for one playbook."""
     from noetl_compile.cli import main
 
     source = workdir / f"{name}.yaml"
@@ -66,13 +69,30 @@ def _compile(doc: dict[str, Any], name: str, workdir: Path, out: Path, dialect: 
     with contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
         code = main(args + (["--dialect", dialect] if dialect else []))
     files = sorted(target.glob("**/*.py")) if target.exists() else []
-    assert code == 0 and files, f"{name} does not compile:\n{report.getvalue()}"
+    return code, files, report.getvalue()
+
+
+def refusal(case: dict[str, Any], workdir: Path) -> str:
+    """What noetlc's compile reports for a case it refuses on purpose (``refused: CODE``: a
+    playbook NoETL 5 runs, which noetlc stops at compile with that diagnostic); '' when the
+    case compiles."""
+    places = {"@WORK@": str(workdir / "work")}
+    dialect = None if case.get("detected") else case.get("dialect", "noetl5")
+    code, files, report = _compile_report(
+        _substitute(case["playbook"], places), case["name"], workdir, dialect
+    )
+    return "" if code == 0 and files else report
+
+
+def _compile(doc: dict[str, Any], name: str, workdir: Path, out: Path, dialect: str | None):
+    code, files, report = _compile_report(doc, name, workdir, dialect)
+    assert code == 0 and files, f"{name} does not compile:\n{report}"
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for file in files:
             shutil.copy(file, out / file.name)
     text = files[0].read_text(encoding="utf-8")
-    return _DAG_ID.search(text).group(1), text, report.getvalue()
+    return _DAG_ID.search(text).group(1), text, report
 
 
 def run_case(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from noetl_compile.engine_noetl5 import NOETL5
-from tests.noetl5.cases_runner import differences, load_cases, needs, run_case
+from tests.noetl5.cases_runner import differences, load_cases, needs, refusal, run_case
 
 ROOT = Path(__file__).parents[2]
 CASES = load_cases()
@@ -64,6 +64,10 @@ def test_match_rate_is_reported():
 @pytest.mark.parametrize("case_id", sorted(CASES))
 def test_case(case_id, airflow_db, run_dag, tmp_path, request):
     case = CASES[case_id]
+    if case.get("refused"):
+        report = refusal(case, tmp_path)
+        assert case["refused"] in report and case["differs"]["fields"] == ["compile"], report
+        return
     services = needs(case)
     http_base = request.getfixturevalue("http_server") if "http" in services else None
     if "postgres" in services:
