@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from ..ast import Arc, Loop, Playbook, Router, Step, Task
 from ..diagnostics import Severity
-from ..load import YList, YMap
+from ..load import YList, YMap, span_of
 from .base import did_you_mean, edit_distance
 from .canonical import ARC_KEYS, STEP_FOREIGN, STEP_KEYS, CanonicalReader
 from .noetl5_detect import label_form, noetl5_mark
@@ -409,6 +409,16 @@ class Noetl5Reader(CanonicalReader):
         return arc
 
     def read_next_list(self, item: YMap, value: YList, where: str) -> Router:
+        if self.profile != "local" and value and all(isinstance(e, str) for e in value):
+            # The server's `next: [a, b]` is NextSpec::List (playbook.rs:583; a name is no
+            # `{step}` target, so the Targets variant before it does not match): every step
+            # named is taken, unconditionally, whatever `spec.next_mode` says
+            # (evaluator.rs:199). Read as exclusive, all but the first branch would be dropped.
+            arcs = [
+                self.arc_from_name(value, i, f"entry {i + 1} of {where}", origin="arc")
+                for i in range(len(value))
+            ]
+            return Router(span=span_of(value), mode="inclusive", arcs=[a for a in arcs if a])
         if self.profile != "local" and any(isinstance(e, YMap) and "then" in e for e in value):
             # The server's list holds `{step, when, args}` targets only (playbook.rs NextSpec).
             return super().read_next_list(item, value, where)
