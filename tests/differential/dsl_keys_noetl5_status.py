@@ -143,6 +143,11 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/when_skip_chain"),
     ("when", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/next_mode_inclusive"),
     ("set", "Step"): ("set/step_set_reads_output",),
+    ("timeout", "StepSpec"): ("defaults/step_spec_timeout_not_applied",),
+    ("on_error", "StepSpec"): ("defaults/step_spec_on_error_not_read",),
+    ("case", "step (yaml)"): ("guards/step_case_block_refused",),
+    ("step", "step (yaml)"): ("guards/step_case_block_refused",),
+    ("workflow", "playbook (yaml)"): ("guards/step_case_block_refused",),
     ("label", "PipelineTask"): ("label_form/label_form_names_the_task",),
     ("tool", "PipelineTask"): ("label_form/label_form_names_the_task",),
     ("kind", "pipeline task"): ("label_form/label_form_python_and_noop",),
@@ -206,7 +211,19 @@ TOOL_KINDS = {
 INTERNAL = {"command args", "command input", "pipeline item"}
 # readers whose fields no code of the commit acts on: tools' registry RetryConfig is parsed and
 # copied between configs (artifact.rs, task_sequence.rs) but no loop reads max_retries or a delay
-INERT = {"RetryConfig", ("retry", "ToolConfig")}
+INERT = {
+    "RetryConfig",
+    ("retry", "ToolConfig"),
+    ("vars", "Step"),
+    ("vars", "Playbook"),
+    ("desc", "Step"),
+    ("labels", "Metadata"),
+}
+# read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
+# extract_metadata): what a run does never depends on them
+CATALOG = {"metadata (yaml)", "playbook (yaml)", ("description", "Metadata")}
+# reader -> the NOT_EXECUTED entry (read/noetl5_schema.py) of the S116 noetlc reports at it
+S116_AT = {"FrameSpec": "LoopSpec.frame", ("frame", "LoopSpec"): "LoopSpec.frame"}
 KEYCHAIN = {"KeychainDef", ("keychain", "Playbook")}
 
 RULES: dict[str, str] = {
@@ -216,14 +233,19 @@ RULES: dict[str, str] = {
     "service": "a field of a tool noetlc has no executor for (snowflake, container, mcp, nats, "
     "subscription, provider, result_fetch, artifact, script, rhai, wasm): `noetlc check` "
     "warns C515 at the tool (runtime_support.NEEDS says what to use instead)",
-    "not-run (S116)": "a tool key noetlc reads but the Airflow runtime does not act on: "
-    "`noetlc check` warns S116 at the key with the reason (noetl5_tools.py, docs/noetl5.md)",
+    "not-run (S116)": "a key noetlc reads but the Airflow runtime does not act on: `noetlc "
+    "check` warns S116 at the key with the reason (noetl5_tools.py for a tool's keys, "
+    "read/noetl5_schema.py NOT_EXECUTED for `loop.spec.frame`; docs/noetl5.md)",
     "cloud-auth": "a `keychain:` entry: a credential NoETL 5's server fetches from its keychain "
     "store or a cloud provider (token type, scope, region, residency, renewal); noetlc binds "
     "the entry's name (no unknown-name warning) and fetches nothing (airflow_plugin has no "
     "keychain resolver): credentials come from Airflow connections (`auth:`)",
-    "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`: copied "
-    "between configs, never acted on): nothing a playbook can observe",
+    "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`, copied "
+    "between configs and never acted on; a step's `vars` and `desc`, the playbook's `vars`, "
+    "`metadata.labels`): nothing a playbook can observe",
+    "catalog": "read only where NoETL's server registers or looks up the playbook (parser.rs "
+    "`extract_kind`, `extract_metadata`: `kind`, `metadata.name`/`path`/`description`): no "
+    "step, template or routing decision reads it",
     "open": "playbook text can set the key and no case pins it yet",
 }
 
@@ -247,10 +269,14 @@ def rule_of(row: dict) -> str:
         return "service"
     if reader in TOOL_KINDS and not_run(TOOL_KINDS[reader], key):
         return "not-run (S116)"
+    if reader in S116_AT or (key, reader) in S116_AT:
+        return "not-run (S116)"
     if reader in KEYCHAIN or (key, reader) in KEYCHAIN:
         return "cloud-auth"
     if reader in INERT or (key, reader) in INERT:
         return "inert"
+    if reader in CATALOG or (key, reader) in CATALOG:
+        return "catalog"
     return "open"
 
 

@@ -11,8 +11,9 @@ does. ``expect`` holds the outcome that line implies:
 
 A case whose outcome noetlc does not give on purpose names the row of docs/semantics.md that
 says so (``differs: {row, fields, reason}``), and the test holds it to exactly those fields. A
-playbook NoETL 5 runs that noetlc refuses at compile on purpose says ``refused: CODE`` (its
-``differs.fields`` is ``[compile]``): the test holds the compile to that diagnostic.
+playbook noetlc refuses at compile says ``refused: CODE``, and the test holds the compile to that
+diagnostic: a match where NoETL 5 refuses it too (its parser; ``expect.status: failed``), else
+a difference whose ``differs.fields`` is ``[compile]``.
 
 Children of nested calls (``children:``) are compiled into the DAG folder beside the case, where
 the runtime's catalog finds them. ``@HTTP@`` is the local API's base URL, ``@WORK@`` a scratch

@@ -65,8 +65,12 @@ def test_match_rate_is_reported():
 def test_case(case_id, airflow_db, run_dag, tmp_path, request):
     case = CASES[case_id]
     if case.get("refused"):
+        # noetlc stops the playbook at compile with this code: where NoETL 5 refuses it too
+        # (its parser), the case matches; where NoETL 5 runs it, the case differs in `compile`.
         report = refusal(case, tmp_path)
-        assert case["refused"] in report and case["differs"]["fields"] == ["compile"], report
+        assert case["refused"] in report, report
+        differs = case.get("differs")
+        assert differs is None or differs["fields"] == ["compile"], case_id
         return
     services = needs(case)
     http_base = request.getfixturevalue("http_server") if "http" in services else None
