@@ -143,6 +143,14 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/when_skip_chain"),
     ("when", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/next_mode_inclusive"),
     ("set", "Step"): ("set/step_set_reads_output",),
+    ("eval", "ToolSpec"): ("guards/tool_eval_block_not_acted_on",),
+    **{
+        (k, "EvalCondition"): ("guards/tool_eval_block_not_acted_on",)
+        for k in ("expr", "do", "attempts", "backoff", "delay", "set_vars", "target")
+    },
+    **{(k, "EvalElse"): ("guards/tool_eval_block_not_acted_on",) for k in ("do", "set_vars")},
+    ("auth", "ToolSpec"): ("result_shapes/pg_select",),
+    ("auth", "ToolConfig"): ("result_shapes/pg_select",),
     ("timeout", "StepSpec"): ("defaults/step_spec_timeout_not_applied",),
     ("on_error", "StepSpec"): ("defaults/step_spec_on_error_not_read",),
     ("case", "step (yaml)"): ("guards/step_case_block_refused",),
@@ -208,7 +216,7 @@ TOOL_KINDS = {
     "NoopConfig": "noop",
 }
 # readers that hold what NoETL writes itself: the server's command to the worker
-INTERNAL = {"command args", "command input", "pipeline item"}
+INTERNAL = {"command args", "command input", "pipeline item", "Case"}
 # readers whose fields no code of the commit acts on: tools' registry RetryConfig is parsed and
 # copied between configs (artifact.rs, task_sequence.rs) but no loop reads max_retries or a delay
 INERT = {
@@ -218,6 +226,8 @@ INERT = {
     ("vars", "Playbook"),
     ("desc", "Step"),
     ("labels", "Metadata"),
+    ("libs", "ToolSpec"),
+    ("output_select", "ToolSpec"),
 }
 # read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
 # extract_metadata): what a run does never depends on them
@@ -228,8 +238,9 @@ KEYCHAIN = {"KeychainDef", ("keychain", "Playbook")}
 
 RULES: dict[str, str] = {
     "internal": "a key NoETL writes itself into the command the server hands the worker "
-    "(`command.input`'s `tool_config`/`cases`, `__stateless__`, `trigger_event_id`, a pipeline "
-    "item's `tool_config`), not playbook text",
+    "(`command.input`'s `tool_config`, `__stateless__`, `trigger_event_id`, a pipeline item's "
+    "`tool_config`; the worker's `cases` and their `Case` rules, which this server never "
+    "writes), not playbook text",
     "service": "a field of a tool noetlc has no executor for (snowflake, container, mcp, nats, "
     "subscription, provider, result_fetch, artifact, script, rhai, wasm): `noetlc check` "
     "warns C515 at the tool (runtime_support.NEEDS says what to use instead)",
@@ -242,7 +253,8 @@ RULES: dict[str, str] = {
     "keychain resolver): credentials come from Airflow connections (`auth:`)",
     "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`, copied "
     "between configs and never acted on; a step's `vars` and `desc`, the playbook's `vars`, "
-    "`metadata.labels`): nothing a playbook can observe",
+    "`metadata.labels`, a tool's `libs` and `output_select`, copied into the tool config and "
+    "read by no tool): nothing a playbook can observe",
     "catalog": "read only where NoETL's server registers or looks up the playbook (parser.rs "
     "`extract_kind`, `extract_metadata`: `kind`, `metadata.name`/`path`/`description`): no "
     "step, template or routing decision reads it",
