@@ -143,6 +143,17 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/when_skip_chain"),
     ("when", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/next_mode_inclusive"),
     ("set", "Step"): ("set/step_set_reads_output",),
+    ("workbook", "Playbook"): (
+        "workbook/workbook_task_input_merged",
+        "workbook/workbook_unknown_action_refused",
+    ),
+    ("name", "WorkbookTask"): ("workbook/workbook_task_input_merged",),
+    ("name", "tool (extra keys)"): (
+        "workbook/workbook_task_input_merged",
+        "workbook/workbook_unknown_action_refused",
+        "label_form/flat_name_labels_the_task",
+    ),
+    ("tool", "WorkbookTask"): ("workbook/workbook_task_input_merged",),
     ("eval", "ToolSpec"): ("guards/tool_eval_block_not_acted_on",),
     **{
         (k, "EvalCondition"): ("guards/tool_eval_block_not_acted_on",)
@@ -216,7 +227,13 @@ TOOL_KINDS = {
     "NoopConfig": "noop",
 }
 # readers that hold what NoETL writes itself: the server's command to the worker
-INTERNAL = {"command args", "command input", "pipeline item", "Case"}
+INTERNAL = {
+    "command args",
+    "command input",
+    "pipeline item",
+    "Case",
+    ("tool_config", "tool config"),
+}
 # readers whose fields no code of the commit acts on: tools' registry RetryConfig is parsed and
 # copied between configs (artifact.rs, task_sequence.rs) but no loop reads max_retries or a delay
 INERT = {
@@ -227,6 +244,7 @@ INERT = {
     ("desc", "Step"),
     ("labels", "Metadata"),
     ("libs", "ToolSpec"),
+    ("sink", "WorkbookTask"),
     ("output_select", "ToolSpec"),
 }
 # read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
@@ -253,7 +271,7 @@ RULES: dict[str, str] = {
     "keychain resolver): credentials come from Airflow connections (`auth:`)",
     "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`, copied "
     "between configs and never acted on; a step's `vars` and `desc`, the playbook's `vars`, "
-    "`metadata.labels`, a tool's `libs` and `output_select`, copied into the tool config and "
+    "`metadata.labels`, a workbook task's `sink`, a tool's `libs` and `output_select`, copied into the tool config and "
     "read by no tool): nothing a playbook can observe",
     "catalog": "read only where NoETL's server registers or looks up the playbook (parser.rs "
     "`extract_kind`, `extract_metadata`: `kind`, `metadata.name`/`path`/`description`): no "
@@ -275,7 +293,7 @@ def rule_of(row: dict) -> str:
     from noetl_compile.noetl5_tools import not_run
 
     key, reader = row["key"], row["read_by"]
-    if reader in INTERNAL:
+    if reader in INTERNAL or (key, reader) in INTERNAL:
         return "internal"
     if reader in SERVICE_KINDS:
         return "service"

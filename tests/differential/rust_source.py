@@ -279,11 +279,20 @@ _GET = re.compile(r"\.\s*get\(\s*\"(\w+)\"\s*\)")
 
 
 def _receiver(text: str, at: int) -> str:
-    before = text[:at].rstrip()
-    i = len(before)
-    while i > 0 and (before[i - 1].isalnum() or before[i - 1] in "_."):
-        i -= 1
-    return before[i:]
+    """The path a call at ``at`` is made on (``spec.extra`` of ``spec\n    .extra\n    .get``):
+    names and dots back from the call, across the line breaks of a chain split over lines."""
+    end = len(text[:at].rstrip())
+    i = end
+    while i > 0:
+        c = text[i - 1]
+        if c.isalnum() or c == "_" or c == ".":
+            i -= 1
+        elif c.isspace() and text[i] == ".":  # a chain continued on the next line
+            while i > 0 and text[i - 1].isspace():
+                i -= 1
+        else:
+            break
+    return "".join(text[i:end].split())
 
 
 def _chain(text: str, start: int) -> str:

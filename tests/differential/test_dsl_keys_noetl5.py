@@ -102,7 +102,7 @@ def test_each_no_case_rule_holds_for_the_code_it_names():
                 at in NOT_EXECUTED if at else not_run(status.TOOL_KINDS[row["read_by"]], row["key"])
             )
         if text == "internal":
-            assert row["read_by"] in status.INTERNAL, row
+            assert {row["read_by"], (row["key"], row["read_by"])} & status.INTERNAL, row
     assert counts.get("service", 0) >= 100 and counts.get("case", 0) >= 60, counts
 
 
@@ -131,6 +131,7 @@ def test_the_tokenizer_reads_structs_and_get_chains():
         '    let to = rule.get("to").and_then(|v| v.as_str()).unwrap_or("end");\n'
         '    let n = rule\n        .get("n")\n        .ok_or_else(|| err())?;\n'
         '    let other = state.get("x");\n'
+        '    let label = rule\n        .extra\n        .get("name").unwrap_or("");\n'
         "}\n"
         "#[cfg(test)]\nmod tests {\n"
         '    fn t() { rule.get("only_in_tests"); }\n'
@@ -146,8 +147,13 @@ def test_the_tokenizer_reads_structs_and_get_chains():
         "mode": ("'slow_path'", [], 13),
         "limit": ("None", [], 14),
     }
-    reads = {r["key"]: (r["default"], r["line"]) for r in get_reads(text, {"rule": "rule"})}
-    assert reads == {"to": ('"end"', 21), "n": ("required (error)", 23)}
+    readers = {"rule": "rule", "rule.extra": "extra"}
+    reads = {(r["key"], r["read_by"]): (r["default"], r["line"]) for r in get_reads(text, readers)}
+    assert reads == {
+        ("to", "rule"): ('"end"', 21),
+        ("n", "rule"): ("required (error)", 23),
+        ("name", "extra"): ('""', 28),  # `rule\n.extra\n.get(..)`: a chain split over lines
+    }
 
 
 @pytest.mark.skipif(
