@@ -78,6 +78,11 @@ _SHELL = {
     "timeout_seconds": ("tool_args/shell_timeout_seconds",),
     "capture": ("tool_args/shell_capture_false",),
 }
+_LOOP = (
+    "loop/loop_in_iterator_sequential",
+    "loop/loop_parallel_runs_every_item",
+    "loop/loop_empty_collection_walks_on",
+)
 _RULE_THEN = ("defaults/pipeline_retry_backoff_none", "result_shapes/pipeline_failed_shape")
 _STEP_ARGS = (
     "step_args/step_args_reach_python",
@@ -143,6 +148,14 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/when_skip_chain"),
     ("when", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/next_mode_inclusive"),
     ("set", "Step"): ("set/step_set_reads_output",),
+    ("loop", "Step"): _LOOP,
+    ("in", "Loop"): _LOOP,
+    ("iterator", "Loop"): _LOOP,
+    ("spec", "Loop"): ("loop/loop_parallel_runs_every_item",),
+    ("mode", "LoopSpec"): (
+        "loop/loop_in_iterator_sequential",
+        "loop/loop_parallel_runs_every_item",
+    ),
     ("workbook", "Playbook"): (
         "workbook/workbook_task_input_merged",
         "workbook/workbook_unknown_action_refused",
@@ -245,6 +258,7 @@ INERT = {
     ("labels", "Metadata"),
     ("libs", "ToolSpec"),
     ("sink", "WorkbookTask"),
+    ("max_in_flight", "LoopSpec"),
     ("output_select", "ToolSpec"),
 }
 # read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
@@ -271,7 +285,9 @@ RULES: dict[str, str] = {
     "keychain resolver): credentials come from Airflow connections (`auth:`)",
     "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`, copied "
     "between configs and never acted on; a step's `vars` and `desc`, the playbook's `vars`, "
-    "`metadata.labels`, a workbook task's `sink`, a tool's `libs` and `output_select`, copied into the tool config and "
+    "`metadata.labels`, a workbook task's `sink`, `loop.spec.max_in_flight` (a parallel loop "
+    "dispatches every item at once; noetlc caps its mapped tasks with it, which changes no "
+    "result), a tool's `libs` and `output_select`, copied into the tool config and "
     "read by no tool): nothing a playbook can observe",
     "catalog": "read only where NoETL's server registers or looks up the playbook (parser.rs "
     "`extract_kind`, `extract_metadata`: `kind`, `metadata.name`/`path`/`description`): no "
