@@ -35,7 +35,7 @@ NOETL5 = EngineProfile(
     vars_flattened=False,
     loop_item_in_variables=False,
     results_namespace=False,
-    args_as_bare_names=False,
+    args_as_bare_names=True,
     collect_into_vars=False,
     output_data_own_data=True,
     output_result_own_keys=False,
@@ -135,8 +135,11 @@ NOETL5 = EngineProfile(
             "earlier step results are top-level names and `steps.<name>`: no `results`",
         ),
         "args_as_bare_names": Source(
-            "noetl/server:orchestrate-core/src/input_binding.rs:86",
-            "a step's `input`/`args` feed its context as declared inputs, not arc bindings",
+            "noetl/server:orchestrate-core/src/orchestrator.rs:1482",
+            "a `next` target's `args` (`{step, when, args}`, evaluator.rs:283 `with_params`) are "
+            "merged into the target step's context as plain names",
+            differs="noetlc also keeps them under `args` (`{{ args.name }}`, as NoETL 5's local "
+            "CLI reads them)",
         ),
         "collect_into_vars": Source(
             "noetl/server:orchestrate-core/src/state.rs:1189",

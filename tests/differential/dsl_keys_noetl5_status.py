@@ -147,6 +147,7 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("step", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/when_skip_chain"),
     ("when", "CanonicalNextTarget"): ("guards/arc_when_on_result", "guards/next_mode_inclusive"),
+    ("args", "CanonicalNextTarget"): ("step_args/target_args_bound_in_next_step",),
     ("set", "Step"): ("set/step_set_reads_output",),
     ("loop", "Step"): _LOOP,
     ("in", "Loop"): _LOOP,
