@@ -324,6 +324,14 @@ class EngineProfile:
             "runtime/pipeline.py.",
         )
     )
+    task_input_as_names: bool = field(
+        metadata=_about(
+            "A pipeline task's `input` (else `args`) values are rendered against the running "
+            "context and bound as names its own templates read (`{{ x }}` in a `result` or a "
+            "`command`).",
+            "runtime/pipeline.py binds them before the task's config is rendered.",
+        )
+    )
     pipeline_last_task_promoted: bool = field(
         metadata=_about(
             "Templates read a tool pipeline's step result with the last task's result laid "

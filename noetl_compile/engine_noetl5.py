@@ -57,6 +57,7 @@ NOETL5 = EngineProfile(
     pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=True,
+    task_input_as_names=True,
     pipeline_result_labelled=True,
     sql_result_shape="columns and rows",
     http_result_keys=("status_code", "headers", "data", "body"),
@@ -226,6 +227,11 @@ NOETL5 = EngineProfile(
         "task_set_after_call": Source(
             "noetl/tools:src/tools/task_sequence.rs:301",
             "a task's own `set` is read beside its call and rendered with its output",
+        ),
+        "task_input_as_names": Source(
+            "noetl/tools:src/tools/task_sequence.rs:324",
+            "a task's `input` (else `args`) values are rendered against the running context "
+            "and bound as names the task's own templates read",
         ),
         "pipeline_last_task_promoted": Source(
             "noetl/tools:src/tools/task_sequence.rs:838",

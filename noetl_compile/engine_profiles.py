@@ -80,6 +80,7 @@ CASE_V2 = EngineProfile(
     pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
+    task_input_as_names=False,
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
@@ -241,6 +242,10 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
         ),
+        "task_input_as_names": Source(
+            "noetl/core/dsl/v2/models.py:283",
+            "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
+        ),
         "pipeline_last_task_promoted": Source(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
@@ -342,6 +347,7 @@ CANONICAL = EngineProfile(
     pipeline_last_task_promoted=True,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
+    task_input_as_names=False,
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
@@ -503,6 +509,11 @@ CANONICAL = EngineProfile(
         "task_set_after_call": Source(
             "noetl/worker/task_sequence_executor.py:952",
             "a task's writes are its policy rule's `then.set` only",
+        ),
+        "task_input_as_names": Source(
+            "noetl/worker/task_sequence_executor.py:462",
+            "a task's config (its `input` among it) is rendered as a whole; no key of it "
+            "becomes a name",
         ),
         "pipeline_last_task_promoted": Source(
             "noetl/core/dsl/v2/engine.py:4543",

@@ -53,6 +53,7 @@ V1 = EngineProfile(
     pipeline_last_task_promoted=False,
     pipeline_retry_backoff="none",
     task_set_after_call=False,
+    task_input_as_names=False,
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
@@ -221,6 +222,10 @@ V1 = EngineProfile(
             "(noetl/plugin/python/executor.py:228), so a returned `status: error` is data",
         ),
         "task_set_after_call": Source(
+            "noetl/plugin/tool/execution.py:17",
+            "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+        "task_input_as_names": Source(
             "noetl/plugin/tool/execution.py:17",
             "execute_task runs one task by type: no task sequences (pipelines are canonical)",
         ),

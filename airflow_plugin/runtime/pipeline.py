@@ -225,6 +225,22 @@ class EventSink(Protocol):
     def emit(self, name: str, entity: str, status: str, **fields: Any) -> None: ...
 
 
+def _with_task_inputs(
+    task: Mapping[str, Any], label: str, context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """NoETL 5's pipeline task `input` (else `args`, task_sequence.rs:324): each value rendered
+    against the running context, then bound as a name the task's own templates read
+    (`{{ x }}` in a noop `result`, a postgres `command`). Reserved names keep their meaning."""
+    block = task.get("input")
+    if not isinstance(block, Mapping):
+        block = task.get("args")
+    if not isinstance(block, Mapping) or not block:
+        return dict(context)
+    key = "input" if isinstance(task.get("input"), Mapping) else "args"
+    rendered = render_value(dict(block), context, strict=False, field=f"tool.{label}.{key}")
+    return with_bindings(context, rendered if isinstance(rendered, Mapping) else {})
+
+
 def call_tool(
     step: str,
     label: str,
@@ -399,6 +415,8 @@ def run_pipeline(
             results=visible,
             iter=dict(iter_scope),
         )
+        if profile.task_input_as_names:
+            task_context = _with_task_inputs(task, label, task_context)
 
         outcome = call_tool(
             step,
