@@ -39,6 +39,11 @@ _PG = {
     "params": ("defaults/pg_params_default_empty", "tool_args/pg_params_list"),
     "as_objects": ("defaults/pg_as_objects_default", "tool_args/pg_as_objects_false"),
     "schema": ("tool_args/pg_schema_search_path",),
+    "connection_string": ("tool_args/pg_connection_string",),
+    "host": ("tool_args/pg_connection_fields", "defaults/pg_database_user_default_postgres"),
+    "port": ("tool_args/pg_connection_fields", "defaults/pg_database_user_default_postgres"),
+    "database": ("tool_args/pg_connection_fields", "defaults/pg_database_user_default_postgres"),
+    "user": ("tool_args/pg_connection_fields", "defaults/pg_database_user_default_postgres"),
 }
 _DUCK = {
     "query": ("result_shapes/duck_select",),
@@ -64,7 +69,8 @@ _NOOP = {
 }
 _PLAYBOOK = {
     "path": ("nested/playbook_return_result",),
-    "payload": ("nested/playbook_payload_key",),
+    "payload": ("nested/playbook_payload_key", "nested/playbook_args_win_over_payload"),
+    "args": ("nested/playbook_args_win_over_payload",),
     "parent_execution_id": ("nested/playbook_parent_execution_id",),
     "return_result": ("nested/playbook_fire_and_forget", "nested/playbook_return_result"),
     "return_step": ("nested/playbook_fire_and_forget", "nested/playbook_return_step_status"),
@@ -246,6 +252,7 @@ TOOL_KINDS = {
 }
 # readers that hold what NoETL writes itself: the server's command to the worker
 INTERNAL = {
+    ("args", "tool config"),
     "command args",
     "command input",
     "pipeline item",
@@ -268,6 +275,9 @@ INERT = {
 }
 # read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
 # extract_metadata): what a run does never depends on them
+# read to classify a command for NoETL's own delivery bookkeeping (command.rs
+# command_is_side_effecting, command_declares_sink)
+BOOKKEEPING = {("sink", "tool config"), ("sink", "tool spec"), ("kind", "tool spec")}
 CATALOG = {"metadata (yaml)", "playbook (yaml)", ("description", "Metadata")}
 # reader -> the NOT_EXECUTED entry (read/noetl5_schema.py) of the S116 noetlc reports at it
 S116_AT = {"FrameSpec": "LoopSpec.frame", ("frame", "LoopSpec"): "LoopSpec.frame"}
@@ -276,7 +286,7 @@ KEYCHAIN = {"KeychainDef", ("keychain", "Playbook")}
 RULES: dict[str, str] = {
     "internal": "a key NoETL writes itself into the command the server hands the worker "
     "(`command.input`'s `tool_config`, `__stateless__`, `trigger_event_id`, a pipeline item's "
-    "`tool_config`; the worker's `cases` and their `Case` rules, which this server never "
+    "`tool_config`, the `args` of the `system/orchestrate` command; the worker's `cases` and their `Case` rules, which this server never "
     "writes), not playbook text",
     "service": "a field of a tool noetlc has no executor for (snowflake, container, mcp, nats, "
     "subscription, provider, result_fetch, artifact, script, rhai, wasm): `noetlc check` "
@@ -297,6 +307,10 @@ RULES: dict[str, str] = {
     "catalog": "read only where NoETL's server registers or looks up the playbook (parser.rs "
     "`extract_kind`, `extract_metadata`: `kind`, `metadata.name`/`path`/`description`): no "
     "step, template or routing decision reads it",
+    "bookkeeping": "read by the worker to classify a command for NoETL's own delivery "
+    "bookkeeping (a side-effecting task `kind`; an author's `sink: true`, which confirms a "
+    "write of the execution's context for NoETL's write-behind cache): no result, template or "
+    "routing decision depends on it; noetlc has no such cache (C516 says it ignores `sink`)",
     "open": "playbook text can set the key and no case pins it yet",
 }
 
@@ -326,6 +340,8 @@ def rule_of(row: dict) -> str:
         return "cloud-auth"
     if reader in INERT or (key, reader) in INERT:
         return "inert"
+    if (key, reader) in BOOKKEEPING:
+        return "bookkeeping"
     if reader in CATALOG or (key, reader) in CATALOG:
         return "catalog"
     return "open"

@@ -17,7 +17,8 @@ a difference whose ``differs.fields`` is ``[compile]``.
 
 Children of nested calls (``children:``) are compiled into the DAG folder beside the case, where
 the runtime's catalog finds them. ``@HTTP@`` is the local API's base URL, ``@WORK@`` a scratch
-folder, ``auth: pg_local`` the throwaway Postgres (as in tests/differential).
+folder, ``@PG_DSN@`` (``@PG_HOST@``, ``"@PG_PORT@"``, ``@PG_USER@``, ``@PG_DB@``) the throwaway
+Postgres's connection, ``auth: pg_local`` the throwaway Postgres (as in tests/differential).
 """
 
 from __future__ import annotations
@@ -53,9 +54,25 @@ def load_cases() -> dict[str, dict[str, Any]]:
 def needs(case: dict[str, Any]) -> set[str]:
     text = json.dumps([case["playbook"], case.get("children"), case.get("payload")])
     found = {"http"} if "@HTTP@" in text else set()
-    if "pg_local" in text:
+    if "pg_local" in text or "@PG_" in text:
         found.add("postgres")
     return found
+
+
+def pg_places(dsn: str) -> dict[str, str]:
+    """The throwaway Postgres's DSN and its parts, for a case that names its connection itself
+    (``connection_string: "@PG_DSN@"``, ``host: "@PG_HOST@"``...). The cluster trusts local
+    connections: no password, so no secret reaches a playbook."""
+    from urllib.parse import urlsplit
+
+    url = urlsplit(dsn)
+    return {
+        "@PG_DSN@": dsn,
+        "@PG_HOST@": url.hostname or "127.0.0.1",
+        '"@PG_PORT@"': str(url.port or 5432),  # the quoted placeholder becomes a number
+        "@PG_USER@": url.username or "postgres",
+        "@PG_DB@": url.path.lstrip("/"),
+    }
 
 
 def _compile_report(doc: dict[str, Any], name: str, workdir: Path, dialect: str | None):
@@ -103,6 +120,7 @@ def run_case(
     dags_folder: Path,
     workdir: Path,
     http_base: str | None = None,
+    pg_dsn: str | None = None,
 ) -> dict[str, Any]:
     """The outcome noetlc produces for ``case``: status, steps_ran, results, calls, report,
     events."""
@@ -113,12 +131,14 @@ def run_case(
         places["@HTTP@"] = http_base
     (workdir / "work").mkdir(parents=True, exist_ok=True)
     dialect = None if case.get("detected") else case.get("dialect", "noetl5")
+    # Connection placeholders go in, never back out: a port is a number a result may hold.
+    inward = {**places, **(pg_places(pg_dsn) if pg_dsn else {})}
     children = dags_folder / SUBFOLDER
     try:
         for index, child in enumerate(case.get("children") or []):
             _compile(_substitute(child, places), f"child{index}", workdir, children, dialect)
         dag_id, source, report = _compile(
-            _substitute(case["playbook"], places), case["name"], workdir, None, dialect
+            _substitute(case["playbook"], inward), case["name"], workdir, None, dialect
         )
         recorder = MemoryRecorder()
         previous = set_default_recorder(recorder)

@@ -74,10 +74,17 @@ def test_case(case_id, airflow_db, run_dag, tmp_path, request):
         return
     services = needs(case)
     http_base = request.getfixturevalue("http_server") if "http" in services else None
+    pg_dsn = None
     if "postgres" in services:
         request.getfixturevalue("pg_connections")
+        pg_dsn = request.getfixturevalue("pg_test_dsn")
     actual = run_case(
-        case, run_dag=run_dag, dags_folder=airflow_db, workdir=tmp_path, http_base=http_base
+        case,
+        run_dag=run_dag,
+        dags_folder=airflow_db,
+        workdir=tmp_path,
+        http_base=http_base,
+        pg_dsn=pg_dsn,
     )
     if case.get("detected"):
         assert "S119" in actual["report"], f"{case_id} was not read as NoETL 5:\n{actual['report']}"
