@@ -324,6 +324,12 @@ class EngineProfile:
             "runtime/pipeline.py.",
         )
     )
+    python_code_before_script: bool = field(
+        metadata=_about(
+            "A python tool given both `code` and `script` runs `code` (else `script`).",
+            "tools/python.py picks the source in this order.",
+        )
+    )
     task_input_as_names: bool = field(
         metadata=_about(
             "A pipeline task's `input` (else `args`) values are rendered against the running "

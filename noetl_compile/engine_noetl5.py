@@ -58,6 +58,7 @@ NOETL5 = EngineProfile(
     pipeline_retry_backoff="none",
     task_set_after_call=True,
     task_input_as_names=True,
+    python_code_before_script=True,
     pipeline_result_labelled=True,
     sql_result_shape="columns and rows",
     http_result_keys=("status_code", "headers", "data", "body"),
@@ -227,6 +228,10 @@ NOETL5 = EngineProfile(
         "task_set_after_call": Source(
             "noetl/tools:src/tools/task_sequence.rs:301",
             "a task's own `set` is read beside its call and rendered with its output",
+        ),
+        "python_code_before_script": Source(
+            "noetl/tools:src/tools/python.rs:262",
+            "resolve_source: `code` when given, else `script` (inline, file, gcs, http)",
         ),
         "task_input_as_names": Source(
             "noetl/tools:src/tools/task_sequence.rs:324",

@@ -81,6 +81,7 @@ CASE_V2 = EngineProfile(
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     task_input_as_names=False,
+    python_code_before_script=False,
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
@@ -242,6 +243,10 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
         ),
+        "python_code_before_script": Source(
+            "noetl/tools/python/executor.py:323",
+            "`script` is resolved first; `code_b64`, then `code`, only without it",
+        ),
         "task_input_as_names": Source(
             "noetl/core/dsl/v2/models.py:283",
             "a step's `tool` is one ToolSpec: no task sequences (pipelines are canonical)",
@@ -348,6 +353,7 @@ CANONICAL = EngineProfile(
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     task_input_as_names=False,
+    python_code_before_script=False,
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
@@ -509,6 +515,10 @@ CANONICAL = EngineProfile(
         "task_set_after_call": Source(
             "noetl/worker/task_sequence_executor.py:952",
             "a task's writes are its policy rule's `then.set` only",
+        ),
+        "python_code_before_script": Source(
+            "noetl/tools/python/executor.py:344",
+            "`script` is resolved first; `code_b64`, then `code`, only without it",
         ),
         "task_input_as_names": Source(
             "noetl/worker/task_sequence_executor.py:462",

@@ -54,6 +54,7 @@ V1 = EngineProfile(
     pipeline_retry_backoff="none",
     task_set_after_call=False,
     task_input_as_names=False,
+    python_code_before_script=False,
     pipeline_result_labelled=False,
     sql_result_shape="statement record",
     http_result_keys=("status_code", "headers", "url", "elapsed", "data"),
@@ -224,6 +225,11 @@ V1 = EngineProfile(
         "task_set_after_call": Source(
             "noetl/plugin/tool/execution.py:17",
             "execute_task runs one task by type: no task sequences (pipelines are canonical)",
+        ),
+        "python_code_before_script": Source(
+            "noetl/plugin/python/executor.py:76",
+            "`code_b64`, else `code`: the tool reads no `script`",
+            differs="noetlc also reads `script`, before `code` (the later engines' order)",
         ),
         "task_input_as_names": Source(
             "noetl/plugin/tool/execution.py:17",

@@ -117,8 +117,11 @@ def _coerce_json_text(value: Any) -> Any:
     return value
 
 
-def _source(config: Mapping[str, Any]) -> str | None:
-    # NoETL's order: an external `script` first, then `code_b64`, then inline `code`.
+def _source(config: Mapping[str, Any], code_first: bool = False) -> str | None:
+    # NoETL's Python engines: an external `script` first, then `code_b64`, then inline `code`;
+    # NoETL 5 takes `code` before `script` (profile.python_code_before_script).
+    if code_first and isinstance(config.get("code"), str):
+        return config["code"]
     if config.get("script") is not None:
         return load_script(config["script"])
     code = config.get("code")
@@ -452,7 +455,7 @@ def run_python(call: ToolCall) -> ToolOutcome:
         return {"duration_ms": round((time.monotonic() - started) * 1000, 3)}
 
     try:
-        code = _source(config)
+        code = _source(config, call.profile.python_code_before_script)
     except ToolNotAvailable:
         raise
     except Exception as exc:  # noqa: BLE001 - bad base64 etc. is a tool error

@@ -52,7 +52,17 @@ _DUCK = {
     "db_path": ("defaults/duck_in_memory", "tool_args/duck_db_path"),
 }
 _PY = {
-    "code": ("tool_args/python_return_wrapped", "result_shapes/python_printed_result"),
+    "code": (
+        "tool_args/python_return_wrapped",
+        "result_shapes/python_printed_result",
+        "tool_args/python_code_wins_over_script",
+    ),
+    "script": (
+        "defaults/python_script_source_inline",
+        "tool_args/python_script_file",
+        "tool_args/python_script_http",
+        "tool_args/python_code_wins_over_script",
+    ),
     "args": (
         "defaults/python_args_default_empty",
         "tool_args/python_args",
@@ -163,6 +173,20 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
         "loop/loop_in_iterator_sequential",
         "loop/loop_parallel_runs_every_item",
     ),
+    ("uri", "PythonScript"): ("tool_args/python_script_file", "tool_args/python_script_http"),
+    ("source", "PythonScript"): (
+        "defaults/python_script_source_inline",
+        "tool_args/python_script_file",
+    ),
+    ("type", "PythonScriptSource"): (
+        "defaults/python_script_source_inline",
+        "tool_args/python_script_file",
+        "tool_args/python_script_http",
+    ),
+    ("code", "PythonScriptSource"): ("defaults/python_script_source_inline",),
+    ("endpoint", "PythonScriptSource"): ("tool_args/python_script_http",),
+    ("method", "PythonScriptSource"): ("tool_args/python_script_http",),
+    ("timeout", "PythonScriptSource"): ("tool_args/python_script_http",),
     ("workbook", "Playbook"): (
         "workbook/workbook_task_input_merged",
         "workbook/workbook_unknown_action_refused",
@@ -271,6 +295,7 @@ INERT = {
     ("libs", "ToolSpec"),
     ("sink", "WorkbookTask"),
     ("max_in_flight", "LoopSpec"),
+    ("auth", "PythonScriptSource"),
     ("output_select", "ToolSpec"),
 }
 # read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
@@ -300,7 +325,8 @@ RULES: dict[str, str] = {
     "keychain resolver): credentials come from Airflow connections (`auth:`)",
     "inert": "parsed into a field no code of the commit reads (tools' `RetryConfig`, copied "
     "between configs and never acted on; a step's `vars` and `desc`, the playbook's `vars`, "
-    "`metadata.labels`, a workbook task's `sink`, `loop.spec.max_in_flight` (a parallel loop "
+    "`metadata.labels`, a workbook task's `sink`, a python `script.source.auth` (python.rs: "
+    "kept for forward compatibility), `loop.spec.max_in_flight` (a parallel loop "
     "dispatches every item at once; noetlc caps its mapped tasks with it, which changes no "
     "result), a tool's `libs` and `output_select`, copied into the tool config and "
     "read by no tool): nothing a playbook can observe",
