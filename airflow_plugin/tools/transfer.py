@@ -3,14 +3,15 @@
 Config (NoETL ``tools/transfer/executor.py``; corpus ``data_transfer/*``):
 
 * ``source``: ``{tool | kind | type: postgres | duckdb | http, ...}``; postgres needs ``auth`` (an
-  Airflow Connection id) and ``query``; duckdb takes ``database`` (as the duckdb tool: a path,
-  ``:memory:``, or the execution's file) and ``query``; http takes ``url`` (or ``endpoint``),
-  ``method`` (GET), ``headers``, ``params``, ``body``/``payload`` and ``data_path`` (dotted path
-  to the list of records in the JSON response).
-* ``target``: ``{tool | kind | type: postgres | duckdb, auth?, database?, table | query,
-  mapping?}``. ``mapping`` is ``{target_column: source_field}`` (a dotted field reaches into
-  nested objects); without it the target columns are the source columns. ``query`` is a custom
-  statement run once per row with ``%s`` (or ``?``) markers in column order.
+  Airflow Connection id; else NoETL 5's ``connection``, a postgresql:// URL or libpq text) and
+  ``query``; duckdb takes ``database`` (as the duckdb tool: a path, ``:memory:``, or the
+  execution's file) and ``query``; http takes ``url`` (or ``endpoint``), ``method`` (GET),
+  ``headers``, ``params``, ``body``/``payload`` and ``data_path`` (dotted path to the list of
+  records in the JSON response).
+* ``target``: ``{tool | kind | type: postgres | duckdb, auth? | connection?, database?,
+  table | query, mapping?}``. ``mapping`` is ``{target_column: source_field}`` (a dotted field
+  reaches into nested objects); without it the target columns are the source columns. ``query``
+  is a custom statement run once per row with ``%s`` (or ``?``) markers in column order.
 * ``chunk_size`` (default 1000): rows per fetch and per insert batch.
 * ``mode``: ``append`` (default; ``insert`` is the same), ``replace`` (empty the table, DELETE,
   then insert) or ``upsert`` (``key``, at the top level or in ``target``: the conflict columns).
@@ -106,6 +107,22 @@ def _field(record: Mapping[str, Any], path: str) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
+def _pg_target(end: Mapping[str, Any], kind: str) -> Any:
+    """The database a postgres end names: its `auth` (an Airflow Connection id), else NoETL 5's
+    `connection` (a postgresql:// URL or libpq text, transfer.rs SourceConfig/TargetConfig),
+    built at run time like the postgres tool's `connection_string` (hooks/pg_inline.py)."""
+    from ..hooks import postgres as pg_hook
+    from ..hooks.pg_inline import inline_target
+
+    named = any(end.get(key) not in (None, "", {}) for key in ("auth", "credential", "credentials"))
+    connection = end.get("connection")
+    if not named and isinstance(connection, str) and connection.strip():
+        target = inline_target({"connection_string": connection})
+        if target is not None:
+            return target
+    return pg_hook.resolve_target(end, kind=kind)
+
+
 def _postgres_source(
     source: Mapping[str, Any], chunk_size: int, stack: ExitStack
 ) -> Iterator[tuple[list[str], list[tuple[Any, ...]]]]:
@@ -114,7 +131,7 @@ def _postgres_source(
     query = source.get("query")
     if not isinstance(query, str) or not query.strip():
         raise TransferConfigError("a postgres `source` needs `query`")
-    target = pg_hook.resolve_target(source, kind="transfer source")
+    target = _pg_target(source, "transfer source")
     conn = stack.enter_context(pg_hook.connect(target))
     stack.callback(pg_hook.rollback_quietly, conn)  # read only: end the cursor's transaction
     # A named cursor is a server-side cursor: rows come chunk by chunk, not all at once.
@@ -251,9 +268,7 @@ class _Writer:
         if kind == "postgres":
             from ..hooks import postgres as pg_hook
 
-            conn = stack.enter_context(
-                pg_hook.connect(pg_hook.resolve_target(target, kind="transfer target"))
-            )
+            conn = stack.enter_context(pg_hook.connect(_pg_target(target, "transfer target")))
             self.writer = pg_hook.PostgresTableWriter(conn)
         else:
             from ..hooks import duckdb as dk_hook

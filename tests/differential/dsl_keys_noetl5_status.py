@@ -187,6 +187,18 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("endpoint", "PythonScriptSource"): ("tool_args/python_script_http",),
     ("method", "PythonScriptSource"): ("tool_args/python_script_http",),
     ("timeout", "PythonScriptSource"): ("tool_args/python_script_http",),
+    **{
+        (k, "TransferConfig"): ("tool_args/transfer_postgres_append",)
+        for k in ("source", "target", "mode")
+    },
+    **{
+        (k, "SourceConfig"): ("tool_args/transfer_postgres_append",)
+        for k in ("type", "query", "connection")
+    },
+    **{
+        (k, "TargetConfig"): ("tool_args/transfer_postgres_append",)
+        for k in ("type", "table", "connection")
+    },
     ("workbook", "Playbook"): (
         "workbook/workbook_task_input_merged",
         "workbook/workbook_unknown_action_refused",
