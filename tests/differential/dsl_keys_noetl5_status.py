@@ -191,6 +191,12 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
         (k, "TransferConfig"): ("tool_args/transfer_postgres_append",)
         for k in ("source", "target", "mode")
     },
+    ("chunk_size", "TransferConfig"): ("tool_args/transfer_http_mapping_data_path",),
+    **{
+        (k, "SourceConfig"): ("tool_args/transfer_http_mapping_data_path",)
+        for k in ("url", "method", "headers", "data_path")
+    },
+    ("mapping", "TargetConfig"): ("tool_args/transfer_http_mapping_data_path",),
     **{
         (k, "SourceConfig"): ("tool_args/transfer_postgres_append",)
         for k in ("type", "query", "connection")
