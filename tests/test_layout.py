@@ -39,6 +39,7 @@ COMPILER_LEAVES = {
     "noetl_compile.lookalike",  # read by secret_names: NFKC and Unicode's confusables
     "noetl_compile.engine_behaviours",
     "noetl_compile.engine_profiles",
+    "noetl_compile.engine_case_v2",
     "noetl_compile.engine_noetl5",
     "noetl_compile.engine_v1",
     "noetl_compile.python_surface",
