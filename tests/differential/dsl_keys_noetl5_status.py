@@ -315,6 +315,7 @@ INERT = {
     ("max_in_flight", "LoopSpec"),
     ("auth", "PythonScriptSource"),
     ("output_select", "ToolSpec"),
+    ("connection", "ToolSpec"),
 }
 # read only to register or look up the playbook in NoETL's catalog (parser.rs extract_kind,
 # extract_metadata): what a run does never depends on them
@@ -346,7 +347,7 @@ RULES: dict[str, str] = {
     "`metadata.labels`, a workbook task's `sink`, a python `script.source.auth` (python.rs: "
     "kept for forward compatibility), `loop.spec.max_in_flight` (a parallel loop "
     "dispatches every item at once; noetlc caps its mapped tasks with it, which changes no "
-    "result), a tool's `libs` and `output_select`, copied into the tool config and "
+    "result), a tool's `libs`, `output_select` and `connection`, copied into the tool config and "
     "read by no tool): nothing a playbook can observe",
     "catalog": "read only where NoETL's server registers or looks up the playbook (parser.rs "
     "`extract_kind`, `extract_metadata`: `kind`, `metadata.name`/`path`/`description`): no "
