@@ -345,12 +345,21 @@ def test_tasks_see_step_context():
 
 
 def _failed_pipeline_cases():
-    from tests.differential.runner import load_cases
+    from tests.differential.runner import load_cases, load_divergences
 
+    # A case declared to differ in the run's status or this step's result is a section-1 row
+    # (noetlc refuses the playbook, or does not copy the engine's guard): the differential
+    # suite holds it to that difference, so it is no record to reproduce here.
+    declared = {
+        case_id
+        for case_id, entry in load_divergences().items()
+        if {"status", "results.start"} & set(entry.get("fields") or ())
+    }
     out = []
     for case_id, case in load_cases().items():
         start = case["expect"].get("results", {}).get("start")
-        if isinstance(start, dict) and start.get("status") == "failed" and "failed_task" in start:
+        failed = isinstance(start, dict) and start.get("status") == "failed"
+        if failed and "failed_task" in start and case_id not in declared:
             out.append(pytest.param(case, id=case_id))
     return out
 
