@@ -27,10 +27,11 @@ import yaml
 from tests.differential.dsl_key_specs import CANONICAL
 from tests.differential.dsl_key_specs_canonical import CANONICAL_MORE
 from tests.differential.dsl_key_specs_case_v2 import CASE_V2_MORE
+from tests.differential.dsl_key_specs_nested import NESTED
 from tests.differential.dsl_key_specs_older import CASE_V2, V1
 from tests.differential.dsl_key_specs_v1 import V1_MORE
 
-SPECS = CANONICAL + CANONICAL_MORE + CASE_V2 + CASE_V2_MORE + V1 + V1_MORE
+SPECS = CANONICAL + CANONICAL_MORE + CASE_V2 + CASE_V2_MORE + V1 + V1_MORE + NESTED
 
 CASES = Path(__file__).parent / "cases" / "dsl_keys"
 ENGINES = {
@@ -62,7 +63,7 @@ def cases() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, engine, key, default, file, absent, present in SPECS:
         commit, engine_text = ENGINES[engine]
-        for variant, playbook in (("absent", absent), ("present", present)):
+        for variant, given in (("absent", absent), ("present", present)):
             stem = f"{name}_{variant}"
             out[stem] = {
                 "name": stem,
@@ -71,9 +72,24 @@ def cases() -> dict[str, dict[str, Any]]:
                 "engine": engine_text,
                 "source": {"repository": "noetl/noetl", "commit": commit, "file": file},
                 "row": {"engine": engine, "key": key, "default": default, "variant": variant},
-                "playbook": playbook,
+                **_fragment(given),
             }
     return out
+
+
+def _fragment(given: dict[str, Any]) -> dict[str, Any]:
+    """A variant is a playbook, or a case fragment ``{playbook, <case keys>}`` where the row
+    needs more of the recorder than a playbook (``children``, ``register_path``: README.md)."""
+    return dict(given) if "playbook" in given else {"playbook": given}
+
+
+def _recorded_for(old: dict[str, Any], case: dict[str, Any]) -> bool:
+    """``old`` holds an ``expect`` recorded for this very case (key order included: NoETL's
+    engine may read it)."""
+    keys = ("playbook", "children", "register_path")
+    return "expect" in old and all(
+        json.dumps(old.get(k)) == json.dumps(case.get(k)) for k in keys
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         path = CASES / f"{stem}.yaml"
         if path.exists():
             old = yaml.safe_load(path.read_text(encoding="utf-8"))
-            # Recorded for this very playbook (key order included: NoETL's engine may read it).
-            if "expect" in old and json.dumps(old.get("playbook")) == json.dumps(case["playbook"]):
+            if _recorded_for(old, case):
                 continue
         path.write_text(yaml.safe_dump(case, sort_keys=False, width=100), encoding="utf-8")
         written.append(str(path))

@@ -382,10 +382,7 @@ def _resolve(stack: Stack, result: Any) -> Any:
     return result
 
 
-def run_case(stack: Stack, case: dict[str, Any], places: dict[str, str]) -> dict[str, Any]:
-    playbook = json.loads(_substitute(json.dumps(case["playbook"]), places))
-    path = f"differential/{case['area']}/{case['name']}/{time.time_ns()}"
-    playbook.setdefault("metadata", {})["path"] = path
+def _register(stack: Stack, case: dict[str, Any], playbook: dict[str, Any]) -> None:
     registered = stack.request(
         "POST",
         "/api/catalog/register",
@@ -393,6 +390,27 @@ def run_case(stack: Stack, case: dict[str, Any], places: dict[str, str]) -> dict
     )
     if "<http-error>" in registered:
         raise SystemExit(f"{case['area']}/{case['name']}: register failed: {registered}")
+
+
+def run_case(stack: Stack, case: dict[str, Any], places: dict[str, str]) -> dict[str, Any]:
+    # A case's `children` (playbooks its steps call with `kind: playbook`) are registered first,
+    # each under its own `path` as given: the parent names that path.
+    for child in case.get("children") or []:
+        child_playbook = json.loads(_substitute(json.dumps(child["playbook"]), places))
+        child_playbook.setdefault("metadata", {})["path"] = child["path"]
+        _register(stack, case, child_playbook)
+    playbook = json.loads(_substitute(json.dumps(case["playbook"]), places))
+    path = f"differential/{case['area']}/{case['name']}/{time.time_ns()}"
+    metadata = playbook.setdefault("metadata", {})
+    if case.get("register_path", True):
+        metadata["path"] = path
+    else:
+        # `register_path: false` records the playbook without `metadata.path` (the engine's
+        # default then names it): the catalog registers it under `metadata.name` instead
+        # (catalog/service.py register_resource), made unique here as the path would be.
+        metadata.pop("path", None)
+        metadata["name"] = path
+    _register(stack, case, playbook)
     payload = json.loads(_substitute(json.dumps(case.get("payload") or {}), places))
     body = {"path": path, ("parameters" if stack.broker else "payload"): payload}
     started = stack.request("POST", "/api/execute", body)

@@ -181,6 +181,7 @@ def run_case(
     (workdir / "work").mkdir(parents=True, exist_ok=True)
     case = dict(case, playbook=_substitute(case["playbook"], places))
     case["payload"] = _substitute(case.get("payload") or {}, places)
+    case["children"] = _substitute(case.get("children") or [], places)
     rows_from = case.get("rows_from")
     if rows_from:
         rows_from = _substitute(rows_from, places)
@@ -214,6 +215,7 @@ def _run_compiled(
             "rejected_by": codes,
         }
     payloads = _payloads(source)
+    _compile_children(case, dags_folder / SUBFOLDER, workdir, dialect)
     recorder = MemoryRecorder()
     previous = set_default_recorder(recorder)
     try:
@@ -223,6 +225,26 @@ def _run_compiled(
         (dags_folder / f"{dag_id}.py").unlink(missing_ok=True)
         shutil.rmtree(dags_folder / SUBFOLDER, ignore_errors=True)
     return outcome_of(out, payloads, recorder.events, every_attempt=case.get("dialect") == "v1")
+
+
+def _compile_children(
+    case: dict[str, Any], folder: Path, workdir: Path, dialect: str | None
+) -> None:
+    """Compile a case's ``children`` (the playbooks its ``kind: playbook`` steps call, each with
+    the ``path`` NoETL's catalog had it under) into the DAG folder beside the parent, where
+    noetlc's runtime finds a child by the DAG id of that path (``runtime/catalog.py``); the
+    folder goes when the run ends."""
+    for index, child in enumerate(case.get("children") or []):
+        playbook = json.loads(json.dumps(child["playbook"]))
+        playbook.setdefault("metadata", {})["path"] = child["path"]
+        name = f"child{index}"
+        dag_id, text, report = compile_case(
+            {"name": name, "playbook": playbook}, workdir / name, dialect
+        )
+        if dag_id is None:
+            raise AssertionError(f"child playbook {child['path']!r} does not compile:\n{report}")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{dag_id}.py").write_text(text, encoding="utf-8")
 
 
 def _payloads(source: str) -> dict[str, Any]:
