@@ -305,15 +305,21 @@ CANONICAL = EngineProfile(
             "the transfer document",
         ),
         "playbook_call_waits": Source(
-            "noetl/worker/v2_worker_nats.py:3039",
-            "without `return_step` the worker returns `{status: started, execution_id, path, async: true}`",
-            differs="noetlc waits for the child and returns its last step's result (no live recording of a nested canonical call)",
+            "noetl/worker/v2_worker_nats.py:2590",
+            "without `return_step` the worker hands the call to the playbook plugin, which starts "
+            "the child and returns `{id, status: success, data: {execution_id, status: started, "
+            "commands_generated}, execution_id, duration}` at once",
+            differs="noetlc waits for the child and returns its last step's result (recorded: "
+            "dsl_keys/nested_return_step_absent; D954, docs/semantics.md section 1)",
         ),
         "playbook_return_step_status": Source(
             "noetl/worker/v2_worker_nats.py:2980",
-            "with `return_step` the worker polls the child's `/status` and returns that document",
-            differs="noetlc returns the named step's result: the April server's status "
-            "document (`completed`/`failed` flags) is not recorded",
+            "with `return_step` the worker polls the child's `/status` every 2 s and returns that "
+            "document (after `timeout` seconds without an end: `{status: started, execution_id, "
+            "path, async: false}`)",
+            differs="noetlc returns the named step's result (recorded: "
+            "dsl_keys/nested_return_step_present, dsl_keys/nested_timeout_present; D954, "
+            "docs/semantics.md section 1)",
         ),
     },
 )

@@ -186,7 +186,13 @@ def test_a_nested_call_resolves_to_exactly_one_playbook_by_catalog_path(
     (tmp_path / "t1.yaml").write_text(GOOD.replace("tests/good", "tests/twin"))
     (tmp_path / "t2.yaml").write_text(GOOD.replace("tests/good", "tests/twin"))
     main(["check", str(tmp_path), "--quiet"])
-    lines = [line for line in capsys.readouterr().out.splitlines() if "parent.yaml" in line]
+    # D954 (info: 138c10ed returns no step result from a playbook call) is every canonical
+    # call's; this test is about resolving the call's path.
+    lines = [
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if "parent.yaml" in line and " D954 " not in line
+    ]
     if code is None:
         assert lines == []
     else:

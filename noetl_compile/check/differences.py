@@ -411,8 +411,8 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
 
 
 def _canonical_tool_keys(ctx: CheckContext, step: Step, kind: Any, config: dict) -> None:
-    """D935, D936: tool keys 138c10ed's worker reads otherwise than noetlc (table (a) cases
-    dsl_keys/output_*, tool_output_*, python_args_*)."""
+    """D935, D936, D954: tool keys 138c10ed's worker reads otherwise than noetlc (table (a)
+    cases dsl_keys/output_*, tool_output_*, python_args_*, nested_*)."""
     if isinstance(config.get("output"), dict):
         ctx.report(
             "D935",
@@ -420,6 +420,20 @@ def _canonical_tool_keys(ctx: CheckContext, step: Step, kind: Any, config: dict)
             f"`output` of the tool of step {step.name!r}: 138c10ed's result store takes it "
             "(without a `store` the step's stored result is only {command_id}; `select` is "
             "refused); noetlc ignores it and the result is the tool's value",
+        )
+    if kind == "playbook":
+        waits = "return_step" in config
+        ctx.report(
+            "D954",
+            ctx.key_pos(config, "return_step" if waits else "kind"),
+            f"the playbook call of step {step.name!r}: 138c10ed returns "
+            + (
+                "the child's status document (or a start record after `timeout`), not the "
+                "result of its `return_step`"
+                if waits
+                else "a start record without waiting for the child"
+            )
+            + "; noetlc waits and returns the child's step result",
         )
     if kind == "python" and "args" in config:
         ctx.report(

@@ -391,6 +391,20 @@ RULES = (
         "`when` or `set`) if the playbook must also run on 138c10ed",
     ),
     rule(
+        "D954",
+        I,
+        "runs differently on NoETL: a canonical `kind: playbook` call's result",
+        "138c10ed's worker does not return the child's step result: without `return_step` its "
+        "playbook plugin returns the start record {id, status: success, data: {execution_id, "
+        "status: started, ...}} at once; with it the worker polls the child and returns the "
+        "server's status document (or {status: started, ..., async: false} after `timeout` "
+        "seconds); noetlc waits for the child and returns the named (or last) step's result, as "
+        "NoETL's playbook reference and its composition fixture read it (" + _ROW + "'A "
+        "canonical `kind: playbook` call's result').",
+        "read the child's outcome from its own sink (a table it writes) if the playbook must "
+        "also run on 138c10ed",
+    ),
+    rule(
         "D935",
         I,
         "runs differently on NoETL: a canonical tool's `output:` block",

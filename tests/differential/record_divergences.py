@@ -372,6 +372,26 @@ EXTRA_REASONS.update(
 )
 
 
+# Table (a)'s nested-call rows (dsl_key_specs_nested.py).
+CASE_GROUPS.update(
+    {
+        f"dsl_keys/nested_{key}_{variant}": "canonical-nested-call-result"
+        for key in ("return_step", "timeout")
+        for variant in ("absent", "present")
+    }
+)
+EXTRA_REASONS["canonical-nested-call-result"] = (
+    "a canonical `kind: playbook` call's result: NoETL (138c10ed) does not wait without "
+    "`return_step` (the playbook plugin's start record {id, status: success, data: {execution_id, "
+    "status: started, commands_generated}, execution_id, duration}); with it the worker polls the "
+    "child every 2 s and returns the server's status document {execution_id, current_step, "
+    "completed_steps, failed, completed, variables, ...}, or after `timeout` seconds without an "
+    "end {status: started, execution_id, path, async: false}; noetlc waits for the child and "
+    "returns its named (or last) step's result, as NoETL's playbook reference and its "
+    "composition fixture read it (D954, by design, docs/semantics.md section 1)"
+)
+
+
 def group_of(case_id: str, found: dict[str, str]) -> tuple[str, str]:
     if case_id in CASE_GROUPS:
         group = CASE_GROUPS[case_id]
