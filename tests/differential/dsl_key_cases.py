@@ -87,9 +87,7 @@ def _recorded_for(old: dict[str, Any], case: dict[str, Any]) -> bool:
     """``old`` holds an ``expect`` recorded for this very case (key order included: NoETL's
     engine may read it)."""
     keys = ("playbook", "children", "register_path")
-    return "expect" in old and all(
-        json.dumps(old.get(k)) == json.dumps(case.get(k)) for k in keys
-    )
+    return "expect" in old and all(json.dumps(old.get(k)) == json.dumps(case.get(k)) for k in keys)
 
 
 def main(argv: list[str] | None = None) -> int:
