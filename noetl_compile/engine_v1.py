@@ -46,7 +46,7 @@ V1 = EngineProfile(
     loop_omitted_count=True,
     loop_stops_at_failed_item=False,
     parallel_loop_stops_at_failed_item=False,
-    postgres_result_per_statement=False,
+    postgres_result_per_statement=True,
     python_function_body=False,
     python_input_undefined_blank=False,
     python_error_status_fails=False,
@@ -205,8 +205,8 @@ V1 = EngineProfile(
         ),
         "postgres_result_per_statement": Source(
             "noetl/plugin/postgres/execution.py:94",
-            "one `command_N` entry per statement, as the call's `data`",
-            differs="noetlc gives a v1 call the last statement's result (no live recording)",
+            "one `command_N` entry per statement, as the call's `data` (recorded: "
+            "dsl_keys/v1_transfer_*, the step that makes the table)",
         ),
         "python_function_body": Source(
             "noetl/plugin/python/executor.py:41",

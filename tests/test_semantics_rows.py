@@ -177,6 +177,16 @@ def test_a_row_without_a_case_says_why():
         _rule("v1", "task", "task_config", "noetl/plugin/playbook/executor.py", "'playbook_task'")
         is None
     )
+    # `internal` per place too: the v1 iterator's own config dict, an event's `meta`; the same key
+    # read from a step (`version` of a playbook task) stays playbook text.
+    iteration = "noetl/plugin/iterator/execution.py"
+    assert _rule("v1", "total_count", "config", iteration, "len(iter_payload)") == "internal"
+    events = "noetl/server/api/event/service/event_service.py"
+    assert _rule("v1", "version", "metadata", events, "None") == "internal"
+    assert (
+        _rule("v1", "version", "task_config", "noetl/plugin/playbook/executor.py", "'latest'")
+        is None
+    )
 
 
 def test_the_scan_keeps_dsl_blocks_and_leaves_state_out():

@@ -37,7 +37,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -378,12 +378,16 @@ def failure(
 # --------------------------------------------------------------------------------------------
 
 
-def _check_cloud_output(config: Any, statements: Sequence[str]) -> None:
+def _check_cloud_output(call: ToolCall, statements: Sequence[str]) -> None:
     """`require_cloud_output: true` asks that the SQL write to a bucket: NoETL's duckdb tool
     (138c10ed tools/duckdb/cloud/scopes.py validate_cloud_output_requirement, read by every
     Python engine) fails the call, before any statement runs, when no statement is a COPY whose
-    text names a gs:// or s3:// URI; noetlc fails it the same way."""
-    if not config.get("require_cloud_output"):
+    text names a gs:// or s3:// URI; noetlc fails it the same way. The flag is read where NoETL
+    reads it: the tool's own keys or its `with` (58c2a16b plugin/duckdb/__init__.py:124; a v1
+    step's `with` arrives as the call's args or step input)."""
+    config = call.config
+    places = (config, config.get("with"), config.get("args"), call.step_input)
+    if not any(isinstance(p, Mapping) and p.get("require_cloud_output") for p in places):
         return
     if not any("COPY" in s.upper() and ("gs://" in s or "s3://" in s) for s in statements):
         raise SqlConfigError(
@@ -405,7 +409,7 @@ def run_duckdb(call: ToolCall) -> ToolOutcome:
                 "the others in a step of their own"
             )
         database = database_path(config, call.context)
-        _check_cloud_output(config, statements)
+        _check_cloud_output(call, statements)
     except SqlConfigError as exc:
         return failure(exc)
     try:

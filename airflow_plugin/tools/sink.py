@@ -39,7 +39,8 @@ written when any row fails). ``event``/``event_log`` writes nothing outside the 
 result carries the data for the runtime's sink event. Any other kind with an executor in the
 registry (``python``, ``http``...) is called as a tool with the data as its ``args``; a python
 sink's code sees the data as ``data`` (a mapping, ``{}`` when there is none) and the other
-``args`` keys as themselves, as NoETL binds them.
+``args`` keys as themselves, as NoETL binds them (its ``script``, when text, is its code, as v1's
+save reads it); an http sink POSTs unless it names a ``method``, as NoETL's http save does.
 
 Result: ``{status: "success", kind, table, mode, rows_written}`` (plus ``statement_count`` for SQL
 sinks, ``data`` for event_log, ``result`` for delegated tools). Failures are outcomes like the
@@ -361,8 +362,15 @@ def _delegate(spec: SinkSpec, step: str, context: Mapping[str, Any] | None) -> T
     executor = get_tool(spec.kind)  # ToolNotAvailable: this runtime cannot write that sink
     config = {key: value for key, value in spec.config.items() if key not in ("tool", "storage")}
     config["kind"] = spec.kind
+    if spec.kind == "http":
+        # An http save posts its data unless told otherwise (58c2a16b save/http.py:50, dc55c492
+        # core/storage/http.py:52); the http tool's own default is GET.
+        config.setdefault("method", "POST")
     if spec.kind == "python":
         config["args"] = _python_sink_args(spec.data, config.get("args"))
+        # v1's python save runs `code`, else `script`: inline source (58c2a16b save/python.py).
+        if "code" not in config and isinstance(config.get("script"), str):
+            config["code"] = config.pop("script")
     elif "args" not in config and isinstance(spec.data, Mapping):
         config["args"] = spec.data
     elif "args" not in config and spec.data is not None:

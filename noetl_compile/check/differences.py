@@ -21,7 +21,7 @@ from ..spans import YList, YMap, YStr
 from .context import CheckContext
 from .difference_reads import references
 from .difference_sites import arc_pos, mentions, pos_of, reads, step_pos
-from .differences_v1 import v1_step
+from .differences_v1 import v1_first_step, v1_step
 from .pycode import non_mapping_result
 
 # `result = None` on a line of its own (the whole statement): linear, anchored per line.
@@ -43,8 +43,14 @@ def check(ctx: CheckContext) -> None:
     for step in playbook.steps:
         if dialect == "v1":
             v1_step(ctx, step)
+            # 58c2a16b's duckdb plugin returns the same result shape as the later engines' (D919).
+            for task in step.tasks:
+                if task.kind == "duckdb":
+                    _task(ctx, step, task.kind, task.config, dialect)
         else:
             _engine_step(ctx, step, dialect)
+    if dialect == "v1":
+        v1_first_step(ctx)
     if dialect == "case-v2":
         _case_next_on_canonical(ctx)
     references(ctx, dialect, loop_steps, pipeline_steps)

@@ -105,8 +105,8 @@ RULES = (
         I,
         "runs differently on NoETL: a v1 argument spelling that engine ignores",
         "58c2a16b reads a step's arguments from `with`/`args` only and an arc's from "
-        "`data`/`input` only; noetlc reads every spelling as arguments (" + _ROW + "'v1 "
-        "argument spellings').",
+        "`data`/`input` only (the arc from `start` to the first step: `data` only); noetlc "
+        "reads every spelling as arguments (" + _ROW + "'v1 argument spellings').",
         "a step's `with`, an arc's `data`: the spellings every engine reads",
     ),
     rule(
@@ -439,5 +439,40 @@ RULES = (
         + _ROW
         + "'A pipeline `break` at its first task `init_page` before tasks named `paginate` ...').",
         "rename the tasks if the playbook must also run on 138c10ed",
+    ),
+    rule(
+        "D945",
+        I,
+        "runs differently on NoETL: a v1 `loop:` block on a step",
+        "58c2a16b's broker copies a fixed list of step fields onto the job and `loop` is not on "
+        "it (its own `normalize_step` would turn `loop: {in, iterator}` into an iterator, but "
+        "never sees it): the step runs no item, and a step without `type` is a control step "
+        "after which the execution stays RUNNING; noetlc runs the loop as the v1 whitepaper "
+        "describes it (" + _ROW + "'A v1 step's `loop:` block').",
+        "write it as a `type: iterator` step if the playbook must also run on 58c2a16b:\n"
+        "  type: iterator\n  collection: ...\n  element: item\n  task: {...}",
+    ),
+    rule(
+        "D946",
+        I,
+        "runs differently on NoETL: a v1 step's `save` block",
+        "58c2a16b's worker runs the save after the call and keeps its outcome out of the step's "
+        "result (under the envelope's `meta`); a save that fails (no endpoint, no statement, a "
+        "refused request) is only noted there as `meta.save_error` and the step succeeds, and a "
+        "python save without `code` runs a default that prints the data. noetlc records the "
+        "outcome as the result's `_sink` and a failed save fails the step (" + _ROW + "'A v1 "
+        "step's `save` block').",
+        "give the save everything it needs (`code`, `url`, a statement or `table`) so that it "
+        "cannot fail; on 58c2a16b, check the written data yourself",
+    ),
+    rule(
+        "D947",
+        I,
+        "runs differently on NoETL: a v1 first step that is not an action",
+        "58c2a16b dispatches the first step of `start`'s `next` directly; when that step is not "
+        "an action (no `type`, a python step without `code`, a `route`), it marks it completed "
+        "without following its `next`, and the execution stays RUNNING; noetlc passes through "
+        "it and goes on (" + _ROW + "'A v1 first step that is not an action').",
+        "give the first step a `type` (and its `code`) if the playbook must also run on 58c2a16b",
     ),
 )

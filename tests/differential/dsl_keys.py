@@ -118,6 +118,17 @@ _INTERNAL_KEYS = frozenset(
         "workflow_id",
     }
 )
+# Keys read from a dict the engine builds itself, reviewed per (key, default, file): 58c2a16b's
+# iterator reads `total_count` from the config `extract_config` builds out of fixed keys and
+# `execute_loop_task` fills (`config['total_count'] = total`, iterator/executor.py:154); its event
+# service reads `version` from an event's `meta`, which the server and worker post (the catalog
+# entry's version), never the playbook's text.
+_INTERNAL_PLACES = frozenset(
+    {
+        ("total_count", "len(iter_payload)", "/plugin/iterator/execution.py"),
+        ("version", "None", "/event/service/event_service.py"),
+    }
+)
 # A tool's display name, read into a local that only log lines, NoETL's error-log table and the
 # tool's `log_event_callback` use (the workers call the tools without one: v2_worker_nats.py
 # `execute_http_task(task_config, context, jinja_env, task_with)`, v1 worker.py `execute_task(...,
@@ -213,6 +224,8 @@ def _rule(
         if (e, k, d) == (engine, key, default) and where.endswith(tail):
             return rule
     if key.startswith("__") or receiver in _INTERNAL_RECEIVERS or key in _INTERNAL_KEYS:
+        return "internal"
+    if any(where.endswith(tail) for k, d, tail in _INTERNAL_PLACES if (k, d) == (key, default)):
         return "internal"
     if any(part in where for part in _SERVICE_TOOLS):
         return "service"

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from tests.differential.divergence_groups_v1 import V1_KEY_GROUPS, V1_KEY_REASONS
 from tests.differential.runner import DIVERGENCES, load_divergences
 
 # (group, reason, test on the recorded differences): first match wins. A group names the
@@ -370,6 +371,10 @@ EXTRA_REASONS.update(
         "python-tool-args-replaced": "a canonical python tool's `args`: NoETL (138c10ed)'s worker replaces it with the tool's `input` before the call, so a name only `args` binds is undefined and the call fails; noetlc binds it (D936, by design, docs/semantics.md section 1)",
     }
 )
+
+# Table (a)'s v1 rows recorded later (divergence_groups_v1.py).
+CASE_GROUPS.update(V1_KEY_GROUPS)
+EXTRA_REASONS.update(V1_KEY_REASONS)
 
 
 # Table (a)'s nested-call rows (dsl_key_specs_nested.py).
