@@ -458,8 +458,9 @@ RULES = (
         "runs differently on NoETL: a v1 step's `save` block",
         "58c2a16b's worker runs the save after the call and keeps its outcome out of the step's "
         "result (under the envelope's `meta`); a save that fails (no endpoint, no statement, a "
-        "refused request) is only noted there as `meta.save_error` and the step succeeds, and a "
-        "python save without `code` runs a default that prints the data. noetlc records the "
+        "refused request) is only noted there as `meta.save_error` and the step succeeds, a "
+        "python save without `code` runs a default that prints the data, and a duckdb save "
+        "without `table` writes to `save_data`. noetlc records the "
         "outcome as the result's `_sink` and a failed save fails the step (" + _ROW + "'A v1 "
         "step's `save` block').",
         "give the save everything it needs (`code`, `url`, a statement or `table`) so that it "
