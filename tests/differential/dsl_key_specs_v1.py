@@ -3,7 +3,8 @@
 The same shape as ``dsl_key_specs.CANONICAL`` (name, engine, key, default, file, playbook with
 the key absent, playbook with it present); the builders come from ``dsl_key_specs`` and
 ``dsl_key_specs_older``. Kept apart so that those modules stay under the size the project keeps.
-One small builder per key family (broker, retry, iterator, workbook, http).
+One small builder per key family here (broker, retry, iterator, workbook, http); the tools' keys
+(duckdb, `save`, transfer) are ``dsl_key_specs_v1_tools.V1_TOOLS``, included at the end.
 """
 
 from __future__ import annotations
