@@ -86,7 +86,7 @@ KINDS: Mapping[str, UnsafeKind] = {
     for kind in (
         UnsafeKind(
             "postgres-result",
-            "a case-v2 `postgres` step",
+            "a case-v2 or v1 `postgres` step",
             "kept as a canonical postgres tool",
             (
                 Difference(

@@ -33,12 +33,20 @@ from ..ast import Playbook
 from ..read.base import TOOL_KINDS
 from ..read.v1 import INLINE_TOOL_KEYS, PAYLOAD_IS_SETTING
 from . import v1_loop
+from .case_v2 import _one_statement
 from .case_v2_unsafe import RETRY_REASON, SINK_REASON
 from .edits import Edits, flow, note, render, seq
 from .findings import Findings
 from .guards import addressable, rebind
 from .rewriter import Rewriter
 from .v1_unsafe import NO_TOOL, PASS_REASON, V1UnsafeFixes, kind_of
+
+# 58c2a16b's postgres plugin keys its result by statement like dc55c492's (recorded: the
+# table-making step of tests/differential/cases/dsl_keys/v1_transfer_*); 138c10ed's does not.
+V1_POSTGRES_REASON = (
+    "a v1 postgres step's result holds one entry per statement (`command_0`, `command_1`, "
+    "...), a canonical one only the last statement's result (`rows`, `row_count`, ...)"
+)
 
 ITERATOR_KEYS = ("collection", "element", "mode", "iterator")
 ITERATOR_STEP_KEYS = {"step", "desc", "type", "collection", "element", "mode", "task", "next"}
@@ -253,6 +261,13 @@ class V1Upgrade(V1UnsafeFixes, Rewriter):
             tool = {"kind": item[kind_key]}
             for key in settings:
                 tool[key] = item[key]
+            if kind.strip().lower() == "postgres":
+                reason = f"`{kind_key}` of {label}: {V1_POSTGRES_REASON}"
+                if not self.unsafe_fix(item, kind_key, "postgres-result", reason):
+                    return
+                if _one_statement(tool) and addressable(name):
+                    # One statement: its `command_0` is the canonical tool's whole result.
+                    self.findings.renames.append((f"{name}.command_0", name))
             if policy is not None:
                 tool["spec"] = policy
             self.move(item, [kind_key, *settings], end, tool)
