@@ -235,7 +235,7 @@ def test_postgres_playbook_uses_the_stacks_connection(local_stack) -> None:
     run_id = client.trigger(dag_id)["dag_run_id"]
     run = client.wait_for_run(dag_id, run_id, timeout=120)
     assert run["state"] == "success", client.task_instances(dag_id, run_id)
-    rows = client.xcom_return(dag_id, run_id, "read_back")["result"]["rows"]
+    rows = client.xcom_return(dag_id, run_id, "read_back")["result"]["command_0"]["rows"]
     with psycopg.connect(local_stack.manifest["data_url"]) as conn:
         stored = conn.execute("SELECT name, score FROM example_scores ORDER BY name").fetchall()
     assert [(row["name"], row["score"]) for row in rows] == stored

@@ -29,7 +29,7 @@ def test_a_connection_password_reaches_no_log_xcom_or_event(pg_cluster, pg_test_
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = report_of(result)
-    assert report["steps"]["read_back"]["result"]["rows"] == [
+    assert report["steps"]["read_back"]["result"]["command_0"]["rows"] == [
         {"name": "ada", "score": 10},
         {"name": "bob", "score": 2},
         {"name": "cy", "score": 3},
