@@ -160,8 +160,8 @@ def test_noetlc_run_fused_reports_steps_and_names_the_failing_member(tmp_path):
     the one task; the member whose call fails is named, the run goes on along its unconditional
     arc (NoETL's canonical engine) and ends failed."""
     pytest.importorskip("airflow")
-    from tests.harness.run_cli import noetlc_run, report_of
-    from tests.test_run_cli import DIVIDE, write_playbook
+    from tests.harness.run_cli import noetlc_run, report_of, write_playbook
+    from tests.noetlc_run.playbook_texts import DIVIDE
 
     playbook = write_playbook(tmp_path, "divide", DIVIDE)
     result = noetlc_run(tmp_path / "home", playbook, "--fuse", "--json")

@@ -422,7 +422,9 @@ def test_values_along_a_v1_conditional_next_replace_a_forwarding_input() -> None
     # Each target's input is now the values its one way in passed; the forwarders are gone.
     assert text.count('city: "{{ workload.city }}"') == 2 and '"{{ city }}"' not in text
     assert "    # name: report_cold\n" in text  # a v1 label, kept as a comment
-    assert check_text(text, "passed.yaml").diagnostics == []
+    # Clean but for the D9xx infos, which follow the generation (D936: 138c10ed's worker hands
+    # a python tool its `input`, not its `args`).
+    assert findings(check_text(text, "passed.yaml").diagnostics) == []
 
 
 @pytest.mark.parametrize(
@@ -470,7 +472,9 @@ def test_args_along_a_case_v2_rule_next_move_to_the_target_input() -> None:
     # The step's result, `response` when the rule fired, is read by the step's name.
     block = '    input:\n      city: "{{ start.city }}"\n      temperature: "{{ start.temp }}"\n'
     assert text.count(block) == 2 and "args:\n            city" not in text
-    assert check_text(text, "passed.yaml").diagnostics == []
+    # Clean but for the D9xx infos, which follow the generation (D936: 138c10ed's worker hands
+    # a python tool its `input`, not its `args`).
+    assert findings(check_text(text, "passed.yaml").diagnostics) == []
 
 
 @pytest.mark.parametrize(

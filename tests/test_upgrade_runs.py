@@ -495,7 +495,7 @@ def test_an_async_loop_runs_as_the_original(airflow_db, run_dag, tmp_path, monke
 def test_a_v1_iterator_runs_as_the_original(airflow_db, run_dag, tmp_path, monkeypatch) -> None:
     """A v1 `type: iterator` step as a canonical loop step (tests/test_upgrade_rewrites.py holds the
     text)."""
-    from tests.test_upgrade import V1_ITERATOR
+    from tests.test_upgrade_rewrites import V1_ITERATOR
 
     run = _compare(V1_ITERATOR, {}, airflow_db, run_dag, tmp_path, monkeypatch)
     assert run.state == "success"
