@@ -55,6 +55,17 @@ def _c2_retry(**retry: Any) -> dict[str, Any]:
     )
 
 
+_DUCK = {"kind": "duckdb", "query": "SELECT 41 + 1 AS n"}
+# tests/harness/http_server.py's route answering only `{method, body}`: the request body decides.
+_ECHO = "@HTTP@/request-body"
+
+
+def _c2_duck(**config: Any) -> dict[str, Any]:
+    """case-v2: the duckdb tool (dc55c492's worker hands `{**config, **args}` to
+    noetl/tools/duckdb as its `task_with`) with `config` beside its query."""
+    return _c2({**_DUCK, **config})
+
+
 def _target(table: str) -> dict[str, Any]:
     return _pg_target(table, tool="postgres", mapping=_MAP)
 
@@ -172,5 +183,68 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/tools/postgres/executor.py",
         _c2(_PG_SELECT),
         _c2({**_PG_SELECT, "pool": {"name": "k33c2"}}),
+    ),
+    (
+        "c2_duckdb_tool_database",
+        "case-v2",
+        "database",
+        "None",
+        "noetl/tools/duckdb/config.py",
+        _c2_duck(),
+        _c2_duck(database="@WORK@/k33c2b.duckdb"),
+    ),
+    (
+        "c2_duckdb_db_type",
+        "case-v2",
+        "db_type",
+        "'postgres'",
+        "noetl/tools/duckdb/__init__.py",
+        _c2_duck(),
+        _c2_duck(db_type="sqlite"),
+    ),
+    (
+        "c2_duckdb_auto_secrets",
+        "case-v2",
+        "auto_secrets",
+        "True",
+        "noetl/tools/duckdb/config.py",
+        _c2_duck(),
+        _c2_duck(auto_secrets=False),
+    ),
+    (
+        "c2_duckdb_require_cloud_output",
+        "case-v2",
+        "require_cloud_output",
+        "None",
+        "noetl/tools/duckdb/__init__.py",
+        _c2_duck(),
+        _c2_duck(require_cloud_output=True),
+    ),
+    (
+        "c2_http_endpoint",
+        "case-v2",
+        "endpoint",
+        "None",
+        "noetl/tools/http/executor.py",
+        _c2(_http(url="@HTTP@/respond?body=url")),
+        _c2(_http(url="@HTTP@/respond?body=url", endpoint="@HTTP@/respond?body=endpoint")),
+    ),
+    (
+        "c2_http_payload",
+        "case-v2",
+        "payload",
+        "{}",
+        "noetl/tools/http/executor.py",
+        _c2(_http(url=_ECHO, method="POST")),
+        _c2(_http(url=_ECHO, method="POST", payload={"a": 1})),
+    ),
+    (
+        "c2_http_args_payload",
+        "case-v2",
+        "payload",
+        "None",
+        "noetl/tools/http/executor.py",
+        _c2_args(_http(url=_ECHO, method="POST", payload={"a": 1}), {"m": 1}),
+        _c2_args(_http(url=_ECHO, method="POST", payload={"a": 1}), {"payload": {"b": 2}}),
     ),
 )

@@ -100,6 +100,9 @@ _INTERNAL_RECEIVERS = frozenset(
         "nats_loop",
         "worker_eval_action",
         "worker_case_action",
+        # The action dict the worker's own case evaluation returns (`{'type': 'next'|'retry'|
+        # 'set', ...}`, built in v2_worker_nats.py), never a playbook block.
+        "case_action",
         "task_seq_dict",
         "input_ctx",
         "first_metadata",
@@ -142,6 +145,9 @@ _LOG_ONLY = frozenset(
         ("task", "'postgres_task'", "/postgres/executor.py"),
         ("name", "'unnamed_python_task'", "/python/executor.py"),
         ("name", "'transfer'", "/transfer/executor.py"),
+        # The duckdb tool echoes `gcs_credential` in four log lines (138c10ed and dc55c492
+        # duckdb/__init__.py 121-125); its value is read only by duckdb/cloud/ (`cloud-auth`).
+        ("gcs_credential", "None", "/duckdb/__init__.py"),
     }
 )
 # Places a generic rule cannot see, each reviewed against the code at its engine's commit:
@@ -211,7 +217,9 @@ NO_CASE: tuple[tuple[str, str], ...] = (
         "log-only",
         "a tool's display name (`task:` of duckdb/http/postgres, `name:` of python/transfer) "
         "that only log lines, NoETL's error-log table and an event callback the workers never "
-        "pass read: no result, template or routing decision depends on it",
+        "pass read, or a key a tool only echoes in a log line (duckdb's `gcs_credential`, "
+        "whose value only its cloud-auth code reads): no result, template or routing decision "
+        "depends on it",
     ),
 )
 

@@ -306,6 +306,11 @@ CASE_GROUPS.update(
         "dsl_keys/duckdb_command_present": "duckdb-result-fields",
         "dsl_keys/duckdb_sql_present": "duckdb-result-fields",
         **{
+            f"dsl_keys/c2_duckdb_{key}_{variant}": "duckdb-result-fields"
+            for key in ("tool_database", "db_type", "auto_secrets", "require_cloud_output")
+            for variant in ("absent", "present")
+        },
+        **{
             f"dsl_keys/v1_iterator_{key}_{variant}": "v1-iterator-one-job"
             for key in ("where", "limit", "order_by", "mode", "concurrency", "enumerate", "chunk")
             for variant in ("absent", "present")
