@@ -471,6 +471,8 @@ def _statement_count(sql: str) -> int:
 
 # A transfer end's type, in the order NoETL's transfer executor reads it (executor.py:440).
 _END_TYPE = ("tool", "kind", "type")
+# The end types NoETL's transfer executor supports (138c10ed/dc55c492 executor.py SUPPORTED_TYPES).
+_NOETL_TRANSFER_TYPES = frozenset({"postgres", "snowflake", "http"})
 
 
 def _end_type(end: Any) -> Any:
@@ -480,8 +482,8 @@ def _end_type(end: Any) -> Any:
 def _transfer_without_columns(ctx: CheckContext, step: Step, config: dict) -> None:
     """D938: a transfer that fails on NoETL before it copies a row, where noetlc's outcome or
     error text differs: a missing end, an end naming no type (NoETL `source.tool is
-    required`), or an http source into a table without `target.mapping` (NoETL inserts no
-    columns)."""
+    required`), a target without `table`/`query` or `auth`, or an http source into a table
+    without `target.mapping` (NoETL inserts no columns)."""
     source, target = config.get("source"), config.get("target")
     for side, end in (("source", source), ("target", target)):
         if not isinstance(end, dict) or not end:
@@ -502,6 +504,22 @@ def _transfer_without_columns(ctx: CheckContext, step: Step, config: dict) -> No
                 f"call fails on both engines, NoETL's error saying `{side}.tool is required`, "
                 "noetlc's naming the three keys it reads",
                 hint=f"name the {side}'s type:\n  {side}: {{tool: postgres, ...}}",
+            )
+            return
+    for missing, needs in (
+        (not (target.get("table") or target.get("query")), "Either target.table or target.query"),
+        (not target.get("auth"), "target.auth"),
+    ):
+        # Only the target types NoETL's transfer supports reach these checks (executor.py:266,
+        # 481-484); another type (a duckdb target) fails there on its type first.
+        if missing and str(_end_type(target)).lower() in _NOETL_TRANSFER_TYPES:
+            ctx.report(
+                "D938",
+                ctx.pos(config, "target"),
+                f"transfer target of step {step.name!r} lacks what NoETL requires: the call fails "
+                f"on both engines, NoETL's error saying `{needs} is required`, noetlc's naming "
+                "the key it needs",
+                hint="complete the target:\n  target: {tool: postgres, auth: ..., table: ...}",
             )
             return
     if (

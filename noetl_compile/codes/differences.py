@@ -269,9 +269,10 @@ RULES = (
         "D938",
         I,
         "runs differently on NoETL: a transfer that fails before it copies",
-        "A transfer without a `source` or `target`, or with an end naming no "
-        "`tool`/`kind`/`type`, fails on NoETL (`'target' configuration is required`, "
-        "`source.tool is required`) and on noetlc (its own words); an http source into a table "
+        "A transfer without a `source` or `target`, with an end naming no "
+        "`tool`/`kind`/`type`, or with a target lacking `table`/`query` or `auth`, fails on "
+        "NoETL (`'target' configuration is required`, `source.tool is required`, `target.auth "
+        "is required`) and on noetlc (its own words); an http source into a table "
         "without `target.mapping` makes NoETL insert no columns (`INSERT INTO t () VALUES ()`, "
         "a syntax error) where noetlc inserts each record's fields into the columns of the same "
         "name. A case-v2 step's result is dc55c492's `{error: 'Transfer failed: <text>', status: "

@@ -70,6 +70,18 @@ def _target(table: str) -> dict[str, Any]:
     return _pg_target(table, tool="postgres", mapping=_MAP)
 
 
+def _c2_transfer_without(table: str, key: str, target_key: str | None = None) -> dict[str, Any]:
+    """`_c2_transfer` into `table` with `key` dropped from the transfer (`source`), or
+    `target_key` from its target (`table`, `auth`)."""
+    playbook = _c2_transfer(table, target=_target(table))
+    tool = playbook["workflow"][1]["tool"]
+    if target_key is None:
+        del tool[key]
+    else:
+        del tool[key][target_key]
+    return playbook
+
+
 CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
     (
         "c2_http_args_params",
@@ -246,5 +258,32 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/tools/http/executor.py",
         _c2_args(_http(url=_ECHO, method="POST", payload={"a": 1}), {"m": 1}),
         _c2_args(_http(url=_ECHO, method="POST", payload={"a": 1}), {"payload": {"b": 2}}),
+    ),
+    (
+        "c2_transfer_source",
+        "case-v2",
+        "source",
+        "{}",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer_without("diff_k_c2src_a", "source"),
+        _c2_transfer("diff_k_c2src_p", target=_target("diff_k_c2src_p")),
+    ),
+    (
+        "c2_transfer_target_table",
+        "case-v2",
+        "table",
+        "None",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer_without("diff_k_c2ttab_a", "target", "table"),
+        _c2_transfer("diff_k_c2ttab_p", target=_target("diff_k_c2ttab_p")),
+    ),
+    (
+        "c2_transfer_target_auth",
+        "case-v2",
+        "auth",
+        "None",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer_without("diff_k_c2tauth_a", "target", "auth"),
+        _c2_transfer("diff_k_c2tauth_p", target=_target("diff_k_c2tauth_p")),
     ),
 )
