@@ -286,4 +286,22 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         _c2_transfer_without("diff_k_c2tauth_a", "target", "auth"),
         _c2_transfer("diff_k_c2tauth_p", target=_target("diff_k_c2tauth_p")),
     ),
+    (
+        "c2_duckdb_credentials",
+        "case-v2",
+        "credentials",
+        "None",
+        "noetl/tools/duckdb/config.py",
+        _c2_duck(),
+        _c2_duck(credentials={"pg": {"key": "pg_local"}}),
+    ),
+    (
+        "c2_duckdb_gcs_credential",
+        "case-v2",
+        "gcs_credential",
+        "None",
+        "noetl/tools/duckdb/__init__.py",
+        _c2_duck(),
+        _c2_duck(gcs_credential="gcs_k33c2"),
+    ),
 )

@@ -145,9 +145,6 @@ _LOG_ONLY = frozenset(
         ("task", "'postgres_task'", "/postgres/executor.py"),
         ("name", "'unnamed_python_task'", "/python/executor.py"),
         ("name", "'transfer'", "/transfer/executor.py"),
-        # The duckdb tool echoes `gcs_credential` in four log lines (138c10ed and dc55c492
-        # duckdb/__init__.py 121-125); its value is read only by duckdb/cloud/ (`cloud-auth`).
-        ("gcs_credential", "None", "/duckdb/__init__.py"),
     }
 )
 # Places a generic rule cannot see, each reviewed against the code at its engine's commit:
@@ -217,9 +214,7 @@ NO_CASE: tuple[tuple[str, str], ...] = (
         "log-only",
         "a tool's display name (`task:` of duckdb/http/postgres, `name:` of python/transfer) "
         "that only log lines, NoETL's error-log table and an event callback the workers never "
-        "pass read, or a key a tool only echoes in a log line (duckdb's `gcs_credential`, "
-        "whose value only its cloud-auth code reads): no result, template or routing decision "
-        "depends on it",
+        "pass read: no result, template or routing decision depends on it",
     ),
 )
 

@@ -310,7 +310,14 @@ CASE_GROUPS.update(
         "dsl_keys/duckdb_sql_present": "duckdb-result-fields",
         **{
             f"dsl_keys/c2_duckdb_{key}_{variant}": "duckdb-result-fields"
-            for key in ("tool_database", "db_type", "auto_secrets", "require_cloud_output")
+            for key in (
+                "tool_database",
+                "db_type",
+                "auto_secrets",
+                "require_cloud_output",
+                "credentials",
+                "gcs_credential",
+            )
             for variant in ("absent", "present")
         },
         **{
