@@ -70,6 +70,30 @@ def _target(table: str) -> dict[str, Any]:
     return _pg_target(table, tool="postgres", mapping=_MAP)
 
 
+def _c2_transfer_events(table: str, **source: Any) -> dict[str, Any]:
+    """case-v2: `start` makes `table`, `copy` moves the local API's first page of `/events`
+    (`{page, has_more, items: [{id, event}]}`) into it with `source` keys beside its url."""
+    create = f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int, event text);"
+    url = "@HTTP@/events?page=1&pageSize=3"
+    mapping = {"id": "id", "event": "event"}
+    return _playbook(
+        {
+            "step": "start",
+            "args": {"m": 1},
+            "tool": {"kind": "postgres", "auth": "pg_local", "command": create},
+            "next": [{"step": "copy"}],
+        },
+        {
+            "step": "copy",
+            "tool": {
+                "kind": "transfer",
+                "source": {"tool": "http", "url": url, **source},
+                "target": _pg_target(table, tool="postgres", mapping=mapping),
+            },
+        },
+    )
+
+
 def _c2_transfer_without(table: str, key: str, target_key: str | None = None) -> dict[str, Any]:
     """`_c2_transfer` into `table` with `key` dropped from the transfer (`source`), or
     `target_key` from its target (`table`, `auth`)."""
@@ -303,5 +327,14 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/tools/duckdb/__init__.py",
         _c2_duck(),
         _c2_duck(gcs_credential="gcs_k33c2"),
+    ),
+    (
+        "c2_transfer_source_data_path",
+        "case-v2",
+        "data_path",
+        "None",
+        "noetl/tools/transfer/executor.py",
+        _c2_transfer_events("diff_k_c2dpath_a"),
+        _c2_transfer_events("diff_k_c2dpath_p", data_path="items"),
     ),
 )
