@@ -255,6 +255,17 @@ def _case_v2_step(ctx: CheckContext, step: Step) -> None:
                 "case-v2 engine refuses this form at run time and writes nothing; noetlc writes "
                 "the row",
             )
+        if "collect" in then:
+            ctx.report(
+                "D951",
+                ctx.key_pos(then, "collect"),
+                f"`collect` in a case rule of step {step.name!r}: the case-v2 engine (dc55c492) "
+                "finds no result in the call's event and collects nothing, the step's result "
+                "staying the call's; noetlc adds the collected values to the step's result "
+                "(under `into`)",
+                hint="read the pages from the step's result downstream if the playbook must also "
+                "run on dc55c492 (it keeps no collected list)",
+            )
         if isinstance(rule.when, str) and reads(rule.when, "response"):
             ctx.report(
                 "D922",

@@ -406,6 +406,17 @@ RULES = (
         "also run on 138c10ed",
     ),
     rule(
+        "D951",
+        I,
+        "runs differently on NoETL: a case-v2 rule's `collect`",
+        "dc55c492's engine reads a case rule's `collect` (`strategy`, `path`, `into`) but looks "
+        "for the data in the call event's `response`/`result`, which its worker never sends, so "
+        "it collects nothing and the step's result stays the call's; noetlc adds the collected "
+        "values to the step's result under `into` (" + _ROW + "'A case-v2 rule's `collect`').",
+        "read the pages from the step's result downstream if the playbook must also run on "
+        "dc55c492",
+    ),
+    rule(
         "D935",
         I,
         "runs differently on NoETL: a canonical tool's `output:` block",

@@ -94,6 +94,13 @@ def _c2_transfer_events(table: str, **source: Any) -> dict[str, Any]:
     )
 
 
+def _c2_collect(collect: dict[str, Any]) -> dict[str, Any]:
+    """case-v2: `start`'s `call.done` rule collects from its result with `collect` (the engine's
+    server-side then-action, engine.py 960-1000) and goes on to `after`."""
+    then = {"collect": collect, "next": [{"step": "after"}]}
+    return _c2_case([{"when": "{{ event.name == 'call.done' }}", "then": then}])
+
+
 def _c2_transfer_without(table: str, key: str, target_key: str | None = None) -> dict[str, Any]:
     """`_c2_transfer` into `table` with `key` dropped from the transfer (`source`), or
     `target_key` from its target (`table`, `auth`)."""
@@ -336,5 +343,21 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/tools/transfer/executor.py",
         _c2_transfer_events("diff_k_c2dpath_a"),
         _c2_transfer_events("diff_k_c2dpath_p", data_path="items"),
+    ),
+    *(
+        (
+            f"c2_then_collect_{key}",
+            "case-v2",
+            key,
+            default,
+            "noetl/core/dsl/v2/engine.py",
+            _c2_collect(base),
+            _c2_collect({**base, key: value}),
+        )
+        for key, default, base, value in (
+            ("strategy", "'append'", {"path": "ok"}, "replace"),
+            ("path", "None", {"strategy": "append"}, "ok"),
+            ("into", "'_collected_pages'", {"path": "ok"}, "pages"),
+        )
     ),
 )
