@@ -247,6 +247,16 @@ def _case_v2_step(ctx: CheckContext, step: Step) -> None:
                 "re-issues the call without bound; noetlc stops after `max_attempts`",
             )
         sink = then.get("sink")
+        if isinstance(sink, YMap):
+            ctx.report(
+                "D952",
+                ctx.key_pos(then, "sink"),
+                f"`sink` in a case rule of step {step.name!r}: the case-v2 engine (dc55c492) "
+                "keeps the call's result as the step's (the sink's summary is only in its "
+                "`sink.done` event); noetlc adds the summary to the step's result as `_sink`",
+                hint="read the call's fields, not `_sink`, downstream if the playbook must also "
+                "run on dc55c492",
+            )
         if isinstance(sink, YMap) and isinstance(sink.get("tool"), YMap) and "args" in sink:
             ctx.report(
                 "D921",

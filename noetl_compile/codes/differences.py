@@ -406,6 +406,17 @@ RULES = (
         "also run on 138c10ed",
     ),
     rule(
+        "D952",
+        I,
+        "runs differently on NoETL: a case-v2 rule's `sink` and the step's result",
+        "dc55c492's worker runs a case rule's `sink` and reports its summary only in a "
+        "`sink.done` event: the step's result stays the call's; noetlc adds the summary "
+        "(`{status, kind, table, mode, rows_written}`) to the step's result as `_sink` ("
+        + _ROW
+        + "'A case-v2 rule's `sink` and the step's result').",
+        "read the call's fields, not `_sink`, downstream if the playbook must also run on dc55c492",
+    ),
+    rule(
         "D951",
         I,
         "runs differently on NoETL: a case-v2 rule's `collect`",

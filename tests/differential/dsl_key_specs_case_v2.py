@@ -101,6 +101,41 @@ def _c2_collect(collect: dict[str, Any]) -> dict[str, Any]:
     return _c2_case([{"when": "{{ event.name == 'call.done' }}", "then": then}])
 
 
+def _c2_sink(table: str, sink: dict[str, Any]) -> dict[str, Any]:
+    """case-v2: `start` makes `table`, `fetch`'s `call.done` rule runs `sink` (dc55c492's worker,
+    v2_worker_nats.py 1015-1215) and goes on to `read`, which selects the table's rows."""
+    create = f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (id int, email text);"
+    then = {"sink": sink, "next": [{"step": "read"}]}
+    return _playbook(
+        {
+            "step": "start",
+            "args": {"m": 1},
+            "tool": {"kind": "postgres", "auth": "pg_local", "command": create},
+            "next": [{"step": "fetch"}],
+        },
+        {
+            "step": "fetch",
+            "tool": _py("result = {'id': 3, 'email': 'c@example.test'}"),
+            "case": [{"when": "{{ event.name == 'call.done' }}", "then": then}],
+        },
+        {
+            "step": "read",
+            "tool": {
+                "kind": "postgres",
+                "auth": "pg_local",
+                "command": f"SELECT id, email FROM {table} ORDER BY id;",
+            },
+        },
+    )
+
+
+_SINK_DATA = {"id": "{{ result.id }}", "email": "{{ result.email }}"}
+
+
+def _sink_tool(table: str, **keys: Any) -> dict[str, Any]:
+    return {"auth": "pg_local", "table": table, "data": _SINK_DATA, **keys}
+
+
 def _c2_transfer_without(table: str, key: str, target_key: str | None = None) -> dict[str, Any]:
     """`_c2_transfer` into `table` with `key` dropped from the transfer (`source`), or
     `target_key` from its target (`table`, `auth`)."""
@@ -359,5 +394,23 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
             ("path", "None", {"strategy": "append"}, "ok"),
             ("into", "'_collected_pages'", {"path": "ok"}, "pages"),
         )
+    ),
+    (
+        "c2_sink_tool",
+        "case-v2",
+        "tool",
+        "{}",
+        "noetl/worker/v2_worker_nats.py",
+        _c2_sink("diff_k_c2sink_a", {"table": "diff_k_c2sink_a", "data": _SINK_DATA}),
+        _c2_sink("diff_k_c2sink_p", {"tool": _sink_tool("diff_k_c2sink_p", kind="postgres")}),
+    ),
+    (
+        "c2_sink_tool_kind",
+        "case-v2",
+        "kind",
+        "'unknown'",
+        "noetl/worker/v2_worker_nats.py",
+        _c2_sink("diff_k_c2skind_a", {"tool": _sink_tool("diff_k_c2skind_a", type="postgres")}),
+        _c2_sink("diff_k_c2skind_p", {"tool": _sink_tool("diff_k_c2skind_p", kind="postgres")}),
     ),
 )
