@@ -2,7 +2,10 @@
 
 ``StoreRecorder.record`` redacts and bounds the event, turns it into a row and puts it on a
 bounded in-memory queue; it never waits on the database. A background thread (one per process,
-started on first use and again after a fork) drains the queue in batches into the store. When the
+started on first use and again after a fork) drains the queue in batches into the store. It is
+woken per batch, not per row: by the first row put on an empty queue, after which it lets a
+batch gather for up to ``LINGER`` s (or until ``WAKE_ROWS`` wait), so a loop's items do not pay
+a thread wake-up and a one-row insert each. When the
 store fails, the batch goes to the outbox (``outbox``) and for a short back-off the following
 batches go there directly; the first batch stored after that also delivers the outbox. So a store
 that is down costs a task nothing but a local file write, and what was written while it was down
@@ -26,10 +29,10 @@ import json
 import logging
 import operator
 import os
-import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..hooks.redact import bound, redact
@@ -45,6 +48,8 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 1000
 QUEUE_LIMIT = 50_000  # events; beyond it record() writes straight to the outbox
+WAKE_ROWS = 500  # rows that wake the writer before LINGER is up
+LINGER = 0.1  # seconds the writer lets a batch gather after its first row (the live view's lag)
 # Bytes a journal may hold, all settled, before the writer thread empties it; below that it is
 # emptied by flush (a task's end): an ftruncate per settled batch costs more than re-delivering a
 # killed process's already stored rows (ids dedupe them).
@@ -81,19 +86,37 @@ def event_row(event: Event, max_data_bytes: int) -> Row:
     row["timestamp"] = event.timestamp.isoformat()
     row["execution_id"] = _int_or_none(event.execution_id) or 0
     row["parent_execution_id"] = _int_or_none(event.parent_execution_id)
-    data = redact(dict(event.data))
-    text = _encode(data)  # ASCII: its length is its size in bytes
-    if len(text) > max_data_bytes:
-        data = bound(data, max_data_bytes)
-        text = _encode(data)
+    if event.data:
+        data = redact(dict(event.data))
+        text = _encode(data)  # ASCII: its length is its size in bytes
+        if len(text) > max_data_bytes:
+            data = bound(data, max_data_bytes)
+            text = _encode(data)
+    else:  # three of a loop item's seven events carry no data
+        data, text = {}, "{}"
     head = _encode(row)
     row["data"] = data
     row.line = f'{head[:-1]},"data":{text}}}\n'.encode()
     return row
 
 
-# One encoder for every row: ``json.dumps`` with options builds a new encoder per call.
-_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+def _encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, separators=(",", ":"), default=str)`` for a dict or list, through
+    one C encoder made once: ``JSONEncoder.encode`` makes a new one per call and tracks every
+    container against cycles, which was half of encoding an event's row (two per event). The
+    values encoded here are fresh trees (``redact`` copies them): a cycle cannot occur. The
+    pure-Python encoder where the C one is missing."""
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_make_encoder is None:  # pragma: no cover - CPython always builds _json
+        return json.JSONEncoder(separators=(",", ":"), default=str).encode
+    encode = c_make_encoder(
+        None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    join = "".join
+    return lambda value: join(encode(value, 0))
+
+
+_encode = _encoder()
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -134,7 +157,11 @@ class StoreRecorder:
         self._writing = threading.Lock()  # one batch written at a time (thread or flush)
         self._settled = threading.Condition(self._lock)
         self._pid = 0
-        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(QUEUE_LIMIT)
+        # A deque: ``append`` and ``popleft`` need no lock of their own (the GIL orders them),
+        # where ``queue.Queue`` took a lock and notified a condition per row.
+        self._queue: deque[dict[str, Any]] = deque()
+        self._first = threading.Event()  # a row was put on an empty queue
+        self._full = threading.Event()  # WAKE_ROWS rows wait
         self._inflight: list[dict[str, Any]] = []
         self._pending = 0  # rows recorded and not yet stored or spilled
         self._thread: threading.Thread | None = None
@@ -159,11 +186,18 @@ class StoreRecorder:
             self._pending += 1
         if self.journal is not None:
             self.journal.append(encode_row(row))
-        try:
-            self._queue.put_nowait(row)
-        except queue.Full:
+        waiting = len(self._queue)
+        if waiting >= QUEUE_LIMIT:
             self._spill([row])
             self._settle(1)
+            return
+        self._queue.append(row)
+        # Wakes the writer: the first row after it found the queue empty (it clears the event
+        # before draining, so a row put meanwhile is drained or wakes it again), a full batch.
+        if not waiting:
+            self._first.set()
+        elif waiting == WAKE_ROWS:
+            self._full.set()
 
     @property
     def pending(self) -> int:
@@ -251,12 +285,17 @@ class StoreRecorder:
 
     def _run(self) -> None:
         while True:
-            row = self._queue.get()
-            with self._writing:
-                with self._lock:
-                    batch = [row, *self._drain(BATCH_SIZE - 1)]
-                    self._inflight = batch
-                self._write_settled(batch)
+            self._first.wait()
+            self._full.wait(LINGER)  # let a batch gather (a flush may write it meanwhile)
+            self._first.clear()
+            self._full.clear()
+            while self._queue:
+                with self._writing:
+                    with self._lock:
+                        batch = self._drain(BATCH_SIZE)
+                        self._inflight = batch
+                    if batch:
+                        self._write_settled(batch)
 
     def _write_settled(self, batch: list[dict[str, Any]]) -> None:
         """Write one batch (holding ``_writing``), then count it settled whatever happened."""
@@ -288,13 +327,11 @@ class StoreRecorder:
             self.journal.clear()
 
     def _drain(self, limit: int | None = None) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        while limit is None or len(rows) < limit:
-            try:
-                rows.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        return rows
+        # Holding ``_lock`` (the only other taker, flush or the thread, holds it too); record()
+        # only appends, so at least ``len`` rows are there to take.
+        take = self._queue.popleft
+        count = len(self._queue) if limit is None else min(limit, len(self._queue))
+        return [take() for _ in range(count)]
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
         if time.monotonic() < self._down_until:
