@@ -289,13 +289,22 @@ class StoreRecorder:
             self._full.wait(LINGER)  # let a batch gather (a flush may write it meanwhile)
             self._first.clear()
             self._full.clear()
-            while self._queue:
+            # What gathered, and no more: rows a busy producer puts meanwhile gather for the
+            # next batch (draining until empty wrote a steady producer's rows a few at a time).
+            left = len(self._queue)
+            while left > 0:
                 with self._writing:
                     with self._lock:
-                        batch = self._drain(BATCH_SIZE)
+                        batch = self._drain(min(left, BATCH_SIZE))
                         self._inflight = batch
-                    if batch:
-                        self._write_settled(batch)
+                    if not batch:
+                        break  # a flush took them
+                    self._write_settled(batch)
+                left -= len(batch)
+            if self._queue:
+                # Put while this batch was written, behind rows then still queued: no row
+                # found the queue empty to wake the thread, so it wakes itself.
+                self._first.set()
 
     def _write_settled(self, batch: list[dict[str, Any]]) -> None:
         """Write one batch (holding ``_writing``), then count it settled whatever happened."""

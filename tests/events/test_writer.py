@@ -237,3 +237,59 @@ def test_a_row_is_encoded_once_and_its_line_is_the_row():
     assert line.endswith(b"\n") and b"hunter2" not in line
     assert json.loads(line) == dict(row)
     assert json.loads(encode_row(dict(row))) == dict(row)
+
+
+def test_a_row_line_is_byte_for_byte_what_json_dumps_gives():
+    """The writer encodes through one C encoder made once (not ``json.dumps`` per call): the
+    bytes stay exactly ``json.dumps``' compact form, for the values that differ between JSON
+    encoders too (non-ASCII text, control characters, non-string keys, floats, objects that
+    go through ``str``), and an event without data gets ``{}``."""
+    import datetime as dt
+
+    from airflow_plugin.events.writer import event_row
+
+    data = {
+        "text": 'ünï \u2028 \t "q" \\',
+        3: [1, 2.5, 1e300, -0.0, None, True],
+        "when": dt.date(2026, 1, 2),
+    }
+    for payload in (data, {}):
+        event = Event(
+            name="ToolCompleted", entity="tool", entity_id="s#1", status="success",
+            execution_id="12", data=payload, duration=0.1 + 0.2,
+        )  # fmt: skip
+        row = event_row(event, 65536)
+        expected = json.dumps(dict(row), separators=(",", ":"), default=str) + "\n"
+        assert row.line == expected.encode()
+    assert row["data"] == {} and row.line.endswith(b',"data":{}}\n')
+
+
+def test_the_writer_thread_stores_a_batch_per_wake_not_a_row(event_store, tmp_path):
+    """Rows recorded 2 ms apart (a loop's items) wake the writer thread once per batch:
+    the first row wakes it, it lets the batch gather (``LINGER``), and stores it in a few
+    statements, not one per row; and it stores them without waiting for a flush."""
+    from airflow_plugin.events.writer import LINGER
+
+    batches: list[int] = []
+    store_append = event_store.append
+
+    def counted(rows):
+        batches.append(len(rows))
+        store_append(rows)
+
+    event_store.append = counted
+    recorder = StoreRecorder(event_store, Outbox(tmp_path / "outbox"))
+    record_all(recorder, events(1, execution_id="41"))  # connected, the outbox looked at
+    assert recorder.flush(30)
+    batches.clear()
+    with recording(recorder, dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1):
+        for event in events(40):
+            emit(event)
+            time.sleep(0.002)
+    deadline = time.monotonic() + 10 * LINGER + 5
+    while sum(batches) < 40 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sum(batches) == 40, f"stored without a flush: {batches}"
+    assert len(batches) <= 4, batches
+    assert [r["iteration"] for r in event_store.events(42)] == list(range(40))
+    assert recorder.flush(30)
