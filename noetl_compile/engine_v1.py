@@ -284,7 +284,7 @@ V1 = EngineProfile(
         "playbook_call_waits": Source(
             "noetl/plugin/tool/execution.py:89",
             "execute_playbook_task posts the child's execution and returns its start response",
-            differs="noetlc waits for the child and returns its last step's result (no live recording of a nested v1 call)",
+            differs="noetlc waits for the child and returns its last step's result (recorded: dsl_keys/v1_call_path_present; D955, docs/semantics.md section 1)",
         ),
         "playbook_return_step_status": Source(
             "noetl/server/api/queue/service.py:268",

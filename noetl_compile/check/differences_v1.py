@@ -1,4 +1,4 @@
-"""D909-D915, D934, D945-D947: v1 constructs whose run on Airflow differs from their run on NoETL's v1
+"""D909-D915, D934, D945-D947, D955: v1 constructs whose run on Airflow differs from their run on NoETL's v1
 engine (58c2a16b).
 
 A v1 playbook gets only these rows: its steps, arcs and arguments are read by another engine
@@ -55,7 +55,7 @@ def v1_step(ctx: CheckContext, step: Step) -> None:
             ctx.key_pos(raw, "loop"),
             f"`loop:` block of v1 step {step.name!r}: 58c2a16b's broker never copies `loop` onto "
             "the job, so no item runs there (a step without `type` is a control step and the "
-            "execution stays RUNNING); noetlc runs the loop",
+            "execution stays RUNNING; a step with one makes its call once); noetlc runs the loop",
             hint="type: iterator, with collection/element/task",
         )
     elif step.loop is not None:
@@ -65,6 +65,14 @@ def v1_step(ctx: CheckContext, step: Step) -> None:
             f"v1 iterator {step.name!r}: 58c2a16b runs every item in one job and `{{{{ "
             f"{step.name} }}}}` is the plain list; noetlc runs one call per item and the list is "
             f"`{{{{ {step.name}.result }}}}`",
+        )
+    if raw.get("type") == "playbook":
+        ctx.report(
+            "D955",
+            ctx.pos(raw, "type"),
+            f"the playbook call of v1 step {step.name!r}: 58c2a16b starts the child and its "
+            "result is the server's execution record (status running), without waiting; "
+            "noetlc waits and returns the child's last step result",
         )
     if "save" in raw:
         ctx.report(

@@ -499,4 +499,17 @@ RULES = (
         "it and goes on (" + _ROW + "'A v1 first step that is not an action').",
         "give the first step a `type` (and its `code`) if the playbook must also run on 58c2a16b",
     ),
+    rule(
+        "D955",
+        I,
+        "runs differently on NoETL: a v1 `type: playbook` call's result",
+        "58c2a16b's playbook plugin posts the child's execution to the server and does not wait "
+        "for it: the step's result is the execution record the server answers ({id, path, type: "
+        "playbook, status: running, result: {status: success, message: 'Execution accepted "
+        "...'}, execution_id, ...}); noetlc waits for the child and returns its last step's "
+        "result, as it does for the later engines (" + _ROW + "'A v1 `type: playbook` call's "
+        "result').",
+        "read the child's outcome from its own sink (a table it writes) if the playbook must "
+        "also run on 58c2a16b",
+    ),
 )

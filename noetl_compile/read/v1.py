@@ -48,6 +48,7 @@ CONTROL_KEYS = {
     "order_by",
     "limit",
     "as",
+    "resource_path",
 }
 # Tool settings a v1 step may carry inline: the shared tool vocabulary plus the v1 workbook
 # task keys (secrets, transfer, save/storage).
@@ -151,6 +152,8 @@ class V1Reader(PlaybookReader):
             )
         elif kind not in (None, "end", "router", "start"):
             tool = item["tool"] if isinstance(item.get("tool"), YMap) else item
+            if kind == "playbook":
+                tool = _call_path(tool)
             step.tool = Task(
                 span=span_of(item),
                 name=name,
@@ -395,3 +398,21 @@ class V1Reader(PlaybookReader):
                 )
             arcs += [arc] if arc else []
         return arcs
+
+
+def _call_path(config: YMap) -> YMap:
+    """A v1 playbook call's config with the child's path under `path`: 58c2a16b's loader
+    (plugin/playbook/loader.py get_playbook_path) reads `resource_path` before `path`
+    (recorded: dsl_keys/v1_call_resource_path_present). Its `playbook_path` is not read here:
+    the broker does not copy it onto the job (dsl_keys/v1_call_playbook_path_present)."""
+    if "resource_path" not in config:
+        return config
+    out = YMap(config)
+    out.span = config.span
+    out.key_spans = dict(config.key_spans)
+    out.value_spans = dict(config.value_spans)
+    out["path"] = config["resource_path"]
+    for spans in (out.key_spans, out.value_spans):
+        if "resource_path" in spans:
+            spans["path"] = spans["resource_path"]
+    return out

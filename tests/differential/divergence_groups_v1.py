@@ -88,9 +88,35 @@ V1_KEY_GROUPS: dict[str, str] = {
         f"dsl_keys/v1_transfer_{key}_absent": "v1-transfer-error-document"
         for key in ("source", "target", "type", "auth", "table", "mapping")
     },
+    # The playbook-call keys (dsl_key_specs_v1_calls.py): every call that reaches the child.
+    **{
+        f"dsl_keys/v1_call_{key}_{variant}": "v1-nested-call-result"
+        for key in ("resource_path", "path", "task", "version")
+        for variant in ("absent", "present")
+    },
+    **{
+        f"dsl_keys/v1_call_{key}_absent": "v1-nested-call-result"
+        for key in ("playbook_path", "content", "playbook_content", "loop")
+    },
+    # The child named only by a key 58c2a16b's call does not send: noetlc refuses (S101).
+    **{
+        f"dsl_keys/v1_call_{key}_present": "missing-field-refused"
+        for key in ("playbook_path", "content", "playbook_content")
+    },
+    "dsl_keys/v1_call_loop_present": "v1-call-loop-dropped",
 }
 
 V1_KEY_REASONS: dict[str, str] = {
+    "v1-nested-call-result": "a v1 `type: playbook` call's result: 58c2a16b's playbook plugin "
+    "posts the child's execution to the server and does not wait; the step's result is the "
+    "execution record the server answers ({id, path, type: playbook, status: running, result: "
+    "{status: success, message: 'Execution accepted ...'}, execution_id, ...}) and the parent "
+    "goes on; noetlc waits for the child (its steps run inline, listed with the parent's) and "
+    "returns its last step's result (D955, docs/semantics.md section 1)",
+    "v1-call-loop-dropped": "a `loop: {in, iterator}` block on a v1 `type: playbook` step: "
+    "58c2a16b's broker does not copy `loop` onto the job, so the call runs once, without the "
+    "items; noetlc calls the child once per item (D945), and waits for each (D955, "
+    "docs/semantics.md section 1)",
     "v1-loop-block-dropped": "a v1 step's `loop: {in, iterator}` block: 58c2a16b's broker copies "
     "a fixed list of step fields onto the job and `loop` is not on it (its own normalize_step "
     "would make it an iterator), so the step has no `type`: the first dispatch marks it "

@@ -30,8 +30,9 @@ from tests.differential.dsl_key_specs_case_v2 import CASE_V2_MORE
 from tests.differential.dsl_key_specs_nested import NESTED
 from tests.differential.dsl_key_specs_older import CASE_V2, V1
 from tests.differential.dsl_key_specs_v1 import V1_MORE
+from tests.differential.dsl_key_specs_v1_calls import V1_CALLS
 
-SPECS = CANONICAL + CANONICAL_MORE + CASE_V2 + CASE_V2_MORE + V1 + V1_MORE + NESTED
+SPECS = CANONICAL + CANONICAL_MORE + CASE_V2 + CASE_V2_MORE + V1 + V1_MORE + NESTED + V1_CALLS
 
 CASES = Path(__file__).parent / "cases" / "dsl_keys"
 ENGINES = {
