@@ -12,7 +12,8 @@ Accepted spec shapes (all dialects of the corpus; NoETL ``core/storage/config.py
   ``storage`` (v1: a kind string or a mapping with ``type``), else a top-level ``kind``/``type``/
   ``backend``; no destination at all means ``event_log``;
 * every setting is looked up in the destination mapping first, then at the top level: ``auth``
-  (postgres: Airflow Connection id), ``database`` (duckdb), ``table`` (``schema.table``; a part in
+  (postgres: Airflow Connection id; without it, a v1 save's ``dsn`` connection string, built at
+  run time), ``database`` (duckdb), ``table`` (``schema.table``; a part in
   double quotes keeps its case), ``mode``, ``key``/``keys`` (a column or a list);
 * the data: ``data``, ``args``, ``payload`` or ``from`` (destination mapping first). A mapping is
   one row; a list of mappings is rows; a step result of a SQL tool (a mapping with a ``rows`` list
@@ -295,6 +296,26 @@ def _statements(spec: SinkSpec) -> list[str] | None:
     return read_sql(spec.sql_config, extra_aliases=SINK_ALIASES) if spec.sql_config else None
 
 
+def _pg_sink_target(config: Mapping[str, Any]) -> Any:
+    """The database a postgres sink writes to: its `auth` (an Airflow Connection id), else its
+    `dsn`, a connection string 58c2a16b's save takes as the postgres call's `db_conn_string`
+    (plugin/save/postgres.py:183; recorded: dsl_keys/v1_save_postgres_dsn_present), built at run
+    time like the postgres tool's `connection_string` (hooks/pg_inline.py): X601 refuses a literal
+    password in it, so a DAG file holds a template (`{{ secret.x }}`) or a passwordless URI."""
+    from ..hooks import postgres as pg_hook
+    from ..hooks.pg_inline import inline_target
+
+    named = any(
+        config.get(key) not in (None, "", {}) for key in ("auth", "credential", "credentials")
+    )
+    dsn = config.get("dsn")
+    if not named and isinstance(dsn, str) and dsn.strip():
+        target = inline_target({"connection_string": dsn})
+        if target is not None:
+            return target
+    return pg_hook.resolve_target(config, kind="sink")
+
+
 def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcome:
     import psycopg
 
@@ -303,7 +324,7 @@ def _write_postgres(spec: SinkSpec, rows: list[Mapping[str, Any]]) -> ToolOutcom
 
     target = None
     try:
-        target = pg_hook.resolve_target(spec.config, kind="sink")
+        target = _pg_sink_target(spec.config)
         statements = _statements(spec)
         with (
             pg_hook.connect(target) as conn,

@@ -78,6 +78,7 @@ V1_KEY_GROUPS: dict[str, str] = {
             "_duckdb_commands",
             "_duckdb_sql",
             "_duckdb_table",
+            "_postgres_dsn",
         )
         for variant in ("absent", "present")
     },

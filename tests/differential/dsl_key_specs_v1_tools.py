@@ -50,6 +50,35 @@ def _v1_save(storage: dict[str, Any] | None) -> dict[str, Any]:
     return _v1(step)
 
 
+def _v1_pg_save(storage: dict[str, Any]) -> dict[str, Any]:
+    """v1: `make` creates table `saved_dsn`, then python step `a` (x = 4) saves `{v: x}` into it
+    through a postgres `save` whose connection is ``storage``'s (`auth`, or a `dsn`)."""
+    create = "DROP TABLE IF EXISTS saved_dsn; CREATE TABLE saved_dsn (v int);"
+    return _v1_book(
+        [
+            {"step": "start", "next": [{"step": "make"}]},
+            {
+                "step": "make",
+                "type": "postgres",
+                "auth": "pg_local",
+                "command": create,
+                "next": [{"step": "a"}],
+            },
+            {
+                "step": "a",
+                "type": "python",
+                "code": "def main():\n    return {'x': 4}\n",
+                "save": {
+                    "storage": {"type": "postgres", "table": "saved_dsn", **storage},
+                    "data": {"v": "{{ result.x }}"},
+                },
+                "next": [{"step": "end"}],
+            },
+            {"step": "end"},
+        ]
+    )
+
+
 _SAVE_CODE = "def main(data):\n    return {'saved': data}\n"
 
 
@@ -198,6 +227,16 @@ V1_TOOLS: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/plugin/save/duckdb.py",
         _v1_save({"type": "duckdb"}),
         _v1_save({"type": "duckdb", "table": "saved"}),
+    ),
+    (
+        "v1_save_postgres_dsn",
+        "v1",
+        "dsn",
+        "None",
+        "noetl/plugin/save/postgres.py",
+        _v1_pg_save({"auth": "pg_local"}),
+        # @PG_DSN@: the `pg_local` database's URI (the recorder and the runner substitute it).
+        _v1_pg_save({"dsn": "@PG_DSN@"}),
     ),
     # The transfer tool (http -> postgres, the one pair 58c2a16b has without Snowflake).
     *(

@@ -27,8 +27,9 @@ user pointed at is never changed.
 
 Tool cases (``@HTTP@``, ``auth: pg_local``) need the local API and a credential on the
 cluster: ``--http`` starts ``tests/harness/http_server.py``'s server and a ``pg_local``
-credential is registered on database ``noetl_test`` of the same cluster; ``rows_from`` tables
-are read there after the run.
+credential is registered on database ``noetl_test`` of the same cluster (``@PG_DSN@`` is that
+database's URI, for a key that takes a connection string); ``rows_from`` tables are read there
+after the run.
 
 The v1 cases (``cases/v1``) run on the October 2025 engine (58c2a16b): a broker in the server
 and a queue-polling worker pool, no NATS. A checkout without ``noetl/worker/v2_worker_nats.py``
@@ -566,7 +567,9 @@ def main(argv: list[str] | None = None) -> int:
         source = py311_copy(source, scratch)
     print(f"logs: {log}", file=sys.stderr)
     stack = Stack(source, args.python, scratch, log)
-    places = {"@WORK@": str(scratch / "work")}
+    # @PG_DSN@: a libpq URI of the `pg_local` database (no password: trust auth), for the keys
+    # that take a connection string instead of a credential (a v1 postgres save's `dsn`).
+    places = {"@WORK@": str(scratch / "work"), "@PG_DSN@": stack.test_dsn}
     (scratch / "work").mkdir()
     server = None
     try:

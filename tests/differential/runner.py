@@ -27,7 +27,7 @@ Tool cases (``cases/tools_*``) reach real services: ``@HTTP@`` in a playbook or 
 local API's base URL (``tests/harness/http_server.py``; NoETL's run had its own instance of the
 same server), ``@WORK@`` a scratch folder, and ``auth: pg_local`` the throwaway Postgres
 (``tests/harness/postgres.py``; NoETL's run: a credential of that name on a database of the same
-shape). The same placeholders are written back into results before comparing.
+shape), ``@PG_DSN@`` that database's URI (no password: trust auth). The same placeholders are written back into results before comparing.
 
 What is normalised, and why: values that differ between two runs of the same engine by
 construction, and nothing else: wall-clock values (ISO-8601 timestamps, HTTP ``Date`` headers,
@@ -103,11 +103,12 @@ def compile_case(
 
 
 def needs(case: dict[str, Any]) -> set[str]:
-    """Which services a case reaches: ``http`` (``@HTTP@``), ``postgres`` (``pg_local``, rows)."""
+    """Which services a case reaches: ``http`` (``@HTTP@``), ``postgres`` (``pg_local``,
+    ``@PG_DSN@``, rows)."""
     text = json.dumps([case["playbook"], case.get("payload")])
     found = {"http"} if "@HTTP@" in text else set()
     rows = case.get("rows_from")
-    if "pg_local" in text or (rows and not rows.get("duckdb")):
+    if "pg_local" in text or "@PG_DSN@" in text or (rows and not rows.get("duckdb")):
         found.add("postgres")
     return found
 
@@ -178,6 +179,8 @@ def run_case(
     places = {"@WORK@": str(workdir / "work")}
     if http_base:
         places["@HTTP@"] = http_base
+    if pg_dsn:
+        places["@PG_DSN@"] = pg_dsn
     (workdir / "work").mkdir(parents=True, exist_ok=True)
     case = dict(case, playbook=_substitute(case["playbook"], places))
     case["payload"] = _substitute(case.get("payload") or {}, places)

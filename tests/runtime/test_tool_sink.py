@@ -185,6 +185,29 @@ def test_v1_save_shapes(pg_connections, pg_test_dsn, name):
     ]
 
 
+def test_v1_save_dsn_names_the_database(pg_test_dsn, name):
+    """58c2a16b's postgres save takes `dsn` as its connection (plugin/save/postgres.py:183):
+    without `auth` the row goes to the database the URI names."""
+    table = name("dsn_saves")
+    pg(pg_test_dsn, f"CREATE TABLE {table} (v int)")
+    spec = {"storage": {"type": "postgres", "dsn": pg_test_dsn, "table": table}, "data": {"v": 4}}
+    outcome = run_sink(spec, step="a")
+    assert outcome.ok, outcome.error
+    assert pg(pg_test_dsn, f"SELECT v FROM {table}") == [(4,)]
+    # A refused connection fails the write (and so the step), naming no password.
+    bad = {
+        "storage": {
+            "type": "postgres",
+            "dsn": "postgresql://u:s3cret@127.0.0.1:1/x",
+            "table": table,
+        },
+        "data": {"v": 5},
+    }
+    failed = run_sink(bad, step="a")
+    assert not failed.ok
+    assert "s3cret" not in json.dumps(failed.error, default=str)
+
+
 def test_rows_with_different_keys_get_column_defaults(pg_connections, pg_test_dsn, name):
     table = name("mixed")
     pg(pg_test_dsn, f"CREATE TABLE {table} (id int, a text DEFAULT 'dflt', b int DEFAULT 7)")
