@@ -1,7 +1,7 @@
 """Airflow DAG for the NoETL playbook postgres_upsert.
 
 Source: playbooks/postgres_upsert.yaml
-SHA-256: 48062d97a5331ac2728dd4cd26879b1cb66b3f6ee6f477ee4800471486a5162a
+SHA-256: 689da854dd0c0ce2645190b9f4e53f910008d1f25dff7aba9fd23785346785ba
 Dialect: v1
 Engine profile: v1
 
@@ -80,7 +80,7 @@ with DAG(
         "- Source: `playbooks/postgres_upsert.yaml`\n"
         "- Dialect: v1\n"
         "- Engine profile: v1 (what it does: noetlc's docs/semantics.md, section 4)\n"
-        "- SHA-256: `48062d97a5331ac2728dd4cd26879b1cb66b3f6ee6f477ee4800471486a5162a`\n"
+        "- SHA-256: `689da854dd0c0ce2645190b9f4e53f910008d1f25dff7aba9fd23785346785ba`\n"
         "\n"
         "Compiled by noetlc: change the playbook and recompile rather than editing this DAG.\n"
     ),

@@ -86,8 +86,8 @@ def printed_results(stdout: str) -> dict[str, str]:
 
 def broken_promises(playbook: Path, stdout: str) -> list[str]:
     """What a run's report got wrong against its playbook's header: each promised step's result
-    must hold every key given there with that value (or equal it, for a result that is not an
-    object). A playbook that promises nothing is itself a broken promise."""
+    must hold every key given there with that value, in nested objects too (or equal it, for a
+    result that is not an object). A playbook that promises nothing is itself a broken promise."""
     promised = promised_results(playbook)
     if not promised:
         return [f"{playbook.name} promises no result in its header"]
@@ -97,9 +97,17 @@ def broken_promises(playbook: Path, stdout: str) -> list[str]:
         if step not in printed:
             broken.append(f"{step}: not in the report's results")
             continue
-        got = json.loads(printed[step])
-        if isinstance(want, dict):
-            got = {key: got.get(key, "<missing>") for key in want} if isinstance(got, dict) else got
+        got = _promised_part(json.loads(printed[step]), want)
         if got != want:
             broken.append(f"{step} = {got}, the header promises {want}")
     return broken
+
+
+def _promised_part(got: Any, want: Any) -> Any:
+    """The part of ``got`` a promise ``want`` speaks of: for an object, only the keys it names
+    (nested objects alike), a missing one as ``<missing>``; anything else as it is."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        return {
+            key: _promised_part(got.get(key, "<missing>"), value) for key, value in want.items()
+        }
+    return got

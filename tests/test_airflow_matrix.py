@@ -115,6 +115,13 @@ def test_broken_promises_compares_the_report_with_the_header(tmp_path: Path) -> 
         "end: not in the report's results",
         "total: not in the report's results",
     ]
+    # A nested object promises only the keys it names, at every level.
+    playbook.write_text('# Result: read {"command_0": {"rows": [1]}}\nkind: Playbook\n')
+    nested = 'success in 1.0s\nresults:\n  read  {"command_0": {"rows": [1], "row_count": 1}}\n'
+    assert examples.broken_promises(playbook, nested) == []
+    assert examples.broken_promises(playbook, nested.replace("[1]", "[2]")) == [
+        "read = {'command_0': {'rows': [2]}}, the header promises {'command_0': {'rows': [1]}}"
+    ]
     playbook.write_text("kind: Playbook\n")
     assert examples.broken_promises(playbook, report) == ["p.yaml promises no result in its header"]
 
