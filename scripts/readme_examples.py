@@ -65,7 +65,12 @@ def promised_results(playbook: Path) -> list[tuple[str, Any]]:
             break
         if line.startswith("# Result: "):
             step, _, value = line.removeprefix("# Result: ").partition(" ")
-            promised.append((step, json.loads(value)))
+            try:
+                promised.append((step, json.loads(value)))
+            except json.JSONDecodeError as exc:
+                raise ReadmeError(
+                    f"{playbook.name}: its `# Result: {step}` is no JSON ({exc})"
+                ) from exc
     return promised
 
 

@@ -191,9 +191,13 @@ def run_examples(env: dict[str, str], refused: set[Path]) -> tuple[int, int, boo
     in ``refused`` must stop with C518 instead (counted with the other lines, not as a run)."""
     ran = examples = 0
     others_ok = True
+    demo_up = False
     try:
         for line in examples_block():
             extra, words = command(line)
+            demo_up = demo_up or words[:2] == ["demo", "up"]
+            if words[:2] == ["demo", "down"]:
+                demo_up = False
             t0 = time.monotonic()
             done = subprocess.run(
                 [str(BIN / "noetlc"), *words],
@@ -230,6 +234,10 @@ def run_examples(env: dict[str, str], refused: set[Path]) -> tuple[int, int, boo
         subprocess.run(
             [str(BIN / "noetlc"), "run", "--stop"], env=env, capture_output=True, check=False
         )
+        if demo_up:  # a line failed before the block's own `demo down`: leave no services behind
+            subprocess.run(
+                [str(BIN / "noetlc"), "demo", "down"], env=env, capture_output=True, check=False
+            )
     return ran, examples, others_ok
 
 

@@ -122,6 +122,9 @@ def test_broken_promises_compares_the_report_with_the_header(tmp_path: Path) -> 
     assert examples.broken_promises(playbook, nested.replace("[1]", "[2]")) == [
         "read = {'command_0': {'rows': [2]}}, the header promises {'command_0': {'rows': [1]}}"
     ]
+    playbook.write_text('# Result: read {"rows": [1], ...}\nkind: Playbook\n')
+    with pytest.raises(examples.ReadmeError, match=r"p\.yaml: its `# Result: read` is no JSON"):
+        examples.broken_promises(playbook, nested)
     playbook.write_text("kind: Playbook\n")
     assert examples.broken_promises(playbook, report) == ["p.yaml promises no result in its header"]
 
