@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_CITATION = re.compile(r"(tests/[\w/]+\.py)(?:::(\w+))?")
+_CITATION = re.compile(r"(?<![\w/])(tests/[\w/]+\.py)(?:::(\w+))?")  # one start per path: linear
 _SKIPPED = ("golden/", "dags/", "tests/differential/cases/", "tests/invalid/")
 
 
