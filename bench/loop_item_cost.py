@@ -7,13 +7,15 @@ the task's coordinates), its events going to
 
 * ``postgres``: the deployed event log (``StoreRecorder``: redaction, the journal, the writer
   thread's COPY into a throwaway PostgreSQL 15 cluster), the process's CPU including that
-  thread (the server's own CPU is not counted);
+  thread, and beside it the Postgres server's own CPU per item (its postmaster and every
+  process it started: the backend that takes the COPY, the WAL writer, the checkpointer);
 * ``memory``: events built, stamped and identified, then dropped (what the recorder path costs
   on top of building them: the difference to ``postgres``);
 * ``off``: the null recorder (the step itself: rendering, the python tool, the result).
 
 Prints, per recorder, the process CPU per item of each round and the median (``--rounds``
-rounds of ``--items`` items after one warm-up round), and the writer thread's own CPU per item.
+rounds of ``--items`` items after one warm-up round), the writer thread's own CPU per item and
+(``postgres``) the server's median CPU per item.
 Read medians, not single rounds: a loaded machine moves them. Target (issue 32): <= 0.35 ms
 per item with the event log on Postgres.
 
@@ -76,7 +78,26 @@ def _recorder(kind: str):
 
     cluster = PostgresCluster().start()
     atexit.register(cluster.destroy)
-    return StoreRecorder(EventStore(cluster.dsn()), Outbox(HOME / "outbox"))
+    recorder = StoreRecorder(EventStore(cluster.dsn()), Outbox(HOME / "outbox"))
+    recorder.server_cpu = lambda: _server_cpu(cluster.data_dir)
+    return recorder
+
+
+def _server_cpu(data_dir: Path) -> float:
+    """CPU seconds (user + system) of the cluster's postmaster and its children, from /proc."""
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        pid, parent = int(stat.parent.name), int(fields[1])
+        if postmaster in (pid, parent):
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def measure(kind: str, items: int, rounds: int) -> None:
@@ -113,15 +134,21 @@ def measure(kind: str, items: int, rounds: int) -> None:
 
     instance(0)  # warm-up: imports, the first connection, compiled templates
     writer_cpu[0] = 0.0
-    per_item = []
+    per_item, server = [], []
+    server_cpu = getattr(recorder, "server_cpu", None)
     for number in range(1, rounds + 1):
         started = time.process_time()
+        served = server_cpu() if server_cpu else 0.0
         instance(number)
         per_item.append((time.process_time() - started) / items * 1000)
+        if server_cpu:
+            time.sleep(0.2)  # the server's last commit of the round
+            server.append((server_cpu() - served) / items * 1000)
     print(
         f"{kind:9} ms CPU per item: {' '.join(f'{v:.3f}' for v in per_item)}"
         f"  median {statistics.median(per_item):.3f}"
         + (f"  (writer thread {writer_cpu[0] / (rounds * items) * 1000:.3f})" if kind == "postgres" else "")
+        + (f"; server {statistics.median(server):.3f} ms per item, median" if server else "")
     )  # fmt: skip
 
 
