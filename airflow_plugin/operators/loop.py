@@ -215,7 +215,7 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
         from ..runtime.interpreter import interpret
         from ..runtime.loop import run_iteration
 
-        entered = time.monotonic()
+        entered, entered_cpu = time.monotonic(), time.process_time()
         part = self.chunk if isinstance(self.chunk, dict) else {}
         offset, items, total = part.get("offset", 0), part.get("items") or [], part.get("total")
         inputs = self.pull_inputs(context, self.step)
@@ -259,19 +259,30 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
                     offset=offset,
                 )
             looped = time.monotonic()
+        looped_cpu = time.process_time()
         if failure is not None:
             raise fail_task(self.step, failure) from failure
         output = {"records": _bounded_records(self.payload, records, total or len(items))}
-        self._log_phases(context, entered, pulled, looped, len(items), output)
+        cpu = (entered_cpu, looped_cpu - entered_cpu)
+        self._log_phases(context, entered, pulled, looped, len(items), output, cpu)
         return output
 
     def _log_phases(
-        self, context: Any, entered: float, pulled: float, looped: float, items: int, output: dict
+        self,
+        context: Any,
+        entered: float,
+        pulled: float,
+        looped: float,
+        items: int,
+        output: dict,
+        cpu: tuple[float, float],
     ) -> None:
         """One INFO line with where this instance's time went: its start-up (the task instance
         started -> execute), the inputs pull, the items, the end so far (events left to store,
         the XCom about to be pushed). A deployed loop's instance costs seconds where its items
-        cost milliseconds; this line says which part."""
+        cost milliseconds; this line says which part. ``cpu``: this process's CPU before
+        ``execute`` and over the inputs and items (the event writer's thread included), which
+        tells a slow part from one that waited for a CPU other instances held."""
         import json
         from datetime import UTC, datetime
 
@@ -290,7 +301,8 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
             size = -1
         self.log.info(
             "NoETL loop body %s: start-up %s, inputs %.2fs, %d items %.2fs (%.2f ms each), "
-            "end %.2fs; events not yet stored %s; XCom %d records, %d bytes",
+            "end %.2fs; CPU %.2fs before execute, %.2f ms per item; "
+            "events not yet stored %s; XCom %d records, %d bytes",
             self.step,
             startup,
             pulled - entered,
@@ -298,6 +310,8 @@ class NoetlLoopBodyOperator(CompiledStepOperator):
             looped - pulled,
             (looped - pulled) * 1000 / max(1, items),
             time.monotonic() - looped,
+            cpu[0],
+            cpu[1] * 1000 / max(1, items),
             waiting if waiting is not None else "?",
             len(output.get("records") or []),
             size,

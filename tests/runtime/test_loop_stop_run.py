@@ -279,7 +279,11 @@ def test_a_body_instance_logs_where_its_time_went(charge, capfd):
     log = captured.out + captured.err
     (line,) = [x for x in log.splitlines() if "NoETL loop body charge: start-up " in x]
     assert re.search(r"inputs \d+\.\d\ds, 3 items \d+\.\d\ds \(\d+\.\d\d ms each\)", line), line
-    assert re.search(r"end \d+\.\d\ds; events not yet stored \S+; XCom 3 records, \d+ bytes", line)
+    assert re.search(
+        r"end \d+\.\d\ds; CPU (\d+\.\d\d)s before execute, (\d+\.\d\d) ms per item; "
+        r"events not yet stored \S+; XCom 3 records, \d+ bytes",
+        line,
+    ), line
     # The XCom leaves out what the tail would read as empty anyway.
     body = out.xcom["charge.body"]
     records = [r for part in (body if isinstance(body, list) else [body]) for r in part["records"]]
