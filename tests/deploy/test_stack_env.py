@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from airflow_plugin.deploy.layout import Layout
-from airflow_plugin.deploy.stack import REPO, _base_env, _write_env_file, python_path
+from airflow_plugin.deploy.stack import (
+    REPO,
+    SUPERVISOR_SETTINGS,
+    _base_env,
+    _write_env_file,
+    python_path,
+)
 
 PROBE = (
     "import json; from airflow import plugins_manager; "
@@ -91,3 +97,26 @@ def test_the_stacks_processes_keep_bytecode_caches(tmp_path, monkeypatch):
         check=True,
     )
     assert list((tmp_path / "__pycache__").glob("probe_module.*.pyc"))
+
+
+def test_a_task_supervisor_of_the_stack_waits_at_most_a_second_for_its_process(tmp_path):
+    """A supervisor whose task process closed its sockets before it could be reaped slept
+    ``[workers] min_heartbeat_interval`` (5 s by default) holding the worker slot (docs/deploy.md).
+    The stack's setting, read by Airflow's own supervisor module, bounds that to 1 s."""
+    layout = Layout(tmp_path / "state")
+    env = _base_env(None, layout)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from airflow.sdk.execution_time import supervisor; "
+            "print(supervisor.MIN_HEARTBEAT_INTERVAL)",
+        ],
+        env={**env, **SUPERVISOR_SETTINGS, "AIRFLOW_HOME": str(tmp_path / "home")},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.split()[-1] == "1", done.stdout + done.stderr
