@@ -374,8 +374,15 @@ TOOLS: dict[str, N5Tool] = {
                     "timeout",
                     "integer",
                     "180 (return_result) / 300",
-                    "seconds to wait for the child",
+                    "in a pipeline task: seconds to wait for the child, checked before each poll "
+                    "(past them `return_result` fails the task, `return_step` returns `{status: "
+                    "timeout}`); on a step the worker's ToolConfig takes the key (serde's flatten, "
+                    "noetl/worker f6fae7ef command.rs:694): the timeout of each HTTP request of the "
+                    "call, the wait keeps its default",
                     _src(_PB, 401),
+                    "the call waits for the child to end (run inline) or for the child DAG run "
+                    "(deployed): no bound is put on the wait (docs/semantics.md section 1, 'A nested "
+                    "`playbook` task's `timeout` in a pipeline on NoETL 5')",
                 ),
                 N5Key(
                     "poll_interval",

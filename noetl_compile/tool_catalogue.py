@@ -266,7 +266,7 @@ CATALOGUE: dict[str, ToolKind] = {
                 _f("return_step", "string", "-", "the child step whose result is returned"),
                 _f("payload", "mapping", "-", "workload overrides for the child"),
                 _f("data", "mapping", "-", "same as `payload`"),
-                _f("timeout", "number", "-", "seconds to wait for the child"),
+                _f("timeout", "number", "-", "accepted; bounds no wait (docs/noetl5.md)"),
                 _f("task", "string", "-", "v1: a workbook task of the child"),
             ),
             "tool:\n  kind: playbook\n  path: examples/child\n  payload: {n: 5}",

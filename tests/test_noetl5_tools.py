@@ -104,11 +104,14 @@ def test_not_run_keys_say_why_at_their_line(tmp_path):
     assert "catalog" in s116.message
 
 
-def test_only_the_catalog_keys_of_playbook_are_not_run():
-    # postgres `schema`, http `response_type`, python `python` run (issue 30's last three).
+def test_only_the_catalog_keys_and_the_wait_bound_of_playbook_are_not_run():
+    # postgres `schema`, http `response_type`, python `python` run (issue 30's last three); a
+    # playbook call's `timeout` bounds no wait on Airflow (tests/noetl5/cases/nested/
+    # playbook_timeout_pipeline_task).
     assert {(t.kind, k.name) for t in TOOLS.values() for k in t.keys if k.airflow} == {
         ("playbook", "catalog_id"),
         ("playbook", "version"),
+        ("playbook", "timeout"),
     }
 
 

@@ -34,6 +34,10 @@ NOT_SHOWN_BY_TEXT = {
     # an arc routes the failure): every call can fail.
     "template_names/c_step_by_name_failed": "a failed step read after a plain arc: any call fails",
 }
+# NoETL 5 cases whose difference no construct of their text shows, with why.
+NOETL5_NOT_SHOWN_BY_TEXT = {
+    "loop/cursor_step_result": "the result differs only where a template reads it (D958 there)",
+}
 # A case a row cites for what both engines share, whose difference is another row's.
 CITED_FOR_AGREEMENT = {
     ("v1 argument spellings", "v1/next_data_params"): "an arc's `data`: both read it (D910's row)",
@@ -60,6 +64,19 @@ def section_one_rows() -> list[list[str]]:
 ROWS = section_one_rows()
 
 
+def noetl5_rows() -> list[list[str]]:
+    """Section 1's table "NoETL 5: where noetlc departs from its source" (no check column:
+    a row names its code in its text)."""
+    text = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    section = text.split("### NoETL 5: where noetlc departs from its source", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    return [_cells(line) for line in lines[1:]]
+
+
+NOETL5_ROWS = noetl5_rows()
+
+
 def test_every_row_names_its_check_or_why_none():
     for row in ROWS:
         cell = row[-1]
@@ -70,14 +87,18 @@ def test_every_row_names_its_check_or_why_none():
 
 
 def test_every_difference_code_names_a_row_that_cites_it():
-    cited = {code for row in ROWS for code in _CODE.findall(row[-1])}
+    # A row of the NoETL 5 table names its code in its noetlc column.
+    cited_by = [(row, _CODE.findall(row[-1])) for row in ROWS] + [
+        (row, _CODE.findall(row[2])) for row in NOETL5_ROWS
+    ]
+    cited = {code for _, codes in cited_by for code in codes}
     for rule in differences.RULES:
         assert rule.code in cited, f"{rule.code} is cited by no row of section 1"
         assert rule.title.startswith("runs differently on NoETL: "), rule.code
         named = re.search(r"row '([^']+)'", rule.why)
         assert named, f"{rule.code}'s explanation names no row"
         start = named.group(1).split(" ...")[0]
-        rows = [row for row in ROWS if rule.code in _CODE.findall(row[-1])]
+        rows = [row for row, codes in cited_by if rule.code in codes]
         assert any(row[0].startswith(start) for row in rows), (
             f"{rule.code} names row {start!r}, but the rows citing it are "
             f"{[row[0][:40] for row in rows]}"
@@ -122,6 +143,45 @@ def test_a_difference_is_reported_at_its_construct():
         "        - step: load_pg\n        - step: load_s3\n",
     )
     assert "D917" not in {d.code for d in check_text(marked, "fan.yaml").diagnostics}
+
+
+def test_each_noetl5_case_a_row_cites_gets_the_rows_code():
+    """The NoETL 5 cases that show a row's difference (their `differs.row`), checked as NoETL 5
+    playbooks: the code the row names in its noetlc column is reported."""
+    from tests.noetl5.cases_runner import load_cases
+
+    checked = 0
+    for case_id, case in load_cases().items():
+        row_name = (case.get("differs") or {}).get("row")
+        if not row_name:
+            continue
+        [row] = [row for row in NOETL5_ROWS if row[0] == row_name]
+        codes = set(_CODE.findall(row[2]))
+        if not codes or case_id in NOETL5_NOT_SHOWN_BY_TEXT:
+            continue
+        text = yaml.safe_dump(case["playbook"], sort_keys=False)
+        found = {d.code for d in check_text(text, f"{case_id}.yaml", dialect="noetl5").diagnostics}
+        assert codes & found, f"{case_id} (row {row_name!r}): check reports {sorted(found)}"
+        checked += 1
+    assert checked >= 7, checked
+
+
+def test_a_noetl5_cursor_step_read_downstream_is_d958_at_the_read():
+    text = (
+        "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: c}\nworkflow:\n"
+        "  - step: start\n    tool: {kind: noop}\n    next: [{step: work}]\n"
+        "  - step: work\n    loop:\n      cursor: {auth: pg, claim: SELECT 1 AS id}\n"
+        "      iterator: job\n      spec: {mode: cursor}\n"
+        "    tool: {kind: noop}\n    next: [{step: after}]\n"
+        "  - step: after\n    tool: {kind: noop, result: {n: '{{ work.stats.total }}'}}\n"
+    )
+    found = [d for d in check_text(text, "c.yaml", dialect="noetl5").diagnostics]
+    d958 = [d for d in found if d.code == "D958"]
+    assert [(d.position.line, d.position.col) for d in d958] == [(16, 40)], found
+    # The claim is a SELECT (no D956); the cursor without `kind` claims on postgres (no C512).
+    assert not {"D956", "C512"} & {d.code for d in found}
+    updating = text.replace("claim: SELECT 1 AS id", "claim: UPDATE t SET a = 1 RETURNING id")
+    assert "D956" in {d.code for d in check_text(updating, "c.yaml", dialect="noetl5").diagnostics}
 
 
 def test_section_five_is_the_stored_scan_of_each_engine():

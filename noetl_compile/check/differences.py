@@ -21,6 +21,7 @@ from ..spans import YList, YMap, YStr
 from .context import CheckContext
 from .difference_reads import references
 from .difference_sites import arc_pos, mentions, pos_of, reads, step_pos
+from .differences_noetl5 import check_noetl5
 from .differences_v1 import v1_first_step, v1_step
 from .pycode import non_mapping_result
 
@@ -34,7 +35,10 @@ _WORKLOAD_NAME = re.compile(r"\{\{[ \t]*workload\.([A-Za-z_][A-Za-z0-9_]*)[ \t]*
 def check(ctx: CheckContext) -> None:
     playbook = ctx.playbook
     if playbook.generation == "noetl5":
-        return  # the rows are about the three recorded engines (58c2a16b, dc55c492, 138c10ed)
+        # The rows of section 1's main table are about the three recorded engines (58c2a16b,
+        # dc55c492, 138c10ed); NoETL 5's own table has its codes (differences_noetl5).
+        check_noetl5(ctx)
+        return
     dialect = playbook.dialect
     loop_steps = {s.name for s in playbook.steps if s.loop is not None}
     pipeline_steps = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .entry import I, rule
 
 _ROW = "docs/semantics.md section 1, row "
+_NOETL5_ROW = "docs/semantics.md section 1, NoETL 5 table, row "
 
 RULES = (
     rule(
@@ -511,5 +512,38 @@ RULES = (
         "result').",
         "read the child's outcome from its own sink (a table it writes) if the playbook must "
         "also run on 58c2a16b",
+    ),
+    # NoETL 5 (docs/semantics.md section 1, table "NoETL 5: where noetlc departs from its source")
+    rule(
+        "D956",
+        I,
+        "runs differently on NoETL: a NoETL 5 cursor claim that is no SELECT/WITH",
+        "NoETL 5's postgres tool reads rows only from a statement starting with SELECT or WITH "
+        "(noetl/tools postgres.rs:326); the server takes a claim's frame from those rows, finds "
+        "none after an `UPDATE ... RETURNING` and drains the loop at once, its first row left "
+        "claimed; noetlc works every row the claim returns (" + _NOETL5_ROW + "'A cursor claim "
+        "written `UPDATE ... RETURNING` on NoETL 5').",
+        "wrap the claim so that it starts with WITH:\n"
+        "  claim: WITH c AS (UPDATE jobs SET ... RETURNING id) SELECT id FROM c",
+    ),
+    rule(
+        "D957",
+        I,
+        "runs differently on NoETL: a NoETL 5 transfer's `target.query`",
+        "NoETL 5's transfer declares `target.query` and never reads it: the rows go into "
+        "`target.table`, and a target without one fails (`Target table name required`); noetlc "
+        "runs the statement once per row (" + _NOETL5_ROW + "'A transfer's `target.query` on "
+        "NoETL 5').",
+        "give `target.table` (and `mapping`) instead if the playbook must also run on NoETL 5",
+    ),
+    rule(
+        "D958",
+        I,
+        "runs differently on NoETL: a NoETL 5 cursor loop step's result read",
+        "NoETL 5's result of a drained cursor loop is `{cursor: drained, frames: N}`; noetlc's "
+        "is the loop's aggregate (`results`, `stats`, `omitted_results_count`), as for every "
+        "loop (" + _NOETL5_ROW + "'A cursor loop's step result on NoETL 5').",
+        "read what the rows wrote (a table) rather than the loop's result if the playbook must "
+        "also run on NoETL 5",
     ),
 )

@@ -95,8 +95,9 @@ RULES = (
         "C512",
         E,
         "invalid cursor config",
-        "A cursor loop needs a driver `kind`, `auth` and a `claim` statement. An unknown driver kind "
-        "is only a warning: drivers can be registered under `noetl.cursor_drivers`.",
+        "A cursor loop needs a driver `kind`, `auth` and a `claim` statement (a NoETL 5 "
+        "playbook's cursor without `kind` claims on postgres, as NoETL 5's does). An unknown "
+        "driver kind is only a warning: drivers can be registered under `noetl.cursor_drivers`.",
         'cursor: {kind: postgres, auth: pg_local, claim: "UPDATE ... RETURNING id"}',
     ),
     rule(

@@ -370,6 +370,8 @@ class Noetl5Reader(CanonicalReader):
     # -- loops ---------------------------------------------------------------------------------
     def read_loop(self, item: YMap, label: str) -> Loop | None:
         loop = super().read_loop(item, label)
+        if loop is not None and isinstance(loop.cursor, YMap) and "kind" not in loop.cursor:
+            loop.cursor = _cursor_with_kind(loop.cursor)
         raw = item.get("loop")
         spec = raw.get("spec") if isinstance(raw, YMap) else None
         if not isinstance(spec, YMap):
@@ -428,3 +430,18 @@ class Noetl5Reader(CanonicalReader):
 
 
 __all__ = ["NOT_EXECUTED", "SCHEMA_READ", "SCOPED_PREFIXES", "Noetl5Reader", "noetl5_marker"]
+
+
+def _cursor_with_kind(cursor: YMap) -> YMap:
+    """A cursor claim without `kind` runs on postgres in NoETL 5 (noetl/server d9ec700c
+    orchestrate-core/src/playbook.rs:444, serde's `default_cursor_kind`): the same mapping with
+    that driver named, so C512 and the runtime see what NoETL 5 runs. A copy: the document read
+    stays as written (its positions answer for the added key too)."""
+    named = YMap(cursor)
+    named.span, named.key_spans, named.value_spans = (
+        cursor.span,
+        cursor.key_spans,
+        cursor.value_spans,
+    )
+    named["kind"] = "postgres"
+    return named

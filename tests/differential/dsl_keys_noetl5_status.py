@@ -85,6 +85,10 @@ _PLAYBOOK = {
     "return_result": ("nested/playbook_fire_and_forget", "nested/playbook_return_result"),
     "return_step": ("nested/playbook_fire_and_forget", "nested/playbook_return_step_status"),
     "result_step": ("nested/playbook_return_result", "nested/playbook_result_step"),
+    # A step's `timeout` is the worker's ToolConfig timeout (serde's flatten); a pipeline task
+    # keeps it in the config PlaybookConfig reads: both places are pinned.
+    "timeout": ("nested/playbook_timeout_step_level", "nested/playbook_timeout_pipeline_task"),
+    "poll_interval": ("nested/playbook_poll_interval",),
 }
 _SHELL = {
     "command": ("tool_args/shell_command_one_process", "tool_args/shell_exit_code_fails"),
@@ -115,6 +119,11 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     **{(k, "PlaybookConfig"): v for k, v in _PLAYBOOK.items()},
     **{(k, "ShellConfig"): v for k, v in _SHELL.items()},
     ("timeout", "ToolConfig"): ("tool_args/shell_timeout_tool_level",),
+    ("password", "PostgresConfig"): (
+        "tool_args/pg_password_from_template",
+        "tool_args/pg_password_literal_refused",
+    ),
+    ("query", "TargetConfig"): ("tool_args/transfer_target_query_not_read",),
     ("kind", "ToolConfig"): ("tool_args/shell_command_one_process", "tool_args/python_args"),
     ("url", "ToolSpec"): _HTTP["url"],
     ("method", "ToolSpec"): _HTTP["method"],
@@ -167,6 +176,14 @@ CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("set", "Step"): ("set/step_set_reads_output",),
     ("loop", "Step"): _LOOP,
     ("in", "Loop"): _LOOP,
+    ("cursor", "Loop"): ("loop/cursor_claim_drains", "loop/cursor_step_result"),
+    ("kind", "CursorClaim"): ("loop/cursor_claim_drains", "loop/cursor_kind_default_postgres"),
+    ("auth", "CursorClaim"): ("loop/cursor_claim_drains", "loop/cursor_auth_absent_refused"),
+    ("claim", "CursorClaim"): (
+        "loop/cursor_claim_drains",
+        "loop/cursor_claim_required",
+        "loop/cursor_claim_update_returning",
+    ),
     ("iterator", "Loop"): _LOOP,
     ("spec", "Loop"): ("loop/loop_parallel_runs_every_item",),
     ("mode", "LoopSpec"): (
