@@ -26,7 +26,11 @@ went).
 ``--also-in-flight N`` adds a copy of large_loop whose ``max_in_flight`` is N (timed in the same
 rounds): how the number of mapped instances moves the loop's time on this stack.
 
-Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--loop [--also-in-flight N]]``.
+``--stack-env FILE`` hands KEY=VALUE lines to every Airflow process of the stack (its
+``--env-file``): ``NOETL_EVENTS=off`` measures what the NoETL event log costs a run.
+
+Usage: ``python bench/deploy.py [--rounds N] [--keep-state DIR] [--stack-env FILE]
+[--loop [--also-in-flight N]]``.
 """
 
 from __future__ import annotations
@@ -298,6 +302,9 @@ def main() -> None:
         metavar="N",
         help="with --loop: also time large_loop with max_in_flight N (repeatable)",
     )
+    parser.add_argument(
+        "--stack-env", metavar="FILE", help="KEY=VALUE lines for every Airflow process of the stack"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="noetlc-bench-deploy-"))
     state = Path(args.keep_state) if args.keep_state else work / "stack"
@@ -311,8 +318,9 @@ def main() -> None:
 
     print(f"bench/deploy.py: {executor} stack, {os.cpu_count()} CPUs, load {os.getloadavg()}")
     started = time.perf_counter()
+    extra = ["--env-file", str(Path(args.stack_env).resolve())] if args.stack_env else []
     up = stack("up", "--state", str(state), "--executor", executor, "--dags", str(work / "dags"),
-               timeout=600)  # fmt: skip
+               *extra, timeout=600)  # fmt: skip
     try:
         if up.returncode != 0:
             raise SystemExit(f"airflow-stack.sh up failed:\n{up.stdout}\n{up.stderr}")
