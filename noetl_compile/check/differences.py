@@ -21,6 +21,7 @@ from ..spans import YList, YMap, YStr
 from .context import CheckContext
 from .difference_reads import references
 from .difference_sites import arc_pos, mentions, pos_of, reads, step_pos
+from .differences_case_v2 import auth_service, swallowed_sink
 from .differences_noetl5 import check_noetl5
 from .differences_v1 import v1_first_step, v1_step
 from .pycode import non_mapping_result
@@ -261,6 +262,7 @@ def _case_v2_step(ctx: CheckContext, step: Step) -> None:
                 hint="read the call's fields, not `_sink`, downstream if the playbook must also "
                 "run on dc55c492",
             )
+        swallowed_sink(ctx, step, then)
         if isinstance(sink, YMap) and isinstance(sink.get("tool"), YMap) and "args" in sink:
             ctx.report(
                 "D921",
@@ -360,6 +362,8 @@ def _task(ctx: CheckContext, step: Step, kind: Any, config: Any, dialect: str) -
     if dialect == "canonical":
         _canonical_tool_keys(ctx, step, kind, config)
     if kind == "postgres":
+        if dialect == "case-v2":
+            auth_service(ctx, step, config)
         pool = config.get("pool")
         if dialect == "case-v2" and isinstance(pool, dict) and pool.get("timeout") is None:
             ctx.report(

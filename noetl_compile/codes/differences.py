@@ -418,6 +418,31 @@ RULES = (
         "read the call's fields, not `_sink`, downstream if the playbook must also run on dc55c492",
     ),
     rule(
+        "D953",
+        I,
+        "runs differently on NoETL: a case-v2 rule's `sink` that fails at run time",
+        "dc55c492's worker catches every error of a case rule's `sink` (a kind its sink "
+        "executor has no handler for, a `tool` neither text nor a mapping, a template that does "
+        "not render), records only a `sink.error` event, and completes the step and the run: "
+        "nothing is written; noetlc fails the step when the sink cannot run (" + _ROW + "'A "
+        "case-v2 rule's `sink` that fails at run time').",
+        "name a kind the engine writes (postgres, duckdb, python, http, event_log) if the "
+        "playbook must also run on dc55c492: there a typo loses the rows without a failure",
+    ),
+    rule(
+        "D960",
+        I,
+        "runs differently on NoETL: a case-v2 postgres `auth` mapping naming another service",
+        "dc55c492 resolves an `auth` mapping's service from its `service`, else `type`, else "
+        "`tool`, and its postgres tool takes the credential's connection fields only when that "
+        "service is 'postgres': any other fails the call ('Postgres connection is not "
+        "configured'); noetlc connects with the Airflow connection the mapping names ("
+        + _ROW
+        + "'A case-v2 postgres `auth` mapping that names another service').",
+        "drop the key (the credential's own type decides) or write `postgres` if the playbook "
+        "must also run on dc55c492",
+    ),
+    rule(
         "D951",
         I,
         "runs differently on NoETL: a case-v2 rule's `collect`",

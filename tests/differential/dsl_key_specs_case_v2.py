@@ -136,6 +136,17 @@ def _sink_tool(table: str, **keys: Any) -> dict[str, Any]:
     return {"auth": "pg_local", "table": table, "data": _SINK_DATA, **keys}
 
 
+# A sink whose data cannot render on dc55c492 (`result.nope` is undefined there, and an attribute of
+# an undefined name raises in its plain jinja2 Environment): its worker's error handler runs.
+_SINK_BAD_DATA = {"id": "{{ result.id }}", "email": "{{ result.nope.x }}"}
+
+
+def _pg_auth(**auth: Any) -> dict[str, Any]:
+    """A postgres call whose `auth` is a mapping (dc55c492's auth_resolver single-item form:
+    `source: credential` with the credential's `key`) plus `auth` keys under test."""
+    return {**_PG_SELECT, "auth": {"source": "credential", "key": "pg_local", **auth}}
+
+
 def _c2_transfer_without(table: str, key: str, target_key: str | None = None) -> dict[str, Any]:
     """`_c2_transfer` into `table` with `key` dropped from the transfer (`source`), or
     `target_key` from its target (`table`, `auth`)."""
@@ -412,5 +423,53 @@ CASE_V2_MORE: tuple[tuple[str, str, str, str, str, dict, dict], ...] = (
         "noetl/worker/v2_worker_nats.py",
         _c2_sink("diff_k_c2skind_a", {"tool": _sink_tool("diff_k_c2skind_a", type="postgres")}),
         _c2_sink("diff_k_c2skind_p", {"tool": _sink_tool("diff_k_c2skind_p", kind="postgres")}),
+    ),
+    (
+        "c2_sink_error_tool",
+        "case-v2",
+        "tool",
+        "'unknown'",
+        "noetl/worker/v2_worker_nats.py",
+        _c2_sink("diff_k_c2serr_a", {"table": "diff_k_c2serr_a", "data": _SINK_BAD_DATA}),
+        _c2_sink("diff_k_c2serr_p", {"tool": "postgress", **_sink_tool("diff_k_c2serr_p")}),
+    ),
+    (
+        "c2_sink_tool_text",
+        "case-v2",
+        "tool",
+        "{}",
+        "noetl/worker/v2_worker_nats.py",
+        _c2_sink("diff_k_c2stxt_a", {"table": "diff_k_c2stxt_a", "data": _SINK_DATA}),
+        _c2_sink("diff_k_c2stxt_p", {"tool": "postgres", **_sink_tool("diff_k_c2stxt_p")}),
+    ),
+    (
+        "c2_sink_error_tool_shape",
+        "case-v2",
+        "tool",
+        "None",
+        "noetl/worker/v2_worker_nats.py",
+        _c2_sink(
+            "diff_k_c2sshp_a",
+            {"tool": {**_sink_tool("diff_k_c2sshp_a", kind="postgres"), "data": _SINK_BAD_DATA}},
+        ),
+        _c2_sink("diff_k_c2sshp_p", {"tool": ["postgres"], **_sink_tool("diff_k_c2sshp_p")}),
+    ),
+    (
+        "c2_auth_spec_tool",
+        "case-v2",
+        "tool",
+        "None",
+        "noetl/worker/auth_resolver.py",
+        _c2(_pg_auth()),
+        _c2(_pg_auth(tool="postgres")),
+    ),
+    (
+        "c2_auth_spec_tool_other",
+        "case-v2",
+        "tool",
+        "None",
+        "noetl/worker/auth_resolver.py",
+        _c2(_pg_auth(type="postgres")),
+        _c2(_pg_auth(tool="duckdb")),
     ),
 )

@@ -210,9 +210,16 @@ CASE_GROUPS.update(
         },
         **{
             f"dsl_keys/c2_sink_{key}_{variant}": "case-v2-sink-summary"
-            for key in ("tool", "tool_kind")
+            for key in ("tool", "tool_kind", "tool_text")
             for variant in ("absent", "present")
         },
+        # A sink with no `tool` goes to the event log: its render error costs no row on
+        # dc55c492, where only the summary differs.
+        "dsl_keys/c2_sink_error_tool_absent": "case-v2-sink-summary",
+        "dsl_keys/c2_sink_error_tool_present": "case-v2-sink-error-swallowed",
+        "dsl_keys/c2_sink_error_tool_shape_absent": "case-v2-sink-error-swallowed",
+        "dsl_keys/c2_sink_error_tool_shape_present": "case-v2-sink-error-swallowed",
+        "dsl_keys/c2_auth_spec_tool_other_present": "case-v2-auth-service",
         "dsl_keys/c2_transfer_source_absent": "transfer-fails-before-copy",
         "dsl_keys/c2_transfer_target_table_absent": "transfer-fails-before-copy",
         "dsl_keys/c2_transfer_target_auth_absent": "transfer-fails-before-copy",
@@ -343,6 +350,8 @@ EXTRA_REASONS.update(
         "one-transaction-per-call": "a postgres call whose later statement fails: NoETL ran each statement in autocommit and kept what the earlier ones wrote (the table and its first row); noetlc runs the call's statements in one transaction and rolls all of them back (docs/semantics.md section 1)",
         "case-v2-pool-without-timeout": "a case-v2 postgres tool's `pool` without `timeout`: dc55c492's postgres tool keeps only the pool settings given (validate_pool_config drops the unset ones, models.py:109) and opens its AsyncConnectionPool with timeout=None (pool.py:94, where its comment says 'None = default 10s'), so taking a connection fails (`unsupported operand type(s) for +: 'float' and 'NoneType'`) and the step and the run fail; noetlc runs the call on its own connection, as without `pool` (D940, docs/semantics.md section 1)",
         "case-v2-http-args-headers": "`headers` in a case-v2 http step's `args`: dc55c492's worker hands the step's `args` to the http tool as its overrides (`task_with`), and the tool merges `args.headers` into its `headers` before it has set them, so the call fails (`cannot access local variable 'headers'`) and the run with it; noetlc merges the headers over the tool's and sends them, as both engines do with `args.params` (dsl_keys/c2_http_args_params_present matches) (D939, docs/semantics.md section 1)",
+        "case-v2-sink-error-swallowed": "a case-v2 rule's `sink` that raises on dc55c492 (a kind its storage executor has no handler for, a `tool` neither text nor a mapping, a template of the sink that does not render): its worker catches the error (v2_worker_nats.py 1195-1210), records only a sink.error event, and the step and run complete with nothing written; noetlc fails the step on such a sink (an undefined name in its data stays text and is written with a TemplateWarning) (D953, docs/semantics.md section 1)",
+        "case-v2-auth-service": "a case-v2 postgres step whose `auth` mapping names another service (`tool`, `type` or `service`: dc55c492's auth_resolver.py 277-282): dc55c492's postgres tool then takes no connection field from the credential and fails the call ('Postgres connection is not configured'); noetlc connects with the Airflow connection the mapping names (D960, docs/semantics.md section 1)",
         "case-v2-sink-summary": "a case-v2 rule's `sink`: dc55c492's worker reports the sink's summary only in its sink.done event and keeps the call's result as the step's; noetlc writes the same rows and adds the summary to the step's result as `_sink` (D952, docs/semantics.md section 1)",
         "case-v2-collect-empty": "a case-v2 rule's `collect`: dc55c492's engine reads `strategy`/`path`/`into` but looks for the data in the call.done event's `response`/`result`, which its worker never sends, so it collects nothing and the step's result stays the call's; noetlc adds the collected values to the step's result under `into`, as the canonical engine's collect does (D951, docs/semantics.md section 1)",
         "transfer-fails-before-copy": "a case-v2 transfer that fails before it copies a row (no `source` or no `target`; a source with no `tool`/`kind`/`type`; a target without `table` or without `auth`; an http source into postgres without `target.mapping`): both engines fail the step and the run with dc55c492's worker result {error: 'Transfer failed: <text>', status: failed, error_type: ValueError} (profile field transfer_failure_result); the text is each engine's own: NoETL's `'source' configuration is required`, `'target' configuration is required`, `source.tool is required`, `Either target.table or target.query is required`, `target.auth is required` and, without a mapping, PostgreSQL's syntax error on `INSERT INTO t () VALUES ()` (it inserts no columns), noetlc's naming the missing keys and, without a mapping, the column the table lacks (it inserts each record's fields into the columns of the same name) (D938, docs/semantics.md section 1)",
