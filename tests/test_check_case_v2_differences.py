@@ -55,6 +55,8 @@ def _found(text: str, code: str):
         ("{kind: s3, table: t}", "kind 's3'"),
         ("[postgres]", "(a list)"),
         ("null", "(null)"),
+        ("true", "(a boolean)"),
+        ("{kind: 5, table: t}", "a kind that is not text (a number)"),
     ],
 )
 def test_d953_at_a_sink_dc55c492_cannot_run(tool: str, what: str):

@@ -47,11 +47,12 @@ def swallowed_sink(ctx: CheckContext, step: Step, then: YMap) -> None:
         return
     if isinstance(kind, str) and ("{{" in kind or "{%" in kind):
         return  # a rendered kind: which one is known only at run time
-    what = (
-        f"kind {kind.strip()!r}, which its sink executor has no handler for"
-        if isinstance(kind, str)
-        else f"a `tool` that is neither a kind nor a mapping ({_shape(tool)})"
-    )
+    if isinstance(kind, str):
+        what = f"kind {kind.strip()!r}, which its sink executor has no handler for"
+    elif isinstance(tool, dict):
+        what = f"a kind that is not text ({_shape(kind)})"  # `.strip()` raises there
+    else:
+        what = f"a `tool` that is neither a kind nor a mapping ({_shape(tool)})"
     ctx.report(
         "D953",
         ctx.pos(sink, "tool"),
@@ -68,7 +69,11 @@ def _shape(value: Any) -> str:
         return "null"
     if isinstance(value, list):
         return "a list"
-    return f"a {type(value).__name__.removeprefix('Y').lower()}"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a mapping" if isinstance(value, dict) else "text"
 
 
 def auth_service(ctx: CheckContext, step: Step, config: dict[str, Any]) -> None:
