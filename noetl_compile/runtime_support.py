@@ -9,7 +9,14 @@ registry so that the two cannot drift apart.
 
 from __future__ import annotations
 
-__all__ = ["NEEDS", "OPERATOR_KINDS", "REGISTRY_KINDS", "RUNTIME_KINDS", "runtime_executes"]
+__all__ = [
+    "NEEDS",
+    "OPERATOR_KINDS",
+    "REGISTRY_KINDS",
+    "RUNTIME_KINDS",
+    "SINK_EVENT_KINDS",
+    "runtime_executes",
+]
 
 # Kinds with an executor in ``airflow_plugin.tools.registry`` (``available_tools()``).
 REGISTRY_KINDS: frozenset[str] = frozenset(
@@ -36,6 +43,9 @@ REGISTRY_KINDS: frozenset[str] = frozenset(
 OPERATOR_KINDS: frozenset[str] = frozenset({"playbook", "playbooks", "workbook", "gate"})
 
 RUNTIME_KINDS: frozenset[str] = REGISTRY_KINDS | OPERATOR_KINDS
+# Sink kinds the runtime writes to the event log itself (``airflow_plugin.tools.sink``'s
+# ``_EVENT_KINDS``): a sink of one of these runs no tool, so it needs no executor.
+SINK_EVENT_KINDS: frozenset[str] = frozenset({"", "event", "event_log", "eventlog"})
 
 
 _NOETL_ONLY = (

@@ -23,6 +23,7 @@ from noetl_compile.runtime_support import (
     OPERATOR_KINDS,
     REGISTRY_KINDS,
     RUNTIME_KINDS,
+    SINK_EVENT_KINDS,
     runtime_executes,
 )
 
@@ -281,7 +282,7 @@ def test_sink_tool_kind_is_checked() -> None:
           - when: "{{ event.name == 'call.done' }}"
             then:
               sink:
-                tool: {kind: event_log, table: runs}
+                tool: {kind: gcs, table: runs}
         next:
           - step: end
       - step: end
@@ -292,7 +293,55 @@ def test_sink_tool_kind_is_checked() -> None:
             "C515",
             11,
             26,
-            "this runtime cannot execute tool kind 'event_log' (the sink of step 'start'), "
+            "this runtime cannot execute tool kind 'gcs' (the sink of step 'start'), "
             "so it fails at run time",
         )
     ]
+
+
+_SINK_OF_START = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: p, path: p}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = 1"}
+    case:
+      - when: "{{ event.name == 'call.done' }}"
+        then:
+          sink:
+            tool: TOOL
+            table: runs
+    next:
+      - step: end
+  - step: end
+    tool: {kind: noop}
+"""
+
+
+def test_a_sink_tool_written_as_its_kind_is_checked() -> None:
+    """`tool: postgress` (the kind alone, settings beside it): the runtime looks the kind up
+    like a mapping's, so a kind it has no executor for fails there as well."""
+    assert _findings(_SINK_OF_START.replace("TOOL", "Postgress")) == [
+        (
+            "C515",
+            11,
+            19,
+            "this runtime cannot execute tool kind 'postgress' (the sink of step 'start'), "
+            "so it fails at run time",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "tool", ["event_log", "event", "{kind: event_log}", "{kind: event}", "postgres", "duckdb"]
+)
+def test_event_log_and_sql_sinks_do_not_warn(tool: str) -> None:
+    """The sink writes `event`/`event_log` to the event log itself: no executor needed."""
+    assert _findings(_SINK_OF_START.replace("TOOL", tool)) == []
+
+
+def test_event_sink_kinds_equal_the_runtime_sink() -> None:
+    from airflow_plugin.tools import sink
+
+    assert SINK_EVENT_KINDS == sink._EVENT_KINDS

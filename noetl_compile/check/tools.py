@@ -15,9 +15,9 @@ from typing import Any
 
 from ..ast import Playbook, Step, Task
 from ..diagnostics import Position
-from ..load import YList, YMap
+from ..load import YList, YMap, YStr
 from ..read.base import TOOL_SETTING_KEYS, is_template, tool_kinds
-from ..runtime_support import NEEDS, runtime_executes
+from ..runtime_support import NEEDS, SINK_EVENT_KINDS, runtime_executes
 from . import cursor, gates, pycode, quantum, shell
 from .context import CheckContext
 from .tool_fields import check_fields, closest_unknown
@@ -64,14 +64,20 @@ def sites(ctx: CheckContext) -> Iterator[Site]:
             yield Site(step.tool, f"step {step.name!r}", step)
         for sink in _sinks(step):
             tool = sink["tool"]
-            kind = tool.get("kind") if isinstance(tool.get("kind"), str) else None
-            task = Task(
-                span=tool.span,
-                name=step.name,
-                kind=kind,
-                config=tool,
-                kind_span=tool.value_span("kind") if "kind" in tool else tool.span,
-            )
+            if isinstance(tool, YStr):
+                # `tool: postgres`: the kind alone, its settings beside it in the sink (the
+                # runtime strips and lower-cases it, as NoETL's sink executors did).
+                span = sink.value_span("tool")
+                task = Task(span=span, name=step.name, kind=tool.strip().lower(), kind_span=span)
+            else:
+                kind = tool.get("kind") if isinstance(tool.get("kind"), str) else None
+                task = Task(
+                    span=tool.span,
+                    name=step.name,
+                    kind=kind,
+                    config=tool,
+                    kind_span=tool.value_span("kind") if "kind" in tool else tool.span,
+                )
             yield Site(task, f"the sink of step {step.name!r}", step, sink=sink)
     for name, task in ctx.playbook.workbook.items():
         yield Site(task, f"workbook task {name!r}")
@@ -83,7 +89,7 @@ def _sinks(step: Step) -> Iterator[YMap]:
     ]
     for value in values:
         for sink in value if isinstance(value, YList) else [value]:
-            if isinstance(sink, YMap) and isinstance(sink.get("tool"), YMap):
+            if isinstance(sink, YMap) and isinstance(sink.get("tool"), (YMap, YStr)):
                 yield sink
 
 
@@ -311,6 +317,8 @@ def check_runtime_support(ctx: CheckContext, site: Site) -> None:
     kind = site.task.kind
     if not isinstance(kind, str) or is_template(kind) or runtime_executes(kind):
         return
+    if site.sink is not None and kind in SINK_EVENT_KINDS:
+        return  # written to the event log by the sink itself
     if site.sink is None and kind not in tool_kinds(ctx.playbook.dialect, ctx.playbook.generation):
         return  # an unknown kind is already an error (S110); sinks are not read for kinds
     label = site.label
