@@ -66,6 +66,17 @@ def test_d953_at_a_sink_dc55c492_cannot_run(tool: str, what: str):
     assert "writes nothing" in found[0].message and found[0].hint
 
 
+@pytest.mark.parametrize("tool", ["postgres", "' Postgres '", "{kind: postgres, table: t}"])
+def test_d953_at_a_postgres_sink_without_auth(tool: str):
+    """dc55c492's postgres sink connects only through `auth` or `spec` (a case sink gets no
+    `with`): without them it records an error `sink.done` and the run completes
+    (tools_case_v2/v2_case_sink_text_without_auth)."""
+    text = _SINK.replace("TOOL", tool).replace("            auth: pg_local\n", "")
+    found = _found(text, "D953")
+    assert [(d.position.line, d.position.col) for d in found] == [(11, 19)]
+    assert "no `auth`, so no connection" in found[0].message
+
+
 @pytest.mark.parametrize(
     "tool",
     [
@@ -75,6 +86,8 @@ def test_d953_at_a_sink_dc55c492_cannot_run(tool: str, what: str):
         "{kind: duckdb, table: t}",
         "{type: http, url: 'http://127.0.0.1/x'}",
         "{table: t}",  # a mapping without kind or type is the event log there
+        "{kind: postgres, auth: pg_local}",  # the mapping's `auth` over the sink's
+        "{kind: postgres, spec: {dsn: 'postgresql://db/x'}}",
         "'{{ workload.sink_kind }}'",  # rendered at run time: unknown here
     ],
 )

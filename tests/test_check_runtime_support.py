@@ -345,3 +345,18 @@ def test_event_sink_kinds_equal_the_runtime_sink() -> None:
     from airflow_plugin.tools import sink
 
     assert SINK_EVENT_KINDS == sink._EVENT_KINDS
+
+
+def test_a_postgres_sink_written_as_its_kind_needs_auth_beside_it() -> None:
+    """`tool: postgres` with `table` and `data` but no `auth`: the runtime refuses the sink
+    (dc55c492 completed such a run and wrote nothing: tools_case_v2/v2_case_sink_text_without_auth),
+    so check says so at the kind, as it does for the `tool: {kind: postgres}` form."""
+    text = _SINK_OF_START.replace("TOOL", "postgres")
+    found = [
+        (d.code, d.position.line, d.position.col)
+        for d in check_text(text, "playbook.yaml").diagnostics
+        if d.code == "C503"
+    ]
+    assert found == [("C503", 11, 19)]
+    with_auth = text.replace("table: runs", "table: runs\n            auth: pg_local")
+    assert "C503" not in {d.code for d in check_text(with_auth, "playbook.yaml").diagnostics}

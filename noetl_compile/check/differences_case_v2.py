@@ -29,39 +29,51 @@ _SERVICE_KEYS = ("service", "type", "tool")
 
 def swallowed_sink(ctx: CheckContext, step: Step, then: YMap) -> None:
     """D953: a case rule's `sink` that dc55c492's worker cannot run. Its `_execute_case_sinks`
-    (v2_worker_nats.py 1123-1210) catches the error, records a `sink.error` event and goes on:
-    the step and the run complete and nothing is written. Reported where the text alone makes
-    the failure certain: a `tool` that is neither text nor a mapping (null included: 1124-1129
-    call `.get` on it), or a kind the sink executor has no handler for."""
+    (v2_worker_nats.py 1123-1210) catches the error, records a `sink.error` event and goes on;
+    a postgres sink that cannot connect returns an error summary instead (core/storage/
+    postgres.py 349-359), recorded as `sink.done`. Either way the step and the run complete and
+    nothing is written. Reported where the text alone makes the failure certain: a `tool` that
+    is neither text nor a mapping (null included: 1124-1129 call `.get` on it), a kind the sink
+    executor has no handler for, or a postgres sink with no `auth` and no `spec` (its only
+    sources of a connection there: the worker passes no `with` to a case sink)."""
     sink = then.get("sink")
     if not isinstance(sink, dict) or "tool" not in sink:
         return
     tool = sink.get("tool")
+    what = _why_it_fails(sink, tool)
+    if what is None:
+        return
+    ctx.report(
+        "D953",
+        ctx.pos(sink, "tool"),
+        f"`sink` in a case rule of step {step.name!r} with {what}: the case-v2 engine "
+        "(dc55c492) records only a `sink.error` (or error `sink.done`) event, completes the "
+        "step and the run, and writes nothing; noetlc fails the step when the sink cannot run",
+        hint="name a kind the engine writes (`tool: {kind: postgres, auth: ..., table: ...}`, "
+        "or duckdb, python, http, event_log) and its `auth`; on dc55c492 a mistake here loses "
+        "the rows without a failure",
+    )
+
+
+def _why_it_fails(sink: dict[str, Any], tool: Any) -> str | None:
     if isinstance(tool, str):
         kind: Any = tool
     elif isinstance(tool, dict):
         kind = tool.get("type") or tool.get("kind") or "event"
     else:
-        kind = None
-    if isinstance(kind, str) and kind.strip().lower() in _SINK_KINDS:
-        return
-    if isinstance(kind, str) and ("{{" in kind or "{%" in kind):
-        return  # a rendered kind: which one is known only at run time
-    if isinstance(kind, str):
-        what = f"kind {kind.strip()!r}, which its sink executor has no handler for"
-    elif isinstance(tool, dict):
-        what = f"a kind that is not text ({_shape(kind)})"  # `.strip()` raises there
-    else:
-        what = f"a `tool` that is neither a kind nor a mapping ({_shape(tool)})"
-    ctx.report(
-        "D953",
-        ctx.pos(sink, "tool"),
-        f"`sink` in a case rule of step {step.name!r} with {what}: the case-v2 engine "
-        "(dc55c492) records only a `sink.error` event, completes the step and the run, and "
-        "writes nothing; noetlc fails the step when the sink cannot run",
-        hint="name a kind the engine writes (`tool: {kind: postgres, auth: ..., table: ...}`, "
-        "or duckdb, python, http, event_log); a typo here loses the rows on dc55c492",
-    )
+        return f"a `tool` that is neither a kind nor a mapping ({_shape(tool)})"
+    if not isinstance(kind, str):
+        return f"a kind that is not text ({_shape(kind)})"  # `.strip()` raises there
+    if "{{" in kind or "{%" in kind:
+        return None  # a rendered kind: which one is known only at run time
+    kind = kind.strip().lower()
+    if kind not in _SINK_KINDS:
+        return f"kind {kind!r}, which its sink executor has no handler for"
+    # core/storage/config.py get_config_value: a key of the tool mapping, else of the sink.
+    layers = [tool, sink] if isinstance(tool, dict) else [sink]
+    if kind == "postgres" and not any(m.get(k) for m in layers for k in ("auth", "spec")):
+        return "a postgres kind and no `auth`, so no connection"
+    return None
 
 
 def _shape(value: Any) -> str:

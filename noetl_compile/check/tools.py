@@ -96,6 +96,12 @@ def _sinks(step: Step) -> Iterator[YMap]:
 def check_site(ctx: CheckContext, site: Site) -> None:
     kind, config = site.task.kind, site.task.config
     check_runtime_support(ctx, site)
+    if site.sink is not None and config is None:
+        # `tool: <kind>` as text: its settings sit beside it in the sink, which the postgres
+        # check reads as the tool's input (the runtime refuses such a sink without `auth` too).
+        if kind == "postgres":
+            check_postgres_auth(ctx, site)
+        return
     if not isinstance(config, dict) or kind is None:
         return
     check_fields(ctx, kind, config, site.label)
@@ -129,7 +135,7 @@ def _present(value: Any) -> bool:
 def _misplaced(ctx: CheckContext, site: Site, keys: tuple[str, ...]) -> str:
     """A note when the missing keys were written where the engine does not read them: inside
     `spec` or an input mapping of the tool, or (canonical/case-v2) on the step itself."""
-    config = site.task.config
+    config = site.task.config if isinstance(site.task.config, dict) else {}
     places = [(f"inside `{name}`", config.get(name)) for name in ("spec",) + INPUT_KEYS]
     if ctx.playbook.dialect != "v1" and site.step is not None and site.sink is None:
         places.append(("on the step, outside `tool`", site.step.raw))
@@ -185,7 +191,7 @@ def check_postgres_auth(ctx: CheckContext, site: Site) -> None:
     """The engine needs a credential. Since 2026-03 (canonical engine) only `auth` counts, on the
     tool or in the command input, and a command without it is refused before it runs. Earlier
     engines (v1, case-v2) also took a `credential(s)` name or direct `db_*` fields in the inputs."""
-    config = site.task.config
+    config = site.task.config if isinstance(site.task.config, dict) else {}
     inputs = list(_input_mappings(ctx, site))
     if _present(config.get("auth")) or any(_present(m.get("auth")) for m in inputs):
         return

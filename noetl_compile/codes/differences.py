@@ -423,11 +423,14 @@ RULES = (
         "runs differently on NoETL: a case-v2 rule's `sink` that fails at run time",
         "dc55c492's worker catches every error of a case rule's `sink` (a kind its sink "
         "executor has no handler for, a `tool` neither text nor a mapping, a template that does "
-        "not render), records only a `sink.error` event, and completes the step and the run: "
-        "nothing is written; noetlc fails the step when the sink cannot run (" + _ROW + "'A "
-        "case-v2 rule's `sink` that fails at run time').",
-        "name a kind the engine writes (postgres, duckdb, python, http, event_log) if the "
-        "playbook must also run on dc55c492: there a typo loses the rows without a failure",
+        "not render) and records only a `sink.error` event; a postgres sink that cannot connect "
+        "(no `auth`) or whose write the database refuses returns an error summary, recorded as "
+        "`sink.done`. Either way the step and the run complete and nothing is written; noetlc "
+        "fails the step when the sink cannot run (" + _ROW + "'A case-v2 rule's `sink` that "
+        "fails at run time').",
+        "name a kind the engine writes (postgres, duckdb, python, http, event_log) and its "
+        "`auth` if the playbook must also run on dc55c492: there a mistake loses the rows "
+        "without a failure",
     ),
     rule(
         "D960",
