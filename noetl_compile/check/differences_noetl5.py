@@ -1,4 +1,4 @@
-"""D956-D958: NoETL 5 constructs whose run on Airflow differs from their run on NoETL 5
+"""D956-D958, D962-D963: NoETL 5 constructs whose run on Airflow differs from their run on NoETL 5
 (docs/semantics.md section 1, table "NoETL 5: where noetlc departs from its source"; each case
 under tests/noetl5/cases/ names the Rust line).
 
@@ -11,7 +11,7 @@ S125, C514, S114).
 from __future__ import annotations
 
 from ..analyze.expressions import scan_template
-from ..ast import Step
+from ..ast import Arc, Step
 from ..spans import YMap
 from .context import CheckContext
 from .difference_sites import pos_of
@@ -31,8 +31,38 @@ def check_noetl5(ctx: CheckContext) -> None:
         for task in step.tasks:
             if task.kind == "transfer" and isinstance(task.config, YMap):
                 _target_query(ctx, step, task.config)
+        if step.loop is not None and ctx.playbook.profile == "local":
+            _local_loop(ctx, step)
+        for arc in step.router.arcs:
+            _templated_args(ctx, step, arc)
     if cursor_steps:
         _cursor_result_reads(ctx, cursor_steps)
+
+
+def _local_loop(ctx: CheckContext, step: Step) -> None:
+    """D963: the CLI's local runtime (the runtime `executor.profile: local` names) runs no loop."""
+    raw = step.raw
+    ctx.report(
+        "D963",
+        ctx.key_pos(raw, "loop") if isinstance(raw, YMap) else ctx.pos(step, None),
+        f"step {step.name!r} loops: NoETL 5's CLI (`noetl run -r local`) does not read `loop:` and "
+        "runs the tool once with the item's tag as text; noetlc runs one call per item, as "
+        "NoETL 5's server does",
+    )
+
+
+def _templated_args(ctx: CheckContext, step: Step, arc: Arc) -> None:
+    """D962, at each templated value of a target's `args`: NoETL 5 hands it on unrendered."""
+    if not isinstance(arc.args, YMap):
+        return
+    for key, value in arc.args.items():
+        if isinstance(value, str) and "{{" in value:
+            ctx.report(
+                "D962",
+                ctx.pos(arc.args, key),
+                f"`args.{key}` of the arc {step.name!r} -> {arc.target!r} is a template: NoETL 5 "
+                "hands the target its text unrendered; noetlc renders it where the arc is taken",
+            )
 
 
 def _claim(ctx: CheckContext, step: Step, cursor: YMap) -> None:

@@ -574,4 +574,26 @@ RULES = (
         "read what the rows wrote (a table) rather than the loop's result if the playbook must "
         "also run on NoETL 5",
     ),
+    rule(
+        "D962",
+        I,
+        "runs differently on NoETL: a template in a NoETL 5 `next` target's `args`",
+        "NoETL 5 merges a target's `args` into the target's context as written (noetl/server "
+        "orchestrator.rs:1483, `with_params`: no rendering; its CLI alike), so the target reads "
+        "the template's text; noetlc renders the value where the arc is taken ("
+        + _NOETL5_ROW
+        + "'A template in a `next` target's `args`').",
+        "write the template in the target step's own fields if the playbook must also run on "
+        "NoETL 5",
+    ),
+    rule(
+        "D963",
+        I,
+        "runs differently on NoETL: a loop in a NoETL 5 playbook for the CLI's local runtime",
+        "NoETL 5's CLI (`noetl run -r local`, 5.3.2) does not read `loop:`: the tool runs once, "
+        "its item's tag left as text; noetlc runs one call per item, as NoETL 5's server does ("
+        + _NOETL5_ROW
+        + "'A step `loop:` run by NoETL 5's CLI').",
+        "run the playbook on NoETL 5's server (`noetl run -r distributed`) to compare a loop",
+    ),
 )
