@@ -155,6 +155,15 @@ class EngineProfile:
             "every profile (templating/filters5.py), so a playbook using one still runs.",
         )
     )
+    bools_render_lowercase: bool = field(
+        metadata=_about(
+            "A boolean written into text by a template (`enabled={{ workload.enabled }}`) reads "
+            "`true`/`false` (minijinja's rendering), else `True`/`False` (Python's Jinja). A "
+            "template that is the whole value keeps the boolean itself either way.",
+            "templating/render.py: the environment's `finalize`, told by the render context "
+            "(templating/context.build_context).",
+        )
+    )
     vars_flattened: bool = field(
         metadata=_about(
             "`vars` written by earlier steps are also bare names (`{{ got }}`).",

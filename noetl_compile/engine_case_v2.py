@@ -28,6 +28,7 @@ CASE_V2 = EngineProfile(
     input_event_bound=True,
     input_output_view=False,
     minijinja_filters=False,
+    bools_render_lowercase=False,
     vars_flattened=True,
     loop_item_in_variables=False,
     results_namespace=False,
@@ -121,6 +122,10 @@ CASE_V2 = EngineProfile(
             "noetl/core/dsl/render.py:35",
             "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
             "of NoETL 5's",
+        ),
+        "bools_render_lowercase": Source(
+            "noetl/core/dsl/render.py:35",
+            "Python's Jinja writes a bool with `str()`: `True`/`False`",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:384",

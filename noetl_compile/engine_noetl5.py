@@ -32,6 +32,7 @@ NOETL5 = EngineProfile(
     input_event_bound=False,
     input_output_view=False,
     minijinja_filters=True,
+    bools_render_lowercase=True,
     vars_flattened=False,
     loop_item_in_variables=False,
     results_namespace=False,
@@ -127,6 +128,11 @@ NOETL5 = EngineProfile(
         "minijinja_filters": Source(
             "noetl/server:orchestrate-core/src/template.rs:59",
             "TemplateRenderer registers keys, values, items, get, split, len, string, int, float, trim",
+        ),
+        "bools_render_lowercase": Source(
+            "noetl/tools:src/template/engine.rs:37",
+            "the tools render with a minijinja Environment, which writes a bool as `true`/`false` "
+            "(NoETL 5.3.2's CLI alike: `enabled=true`, tests/noetl5/playbooks/shell_workload_scalars)",
         ),
         "loop_item_in_variables": Source(
             "noetl/server:orchestrate-core/src/state.rs:1151",

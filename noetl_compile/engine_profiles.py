@@ -56,6 +56,7 @@ CANONICAL = EngineProfile(
     input_event_bound=True,
     input_output_view=True,
     minijinja_filters=False,
+    bools_render_lowercase=False,
     vars_flattened=False,
     loop_item_in_variables=True,
     results_namespace=False,
@@ -146,6 +147,10 @@ CANONICAL = EngineProfile(
             "noetl/core/dsl/render.py:107",
             "the Jinja environment gets NoETL's own filters (b64encode, tojson, ...), none "
             "of NoETL 5's",
+        ),
+        "bools_render_lowercase": Source(
+            "noetl/core/dsl/render.py:107",
+            "Python's Jinja writes a bool with `str()`: `True`/`False`",
         ),
         "vars_flattened": Source(
             "noetl/core/dsl/v2/engine.py:5773", "step.vars is removed in strict v10"

@@ -28,6 +28,7 @@ V1 = EngineProfile(
     input_event_bound=False,
     input_output_view=False,
     minijinja_filters=False,
+    bools_render_lowercase=False,
     vars_flattened=False,
     loop_item_in_variables=False,
     results_namespace=True,
@@ -89,6 +90,10 @@ V1 = EngineProfile(
         "vars_namespace": Source(
             "noetl/core/dsl/render.py:114",
             "the render context has no `vars` namespace (v1 has no `vars`)",
+        ),
+        "bools_render_lowercase": Source(
+            "noetl/core/dsl/render.py:36",
+            "Python's Jinja writes a bool with `str()`: `True`/`False`",
         ),
         "vars_flattened": Source("noetl/core/dsl/render.py:114", "no `vars`: nothing to flatten"),
         "output_fields_flat": Source(

@@ -25,6 +25,7 @@ from noetl_compile.engine_profiles import CANONICAL, EngineProfile, profile_for
 
 from ..hooks.secrets import resolve_secret_refs
 from .proxy import wrap_result
+from .render import LOWER_BOOLS_KEY
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
 PROTECTED_KEY = "__noetl_protected__"
@@ -195,6 +196,8 @@ def build_context(
             if isinstance(key, str) and key not in protected:
                 context[key] = value
     context[PROTECTED_KEY] = frozenset(protected)
+    if profile.bools_render_lowercase:
+        context[LOWER_BOOLS_KEY] = True
     return context
 
 

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes
+from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes, pass_context
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import NoetlFailure
@@ -163,6 +163,21 @@ class _NoetlEnvironment(SandboxedEnvironment):
         return super().getattr(obj, attribute)
 
 
+# Context entry (not a valid template name) present where the run's engine writes a bool into
+# text as `true`/`false` (``profile.bools_render_lowercase``: NoETL 5's minijinja); Python's
+# Jinja writes `True`/`False`. templating/context.build_context sets it from the profile.
+LOWER_BOOLS_KEY = "__noetl_lower_bools__"
+
+
+@pass_context
+def _finalize(context: Any, value: Any) -> Any:
+    # Only what a `{{ }}` writes into text passes here: a template that is the whole value is
+    # evaluated as an expression (``_render_string``) and keeps the bool itself.
+    if (value is True or value is False) and context.get(LOWER_BOOLS_KEY):
+        return "true" if value else "false"
+    return value
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, ResultProxy):
         return unwrap(value)
@@ -208,6 +223,7 @@ def environment() -> SandboxedEnvironment:
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,  # python ``code`` and SQL keep their exact text
+        finalize=_finalize,
     )
     env.filters["tojson"] = _filter_tojson
     env.filters["b64encode"] = _filter_b64encode
@@ -330,7 +346,9 @@ def _render_string(
 def _blank_environment() -> SandboxedEnvironment:
     """The runtime's environment with Jinja's default undefined (an undefined name renders
     ''), as NoETL's worker hands its python tool (``python_input_undefined_blank``)."""
-    env = _NoetlEnvironment(undefined=Undefined, autoescape=False, keep_trailing_newline=True)
+    env = _NoetlEnvironment(
+        undefined=Undefined, autoescape=False, keep_trailing_newline=True, finalize=_finalize
+    )
     env.filters.update(environment().filters)
     return env
 

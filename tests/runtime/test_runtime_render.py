@@ -273,3 +273,20 @@ def test_true_false_text_of_an_expression_is_a_bool_as_noetls_engine_renders(tem
     assert render_value(template, c, strict=True) == expected
     kept = render_value(template, c, strict=True, coerce=False)  # python code: text stays text
     assert isinstance(kept, str) and kept.lower() == str(expected).lower()
+
+
+def test_a_bool_written_into_text_follows_the_engines_renderer():
+    # NoETL 5 renders with minijinja (`true`), the Python engines with Jinja (`True`); a template
+    # that is the whole value keeps the bool on both, and `{% if %}` tests it either way.
+    from noetl_compile.engine_profiles import PROFILES
+
+    workload = {"enabled": True, "dry_run": False}
+    text = "enabled={{ workload.enabled }} dry={{ workload.dry_run }} more={{ 2 > 1 }}"
+    for name, (yes, no) in {"noetl5": ("true", "false"), "canonical": ("True", "False")}.items():
+        context = build_context(workload=workload, profile=PROFILES[name])
+        assert render_value(text, context, strict=True) == f"enabled={yes} dry={no} more={yes}"
+        assert render_value("{{ workload.enabled }}", context, strict=True) is True
+        branch = "{% if workload.dry_run %}x{% else %}y{% endif %}"
+        assert render_value(branch, context, strict=True) == "y"
+        # a bool inside a list or mapping written whole keeps its own rendering (`tojson`: JSON)
+        assert render_value("{{ [workload.enabled] | tojson }}", context, strict=True) == "[true]"
