@@ -64,7 +64,10 @@ def _kinds(path: Path) -> dict[str, str]:
 
 
 # Workload values given on the command line (to both engines), by playbook.
-SETS = {"shell_secret_masked": ["--set", "api_token=tok-9f8e7d6c5b4a"]}
+SETS = {
+    "shell_secret_masked": ["--set", "api_token=tok-9f8e7d6c5b4a"],
+    "workload_set_override": ["--set", "user=bob", "--set", "count=7"],
+}
 # Playbooks noetlc cannot run yet (issue 20 owns it): strict xfails, so a fix shows up.
 GAPS = {
     "sink_file": "NoETL 5's local `kind: sink` tool (target file/duckdb/gcs) has no executor: "
@@ -273,6 +276,15 @@ def _http_fields(theirs: Outcome, ours: Outcome) -> None:
     assert ours.steps == {"start", "known"} and ours.results["known"] == "name=Test User 3"
 
 
+def _nested_result(theirs: Outcome, ours: Outcome) -> None:
+    # NoETL 5's CLI runs the child but keeps no result for the calling step: it is not listed
+    # and `{{ start.result }}` stays as text.
+    assert theirs.status == ours.status == "success"
+    assert theirs.steps == {"after"} and theirs.results == {"after": "got={{ start.result }}"}
+    assert ours.steps == {"start", "after"}
+    assert ours.results == {"start": "child-of-parent", "after": "got=child-of-parent"}
+
+
 DIFFERENCES: dict[str, Difference] = {
     "route_case_then_list": Difference(
         "a local `case` whose `then` is a list of steps",
@@ -410,6 +422,15 @@ DIFFERENCES: dict[str, Difference] = {
         "NoETL 5's http tool returns a mapping the server's templates read field by field "
         "(`http_result_keys`); only the CLI's local bridge flattens it to text",
         _http_fields,
+    ),
+    "nested_return_result": Difference(
+        "the result of a nested `playbook` call with `return_result: true`, read downstream",
+        "NoETL 5's CLI runs the child but keeps no result for the calling step: it is not "
+        "listed and `{{ start.result }}` stays as text",
+        "the call's result is the child's last step's result (`child-of-parent`), read by name",
+        "NoETL 5's playbook tool returns the child's result when it waits (noetl/tools "
+        "playbook.rs:279; case `nested/playbook_result_read_downstream`); the CLI drops it",
+        _nested_result,
     ),
 }
 
