@@ -274,8 +274,9 @@ def test_the_writer_thread_stores_a_batch_per_wake_not_a_row(event_store, tmp_pa
     store_append = event_store.append
 
     def counted(rows):
-        batches.append(len(rows))
+        # Counted once stored: the reads below must find every counted row committed.
         store_append(rows)
+        batches.append(len(rows))
 
     event_store.append = counted
     recorder = StoreRecorder(event_store, Outbox(tmp_path / "outbox"))
