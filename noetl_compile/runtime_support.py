@@ -43,8 +43,8 @@ REGISTRY_KINDS: frozenset[str] = frozenset(
 OPERATOR_KINDS: frozenset[str] = frozenset({"playbook", "playbooks", "workbook", "gate"})
 
 RUNTIME_KINDS: frozenset[str] = REGISTRY_KINDS | OPERATOR_KINDS
-# Sink kinds the runtime writes to the event log itself (``airflow_plugin.tools.sink``'s
-# ``_EVENT_KINDS``): a sink of one of these runs no tool, so it needs no executor.
+# Sink kinds the runtime writes to the event log itself: a sink of one of these runs no tool, so
+# it needs no executor. The one list: ``airflow_plugin.tools.sink`` reads it from here.
 SINK_EVENT_KINDS: frozenset[str] = frozenset({"", "event", "event_log", "eventlog"})
 
 

@@ -23,7 +23,6 @@ from noetl_compile.runtime_support import (
     OPERATOR_KINDS,
     REGISTRY_KINDS,
     RUNTIME_KINDS,
-    SINK_EVENT_KINDS,
     runtime_executes,
 )
 
@@ -339,12 +338,6 @@ def test_a_sink_tool_written_as_its_kind_is_checked() -> None:
 def test_event_log_and_sql_sinks_do_not_warn(tool: str) -> None:
     """The sink writes `event`/`event_log` to the event log itself: no executor needed."""
     assert _findings(_SINK_OF_START.replace("TOOL", tool)) == []
-
-
-def test_event_sink_kinds_equal_the_runtime_sink() -> None:
-    from airflow_plugin.tools import sink
-
-    assert SINK_EVENT_KINDS == sink._EVENT_KINDS
 
 
 def test_a_postgres_sink_written_as_its_kind_needs_auth_beside_it() -> None:

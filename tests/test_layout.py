@@ -46,6 +46,7 @@ COMPILER_LEAVES = {
     "noetl_compile.quantum_surface",
     "noetl_compile.shell_surface",
     "noetl_compile.step_contract",
+    "noetl_compile.runtime_support",  # what the runtime executes; its sink's event-log kinds
     "noetl_compile.step_model",  # the typed step
     "noetl_compile.step_decode",  # its one decode
 }

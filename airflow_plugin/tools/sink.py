@@ -55,6 +55,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from noetl_compile.runtime_support import SINK_EVENT_KINDS
+
 from ..errors import NoetlConfigError
 from ..hooks.connections import ConnectionNotFound
 from ..hooks.sqltext import SqlConfigError, bind_named
@@ -66,7 +68,6 @@ from .sql import SINK_ALIASES, has_sql, read_sql
 __all__ = ["SinkConfigError", "SinkSpec", "run_sink", "sink_rows", "sink_spec"]
 
 _DATA_KEYS = ("data", "args", "payload", "from")
-_EVENT_KINDS = frozenset({"event", "event_log", "eventlog", ""})
 _MODES = frozenset({"insert", "append", "upsert", "replace"})
 
 
@@ -420,7 +421,7 @@ def run_sink(
     """
     try:
         normal = sink_spec(spec)
-        if normal.kind in _EVENT_KINDS:
+        if normal.kind in SINK_EVENT_KINDS:
             from ..templating.render import to_jsonable
 
             data = to_jsonable(normal.data)
