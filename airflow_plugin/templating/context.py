@@ -29,8 +29,11 @@ from .render import LOWER_BOOLS_KEY
 
 # Context entry (not a valid template name) holding the names flattening must not shadow.
 PROTECTED_KEY = "__noetl_protected__"
+# The context's own entries, which are no playbook data (a python tool's `context` leaves them out).
+INTERNAL_KEYS = frozenset({PROTECTED_KEY, LOWER_BOOLS_KEY})
 
 __all__ = [
+    "INTERNAL_KEYS",
     "PROTECTED_KEY",
     "RESERVED_KEYS",
     "apply_ctx_writes",

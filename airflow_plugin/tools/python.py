@@ -64,13 +64,8 @@ from urllib.parse import urlsplit
 from noetl_compile.python_surface import has_top_level_return, wrapped_source
 
 from ..errors import NoetlConfigError
-from ..templating.context import PROTECTED_KEY
-from ..templating.render import (
-    LOWER_BOOLS_KEY,
-    has_template,
-    render_blank_undefined,
-    to_jsonable,
-)
+from ..templating.context import INTERNAL_KEYS
+from ..templating.render import has_template, render_blank_undefined, to_jsonable
 from .code_scope import CodeScope
 from .outcome import ToolCall, ToolOutcome, error_from_exception
 from .python_failure import Tee, failed, failed_code, failed_noetl5, quote_source
@@ -375,8 +370,7 @@ def _plain_context(context: Mapping[str, Any], code: str) -> dict[str, Any]:
     a small loop item's own work, and a loop's python step pays it once per item."""
     if not any(word in code for word in _CONTEXT_WORDS):
         return {}
-    hidden = (PROTECTED_KEY, LOWER_BOOLS_KEY)
-    return to_jsonable({k: v for k, v in context.items() if k not in hidden})
+    return to_jsonable({k: v for k, v in context.items() if k not in INTERNAL_KEYS})
 
 
 def _call_main(main: Any, inputs: dict[str, Any], context: Any = None) -> Any:
