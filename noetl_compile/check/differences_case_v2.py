@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ast import Step
+from ..read.base import is_template
 from ..spans import YMap
 from .context import CheckContext
 
@@ -64,7 +65,7 @@ def _why_it_fails(sink: dict[str, Any], tool: Any) -> str | None:
         return f"a `tool` that is neither a kind nor a mapping ({_shape(tool)})"
     if not isinstance(kind, str):
         return f"a kind that is not text ({_shape(kind)})"  # `.strip()` raises there
-    if "{{" in kind or "{%" in kind:
+    if is_template(kind):
         return None  # a rendered kind: which one is known only at run time
     kind = kind.strip().lower()
     if kind not in _SINK_KINDS:
