@@ -45,6 +45,7 @@ __all__ = [
     "NoetlTaskMixin",
     "fail_task",
     "failure_summary",
+    "freeze_heap",
     "is_noetl_output",
     "step_output",
 ]
@@ -66,6 +67,20 @@ def runs_in_process() -> bool:
     from airflow.sdk.execution_time import task_runner
 
     return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), comms)
+
+
+def freeze_heap() -> None:
+    """Before a task runs many items in its own process (a deployed loop body or cursor
+    worker): move every object alive now (Airflow, the DAG, the imports) out of the cyclic
+    garbage collector's reach (``gc.freeze``). The items allocate and free objects by the
+    hundred thousand, and each collection they trigger walked that whole heap again: 10-15% of
+    an item's CPU (``bench/loop_item_cost.py``, about what turning the collector off saves).
+    Those objects live as long as the process anyway. Not in a process that runs every task
+    (``dag.test()``, ``noetlc run``): what one task frees there must stay collectable."""
+    if not runs_in_process():
+        import gc
+
+        gc.freeze()
 
 
 def failure_summary(error: Any) -> str:

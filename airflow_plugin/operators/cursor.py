@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import NoetlRuntimeError
 from ..events import names
-from .base import fail_task
+from .base import fail_task, freeze_heap
 from .loop import CompiledStepOperator, decoded, max_map_length
 
 __all__ = ["SLOT_RETRIES", "NoetlCursorHeadOperator", "NoetlCursorWorkerOperator"]
@@ -99,6 +99,7 @@ class NoetlCursorWorkerOperator(CompiledStepOperator):
             raise fail_task(
                 self.step, ValueError(f"cursor worker got no slot from its head: {slot!r:.200}")
             )
+        freeze_heap()
         inputs = self.pull_inputs(context, self.step)
         inputs["args"] = dict(slot.get("args") or {})
         number = int(slot.get("slot", 0))

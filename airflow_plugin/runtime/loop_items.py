@@ -22,7 +22,7 @@
   next; NoETL 5 dispatches a parallel loop's items all at once). Deployed, a parallel or async
   loop's items are spread over mapped instances, separate processes: there a shared stop flag
   (a :class:`StopFlag`, the operators' an XCom of the failed instance) is asked before each item
-  (the operators read it at most every quarter second) and raised at a failed one, so no instance starts an item once a failure is known. Items
+  (the operators read it at most once a second) and raised at a failed one, so no instance starts an item once a failure is known. Items
   already running in other instances when it is raised finish, as NoETL's issued commands do.
 
 Standard library and the engine profiles only (those when a loop runs), so the operators and

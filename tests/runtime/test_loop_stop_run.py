@@ -328,3 +328,32 @@ def test_the_head_makes_no_more_instances_than_the_workers_run_at_once(
         "parallel", 5000, map_limit=1024, slots=slots, max_in_flight=16, templated=False,
         in_process=False,
     ) == expected  # fmt: skip
+
+
+def test_a_deployed_body_freezes_the_heap_and_an_in_process_one_does_not(charge):
+    # A task process of its own (no in-process Execution API): everything alive before the
+    # items leaves the collector's reach, so the collections the items trigger do not walk
+    # Airflow's heap again and again (issue 32).
+    import gc
+    import subprocess
+    import sys
+
+    probe = (
+        "import gc\n"
+        "from airflow_plugin.operators.base import freeze_heap\n"
+        "before = gc.get_freeze_count()\n"
+        "freeze_heap()\n"
+        "print('frozen', before, gc.get_freeze_count())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("frozen ")]
+    before, after = map(int, line.split()[1:])
+    assert before == 0 and after > 1000, done.stdout
+    # Under dag.test() every task runs in this process: what a task frees must stay
+    # collectable, so the body leaves the collector as it found it.
+    frozen = gc.get_freeze_count()
+    out, rows, _ = charge("heap_in_process", CANONICAL, count=3)
+    assert out.state == "success" and rows == [0, 1, 2]
+    assert gc.get_freeze_count() == frozen
