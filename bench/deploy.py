@@ -16,7 +16,8 @@ bound): read ratios, not seconds, and rerun when something else was running.
 
 With ``--loop`` it measures a big loop instead, on the Celery stack
 (``--executor celery``: Redis and two workers of 4 slots): ``playbooks/large_loop.yaml``
-(5,000 items, a parallel loop of ``max_in_flight: 16``, compiled as is) against a hand-written
+(5,000 items, a parallel loop of ``max_in_flight: 16``, compiled as is, and a copy with fusion
+the other way: ``metadata.noetlc.fuse``) against a hand-written
 DAG doing the same work the way an Airflow user would batch it (:data:`BATCHED_DAG`: 16 mapped
 batches squaring their items, then a total over the last 128), both in one run, alternately;
 prints the medians, the ratio loop/batched (target: within 1.5x) and the load average, and the
@@ -140,7 +141,9 @@ with DAG(dag_id="bench.loop_batched", schedule=None, catchup=False,
 
 
 def write_loop_dags(folder: Path, dags: Path, also: list[int]) -> list[tuple[str, str]]:
-    """large_loop as ``bench.large_loop`` (and, per number in ``also``, a copy whose
+    """large_loop as ``bench.large_loop``, a copy with fusion the other way
+    (``bench.large_loop_flipped``: its ``metadata.noetlc.fuse`` turned off, or on), (per number
+    in ``also``, a copy whose
     ``max_in_flight`` is that number: ``bench.large_loop_N``) and the hand-written batched DAG
     -> (label, DAG id) of each, the batched one last."""
     folder.mkdir(parents=True)
@@ -149,6 +152,17 @@ def write_loop_dags(folder: Path, dags: Path, also: list[int]) -> list[tuple[str
         text.replace("path: examples/large_loop", "path: bench/large_loop")
     )
     ids = [("large_loop (5,000 items)", "bench.large_loop")]
+    # The same loop with fusion the other way (lower/fuse.py loop_folds): start and total run
+    # in the loop's head and tail, or as tasks of their own.
+    fused = "    fuse: true" in text
+    flipped = text.replace("path: examples/large_loop", "path: bench/large_loop_flipped")
+    flipped = (
+        flipped.replace("    fuse: true", "    fuse: false")
+        if fused
+        else flipped.replace("\nmetadata:\n", "\nmetadata:\n  noetlc:\n    fuse: true\n", 1)
+    )
+    (folder / "large_loop_flipped.yaml").write_text(flipped)
+    ids.append((f"large_loop, {'unfused' if fused else 'fused'}", "bench.large_loop_flipped"))
     for number in also:
         variant = text.replace(
             "path: examples/large_loop", f"path: bench/large_loop_{number}"

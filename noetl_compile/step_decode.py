@@ -18,6 +18,7 @@ from .step_model import (
     ARC_KEYS,
     DIALECTS,
     EXTENSION_KEYS,
+    FUSED_LOOP_KEYS,
     LOOP_MODES,
     PAYLOAD_KEYS,
     READS_KEYS,
@@ -35,7 +36,14 @@ from .step_model import (
     normalise_case_next,
 )
 
-__all__ = ["decode_loop_step", "decode_reads", "decode_region", "decode_step"]
+__all__ = [
+    "decode_fused_loop",
+    "decode_loop_step",
+    "decode_reads",
+    "decode_region",
+    "decode_step",
+    "without_fold",
+]
 
 
 class _Problems:
@@ -72,8 +80,9 @@ def decode_step(payload: Any) -> Step:
 def decode_loop_step(payload: Any, *, cursor: bool | None = False) -> Step:
     """A loop operator's step: the payload must hold a ``loop``; ``cursor`` true: a cursor loop
     (``mode: cursor`` with a ``cursor`` object), false: a loop over ``in``, ``None``: either,
-    as its ``mode`` says (the tail closes both)."""
-    step = decode_step(payload)
+    as its ``mode`` says (the tail closes both). A fused loop's ``lead`` and ``trail`` are
+    not the loop step's (:func:`decode_fused_loop`)."""
+    step = decode_step(without_fold(payload))
     problems = _Problems()
     loop = step.loop
     if loop is None:
@@ -103,6 +112,37 @@ def decode_loop_step(payload: Any, *, cursor: bool | None = False) -> Step:
                 )
     problems.raise_if_any(f"invalid loop payload for step {step.name!r}")
     return step
+
+
+def without_fold(payload: Any) -> Any:
+    """A fused loop's payload without what it adds to its loop step's (``FUSED_LOOP_KEYS``)."""
+    if isinstance(payload, Mapping) and FUSED_LOOP_KEYS & set(payload):
+        return {k: v for k, v in payload.items() if k not in FUSED_LOOP_KEYS}
+    return payload
+
+
+def decode_fused_loop(payload: Any) -> tuple[list[Step], Region | None]:
+    """A fused loop's ``lead`` (the steps its head runs first, in order) and ``trail`` (the
+    region its tail runs after the loop; None without one)."""
+    if not isinstance(payload, Mapping):
+        return [], None
+    name = payload.get("step")
+    problems = _Problems()
+    lead: list[Step] = []
+    raw = payload.get("lead", [])
+    if not isinstance(raw, list):
+        problems.add("lead", f"must list step payloads, got {type(raw).__name__}")
+        raw = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            problems.add(f"lead[{index}]", f"must be a step payload, got {type(item).__name__}")
+            continue
+        step = _step(item, f"lead[{index}].", problems)
+        if step is not None:
+            lead.append(step)
+    problems.raise_if_any(f"invalid fused loop payload for step {name!r}")
+    trail = payload.get("trail")
+    return lead, decode_region(trail) if trail is not None else None
 
 
 def decode_reads(reads: Any, where: str, *, args: bool = True) -> Reads:

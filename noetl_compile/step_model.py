@@ -37,6 +37,7 @@ __all__ = [
     "ARC_KEYS",
     "DIALECTS",
     "EXTENSION_KEYS",
+    "FUSED_LOOP_KEYS",
     "LOOP_MODES",
     "PAYLOAD_KEYS",
     "READS_KEYS",
@@ -72,6 +73,9 @@ EXTENSION_KEYS: frozenset[str] = frozenset(
 ARC_KEYS: frozenset[str] = frozenset(("step", "task_id", "when", "set", "args", "spec", "group"))
 READS_KEYS: tuple[str, ...] = ("results", "region_results", "ctx", "vars", "args")
 REGION_KEYS: frozenset[str] = frozenset(("region", "dialect", "entry", "steps", "exits"))
+# What a fused loop's payload adds to its loop step's (lower/fuse.py ``loop_folds``): ``lead``,
+# the step payloads its head runs first; ``trail``, the region payload its tail runs after.
+FUSED_LOOP_KEYS: frozenset[str] = frozenset(("lead", "trail"))
 LOOP_KEYS: frozenset[str] = frozenset(
     (
         "iterator",

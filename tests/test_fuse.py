@@ -12,7 +12,7 @@ import pytest
 from noetl_compile.check import check_paths
 from noetl_compile.cli import main
 from noetl_compile.compile import lower_result
-from noetl_compile.lower.fuse import fused_runs
+from noetl_compile.lower.fuse import fused_runs, loop_folds
 from noetl_compile.rules import Severity
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +57,77 @@ def test_a_single_plain_step_is_not_a_run():
     assert _runs([], nodes=["a"]) == []
 
 
+def _folds(edges, *, loops=("l",), fusable=lambda n: True, lead_ok=lambda n, loop: True,
+           trail_ok=lambda n: True, entry="a"):  # fmt: skip
+    graph = nx.DiGraph()
+    graph.add_edges_from(edges)
+    return loop_folds(
+        graph,
+        sorted(graph),
+        loops=lambda n: n in loops,
+        fusable=lambda n: n not in loops and fusable(n),
+        lead_ok=lead_ok,
+        trail_ok=trail_ok,
+        entry=entry,
+    )
+
+
+def test_a_loop_folds_its_entry_and_the_chain_after_it():
+    # a -> l -> t -> u: the head runs a, the tail runs t then u.
+    assert _folds([("a", "l"), ("l", "t"), ("t", "u")]) == {"l": (["a"], ["t", "u"])}
+
+
+def test_only_the_entry_step_leads_and_only_when_it_routes_to_the_loop_alone():
+    # z -> a -> l: `a` is not the entry; a -> (l | x): a routes two ways.
+    assert _folds([("z", "a"), ("a", "l")], entry="z") == {}
+    assert _folds([("a", "l"), ("a", "x")]) == {}
+    # The rule of the lowering (a bare noop whose arc hands the loop nothing) decides too.
+    assert _folds([("a", "l"), ("l", "t")], lead_ok=lambda n, loop: False) == {"l": ([], ["t"])}
+
+
+def test_the_trail_stops_at_a_join_a_fan_out_a_loop_and_a_step_routing_a_failure():
+    assert _folds([("a", "l"), ("l", "t"), ("x", "t")], lead_ok=lambda n, loop: False) == {}
+    # t routes two ways: it ends the trail, its targets stay tasks of their own.
+    assert _folds([("a", "l"), ("l", "t"), ("t", "u"), ("t", "v")]) == {"l": (["a"], ["t"])}
+    assert _folds([("a", "l"), ("l", "m")], loops=("l", "m")) == {"l": (["a"], [])}
+    folds = _folds([("a", "l"), ("l", "t"), ("t", "u")], trail_ok=lambda n: n != "u")
+    assert folds == {"l": (["a"], ["t"])}
+    # A loop that routes two ways has no trail.
+    assert _folds([("a", "l"), ("l", "t"), ("l", "u")]) == {"l": (["a"], [])}
+
+
+def test_a_fused_loop_lowers_its_lead_and_trail_into_its_group(tmp_path):
+    (result,), _ = check_paths([str(PLAYBOOKS / "large_loop.yaml")])
+    ir = lower_result(result, "large_loop.yaml", fuse=True)
+    (unit,) = ir.units
+    assert unit.steps == ["start", "square", "total"]
+    assert [t.operator for t in unit.tasks] == [
+        "NoetlFusedLoopHeadOperator",
+        "NoetlLoopBodyOperator",
+        "NoetlFusedLoopTailOperator",
+    ]
+    assert [s["step"] for s in unit.payload["lead"]] == ["start"]
+    assert list(unit.payload["trail"]["steps"]) == ["total"]
+    assert unit.payload["trail"]["exits"] == []
+    # Unfused, nothing changes: five levels, as before.
+    plain = lower_result(result, "large_loop.yaml", fuse=False)
+    assert [u.steps for u in plain.units] == [["start"], ["square"], ["total"]]
+
+
+def test_a_lead_that_does_work_or_sets_values_is_not_folded(tmp_path):
+    text = (PLAYBOOKS / "large_loop.yaml").read_text()
+    for old, new in [
+        ("    tool: {kind: noop}\n", "    tool: {kind: python, code: 'result = 1'}\n"),
+        ("        - step: square\n", "        - step: square\n          set: {k: 1}\n"),
+    ]:
+        assert old in text
+        path = tmp_path / "large_loop.yaml"
+        path.write_text(text.replace(old, new, 1))
+        (result,), _ = check_paths([str(path)])
+        units = lower_result(result, path.name, fuse=True).units
+        assert [u.steps for u in units] == [["start"], ["square", "total"]], old
+
+
 def _units(name: str, fuse: bool):
     (result,), _ = check_paths([str(PLAYBOOKS / f"{name}.yaml")])
     ir = lower_result(result, f"{name}.yaml", fuse=fuse)
@@ -69,7 +140,7 @@ def _units(name: str, fuse: bool):
         ("hello_world", 3, 1),  # start -> greet -> end
         ("postgres_upsert", 4, 1),
         ("branching", 7, 7),  # every step routes two ways or is a join
-        ("loop_parallel", 3, 3),  # a loop is a boundary
+        ("loop_parallel", 3, 1),  # its head runs the bare start, its tail the report
         ("pagination_region", 3, 3),  # a cycle is already one region; around it no chain
         ("gates", 6, 6),  # a gate is a boundary
     ],

@@ -66,10 +66,11 @@ class Unit:
     payload: Mapping[str, Any]
     own: str | None  # the step the unit is named after (None for a region)
     members: tuple[str, ...]  # steps that run inside the unit's tasks (region, v1 loop body)
+    lead: tuple[str, ...] = ()  # steps a fused loop's head runs before its own (lower/fuse.py)
 
     @property
     def steps(self) -> tuple[str, ...]:
-        return ((self.own,) if self.own else ()) + self.members
+        return self.lead + ((self.own,) if self.own else ()) + self.members
 
     @property
     def is_loop(self) -> bool:
@@ -85,7 +86,14 @@ def units_of(payloads: Mapping[str, Mapping[str, Any]]) -> list[Unit]:
         if "region" in payload:
             units.append(Unit(unit_id, payload, None, tuple(payload.get("steps") or ())))
             continue
+        # A fused loop's head runs its lead and its tail its trail (lower/fuse.py).
+        lead = tuple(
+            str(s.get("step")) for s in payload.get("lead") or [] if isinstance(s, Mapping)
+        )
         members: list[str] = []
+        trail = payload.get("trail")
+        if isinstance(trail, Mapping):
+            members += list(trail.get("steps") or ())
         loop = payload.get("loop")
         if isinstance(loop, Mapping):
             body = loop.get("body")
@@ -94,7 +102,8 @@ def units_of(payloads: Mapping[str, Mapping[str, Any]]) -> list[Unit]:
             end = loop.get("end")
             if isinstance(end, Mapping) and isinstance(end.get("step"), str):
                 members.append(end["step"])
-        units.append(Unit(unit_id, payload, str(payload.get("step", unit_id)), tuple(members)))
+        own = str(payload.get("step", unit_id))
+        units.append(Unit(unit_id, payload, own, tuple(members), lead))
     return units
 
 

@@ -117,9 +117,12 @@ class NoetlLoopHeadOperator(CompiledStepOperator):
         super().__init__(payload=step, reads=reads, **kwargs)
 
     def execute(self, context: Any) -> Any:
+        return self.chunks(context, self.pull_inputs(context, self.step))
+
+    def chunks(self, context: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        """The loop's guard, its collection rendered and cut into the body's chunks."""
         from ..runtime.loop import chunk, guard_holds, loop_event, max_in_flight, render_collection
 
-        inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             if not guard_holds(self.payload, inputs):
                 from ..compat import AirflowSkipException
@@ -481,7 +484,8 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         step, reads = decoded(payload, reads, "loop tail", cursor=None)
         super().__init__(payload=step, reads=reads, **kwargs)
 
-    def execute(self, context: Any) -> Any:
+    def collected(self, context: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+        """The iteration records of every mapped instance, and the instances' outputs."""
         ti = context["ti"]
         # The mapped task of the group: loop bodies, or a cursor loop's worker slots.
         mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
@@ -489,6 +493,11 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         # Airflow 3.3 returns every map index's value for a mapped task (None when none ran).
         parts = body if isinstance(body, list) else [body] if body else []
         records = [r for part in parts if isinstance(part, dict) for r in part.get("records", [])]
+        return records, parts
+
+    def execute(self, context: Any) -> Any:
+        records, parts = self.collected(context)
+        mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             try:

@@ -4,8 +4,8 @@ A ``playbook`` tool inside a pipeline, region or loop body (and every nested cal
 ``dag.test()``, which has no scheduler to run a child DAG) runs the child in this process with the
 same runtime. The child's steps are the ones the compiler emitted into its DAG file, so the
 catalog finds that file in the DAG folder (the generated ``dag_id="..."`` line), imports it once
-(cached by path and mtime) and flattens its ``PAYLOADS``: regions into their member steps, loop
-steps stay loop payloads (the interpreter runs them), each decoded into its typed step once per
+(cached by path and mtime) and flattens its ``PAYLOADS``: regions into their member steps, a
+fused loop into its lead, its loop step and its trail, loop steps stay loop payloads (the interpreter runs them), each decoded into its typed step once per
 loaded file. Entry steps are the DAG's root tasks.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 # The compiler's own mapping (a standard-library leaf module): a templated child path must map to
 # exactly the DAG id the compiler gave that playbook.
 from noetl_compile.dag_ids import dag_id_for_path
-from noetl_compile.step_decode import decode_region, decode_step
+from noetl_compile.step_decode import decode_fused_loop, decode_region, decode_step, without_fold
 
 from ..errors import NoetlNotFound
 
@@ -91,12 +91,18 @@ def _load(path: Path, dag_id: str) -> CompiledPlaybook:
     for payload in payloads.values():
         if "region" in payload:
             steps.update(decode_region(payload).steps)
-        else:
-            steps[payload["step"]] = decode_step(payload)
+            continue
+        # A fused loop's task group also runs the steps before and after it (lower/fuse.py).
+        lead, trail = decode_fused_loop(payload)
+        steps.update((step.name, step) for step in lead)
+        steps[payload["step"]] = decode_step(without_fold(payload))
+        if trail is not None:
+            steps.update(trail.steps)
     entry: list[str] = []
     for root in sorted(dag.roots, key=lambda t: list(payloads).index(t.task_id.split(".")[0])):
         payload = payloads[root.task_id.split(".")[0]]
-        for step in payload.get("entry") or [payload["step"]]:
+        first = payload.get("lead") or [payload]  # a fused loop starts with its lead
+        for step in payload.get("entry") or [first[0]["step"]]:
             if step not in entry:
                 entry.append(step)
     workload = {key: dag.params[key] for key in dag.params}

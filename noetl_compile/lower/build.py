@@ -8,7 +8,6 @@ prints without further decisions.
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,51 +15,29 @@ import networkx as nx
 
 from ..analyze.flowgraph import StepGraph
 from ..ast import Playbook, Step
-from ..check import read_file
-from ..check.references import by_file, child_file
 from ..engine_profiles import profile_of
-from ..step_contract import Reads, RegionPayload
+from ..step_contract import Reads
 from .assets import unit_assets
 from .credentials import credential_params
 from .dataflow import data_dependencies
-from .fuse import FUSED_PREFIX, fused_runs
-from .ir import IR, JOIN_TRIGGER_RULE, Task, Unit
-from .names import IdAllocator, dag_id_for_path
-from .outcome import outcome_plan
-from .payload import compact_unit, is_gate, is_nested, loop_payload, plain, step_payload
+from .fuse import FUSED_PREFIX, fused_runs, loop_folds
+from .ir import IR, JOIN_TRIGGER_RULE, Unit
+from .names import IdAllocator
+from .outcome import call_cannot_fail, outcome_plan, step_routes_failure
+from .payload import (
+    compact_step,
+    compact_unit,
+    is_gate,
+    is_nested,
+    loop_payload,
+    plain,
+    step_payload,
+)
 from .presentation import decorate_units, doc_md, edge_labels, tags
 from .regions import V1LoopBody, cyclic_regions, v1_loop_bodies
+from .unit_tasks import dag_id_for, fill_unit
 
 __all__ = ["dag_id_for", "lower", "step_graph"]
-
-STEP_MODULE = "airflow_plugin.operators.step"
-LOOP_MODULE = "airflow_plugin.operators.loop"
-REGION_MODULE = "airflow_plugin.operators.region"
-CURSOR_MODULE = "airflow_plugin.operators.cursor"
-NESTED_MODULE = "airflow_plugin.operators.nested"
-GATES_MODULE = "airflow_plugin.operators.gates"
-# Trigger rule of loop tails: run after an empty fan-out (body skipped), not after a skipped head.
-TAIL_TRIGGER_RULE = "none_failed_min_one_success"
-# The largest limit a task may carry into the scheduler's SQL (a signed 32-bit column).
-_MAX_SQL_INT = 2**31 - 1
-
-
-def _child_dag_id(playbook: Playbook, path: str) -> str | None:
-    """The DAG id of a nested call's child: by catalog path, or, where NoETL names the child by
-    file (its local runtime; `./`, `../` in NoETL 5), the id of the playbook in that file."""
-    if not by_file(playbook, path):
-        return dag_id_for_path(path)
-    target = child_file(playbook.file, path)
-    child = read_file(target).playbook if os.path.isfile(target) else None
-    if child is None:
-        return None  # R204 said so; the operator fails with the path it was given
-    return dag_id_for(child, os.path.splitext(os.path.basename(target))[0])
-
-
-def dag_id_for(playbook: Playbook, fallback: str) -> str:
-    """The DAG id of the playbook's catalog key (``Playbook.catalog_key``), else of the file name
-    (a playbook without one has S101 errors and is not compiled)."""
-    return dag_id_for_path(playbook.catalog_key or fallback)
 
 
 def step_graph(playbook: Playbook) -> tuple[nx.DiGraph, list[str]]:
@@ -98,10 +75,6 @@ def _writes_ctx(step: Step, ctx_writes: Mapping[str, set[str]]) -> bool:
     return bool(ctx_writes.get(step.name))
 
 
-def _static_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
-
-
 class _Lowering:
     def __init__(self, playbook: Playbook, fuse: bool = False) -> None:
         self.playbook = playbook
@@ -128,7 +101,10 @@ class _Lowering:
             for name in [*b.body, *([b.end_step] if b.end_step else [])]
         }
         region_of = {name: members for members in regions for name in members}
-        fused = self._fused_runs(taken | set(in_body) | set(bodies)) if self.fuse else []
+        taken = taken | set(in_body) | set(bodies)
+        folds = self._loop_folds(taken) if self.fuse else {}
+        folded = {m for lead, trail in folds.values() for m in [*lead, *trail]}
+        fused = self._fused_runs(taken | folded) if self.fuse else []
         region_of.update({name: members for members in fused for name in members})
         seen: set[str] = set()
         for step in self.playbook.steps:
@@ -147,8 +123,13 @@ class _Lowering:
                 members = [name, *body.body, *([body.end_step] if body.end_step else [])]
                 seen |= set(members)
                 self._unit("loop", sorted(members, key=self.order.__getitem__), name, v1=body)
-            elif name in in_body:
+            elif name in in_body or name in folded:
                 continue  # lowered with its loop step
+            elif name in folds:
+                lead, trail = folds[name]
+                seen.update(lead, trail, [name])
+                self._unit("loop", [*lead, name, *trail], name)
+                self.units[-1].lead, self.units[-1].trail = list(lead), list(trail)
             else:
                 seen.add(name)
                 self._unit(self._shape(step), [name], name)
@@ -160,6 +141,48 @@ class _Lowering:
 
         names = self.playbook.step_names
         return fused_runs(self.graph, names, fusable=fusable, entry=self.playbook.entry)
+
+    def _loop_folds(self, taken: set[str]) -> dict[str, tuple[list[str], list[str]]]:
+        """Under fusion, the bare entry step a loop's head runs and the plain chain its tail
+        runs (lower/fuse.py ``loop_folds``)."""
+        profile = profile_of(self.playbook.dialect, self.playbook.generation)
+        results_read = {name for reads in self.deps.results.values() for name in reads}
+
+        def step_of(name: str) -> Step | None:
+            return self.playbook.step(name) if name not in taken else None
+
+        def loops(name: str) -> bool:
+            step = step_of(name)
+            return step is not None and self._shape(step) == "loop"
+
+        def fusable(name: str) -> bool:
+            step = step_of(name)
+            return step is not None and self._shape(step) == "step"
+
+        def lead_ok(name: str, loop: str) -> bool:
+            # What the head runs of it is its events: a bare noop (it cannot fail and renders
+            # nothing), whose result nobody reads and whose arc hands the loop nothing.
+            payload = compact_step(self.payload(name))  # the keys it says, defaults left out
+            arcs = (payload.get("routing") or {}).get("arcs") or []
+            return (
+                call_cannot_fail(payload)
+                and name not in results_read
+                and all(set(arc) <= {"step", "task_id"} for arc in arcs)
+                and [arc["step"] for arc in arcs] == [loop]
+            )
+
+        def trail_ok(name: str) -> bool:
+            return not step_routes_failure(self.payload(name), profile)
+
+        return loop_folds(
+            self.graph,
+            self.playbook.step_names,
+            loops=loops,
+            fusable=fusable,
+            lead_ok=lead_ok,
+            trail_ok=trail_ok,
+            entry=self.playbook.entry,
+        )
 
     def _shape(self, step: Step) -> str:
         if step.loop is not None:
@@ -221,167 +244,8 @@ class _Lowering:
         return payload
 
     def fill(self, unit: Unit) -> None:
-        kind = unit.kind
-        step = self.playbook.step(unit.steps[0])
-        assert step is not None
-        if kind == "region":
-            self._fill_region(unit)
-        elif unit.v1_body is not None:
-            self._fill_v1_loop(unit, unit.v1_body)
-        else:
-            unit.payload = self.payload(step.name)
-        if kind == "step":
-            unit.tasks = [Task(unit.id, "NoetlStepOperator", STEP_MODULE)]
-            unit.note = "step"
-        elif kind == "nested":
-            self._fill_nested(unit)
-        elif kind == "gate":
-            self._fill_gate(unit)
-        elif kind == "loop_seq":
-            unit.tasks = [Task(unit.id, "NoetlSequentialLoopOperator", LOOP_MODULE)]
-            unit.note = "sequential loop writing ctx (iterates inside one task)"
-        elif kind == "region":
-            unit.tasks = [Task(unit.id, "NoetlRegionOperator", REGION_MODULE)]
-            unit.note = f"cyclic region of {len(unit.steps)} step(s) (one task interprets it)"
-            if unit.id in self.fused_ids:
-                unit.note = f"fused run of {len(unit.steps)} step(s) (one task runs them in order)"
-        elif kind == "loop":
-            self._fill_loop(unit, step)
-        elif kind == "cursor":
-            self._fill_cursor(unit, step)
+        fill_unit(self, unit)
 
-    def _fill_loop(self, unit: Unit, step: Step) -> None:
-        loop = step.loop
-        assert loop is not None
-        body_kwargs: dict[str, Any] = {}
-        limit = 1 if loop.mode == "sequential" else _static_int(loop.max_in_flight)
-        if limit is not None:
-            # Past a 32-bit integer no run has that many instances anyway, and the scheduler
-            # binds the limit into SQL, where a larger number overflows the column type.
-            body_kwargs["max_active_tis_per_dagrun"] = min(limit, _MAX_SQL_INT)
-        unit.tasks = [
-            Task("head", "NoetlLoopHeadOperator", LOOP_MODULE),
-            Task(
-                "body",
-                "NoetlLoopBodyOperator",
-                LOOP_MODULE,
-                kwargs=body_kwargs,
-                mapped={"chunk": "head"},
-                upstream=["head"],
-            ),
-            Task(
-                "tail",
-                "NoetlLoopTailOperator",
-                LOOP_MODULE,
-                trigger_rule=TAIL_TRIGGER_RULE,
-                upstream=["head", "body"],
-            ),
-        ]
-        unit.note = f"{loop.mode} loop (head -> mapped body -> tail)"
-
-    def _fill_cursor(self, unit: Unit, step: Step) -> None:
-        unit.tasks = [
-            Task("head", "NoetlCursorHeadOperator", CURSOR_MODULE),
-            Task(
-                "worker",
-                "NoetlCursorWorkerOperator",
-                CURSOR_MODULE,
-                mapped={"slot": "head"},
-                upstream=["head"],
-            ),
-            Task(
-                "tail",
-                "NoetlLoopTailOperator",
-                LOOP_MODULE,
-                trigger_rule=TAIL_TRIGGER_RULE,
-                upstream=["head", "worker"],
-            ),
-        ]
-        unit.note = "cursor loop (head -> mapped worker slots draining the claim -> tail)"
-
-    def _fill_nested(self, unit: Unit) -> None:
-        tool = unit.payload.get("tool") or {}
-        path = tool.get("path")
-        child = (
-            _child_dag_id(self.playbook, path)
-            if isinstance(path, str) and path and "{" not in path
-            else None
-        )
-        unit.payload["playbook"] = {"path": path, "dag_id": child}
-        kwargs: dict[str, Any] = {}
-        if child:
-            kwargs["trigger_dag_id"] = child
-        kwargs["wait_for_completion"] = True
-        kwargs["deferrable"] = True
-        unit.tasks = [Task(unit.id, "NoetlPlaybookOperator", NESTED_MODULE, kwargs=kwargs)]
-        unit.note = "nested playbook (TriggerDagRunOperator)"
-
-    def _fill_gate(self, unit: Unit) -> None:
-        tool = unit.payload.get("tool") or {}
-        gate = tool.get("gate")
-        if gate == "approve":
-            operator = "NoetlApprovalOperator"
-        elif gate == "input":
-            operator = "NoetlInputOperator"
-        elif "until" in tool:
-            operator = "NoetlWaitUntilSensor"
-        else:
-            operator = "NoetlSleepSensor"
-        unit.tasks = [Task(unit.id, operator, GATES_MODULE)]
-        unit.note = f"{gate if gate in ('approve', 'input', 'sleep') else 'unknown'} gate"
-
-    def _fill_region(self, unit: Unit) -> None:
-        members = set(unit.steps)
-        entry = [
-            m
-            for m in unit.steps
-            if m == self.playbook.entry or any(p not in members for p in self.graph.predecessors(m))
-        ]
-        steps = {m: self.payload(m) for m in unit.steps}
-        exits = []
-        for payload in steps.values():
-            targets = [a["step"] for a in payload["routing"]["arcs"]]
-            for rule in payload["case"]:
-                targets += [t["step"] for t in rule["then"].get("next", [])]
-            for target in targets:
-                if (
-                    target not in members
-                    and self.task_id(target)
-                    and self.task_id(target) not in exits
-                ):
-                    exits.append(self.task_id(target))
-        region: RegionPayload = {
-            "region": unit.id,
-            "dialect": self.playbook.dialect,
-            "entry": entry,
-            "steps": steps,
-            "exits": exits,
-        }
-        unit.payload = region
-
-    def _fill_v1_loop(self, unit: Unit, body: V1LoopBody) -> None:
-        payload = self.payload(body.loop_step)
-        end = self.payload(body.end_step) if body.end_step else None
-        end_step = self.playbook.step(body.end_step) if body.end_step else None
-        payload["loop"]["body"] = {
-            "routing": payload["routing"],
-            "steps": {name: self.payload(name) for name in body.body},
-        }
-        if end is not None and end_step is not None:
-            end["result"] = plain(end_step.loop_result)
-            payload["loop"]["end"] = end
-            payload["routing"] = end["routing"]
-        else:
-            arcs = [
-                a
-                for name in body.body
-                for a in payload["loop"]["body"]["steps"][name]["routing"]["arcs"]
-                if a["step"] not in unit.steps
-            ]
-            payload["routing"] = {"mode": "inclusive", "arcs": arcs}
-        unit.payload = payload
-
-    # -- dependencies -------------------------------------------------------------------------------
     def wire(self) -> None:
         position = {u.id: i for i, u in enumerate(self.units)}
         predecessors = self.graph.pred

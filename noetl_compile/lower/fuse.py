@@ -22,6 +22,12 @@ outside (one upstream task, or none for the entry step); a join (a step with sev
 never heads a run, because an interpreter entered by two routes would run it twice where the
 join task runs once.
 
+A loop over ``in`` is a boundary of chains, and fusion folds its neighbours into its task group
+instead (:func:`loop_folds`): the loop's head runs a bare entry step before it renders the
+collection, and its tail runs the chain of plain steps after it (``operators/loop_fused.py``).
+A fused loop so costs the three levels of the DAG a person would write (a task making the
+batches, the mapped work, a task summing up), not five: each level is a scheduling round.
+
 Off by default: the unfused DAG shows one task per step, which is what a reader of the Airflow UI
 expects, and fusion trades that view for latency.
 """
@@ -32,7 +38,7 @@ from collections.abc import Callable, Iterable
 
 import networkx as nx
 
-__all__ = ["FUSED_PREFIX", "fused_runs"]
+__all__ = ["FUSED_PREFIX", "fused_runs", "loop_folds"]
 
 # Fused units are named after their first step: `fused_<step>`.
 FUSED_PREFIX = "fused"
@@ -73,3 +79,65 @@ def fused_runs(
         if len(run) >= 2:
             runs.append(run)
     return runs
+
+
+def loop_folds(
+    graph: nx.DiGraph,
+    steps: Iterable[str],
+    *,
+    loops: Callable[[str], bool],
+    fusable: Callable[[str], bool],
+    lead_ok: Callable[[str, str], bool],
+    trail_ok: Callable[[str], bool],
+    entry: str | None,
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Loop step -> (its lead, its trail): the plain steps its loop's head runs before the
+    collection and its tail runs after the loop, so a fused loop costs the levels of the
+    hand-written DAG (batches -> mapped work -> total) and not two more.
+
+    * the lead: the entry step, when it routes only to the loop and ``lead_ok`` (a bare
+      ``noop`` whose arc carries nothing: what the head runs is its events);
+    * the trail: the chain from the loop's one target, by the fusion rule (one way into each
+      member, one way out of each but the last) while ``trail_ok`` (its routing never takes a
+      failure, which would need the trigger rules of a task of its own).
+
+    ``loops``: whether a step is a loop over ``in`` this lowering may fold; ``fusable``: as for
+    :func:`fused_runs`."""
+    folds: dict[str, tuple[list[str], list[str]]] = {}
+    claimed: set[str] = set()
+    for name in steps:
+        if name not in graph or not loops(name):
+            continue
+        lead: list[str] = []
+        preds = list(graph.predecessors(name))
+        if len(preds) == 1:
+            (first,) = preds
+            if (
+                first == entry
+                and graph.in_degree(first) == 0
+                and graph.out_degree(first) == 1
+                and first not in claimed
+                and fusable(first)
+                and lead_ok(first, name)
+            ):
+                lead = [first]
+        trail: list[str] = []
+        current = name
+        while graph.out_degree(current) == 1:
+            (target,) = graph.successors(current)
+            if (
+                target in claimed
+                or target == entry
+                or target == name
+                or target in trail
+                or graph.in_degree(target) != 1
+                or not fusable(target)
+                or not trail_ok(target)
+            ):
+                break
+            trail.append(target)
+            current = target
+        if lead or trail:
+            folds[name] = (lead, trail)
+            claimed.update(lead, trail, [name])
+    return folds

@@ -68,6 +68,10 @@ class Unit:
     inner_steps: list[str] = field(default_factory=list)  # results live in XCom "results"[step]
     v1_body: Any = field(default=None, repr=False)  # regions.V1LoopBody of a v1 loop unit
     edge_labels: dict[str, Any] = field(default_factory=dict)  # upstream unit id -> branch label
+    # A fused loop (lower/fuse.py loop_folds): the steps its head runs before the loop step
+    # and its tail after it; ``steps`` is lead + [loop step] + trail.
+    lead: list[str] = field(default_factory=list)
+    trail: list[str] = field(default_factory=list)
 
     def full_id(self, local: str) -> str:
         return f"{self.id}.{local}" if self.group else local

@@ -34,7 +34,9 @@ __all__ = [
     "FAILURE_TOLERANT_RULE",
     "OUTCOME_TASK_ID",
     "OutcomePlan",
+    "call_cannot_fail",
     "outcome_plan",
+    "step_routes_failure",
 ]
 
 OUTCOME_TASK_ID = "noetl_outcome"
@@ -70,17 +72,17 @@ def routes_failure(unit: Unit, profile: EngineProfile) -> bool:
     when one of its members may: its task then fails once the region finished its routing."""
     if unit.kind == "region":
         members = (unit.payload.get("steps") or {}).values()
-        return any(_step_routes_failure(m, profile) for m in members if isinstance(m, Mapping))
+        return any(step_routes_failure(m, profile) for m in members if isinstance(m, Mapping))
     if unit.kind != "step":
         return False
-    return _step_routes_failure(unit.payload, profile)
+    return step_routes_failure(unit.payload, profile)
 
 
 # What a step that only routes carries: its name, dialect, a bare noop tool and its arcs.
 _ROUTER_KEYS = frozenset({"step", "dialect", "tool", "routing"})
 
 
-def _call_cannot_fail(payload: Mapping[str, Any]) -> bool:
+def call_cannot_fail(payload: Mapping[str, Any]) -> bool:
     """A step whose only call is a bare ``noop`` (or that has no call at all: a v1 router) ends
     every run ``ok``: ``tools/noop.py`` returns its result without a condition, and nothing is
     rendered before it (no input, args, set, loop, guard, policy or tool field to render). Its
@@ -94,8 +96,8 @@ def _call_cannot_fail(payload: Mapping[str, Any]) -> bool:
     return tool is None or (isinstance(tool, Mapping) and dict(tool) == {"kind": "noop"})
 
 
-def _step_routes_failure(payload: Mapping[str, Any], profile: EngineProfile) -> bool:
-    if _call_cannot_fail(payload):
+def step_routes_failure(payload: Mapping[str, Any], profile: EngineProfile) -> bool:
+    if call_cannot_fail(payload):
         return False
     arcs = (payload.get("routing") or {}).get("arcs") or []
     rules = payload.get("case") or []

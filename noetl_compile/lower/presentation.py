@@ -139,11 +139,16 @@ def decorate_units(units: list[Unit]) -> None:
             kind = payload_kind(payload)
             step = str(payload.get("step", unit.id))
             if unit.kind in ("loop", "cursor"):
+                # A fused loop's head and tail also run the steps around it: named first.
+                lead = "".join(f"{name}, " for name in unit.lead)
+                trail = "".join(f", {name}" for name in unit.trail)
                 display = {
-                    "head": "head (items)" if unit.kind == "loop" else "head (claim)",
+                    "head": _one_line(f"head ({lead}items)")
+                    if unit.kind == "loop"
+                    else "head (claim)",
                     "body": f"body ({kind})",
                     "worker": f"worker ({kind})",
-                    "tail": "tail (collect)",
+                    "tail": _one_line(f"tail (collect{trail})"),
                 }
             elif unit.kind == "loop_seq":
                 display = {unit.id: _one_line(f"{step} ({kind}, sequential loop)")}

@@ -35,6 +35,7 @@ EXAMPLES = [
     ("pipeline_retry", {"api_url": "{http_server}"}),
     ("postgres_upsert", {}),
     ("duckdb_report", {}),
+    ("loop_parallel", {}),  # a fused loop: start in its head, report in its tail
 ]
 
 CORPUS = [
@@ -96,14 +97,21 @@ def _compare(rel, conf, children, prepare, *, dags, run_dag, tmp_path, must_fuse
         assert runs[mode].state == "success", runs[mode].describe()
     plain, fused = runs["unfused"], runs["fused"]
     fused_tasks = [t for t, s in fused.states.items() if t.startswith("fused_") and s == "success"]
-    if must_fuse or fused_tasks:
-        assert fused_tasks, f"nothing was fused: {sorted(fused.states)}"
+    # Fused loops: the head runs the lead, the tail the trail (lower/fuse.py loop_folds).
+    folded = [u for u, p in fused.payloads.items() if "lead" in p or "trail" in p]
+    if must_fuse or fused_tasks or folded:
+        assert fused_tasks or folded, f"nothing was fused: {sorted(fused.states)}"
         assert len(fused.states) < len(plain.states)
     else:  # no chain to fuse: the same tasks ran
         assert sorted(fused.states) == sorted(plain.states)
     for task in fused_tasks:
         members = fused.payloads[task]["steps"]
         assert set(members) <= set(fused.xcom[task]["results"]), task
+    for unit in folded:
+        trail = fused.payloads[unit].get("trail")
+        if trail and fused.states.get(f"{unit}.tail") == "success":
+            results = fused.xcom[f"{unit}.tail"]["results"]
+            assert set(trail["steps"]) <= set(results), unit
     # The same steps finish, as many times each. Their order is compared only as a multiset:
     # steps of parallel branches (hot_task_a / hot_task_b) finish in whichever order the
     # tasks ran, fused or not, and a loaded machine swaps them.
