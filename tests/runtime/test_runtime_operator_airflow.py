@@ -412,16 +412,16 @@ def test_loop_tasks_pull_no_args_from_their_own_group():
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "large_loop_dag", Path(__file__).parents[2] / "dags" / "large_loop.py"
+        "loop_parallel_dag", Path(__file__).parents[2] / "dags" / "loop_parallel.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     tasks = module.dag.task_dict
     # A body instance as its task runner builds it (the mapped operator, unmapped).
-    body = tasks["square.body"].unmap({"chunk": {"offset": 0, "items": [1]}})
-    for task_id, task in (("square.body", body), ("square.tail", tasks["square.tail"])):
+    body = tasks["measure.body"].unmap({"chunk": {"offset": 0, "items": [1]}})
+    for task_id, task in (("measure.body", body), ("measure.tail", tasks["measure.tail"])):
         asked = set(tasks[task_id].upstream_task_ids) - task.outputless_upstreams()
         assert tasks[task_id].upstream_task_ids and not asked, (task_id, asked)
-    assert tasks["square.head"].outputless_upstreams() == set()
-    assert tasks["total"].outputless_upstreams() == set()
-    assert tasks["square.head"].upstream_task_ids == {"start"}
+    assert tasks["measure.head"].outputless_upstreams() == set()
+    assert tasks["report"].outputless_upstreams() == set()
+    assert tasks["measure.head"].upstream_task_ids == {"start"}
