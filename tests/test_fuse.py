@@ -111,7 +111,9 @@ def test_a_fused_loop_lowers_its_lead_and_trail_into_its_group(tmp_path):
     assert unit.payload["trail"]["exits"] == []
     # Its `metadata.noetlc.fuse: false`: one unit per step, five levels, as before.
     path = tmp_path / "large_loop.yaml"
-    path.write_text((PLAYBOOKS / "large_loop.yaml").read_text().replace("fuse: true", "fuse: false"))
+    path.write_text(
+        (PLAYBOOKS / "large_loop.yaml").read_text().replace("fuse: true", "fuse: false")
+    )
     (result,), _ = check_paths([str(path)])
     plain = lower_result(result, path.name, fuse=True)
     assert [u.steps for u in plain.units] == [["start"], ["square"], ["total"]]
