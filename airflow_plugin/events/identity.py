@@ -31,7 +31,8 @@ _NAMESPACE_SHA1 = hashlib.sha1(EVENT_NAMESPACE.bytes, usedforsecurity=False)
 
 def event_id(*parts: Any) -> str:
     """uuid5 over ``parts``; None and "" differ, and no part can run into the next."""
-    key = "\x1f".join("\x00" if part is None else str(part) for part in parts)
+    # A list, not a generator: join builds one from a generator anyway.
+    key = "\x1f".join(["\x00" if part is None else str(part) for part in parts])
     digest = _NAMESPACE_SHA1.copy()
     digest.update(key.encode())
     raw = bytearray(digest.digest()[:16])

@@ -278,14 +278,16 @@ def emit(event: Event) -> None:
     if scope.keep is not None and not scope.keep(event.name, event.status):
         return
     try:
-        # One copy of the event per emit (this runs for every event of every step).
+        # One copy of the event per emit (this runs for every event of every step): stamped
+        # first, so its identity is read off the copy in one call.
         changes = {k: v for k, v in scope.coordinates.items() if getattr(event, k) is None}
         if event.event_id is None:
-            key = event.identity_key(changes)
+            event = _stamped(event, changes)
+            key = event.identity_key()
             occurrence = scope.occurrences.get(key, 0)
             scope.occurrences[key] = occurrence + 1
-            changes["event_id"] = event_id(*key, occurrence)
-        if changes:
+            event.__dict__["event_id"] = event_id(*key, occurrence)  # the copy is ours
+        elif changes:
             event = _stamped(event, changes)
         scope.last_event_id = event.event_id
         recorder.record(event)
