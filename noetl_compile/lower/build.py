@@ -351,7 +351,8 @@ def lower(
             node = graph.nodes[member]
             node["unit"] = unit.id
             node["shape"] = unit.kind
-            node["task_id"] = lowering.task_id(member)
+            # A fused loop's trail runs in its tail, not where routing into the unit lands.
+            node["task_id"] = unit.result_task if member in unit.trail else lowering.task_id(member)
             node["payload"] = unit.payload if len(unit.steps) == 1 else lowering.payload(member)
             node["reads"] = {
                 "results": lowering.deps.results.get(member, []),
