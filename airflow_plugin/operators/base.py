@@ -44,6 +44,7 @@ __all__ = [
     "NoetlTask",
     "NoetlTaskMixin",
     "fail_task",
+    "failed_step",
     "failure_summary",
     "freeze_heap",
     "is_noetl_output",
@@ -81,6 +82,17 @@ def freeze_heap() -> None:
         import gc
 
         gc.freeze()
+
+
+def failed_step(log: Any, default: str, exc: NoetlRuntimeError) -> str:
+    """The step a runtime error of an interpreted task (a region, a fused run or loop tail) is
+    about, its call's traceback logged as the step's own task logs it."""
+    step = getattr(exc, "step", None) or default
+    error = getattr(exc, "error", None)
+    traceback = error.get("traceback") if isinstance(error, Mapping) else None
+    if traceback:
+        log.error("NoETL step %s tool error:\n%s", step, traceback)
+    return step
 
 
 def failure_summary(error: Any) -> str:

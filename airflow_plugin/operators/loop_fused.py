@@ -31,7 +31,7 @@ from noetl_compile.step_decode import decode_fused_loop
 from noetl_compile.step_model import PayloadError
 
 from ..errors import NoetlRuntimeError
-from .base import fail_task, step_output
+from .base import fail_task, failed_step, step_output
 from .loop import NoetlLoopHeadOperator, NoetlLoopTailOperator
 
 __all__ = ["NoetlFusedLoopHeadOperator", "NoetlFusedLoopTailOperator"]
@@ -132,7 +132,7 @@ class NoetlFusedLoopTailOperator(NoetlLoopTailOperator):
             try:
                 ran = interpret(members, entries, base)
             except NoetlRuntimeError as exc:
-                raise fail_task(getattr(exc, "step", self.step), exc) from exc
+                raise fail_task(failed_step(self.log, self.step, exc), exc) from exc
         if ran.errors:
             # The compiler folds no step whose routing may take a failure; one that did anyway
             # (a payload written by hand) fails the task, never passes as a success.

@@ -22,7 +22,7 @@ from noetl_compile.step_model import Region
 
 from ..compat import AirflowFailException
 from ..errors import NoetlRuntimeError
-from .base import XCOM_RETURN_KEY, fail_task, failure_summary
+from .base import XCOM_RETURN_KEY, fail_task, failed_step, failure_summary
 from .failure_routes import ROUTED_TO, routes_by_trigger_rules
 from .loop import CompiledStepOperator
 
@@ -61,7 +61,7 @@ class NoetlRegionOperator(CompiledStepOperator):
             try:
                 ran = interpret(steps, entries, base)
             except NoetlRuntimeError as exc:
-                raise fail_task(getattr(exc, "step", self.step), exc) from exc
+                raise fail_task(failed_step(self.log, self.step, exc), exc) from exc
         exits = [target for target, _, _ in ran.exits]
         output = {
             "result": ran.last_result,
