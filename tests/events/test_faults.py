@@ -68,16 +68,24 @@ def test_postgres_stopped_mid_loop_loses_and_duplicates_nothing(
     outbox = Outbox(tmp_path / "noetl" / "outbox")
     recorder = StoreRecorder(disturbed, outbox)
     stopped = threading.Event()
+    record, recorded = recorder.record, [0]
 
-    def stop_midway():
-        deadline = time.monotonic() + 120
-        while recorder.stored < len(expected) // 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        pg_cluster.stop()
-        stopped.set()
+    def stop_midway(event) -> None:
+        # In the run itself, once a third of its events were recorded and some of them stored:
+        # Postgres goes down mid-run whatever the machine's speed (a thread watching the count
+        # could stop it after the run, or after this test, under another one's feet).
+        record(event)
+        recorded[0] += 1
+        if recorded[0] == len(expected) // 3:
+            deadline = time.monotonic() + 60
+            while recorder.stored < len(expected) // 6 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            pg_cluster.stop()
+            stopped.set()
 
+    recorder.record = stop_midway
     try:
-        state, same_run = run_into(dag, recorder, threading.Thread(target=stop_midway))
+        state, same_run = run_into(dag, recorder)
         assert same_run == run_id
         assert stopped.is_set() and not pg_cluster.running
         assert state == "success"  # the event log being down never fails a task
