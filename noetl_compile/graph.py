@@ -96,10 +96,16 @@ def _edges(ir: Any) -> list[tuple[str, str, str, str]]:
 
 
 def _clusters(ir: Any) -> list[tuple[str, list[str]]]:
+    from .lower.fuse import FUSED_PREFIX
+
     clusters = []
     for unit in ir.units:
         if unit.kind == "region":
-            clusters.append(("cyclic region: one task", unit.steps))
+            fused = unit.id.startswith(f"{FUSED_PREFIX}_")
+            title = "fused chain: one task" if fused else "cyclic region: one task"
+            clusters.append((title, unit.steps))
+        elif unit.kind == "loop" and (unit.lead or unit.trail):
+            clusters.append(("fused loop: head and tail run the steps around it", unit.steps))
         elif unit.kind == "loop" and len(unit.steps) > 1:
             clusters.append(("v1 loop: body mapped per item", unit.steps))
     return clusters

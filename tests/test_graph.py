@@ -32,6 +32,20 @@ def test_regions_and_loops_are_drawn(capsys) -> None:
     assert 'label="loop.done"' in out
 
 
+def test_fused_units_are_named_for_what_they_are(capsys, tmp_path) -> None:
+    # large_loop opts in to fusion: its loop's head and tail run `start` and `total`.
+    assert main(["graph", str(PLAYBOOKS / "large_loop.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert 'subgraph c0["fused loop: head and tail run the steps around it"]' in out
+    assert "v1 loop" not in out
+    fused = tmp_path / "hello_world.yaml"
+    text = (PLAYBOOKS / "hello_world.yaml").read_text()
+    fused.write_text(text.replace("\nmetadata:\n", "\nmetadata:\n  noetlc:\n    fuse: true\n", 1))
+    assert main(["graph", str(fused)]) == 0
+    out = capsys.readouterr().out
+    assert 'subgraph c0["fused chain: one task"]' in out and "cyclic region" not in out
+
+
 def test_gates_and_nested_playbooks_have_their_own_shapes(capsys) -> None:
     assert main(["graph", str(PLAYBOOKS / "gates.yaml")]) == 0
     assert '{{"approve<br>gate: approve"}}' in capsys.readouterr().out
