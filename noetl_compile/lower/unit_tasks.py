@@ -144,24 +144,7 @@ def _fold_loop(low: Lowering, unit: Unit, step: Step) -> None:
         head.operator, head.module = "NoetlFusedLoopHeadOperator", FUSED_LOOP_MODULE
         unit.payload["lead"] = [compact_step(low.payload(name)) for name in unit.lead]
     if unit.trail:
-        members = set(unit.trail)
-        steps = {name: low.payload(name) for name in unit.trail}
-        exits: list[str] = []
-        for payload in steps.values():
-            targets = [a["step"] for a in payload["routing"]["arcs"]]
-            for rule in payload["case"]:
-                targets += [t["step"] for t in rule["then"].get("next", [])]
-            for target in targets:
-                task_id = low.task_id(target)
-                if target not in members and task_id and task_id not in exits:
-                    exits.append(task_id)
-        trail: RegionPayload = {
-            "region": f"{unit.id}.tail",
-            "dialect": low.playbook.dialect,
-            "entry": [unit.trail[0]],
-            "steps": steps,
-            "exits": exits,
-        }
+        trail = _region_payload(low, f"{unit.id}.tail", unit.trail, [unit.trail[0]])
         tail.operator, tail.module = "NoetlFusedLoopTailOperator", FUSED_LOOP_MODULE
         unit.payload["trail"] = compact_unit(trail)
         unit.inner_steps = [step.name, *unit.trail]
@@ -234,23 +217,34 @@ def _fill_region(low: Lowering, unit: Unit) -> None:
         for m in unit.steps
         if m == low.playbook.entry or any(p not in members for p in low.graph.predecessors(m))
     ]
-    steps = {m: low.payload(m) for m in unit.steps}
-    exits = []
+    region: RegionPayload = _region_payload(low, unit.id, unit.steps, entry)
+    unit.payload = region
+
+
+def _region_payload(
+    low: Lowering, name: str, members: list[str], entry: list[str]
+) -> RegionPayload:
+    """Steps one task interprets (a cyclic region, a fused run, a fused loop's trail): their
+    payloads, where they start, and the tasks outside them their arcs and case rules route to
+    (the exits the task skips when no step chose them)."""
+    inside = set(members)
+    steps = {m: low.payload(m) for m in members}
+    exits: list[str] = []
     for payload in steps.values():
         targets = [a["step"] for a in payload["routing"]["arcs"]]
         for rule in payload["case"]:
             targets += [t["step"] for t in rule["then"].get("next", [])]
         for target in targets:
-            if target not in members and low.task_id(target) and low.task_id(target) not in exits:
-                exits.append(low.task_id(target))
-    region: RegionPayload = {
-        "region": unit.id,
+            task_id = low.task_id(target)
+            if target not in inside and task_id and task_id not in exits:
+                exits.append(task_id)
+    return {
+        "region": name,
         "dialect": low.playbook.dialect,
         "entry": entry,
         "steps": steps,
         "exits": exits,
     }
-    unit.payload = region
 
 
 def _fill_v1_loop(low: Lowering, unit: Unit, body: V1LoopBody) -> None:
