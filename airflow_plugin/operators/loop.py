@@ -484,11 +484,16 @@ class NoetlLoopTailOperator(CompiledStepOperator):
         step, reads = decoded(payload, reads, "loop tail", cursor=None)
         super().__init__(payload=step, reads=reads, **kwargs)
 
+    @property
+    def closes_cursor(self) -> bool:
+        """Whether this tail closes a cursor loop (its mapped task: worker slots, not bodies)."""
+        return self.payload["loop"].get("mode") == "cursor"
+
     def collected(self, context: Any) -> tuple[list[dict[str, Any]], list[Any]]:
         """The iteration records of every mapped instance, and the instances' outputs."""
         ti = context["ti"]
         # The mapped task of the group: loop bodies, or a cursor loop's worker slots.
-        mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
+        mapped = "worker" if self.closes_cursor else "body"
         body = ti.xcom_pull(task_ids=self.group_task(mapped), key="return_value")
         # Airflow 3.3 returns every map index's value for a mapped task (None when none ran).
         parts = body if isinstance(body, list) else [body] if body else []
@@ -497,14 +502,13 @@ class NoetlLoopTailOperator(CompiledStepOperator):
 
     def execute(self, context: Any) -> Any:
         records, parts = self.collected(context)
-        mapped = "worker" if self.payload["loop"].get("mode") == "cursor" else "body"
         inputs = self.pull_inputs(context, self.step)
         with self.recording(context):
             try:
                 routed = self.finish_and_route(context, inputs, records)
             except NoetlRuntimeError as exc:
                 raise fail_task(self.step, exc) from exc
-        if mapped == "worker":
+        if self.closes_cursor:
             self._forget_leases(parts)
         return routed
 

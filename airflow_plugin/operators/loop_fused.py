@@ -73,8 +73,12 @@ class NoetlFusedLoopHeadOperator(NoetlLoopHeadOperator):
                         ),
                     )
                 args = dict((outcome.next_args or {}).get(following) or {})
-                self.log.info("NoETL step %s finished (%s); next: %s", step.name, outcome.status,
-                              outcome.next_steps)  # fmt: skip
+                self.log.info(
+                    "NoETL step %s finished (%s); next: %s",
+                    step.name,
+                    outcome.status,
+                    outcome.next_steps,
+                )
         return self.chunks(context, {**inputs, "args": args})
 
 
