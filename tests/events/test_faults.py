@@ -40,11 +40,9 @@ def load_loop_dag(airflow_db: Path, tmp_path: Path):
     return module.dag
 
 
-def run_into(dag, recorder: StoreRecorder, during=None) -> str:
+def run_into(dag, recorder: StoreRecorder) -> str:
     previous = set_default_recorder(recorder)
     try:
-        if during is not None:
-            during.start()
         run = dag.test(logical_date=LOGICAL_DATE, run_after=LOGICAL_DATE, run_conf={"count": 200})
         recorder.flush(30)
     finally:
